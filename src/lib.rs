@@ -1,0 +1,25 @@
+//! agent-q: a tool registry and executor for LLM agents working inside Emacs.
+//!
+//! The crate is both an Emacs dynamic module (`agent-q-core`, built as a cdylib) and a plain Rust
+//! library (rlib) whose pure modules `cargo test` covers without Emacs:
+//!
+//! - [`spec`]: tool specifications and their validation;
+//! - [`registry`]: the registry of tools (registration rules, filtering, snapshots, schemas);
+//! - [`sexp`]: conversion between Emacs Lisp s-expressions ([`lexpr::Value`]) and JSON;
+//! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
+//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
+//! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
+//! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`.
+//!
+//! The [`binding`] module is the thin layer that converts between Emacs values and that core.
+#![warn(missing_docs)]
+
+pub mod binding;
+pub mod diff;
+pub mod error;
+pub mod executor;
+pub mod native;
+pub mod registry;
+pub mod sexp;
+pub mod spec;
+pub mod xref;
