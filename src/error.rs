@@ -1,1 +1,96 @@
-//! (in progress)
+//! Error types of the pure core, one per concern.
+//!
+//! The binding layer turns each into a Lisp signal under `agent-q-error` (see
+//! `binding::errors`), or, inside the executor, into a failure result for the model.
+
+use thiserror::Error;
+
+/// A tool definition that cannot be registered. The message names the field and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("Invalid tool definition{}: field '{field}': {problem}", tool_suffix(.tool))]
+pub struct SpecError {
+    /// The tool's name, when it is known.
+    pub tool: Option<String>,
+    /// The offending field, e.g. `name`, `parameters[1].type`, `required`.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+fn tool_suffix(tool: &Option<String>) -> String {
+    match tool {
+        Some(name) if !name.is_empty() => format!(" {name}"),
+        _ => String::new(),
+    }
+}
+
+impl SpecError {
+    /// A problem with FIELD of an as yet unnamed tool.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        SpecError { tool: None, field: field.into(), problem: problem.into() }
+    }
+
+    /// The same error, attributed to the tool NAME.
+    pub fn for_tool(mut self, name: &str) -> Self {
+        if self.tool.is_none() && !name.is_empty() {
+            self.tool = Some(name.to_string());
+        }
+        self
+    }
+}
+
+/// Failures of registry operations.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RegistryError {
+    /// The same version of a tool is already registered with a different definition.
+    #[error(
+        "Tool already exists: {name} is registered{} with a different definition; \
+         use a different name such as {name}_v2, or bump the version",
+        version.as_ref().map(|v| format!(" at version {v}")).unwrap_or_else(|| " without a version".into())
+    )]
+    ToolExists {
+        /// The tool's name.
+        name: String,
+        /// The version both definitions share, if any.
+        version: Option<String>,
+    },
+    /// No tool has that name.
+    #[error("Unknown tool: {0}")]
+    UnknownTool(String),
+    /// The definition itself is invalid.
+    #[error(transparent)]
+    InvalidSpec(#[from] SpecError),
+    /// A snapshot that cannot be restored.
+    #[error("Invalid registry snapshot: {0}")]
+    InvalidSnapshot(String),
+}
+
+/// A value that cannot cross between Emacs and the core exactly, or input over a limit.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConvertError {
+    /// Nesting deeper than the limit.
+    #[error("value nested more than {limit} levels deep")]
+    TooDeep {
+        /// The depth limit.
+        limit: usize,
+    },
+    /// More bytes or nodes than the limit.
+    #[error("{what} is too large: {size} bytes (limit {limit})")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A value with no exact counterpart on the other side.
+    #[error("cannot represent {0}")]
+    Unrepresentable(String),
+    /// A value of the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+    /// JSON text that does not parse.
+    #[error("invalid JSON: {0}")]
+    Json(String),
+}

@@ -1,1 +1,193 @@
-//! (in progress)
+//! Tools written in Rust: the [`Tool`] trait and a runner that bounds them with a timeout.
+//!
+//! A native tool's `execute` returns a future that runs on a shared multi-thread tokio runtime,
+//! never on the Emacs thread, so a slow or stuck tool cannot hang Emacs: the caller waits at most
+//! the tool's timeout (default [`DEFAULT_TIMEOUT`]), and may cancel sooner (a `C-g` in Emacs).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+use thiserror::Error;
+
+use crate::spec::ToolSpec;
+
+/// How long a native tool may run unless it says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The future a native tool returns.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<String, NativeError>> + Send + 'static>>;
+
+/// A tool implemented in Rust.
+pub trait Tool: Send + Sync {
+    /// The tool's specification (name, description, parameters, safety level...).
+    fn spec(&self) -> ToolSpec;
+
+    /// How long one execution may take.
+    fn timeout(&self) -> Duration {
+        DEFAULT_TIMEOUT
+    }
+
+    /// Run with ARGS, already validated against the spec's parameters.
+    fn execute(&self, args: Map<String, Json>) -> ToolFuture;
+}
+
+/// Why a native tool did not return a result.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum NativeError {
+    /// The tool's own failure.
+    #[error("{0}")]
+    Failed(String),
+    /// The timeout elapsed.
+    #[error("Tool {tool} timed out after {} s", format_secs(*.after))]
+    TimedOut {
+        /// The tool's name.
+        tool: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The caller cancelled (the user quit).
+    #[error("Tool {0} was cancelled")]
+    Cancelled(String),
+    /// The tool panicked; the panic was contained.
+    #[error("Tool {0} panicked")]
+    Panicked(String),
+    /// The runtime could not be started.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(String),
+}
+
+fn format_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{}", s as u64)
+    } else {
+        format!("{s:.3}").trim_end_matches('0').to_string()
+    }
+}
+
+fn runtime() -> Result<&'static tokio::runtime::Runtime, NativeError> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("agent-q-native")
+                .enable_time()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| NativeError::Runtime(e.clone()))
+}
+
+/// How often the waiting thread asks whether to cancel.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Run TOOL with ARGS on the runtime, waiting at most its timeout. SHOULD_CANCEL is asked every
+/// 50 ms; when it answers true the tool is abandoned.
+pub fn run(tool: &dyn Tool, name: &str, args: Map<String, Json>, mut should_cancel: impl FnMut() -> bool) -> Result<String, NativeError> {
+    let rt = runtime()?;
+    let timeout = tool.timeout();
+    let mut handle = rt.spawn(tool.execute(args));
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            handle.abort();
+            return Err(NativeError::TimedOut { tool: name.to_string(), after: timeout });
+        }
+        let slice = POLL.min(deadline - now);
+        match rt.block_on(async { tokio::time::timeout(slice, &mut handle).await }) {
+            Ok(Ok(result)) => return result,
+            Ok(Err(join)) if join.is_panic() => return Err(NativeError::Panicked(name.to_string())),
+            Ok(Err(join)) => return Err(NativeError::Failed(join.to_string())),
+            Err(_elapsed) => {
+                if should_cancel() {
+                    handle.abort();
+                    return Err(NativeError::Cancelled(name.to_string()));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::spec::SafetyLevel;
+    use serde_json::json;
+
+    /// A tool that sleeps for `ms` milliseconds, then echoes its `text` argument.
+    pub struct Sleepy {
+        pub timeout: Duration,
+    }
+
+    impl Tool for Sleepy {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "sleepy".into(),
+                description: "Sleep, then echo.".into(),
+                parameters: json!({"type":"object","properties":{"ms":{"type":"integer"},"text":{"type":"string"}},"required":["ms"]}),
+                safety_level: SafetyLevel::Safe,
+                categories: vec![],
+                version: None,
+                tags: vec![],
+                output_schema: None,
+            }
+        }
+        fn timeout(&self) -> Duration {
+            self.timeout
+        }
+        fn execute(&self, args: Map<String, Json>) -> ToolFuture {
+            Box::pin(async move {
+                let ms = args.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                if ms == 13 {
+                    panic!("unlucky");
+                }
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(args.get("text").and_then(Json::as_str).unwrap_or("done").to_string())
+            })
+        }
+    }
+
+    fn args(v: Json) -> Map<String, Json> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_fast_tool_returns_its_result() {
+        let t = Sleepy { timeout: Duration::from_millis(500) };
+        assert_eq!(run(&t, "sleepy", args(json!({"ms": 10, "text": "hi"})), || false), Ok("hi".into()));
+    }
+
+    #[test]
+    fn a_slow_tool_times_out_with_the_issue_message() {
+        let t = Sleepy { timeout: Duration::from_millis(100) };
+        let err = run(&t, "sleepy", args(json!({"ms": 5_000})), || false).unwrap_err();
+        assert_eq!(err.to_string(), "Tool sleepy timed out after 0.1 s");
+        let t = Sleepy { timeout: Duration::from_secs(1) };
+        let err = run(&t, "sleepy", args(json!({"ms": 5_000})), || false).unwrap_err();
+        assert_eq!(err.to_string(), "Tool sleepy timed out after 1 s");
+    }
+
+    #[test]
+    fn cancelling_abandons_the_tool() {
+        let t = Sleepy { timeout: Duration::from_secs(30) };
+        let mut asked = 0;
+        let err = run(&t, "sleepy", args(json!({"ms": 30_000})), || {
+            asked += 1;
+            asked > 2
+        })
+        .unwrap_err();
+        assert_eq!(err, NativeError::Cancelled("sleepy".into()));
+    }
+
+    #[test]
+    fn a_panicking_tool_is_contained() {
+        let t = Sleepy { timeout: Duration::from_secs(1) };
+        assert_eq!(run(&t, "sleepy", args(json!({"ms": 13})), || false), Err(NativeError::Panicked("sleepy".into())));
+    }
+}
