@@ -5,8 +5,11 @@
 
 use emacs::{Env, IntoLisp, Result};
 
+pub mod convert;
 pub mod diff;
 pub mod errors;
+pub mod exec;
+pub mod registry;
 pub mod xref;
 
 emacs::plugin_is_GPL_compatible!();

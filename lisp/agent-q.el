@@ -1,0 +1,478 @@
+;;; agent-q.el --- Tools for LLM agents inside Emacs, with safety enforced  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, lisp, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; agent-q gives an LLM agent a set of tools to work inside the running
+;; Emacs: introspect Emacs Lisp, evaluate and compile code, read and
+;; write files and buffers, propose edits.  Its core is a Rust dynamic
+;; module (agent-q-core) holding the tool registry and the executor,
+;; which enforces each tool's safety level:
+;;
+;; - safe tools run at once;
+;; - cautious tools run and are logged (`*agent-q-log*' and
+;;   `agent-q-audit-file');
+;; - dangerous tools run only after `agent-q-approval-function' (by
+;;   default a minibuffer prompt) approves them.
+;;
+;; Arguments are validated against each tool's JSON Schema before
+;; anything else happens.  The main entry points:
+;;
+;;   (agent-q-deftool "greet" "Greet someone by name."
+;;     '((:name "who" :type :string :description "Who to greet"))
+;;     :required '("who")
+;;     :handler (lambda (args) (format "Hello, %s!" (gethash "who" args))))
+;;
+;;   (agent-q-tools-to-schema)            ; tool schemas for the LLM request
+;;   (agent-q-execute-tool-calls          ; the LLM's tool calls -> results
+;;    '((:id "call_1" :name "greet" :arguments (:who "Ada"))))
+;;
+;; Re-evaluating an `agent-q-deftool' form in the file that defines it
+;; redefines the tool, as re-evaluating a `defun' does.  Anywhere else a
+;; changed definition needs a new :version (or a new name): the registry
+;; refuses to replace a tool silently.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'pp)
+(require 'subr-x)
+
+;;;; The module
+
+(defconst agent-q-version "0.1.0"
+  "The version of agent-q's Lisp code; the module must report the same.")
+
+(defvar agent-q-core-version nil
+  "The version the loaded agent-q-core module reports.")
+
+(defvar agent-q--handler-transfer nil
+  "Scratch variable through which the module hands back Lisp handlers.")
+
+(defgroup agent-q nil
+  "Tools for LLM agents inside Emacs."
+  :group 'tools
+  :prefix "agent-q-")
+
+(defcustom agent-q-always-compile-module nil
+  "Non-nil means build the agent-q module without asking when it is missing."
+  :type 'boolean)
+
+(defconst agent-q--directory
+  (file-name-directory (or load-file-name buffer-file-name default-directory))
+  "The directory agent-q's Lisp files live in.")
+
+(defun agent-q--source-root ()
+  "The project root, where Cargo.toml is, or nil."
+  (let ((root (expand-file-name ".." agent-q--directory)))
+    (and (file-exists-p (expand-file-name "Cargo.toml" root)) root)))
+
+(defun agent-q-module-compile ()
+  "Build the agent-q-core module with cargo and install it beside agent-q.el.
+The output goes to the buffer `*agent-q-build*'."
+  (interactive)
+  (let ((root (or (agent-q--source-root)
+                  (error "Cannot build agent-q-core: no Cargo.toml above %s"
+                         agent-q--directory)))
+        (buffer (get-buffer-create "*agent-q-build*")))
+    (unless (executable-find "cargo")
+      (error "Cannot build agent-q-core: cargo is not installed (see https://rustup.rs)"))
+    (with-current-buffer buffer
+      (erase-buffer)
+      (let ((default-directory root))
+        (unless (zerop (call-process "cargo" nil t t "build" "--release"))
+          (pop-to-buffer buffer)
+          (error "Building agent-q-core failed; see %s" (buffer-name buffer)))))
+    (copy-file (expand-file-name "target/release/libagent_q.so" root)
+               (expand-file-name "agent-q-core.so" agent-q--directory)
+               t)
+    (message "agent-q-core built")))
+
+(defun agent-q--load-module ()
+  "Load agent-q-core, offering to build it when it is missing."
+  (unless (featurep 'agent-q-core)
+    (unless (or (require 'agent-q-core nil t)
+                (progn
+                  (cond
+                   (noninteractive
+                    (error "The agent-q-core module is missing; build it with `make build'"))
+                   ((or agent-q-always-compile-module
+                        (y-or-n-p "agent-q needs its module built with cargo.  Build it now? "))
+                    (agent-q-module-compile))
+                   (t (error "The agent-q-core module is missing; run M-x agent-q-module-compile")))
+                  (require 'agent-q-core nil t)))
+      (error "Cannot load agent-q-core from %s" agent-q--directory)))
+  (unless (equal agent-q-core-version agent-q-version)
+    (error "The agent-q-core module is version %s but agent-q.el is %s; rebuild it (make build) and restart Emacs"
+           agent-q-core-version agent-q-version)))
+
+(agent-q--load-module)
+
+(declare-function agent-q--core-make-registry "agent-q-core" ())
+(declare-function agent-q--core-register "agent-q-core" (registry definition handler source))
+(declare-function agent-q--core-get "agent-q-core" (registry name))
+(declare-function agent-q--core-handler "agent-q-core" (registry name))
+(declare-function agent-q--core-names "agent-q-core" (registry include-disabled))
+(declare-function agent-q--core-filter "agent-q-core" (registry max-level categories include-disabled))
+(declare-function agent-q--core-set-enabled "agent-q-core" (registry name enabled))
+(declare-function agent-q--core-remove "agent-q-core" (registry name))
+(declare-function agent-q--core-snapshot "agent-q-core" (registry as-json))
+(declare-function agent-q--core-restore "agent-q-core" (registry snapshot))
+(declare-function agent-q--core-schemas "agent-q-core" (registry names format as-json))
+(declare-function agent-q--core-generation "agent-q-core" (registry))
+(declare-function agent-q--core-metrics "agent-q-core" (registry reset))
+(declare-function agent-q--core-validate "agent-q-core" (registry name args))
+(declare-function agent-q--core-decide "agent-q-core" (registry name decision args))
+(declare-function agent-q--core-execute "agent-q-core"
+                  (registry calls max-result-chars max-argument-bytes hooks))
+(declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
+
+;;;; Options
+
+(defcustom agent-q-approval-function #'agent-q-approve-in-minibuffer
+  "Function deciding whether a dangerous tool call may run.
+It is called with the tool's name (a string) and its arguments (a
+plist with keyword keys), with `agent-q-approval-context' bound.  It
+returns `:approved', `:denied', (:denied REASON) or (:modified NEW-ARGS).
+Anything else, an error or a quit denies the call; so does nil here."
+  :type '(choice (const :tag "Deny every dangerous call" nil) function))
+
+(defvar agent-q-approval-context nil
+  "Plist describing the call being approved, bound around the approval function.
+Keys: :safety-level (a keyword) and :reason (why a safe tool asks, or nil).")
+
+(defcustom agent-q-tool-execution-functions nil
+  "Functions called around each tool execution.
+Each is called with (PHASE TOOL-NAME ARGS RESULT): PHASE is `:before',
+`:after' or `:error'; ARGS is the arguments plist; RESULT is the result
+plist, or nil for `:before'.  An error in one is reported and ignored."
+  :type 'hook)
+
+(defcustom agent-q-max-result-chars 20000
+  "Cap on the characters of a tool result's content; 0 means no cap.
+A capped result says how many characters were cut."
+  :type 'natnum)
+
+(defcustom agent-q-max-argument-bytes (* 16 1024 1024)
+  "Cap on the bytes of strings in one tool call's arguments."
+  :type 'natnum)
+
+(defcustom agent-q-audit-file (locate-user-emacs-file "agent-q-audit.jsonl")
+  "File to which cautious and dangerous executions are appended as JSON lines.
+nil means keep no audit file (the `*agent-q-log*' buffer is still kept)."
+  :type '(choice (const :tag "No audit file" nil) file))
+
+(defcustom agent-q-log-buffer-name "*agent-q-log*"
+  "Name of the buffer logging cautious and dangerous executions."
+  :type 'string)
+
+;;;; Tools and registries
+
+(cl-defstruct (agent-q-tool (:constructor agent-q-tool--create)
+                            (:copier nil))
+  "A tool: what it is and what runs it.
+For a tool read back from a registry, PARAMETERS is its normalised
+JSON Schema (as a plist) and ENABLED, CREATED-AT and SOURCE are set."
+  name description parameters required (safety-level :safe) categories
+  handler version tags output-schema source enabled created-at)
+
+(defun agent-q-make-registry ()
+  "Return a new, empty tool registry, independent of the global one.
+Pass it as the REGISTRY argument of the other agent-q functions."
+  (agent-q--core-make-registry))
+
+(cl-defun agent-q-define-tool (name description parameters
+                                    &key required safety-level categories handler
+                                    version tags output-schema source)
+  "Return a tool named NAME (snake_case) described by DESCRIPTION.
+PARAMETERS is a list of parameter plists such as
+  (:name \"symbol\" :type :string :description \"...\")
+with types :string :boolean :number :integer :object :array and, where
+needed, :enum, :items (arrays) and :properties (objects); or a full
+JSON Schema, as a plist or as JSON text.  REQUIRED lists the names of
+required parameters.  SAFETY-LEVEL is :safe (default), :cautious or
+:dangerous.  CATEGORIES is a list of keywords.  HANDLER is called with
+a hash table from parameter names to values.  VERSION, TAGS and
+OUTPUT-SCHEMA are optional.  SOURCE is the file the definition comes
+from, which lets re-evaluating it there redefine the tool.
+The definition is validated when it is registered."
+  (agent-q-tool--create :name name :description description
+                        :parameters parameters :required required
+                        :safety-level (or safety-level :safe)
+                        :categories categories :handler handler
+                        :version version :tags tags
+                        :output-schema output-schema :source source))
+
+(defun agent-q--tool-definition (tool)
+  "The definition plist of TOOL, as the module reads it."
+  (append (list :name (agent-q-tool-name tool)
+                :description (agent-q-tool-description tool)
+                :parameters (agent-q-tool-parameters tool)
+                :required (agent-q-tool-required tool)
+                :safety-level (agent-q-tool-safety-level tool)
+                :categories (agent-q-tool-categories tool))
+          (and (agent-q-tool-version tool) (list :version (agent-q-tool-version tool)))
+          (and (agent-q-tool-tags tool) (list :tags (agent-q-tool-tags tool)))
+          (and (agent-q-tool-output-schema tool)
+               (list :output-schema (agent-q-tool-output-schema tool)))))
+
+(defun agent-q--keywordize (name)
+  "The keyword named NAME (a string)."
+  (intern (concat ":" name)))
+
+(defun agent-q--json-true-p (value)
+  "Non-nil when VALUE is the module's JSON true."
+  (eq value t))
+
+(defun agent-q--tool-from-registration (registration handler)
+  "A tool struct from the module's REGISTRATION plist and HANDLER."
+  (let ((spec (plist-get registration :spec)))
+    (agent-q-tool--create
+     :name (plist-get spec :name)
+     :description (plist-get spec :description)
+     :parameters (plist-get spec :parameters)
+     :required (append (plist-get (plist-get spec :parameters) :required) nil)
+     :safety-level (agent-q--keywordize (plist-get spec :safety_level))
+     :categories (mapcar #'agent-q--keywordize (plist-get spec :categories))
+     :version (plist-get spec :version)
+     :tags (append (plist-get spec :tags) nil)
+     :output-schema (plist-get spec :output_schema)
+     :handler handler
+     :source (plist-get registration :source)
+     :enabled (agent-q--json-true-p (plist-get registration :enabled))
+     :created-at (plist-get registration :created_at))))
+
+(defun agent-q-register-tool (tool &optional registry)
+  "Register TOOL in REGISTRY (default: the global registry); return it as registered.
+A new name is added, enabled.  An identical definition leaves the
+registration as it is but rebinds the handler.  A different :version
+replaces it.  The same version with a different definition signals
+`agent-q-tool-exists', unless TOOL's source is the file the registered
+definition came from (re-evaluating a definition while developing).
+An invalid definition signals `agent-q-invalid-tool' naming the field."
+  (unless (agent-q-tool-p tool)
+    (signal 'wrong-type-argument (list 'agent-q-tool-p tool)))
+  (let ((result (agent-q--core-register registry (agent-q--tool-definition tool)
+                                        (agent-q-tool-handler tool)
+                                        (agent-q-tool-source tool))))
+    (agent-q--tool-from-registration
+     (cdr result) (agent-q--core-handler registry (agent-q-tool-name tool)))))
+
+(defmacro agent-q-deftool (name description parameters &rest keys)
+  "Define the tool NAME and register it; return the registered tool.
+DESCRIPTION, PARAMETERS and KEYS are as for `agent-q-define-tool';
+KEYS may also hold :registry.  Re-evaluating the form in the file that
+defines it (\\[eval-defun], `eval-buffer', `load') redefines the tool
+without a version bump, as it would a `defun'."
+  (declare (indent 3) (doc-string 2))
+  (let ((registry (plist-get keys :registry))
+        (keys (let ((copy (copy-sequence keys)))
+                (cl-remf copy :registry)
+                copy)))
+    `(agent-q-register-tool
+      (agent-q-define-tool ,name ,description ,parameters
+                           :source (or load-file-name buffer-file-name)
+                           ,@keys)
+      ,registry)))
+
+(defun agent-q-get-tool (name &optional registry)
+  "The tool registered as NAME in REGISTRY, or nil."
+  (let ((registration (agent-q--core-get registry name)))
+    (and registration
+         (agent-q--tool-from-registration registration
+                                          (agent-q--core-handler registry name)))))
+
+(defun agent-q-list-registered-tools (&optional registry include-disabled)
+  "The names of the enabled tools in REGISTRY, sorted.
+With INCLUDE-DISABLED, disabled tools too."
+  (agent-q--core-names registry include-disabled))
+
+(cl-defun agent-q-get-tools (&key max-safety-level categories include-disabled registry)
+  "The tools of REGISTRY sorted by name, filtered.
+MAX-SAFETY-LEVEL (:safe, :cautious or :dangerous) keeps tools at or
+below it; CATEGORIES (keywords) keeps tools with at least one of them;
+both together must hold.  Disabled tools only with INCLUDE-DISABLED."
+  (mapcar (lambda (registration)
+            (agent-q--tool-from-registration
+             registration
+             (agent-q--core-handler registry (plist-get (plist-get registration :spec) :name))))
+          (agent-q--core-filter registry max-safety-level categories include-disabled)))
+
+(defvar agent-q--schema-cache nil
+  "The last schema result: (KEY . VALUE), KEY holding the registry generation.")
+
+(cl-defun agent-q-tools-to-schema (&optional tools &key (format :openai) json registry)
+  "Schemas of TOOLS for an LLM request.
+TOOLS is a list of tools or tool names; nil means every enabled tool
+of REGISTRY.  FORMAT is :openai (default), giving
+  (:type \"function\" :function (:name N :description D
+   :parameters (:type \"object\" :properties P :required [...])
+   :strict :json-false))
+or :anthropic, giving (:name N :description D :input_schema S).
+With JSON non-nil, return one JSON array as a string, ready for a
+request body.  Results are cached until the registry changes; do not
+modify them."
+  (let* ((names (mapcar (lambda (tool) (if (agent-q-tool-p tool) (agent-q-tool-name tool) tool))
+                        tools))
+         (key (list registry (agent-q--core-generation registry) names format json)))
+    (if (equal (car agent-q--schema-cache) key)
+        (cdr agent-q--schema-cache)
+      (let ((value (agent-q--core-schemas registry names format json)))
+        (setq agent-q--schema-cache (cons key value))
+        value))))
+
+(defun agent-q-set-tool-enabled (name enabled &optional registry)
+  "Enable (ENABLED non-nil) or disable the tool NAME in REGISTRY.
+Signals `agent-q-unknown-tool' for an unknown NAME; idempotent."
+  (agent-q--tool-from-registration (agent-q--core-set-enabled registry name enabled)
+                                   (agent-q--core-handler registry name)))
+
+(defun agent-q-remove-tool (name &optional registry)
+  "Remove the tool NAME from REGISTRY.  Return t if it was there."
+  (agent-q--core-remove registry name))
+
+(defun agent-q-registry-snapshot (&optional registry as-json)
+  "A snapshot of every registration in REGISTRY.
+It is a printable plist (:tools [REGISTRATION...]), or JSON text when
+AS-JSON.  `agent-q-registry-restore' takes either form back; handlers
+are not part of a snapshot."
+  (agent-q--core-snapshot registry as-json))
+
+(defun agent-q-registry-restore (snapshot &optional registry)
+  "Replace the contents of REGISTRY with SNAPSHOT; return the number of tools.
+SNAPSHOT comes from `agent-q-registry-snapshot'.  Handlers of tools
+that remain are kept.  Nothing changes when SNAPSHOT is invalid."
+  (agent-q--core-restore registry snapshot))
+
+(defun agent-q-tool-metrics (&optional registry reset)
+  "Execution metrics per tool of REGISTRY.
+An alist of (NAME :calls N :failures N :denials N :total_ms F :max_ms F).
+With RESET non-nil, forget the counts afterwards."
+  (agent-q--core-metrics registry reset))
+
+(defun agent-q-validate-arguments (tool-name args &optional registry)
+  "Nil when ARGS (a plist or JSON text) are valid for TOOL-NAME in REGISTRY.
+Otherwise the message \"Invalid arguments for NAME: field \\='X\\=': REASON\"."
+  (agent-q--core-validate registry tool-name args))
+
+;;;; Execution
+
+(defun agent-q-execute-tool-calls (calls &optional registry)
+  "Execute CALLS against REGISTRY and return one result plist per call.
+Each call is (:id ID :name NAME :arguments ARGS), ARGS a plist or a JSON
+object string.  Each result is
+  (:id ID :success t :content STRING
+   :metadata (:execution_time_ms F :safety_level \"safe\" :approved t))
+and on failure :success is nil and :error holds the message too.
+Dangerous tools run only when `agent-q-approval-function' approves."
+  (agent-q--core-execute registry calls agent-q-max-result-chars
+                         agent-q-max-argument-bytes
+                         (and agent-q-tool-execution-functions t)))
+
+(defun agent-q--approval-call (tool-name args safety-level &optional reason)
+  "Ask `agent-q-approval-function' about TOOL-NAME with ARGS.
+SAFETY-LEVEL and REASON go into `agent-q-approval-context'."
+  (if (not agent-q-approval-function)
+      :no-approval-function
+    (let ((agent-q-approval-context (list :safety-level safety-level :reason reason)))
+      (funcall agent-q-approval-function tool-name args))))
+
+(defun agent-q-request-approval (tool-name args reason &optional registry)
+  "Ask the user whether TOOL-NAME may run with ARGS, because of REASON.
+For safe tools that must ask (a sensitive or outside file).  The answer
+follows the rules the executor applies to dangerous tools: the result
+is (:approved ARGS) -- with :modified t when the user changed them,
+validated against the tool's schema in REGISTRY -- or (:denied MESSAGE).
+Anything but an explicit approval, including an error or a quit, denies."
+  (let ((decision
+         (condition-case err
+             (agent-q--approval-call tool-name args :safe reason)
+           (quit '(:invalid "the user quit (C-g) while being asked"))
+           (error (list :invalid (format "the approval function failed: %s"
+                                         (error-message-string err)))))))
+    (if (eq (car-safe decision) :invalid)
+        (list :denied (concat "Tool execution denied: " (cadr decision)))
+      (agent-q--core-decide registry tool-name decision args))))
+
+(defun agent-q--format-result (value)
+  "VALUE as text for the model: lists pretty-printed, the rest with `prin1'."
+  (let ((print-length nil) (print-level nil) (print-circle t)
+        (print-escape-newlines nil))
+    (if (consp value)
+        (string-trim-right (pp-to-string value))
+      (prin1-to-string value))))
+
+(defun agent-q--call-id (call)
+  "The :id of CALL when it is a string, else nil; never signals."
+  (ignore-errors
+    (let ((id (plist-get call :id)))
+      (and (stringp id) (substring-no-properties id)))))
+
+(defun agent-q--run-execution-hooks (phase tool-name args result)
+  "Call each of `agent-q-tool-execution-functions' with PHASE TOOL-NAME ARGS RESULT.
+An error in one is reported and does not stop the others."
+  (dolist (fn agent-q-tool-execution-functions)
+    (condition-case err
+        (funcall fn phase tool-name args result)
+      (error
+       (let ((text (format "agent-q: execution hook %S failed on %s %s: %s"
+                           fn phase tool-name (error-message-string err))))
+         (agent-q--log-line text)
+         (message "%s" text))))))
+
+(defun agent-q--log-line (text)
+  "Append TEXT as a line to the log buffer."
+  (with-current-buffer (get-buffer-create agent-q-log-buffer-name)
+    (let ((inhibit-read-only t))
+      (goto-char (point-max))
+      (insert (format-time-string "%F %T ") text "\n"))))
+
+(defvar agent-q--audit-file-warned nil
+  "Non-nil once a failure to write `agent-q-audit-file' was reported.")
+
+(defun agent-q--audit (json-line summary)
+  "Log SUMMARY to the log buffer and append JSON-LINE to `agent-q-audit-file'."
+  (agent-q--log-line (concat summary "  " json-line))
+  (when agent-q-audit-file
+    (condition-case err
+        (let ((coding-system-for-write 'utf-8-unix)
+              (file (expand-file-name agent-q-audit-file)))
+          (make-directory (file-name-directory file) t)
+          (write-region (concat json-line "\n") nil file 'append 'silent))
+      (error
+       (unless agent-q--audit-file-warned
+         (setq agent-q--audit-file-warned t)
+         (message "agent-q: cannot write the audit file %s: %s"
+                  agent-q-audit-file (error-message-string err)))))))
+
+(defun agent-q-show-log ()
+  "Show the log of cautious and dangerous tool executions."
+  (interactive)
+  (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
+
+(provide 'agent-q)
+
+;;; agent-q.el ends here

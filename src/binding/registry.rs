@@ -1,0 +1,379 @@
+//! Registry functions for Lisp: `agent-q--core-register`, `-get`, `-filter`, `-snapshot`...
+//!
+//! A REGISTRY argument is `nil` for the global registry or a value from
+//! `agent-q--core-make-registry`. The public API in agent-q.el wraps these.
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use emacs::{defun, Env, GlobalRef, IntoLisp, Result, Value};
+use lexpr::Value as Sx;
+use serde_json::Value as Json;
+
+use super::convert::{self, Limits, WalkError};
+use super::errors::{self, Kind};
+use crate::error::RegistryError;
+use crate::executor::{self, Decision, Handler};
+use crate::registry::{self, Outcome, Registry, SchemaFormat, Snapshot};
+use crate::sexp::{self, Sexp};
+use crate::spec::{SafetyLevel, ToolSpec};
+
+/// A handler as the binding stores it: a Lisp function, kept alive by a global reference.
+pub type LispHandler = Arc<GlobalRef>;
+
+/// A registry shared between Lisp and the executor.
+pub type Shared = Arc<Mutex<Registry<Handler<LispHandler>>>>;
+
+/// The default, global registry.
+pub fn global() -> &'static Shared {
+    static GLOBAL: OnceLock<Shared> = OnceLock::new();
+    GLOBAL.get_or_init(|| Arc::new(Mutex::new(Registry::new())))
+}
+
+/// The registry REGISTRY designates: the global one for `nil`.
+pub fn resolve<'e>(registry: Value<'e>) -> Result<&'e Shared> {
+    if registry.is_not_nil() {
+        registry.into_rust::<&Shared>()
+    } else {
+        Ok(global())
+    }
+}
+
+/// Lock a registry, recovering from a poisoned lock.
+pub fn lock(shared: &Shared) -> MutexGuard<'_, Registry<Handler<LispHandler>>> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Convert V, signalling `agent-q-conversion-error` (or KIND) for what cannot cross.
+pub fn sexp_of(env: &Env, v: Value<'_>, kind: Kind) -> Result<Sexp> {
+    match convert::to_sexp(env, v, Limits::default()) {
+        Ok(s) => Ok(Sexp(s)),
+        Err(WalkError::Convert(e)) => errors::signal(env, kind, format!("Cannot convert value: {e}")),
+        Err(WalkError::Emacs(e)) => Err(e),
+    }
+}
+
+fn signal_registry<T>(env: &Env, e: RegistryError) -> Result<T> {
+    let kind = match e {
+        RegistryError::ToolExists { .. } => Kind::ToolExists,
+        RegistryError::UnknownTool(_) => Kind::UnknownTool,
+        RegistryError::InvalidSpec(_) => Kind::InvalidTool,
+        RegistryError::InvalidSnapshot(_) => Kind::Generic,
+    };
+    errors::signal(env, kind, e.to_string())
+}
+
+/// Release handlers the registry no longer holds.
+fn release(env: &Env, handlers: impl IntoIterator<Item = Handler<LispHandler>>) {
+    for h in handlers {
+        if let Handler::Lisp(arc) = h {
+            if let Ok(global) = Arc::try_unwrap(arc) {
+                let _ = global.free(env);
+            }
+        }
+    }
+}
+
+/// A registration as a Lisp plist.
+pub fn registration_value<'e>(env: &'e Env, r: &registry::Registration) -> Result<Value<'e>> {
+    let json = serde_json::to_value(r).unwrap_or(Json::Null);
+    convert::from_sexp(env, &Sexp(sexp::from_json(&json)).0)
+}
+
+/// Make a new, empty registry, independent of the global one.
+#[defun]
+fn make_registry() -> Result<Shared> {
+    Ok(Arc::new(Mutex::new(Registry::new())))
+}
+
+/// Register DEFINITION (a plist) in REGISTRY with HANDLER, evaluated from SOURCE.
+/// Return (OUTCOME . REGISTRATION), OUTCOME one of :added :unchanged :replaced :redefined.
+#[defun]
+fn register<'e>(env: &'e Env, registry: Value<'e>, definition: Value<'e>, handler: Value<'e>, source: Value<'e>) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let def = sexp_of(env, definition, Kind::InvalidTool)?;
+    let spec = match ToolSpec::from_sexp(&def.0) {
+        Ok(s) => s,
+        Err(e) => return errors::signal(env, Kind::InvalidTool, e.to_string()),
+    };
+    let handler = if handler.is_not_nil() {
+        if !env.call("functionp", (handler,))?.is_not_nil() {
+            return errors::signal(env, Kind::InvalidTool, format!("Invalid tool definition {}: field 'handler': not a function", spec.name));
+        }
+        Some(Handler::Lisp(Arc::new(handler.make_global_ref())))
+    } else {
+        None
+    };
+    let source: Option<String> = if source.is_not_nil() { Some(source.into_rust()?) } else { None };
+    let outcome = lock(shared).register(spec, source, handler, &registry::now_iso8601());
+    match outcome {
+        Ok((reg, outcome, displaced)) => {
+            release(env, displaced);
+            let word = match outcome {
+                Outcome::Added => ":added",
+                Outcome::Unchanged => ":unchanged",
+                Outcome::Replaced => ":replaced",
+                Outcome::Redefined => ":redefined",
+            };
+            env.cons(env.intern(word)?, registration_value(env, &reg)?)
+        }
+        Err(e) => signal_registry(env, e),
+    }
+}
+
+/// The registration of NAME in REGISTRY as a plist, or nil.
+#[defun]
+fn get<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+    let reg = lock(resolve(registry)?).get(&name);
+    match reg {
+        Some(r) => registration_value(env, &r),
+        None => env.intern("nil"),
+    }
+}
+
+/// The Lisp handler of NAME in REGISTRY, or nil.
+#[defun]
+fn handler<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+    let h = match lock(resolve(registry)?).handler(&name) {
+        Some(Handler::Lisp(g)) => Some(g.clone()),
+        _ => None,
+    };
+    let Some(g) = h else { return env.intern("nil") };
+    // A value bound from a global reference borrows it; pass the function through a variable so
+    // the value returned does not outlive the reference.
+    let slot = env.intern("agent-q--handler-transfer")?;
+    env.call("set", (slot, g.bind(env)))?;
+    drop(g);
+    let value = env.call("symbol-value", (slot,))?;
+    env.call("set", (slot, env.intern("nil")?))?;
+    Ok(value)
+}
+
+/// The sorted tool names of REGISTRY; disabled ones too when INCLUDE-DISABLED.
+#[defun]
+fn names<'e>(env: &'e Env, registry: Value<'e>, include_disabled: Value<'e>) -> Result<Value<'e>> {
+    let names = lock(resolve(registry)?).names(include_disabled.is_not_nil());
+    let vals = names.iter().map(|n| n.as_str().into_lisp(env)).collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
+    let s = sexp_of(env, v, Kind::Generic)?;
+    if sexp::is_nil(&s.0) {
+        return Ok(Vec::new());
+    }
+    let items: Vec<&Sx> = match &s.0 {
+        Sx::Vector(v) => v.iter().collect(),
+        other if other.is_list() => other.list_iter().into_iter().flatten().collect(),
+        other => return errors::signal(env, Kind::Generic, format!("{what} must be a list, got {}", sexp::describe(other))),
+    };
+    items
+        .into_iter()
+        .map(|x| match x.as_keyword().or_else(|| x.as_str()).or_else(|| x.as_symbol()) {
+            Some(n) => Ok(n.to_string()),
+            None => errors::signal(env, Kind::Generic, format!("{what}: not a name: {}", sexp::describe(x))),
+        })
+        .collect()
+}
+
+/// Registrations of REGISTRY at most MAX-LEVEL with any of CATEGORIES, sorted by name.
+#[defun]
+fn filter<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>, categories: Value<'e>, include_disabled: Value<'e>) -> Result<Value<'e>> {
+    let level = if max_level.is_not_nil() {
+        let s = sexp_of(env, max_level, Kind::Generic)?;
+        let name = s.0.as_keyword().or_else(|| s.0.as_str()).or_else(|| s.0.as_symbol()).unwrap_or("").to_string();
+        match name.parse::<SafetyLevel>() {
+            Ok(l) => Some(l),
+            Err(e) => return errors::signal(env, Kind::Generic, e.problem),
+        }
+    } else {
+        None
+    };
+    let cats = name_list(env, categories, "categories")?;
+    let regs = lock(resolve(registry)?).filter(level, &cats, include_disabled.is_not_nil());
+    let vals = regs.iter().map(|r| registration_value(env, r)).collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+/// Enable or disable NAME in REGISTRY; return its registration.
+#[defun]
+fn set_enabled<'e>(env: &'e Env, registry: Value<'e>, name: String, enabled: Value<'e>) -> Result<Value<'e>> {
+    let r = lock(resolve(registry)?).set_enabled(&name, enabled.is_not_nil());
+    match r {
+        Ok(r) => registration_value(env, &r),
+        Err(e) => signal_registry(env, e),
+    }
+}
+
+/// Remove NAME from REGISTRY. Return t when it was there.
+#[defun]
+fn remove<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let mut reg = lock(shared);
+    let existed = reg.get(&name).is_some();
+    let handler = reg.remove(&name);
+    drop(reg);
+    release(env, handler);
+    env.intern(if existed { "t" } else { "nil" })
+}
+
+/// A snapshot of REGISTRY: a plist (:tools [REGISTRATION...]), or JSON text when AS-JSON.
+#[defun]
+fn snapshot<'e>(env: &'e Env, registry: Value<'e>, as_json: Value<'e>) -> Result<Value<'e>> {
+    let snap = lock(resolve(registry)?).snapshot();
+    let json = serde_json::to_value(&snap).unwrap_or(Json::Null);
+    if as_json.is_not_nil() {
+        json.to_string().into_lisp(env)
+    } else {
+        convert::from_sexp(env, &Sexp(sexp::from_json(&json)).0)
+    }
+}
+
+/// Empty JSON objects come back from Lisp as nil (null): give schemas their objects back.
+fn restore_empty_objects(v: &mut Json) {
+    match v {
+        Json::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                if x.is_null() && matches!(k.as_str(), "properties" | "parameters" | "input_schema") {
+                    *x = Json::Object(Default::default());
+                }
+                restore_empty_objects(x);
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(restore_empty_objects),
+        _ => {}
+    }
+}
+
+/// Replace the contents of REGISTRY with SNAPSHOT (a plist or JSON text). Return the count.
+#[defun]
+fn restore<'e>(env: &'e Env, registry: Value<'e>, snapshot: Value<'e>) -> Result<usize> {
+    let s = sexp_of(env, snapshot, Kind::Generic)?;
+    let parsed = match s.0.as_str() {
+        Some(text) => sexp::parse_json(text, 256 << 20).map_err(|e| e.to_string()),
+        None => sexp::to_json(&s.0, None).map_err(|e| e.to_string()),
+    };
+    let mut json = match parsed {
+        Ok(j) => j,
+        Err(e) => return errors::signal(env, Kind::Generic, format!("Invalid registry snapshot: {e}")),
+    };
+    restore_empty_objects(&mut json);
+    let snap: Snapshot = match serde_json::from_value(json) {
+        Ok(s) => s,
+        Err(e) => return errors::signal(env, Kind::Generic, format!("Invalid registry snapshot: {e}")),
+    };
+    let count = snap.tools.len();
+    let dropped = lock(resolve(registry)?).restore(snap);
+    match dropped {
+        Ok(d) => {
+            release(env, d);
+            Ok(count)
+        }
+        Err(e) => signal_registry(env, e),
+    }
+}
+
+/// Schemas of the tools NAMES (all enabled tools when nil) in FORMAT (:openai or :anthropic),
+/// as plists, or as one JSON array text when AS-JSON.
+#[defun]
+fn schemas<'e>(env: &'e Env, registry: Value<'e>, names: Value<'e>, format: Value<'e>, as_json: Value<'e>) -> Result<Value<'e>> {
+    let fmt = sexp_of(env, format, Kind::Generic)?;
+    let format = match fmt.0.as_keyword().or_else(|| fmt.0.as_symbol()) {
+        None | Some("openai") => SchemaFormat::OpenAi,
+        Some("nil") => SchemaFormat::OpenAi,
+        Some("anthropic") => SchemaFormat::Anthropic,
+        Some(other) => return errors::signal(env, Kind::Generic, format!("Unknown schema format :{other} (expected :openai or :anthropic)")),
+    };
+    let wanted = if names.is_not_nil() { Some(name_list(env, names, "tools")?) } else { None };
+    let schemas = lock(resolve(registry)?).schemas(wanted.as_deref(), format);
+    if as_json.is_not_nil() {
+        let array = Json::Array(schemas.iter().map(|s| (**s).clone()).collect());
+        return array.to_string().into_lisp(env);
+    }
+    let vals = schemas
+        .iter()
+        .map(|s| convert::from_sexp(env, &Sexp(sexp::from_json(s)).0))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+/// A number that changes whenever REGISTRY changes.
+#[defun]
+fn generation(registry: Value<'_>) -> Result<i64> {
+    Ok(lock(resolve(registry)?).generation() as i64)
+}
+
+/// Execution metrics of REGISTRY: a list of (NAME :calls N :failures N :denials N :total_ms F
+/// :max_ms F), sorted by name. With RESET non-nil, forget them afterwards.
+#[defun]
+fn metrics<'e>(env: &'e Env, registry: Value<'e>, reset: Value<'e>) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let mut reg = lock(shared);
+    let rows: Vec<(String, Json)> = reg.metrics().iter().map(|(k, m)| (k.clone(), serde_json::to_value(m).unwrap_or(Json::Null))).collect();
+    if reset.is_not_nil() {
+        reg.reset_metrics();
+    }
+    drop(reg);
+    let vals = rows
+        .iter()
+        .map(|(name, m)| env.cons(name.as_str(), convert::from_sexp(env, &Sexp(sexp::from_json(m)).0)?))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+/// Validate ARGS (a plist or JSON text) for tool NAME in REGISTRY: nil, or the error message.
+#[defun]
+fn validate<'e>(env: &'e Env, registry: Value<'e>, name: String, args: Value<'e>) -> Result<Value<'e>> {
+    let entry = lock(resolve(registry)?).entry(&name);
+    let Some(entry) = entry else {
+        return format!("Unknown tool: {name}").into_lisp(env);
+    };
+    let s = match convert::to_sexp(env, args, Limits::default()) {
+        Ok(s) => Sexp(s),
+        Err(WalkError::Convert(e)) => return format!("Invalid arguments for {name}: {e}").into_lisp(env),
+        Err(WalkError::Emacs(e)) => return Err(e),
+    };
+    let parsed = executor::arguments_to_json(Some(&s.0), &entry.registration.spec.parameters, 16 << 20);
+    let result = parsed
+        .map_err(|e| format!("Invalid arguments for {name}: {e}"))
+        .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
+    match result {
+        Ok(()) => env.intern("nil"),
+        Err(msg) => msg.into_lisp(env),
+    }
+}
+
+/// Interpret DECISION from an approval function for tool NAME called with ARGS, by the same
+/// rules as the executor: (:approved ARGS) or (:approved NEW-ARGS :modified t), or
+/// (:denied MESSAGE). Modified arguments are validated when NAME is registered in REGISTRY.
+#[defun]
+fn decide<'e>(env: &'e Env, registry: Value<'e>, name: String, decision: Value<'e>, args: Value<'e>) -> Result<Value<'e>> {
+    let d = match convert::to_sexp(env, decision, Limits::default()) {
+        Ok(s) => executor::parse_decision(&Sexp(s).0),
+        Err(WalkError::Convert(e)) => Decision::Invalid(format!("the approval function returned a value that cannot be read: {e}")),
+        Err(WalkError::Emacs(e)) => return Err(e),
+    };
+    let denied = |env: &'e Env, msg: String| env.list((env.intern(":denied")?, msg));
+    match d {
+        Decision::Approved => env.list((env.intern(":approved")?, args)),
+        Decision::Modified(new_args) => {
+            let entry = lock(resolve(registry)?).entry(&name);
+            if let Some(entry) = entry {
+                let checked = executor::arguments_to_json(Some(&new_args), &entry.registration.spec.parameters, 16 << 20)
+                    .map_err(|e| format!("Invalid arguments for {name}: {e}"))
+                    .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
+                if let Err(msg) = checked {
+                    return denied(env, format!("The user modified the arguments, but {msg}"));
+                }
+            }
+            let new_args = Sexp(new_args);
+            env.list((env.intern(":approved")?, convert::from_sexp(env, &new_args.0)?, env.intern(":modified")?, env.intern("t")?))
+        }
+        other => denied(env, executor::denial_message(&other)),
+    }
+}
+
+/// The module's version string.
+#[defun]
+fn version() -> Result<String> {
+    Ok(super::VERSION.to_string())
+}
