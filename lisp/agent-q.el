@@ -118,9 +118,9 @@ The output goes to the buffer `*agent-q-build*'."
                 (progn
                   (cond
                    (noninteractive
-                    (error "The agent-q-core module is missing; build it with `make build'"))
+                    (error "The agent-q-core module is missing; build it with \"make build\" in the agent-q directory"))
                    ((or agent-q-always-compile-module
-                        (y-or-n-p "agent-q needs its module built with cargo.  Build it now? "))
+                        (y-or-n-p "The agent-q module must be built with cargo.  Build it now? "))
                     (agent-q-module-compile))
                    (t (error "The agent-q-core module is missing; run M-x agent-q-module-compile")))
                   (require 'agent-q-core nil t)))
@@ -227,7 +227,7 @@ The definition is validated when it is registered."
                         :output-schema output-schema :source source))
 
 (defun agent-q--tool-definition (tool)
-  "The definition plist of TOOL, as the module reads it."
+  "Return the definition plist of TOOL, in the form the module takes."
   (append (list :name (agent-q-tool-name tool)
                 :description (agent-q-tool-description tool)
                 :parameters (agent-q-tool-parameters tool)
@@ -266,7 +266,7 @@ The definition is validated when it is registered."
      :created-at (plist-get registration :created_at))))
 
 (defun agent-q-register-tool (tool &optional registry)
-  "Register TOOL in REGISTRY (default: the global registry); return it as registered.
+  "Register TOOL in REGISTRY (default: the global one); return it as registered.
 A new name is added, enabled.  An identical definition leaves the
 registration as it is but rebinds the handler.  A different :version
 replaces it.  The same version with a different definition signals
@@ -325,7 +325,7 @@ both together must hold.  Disabled tools only with INCLUDE-DISABLED."
   "The last schema result: (KEY . VALUE), KEY holding the registry generation.")
 
 (cl-defun agent-q-tools-to-schema (&optional tools &key (format :openai) json registry)
-  "Schemas of TOOLS for an LLM request.
+  "Return the schemas of TOOLS for an LLM request.
 TOOLS is a list of tools or tool names; nil means every enabled tool
 of REGISTRY.  FORMAT is :openai (default), giving
   (:type \"function\" :function (:name N :description D
@@ -381,9 +381,9 @@ Otherwise the message \"Invalid arguments for NAME: field \\='X\\=': REASON\"."
 ;;;; Execution
 
 (defun agent-q-execute-tool-calls (calls &optional registry)
-  "Execute CALLS against REGISTRY and return one result plist per call.
-Each call is (:id ID :name NAME :arguments ARGS), ARGS a plist or a JSON
-object string.  Each result is
+  "Execute a list of tool-call plists against REGISTRY, in order.
+CALLS holds them; each is (:id ID :name NAME :arguments ARGS), ARGS a plist or a JSON
+object string.  The result is a list with one plist per call:
   (:id ID :success t :content STRING
    :metadata (:execution_time_ms F :safety_level \"safe\" :approved t))
 and on failure :success is nil and :error holds the message too.
@@ -426,13 +426,13 @@ Anything but an explicit approval, including an error or a quit, denies."
       (prin1-to-string value))))
 
 (defun agent-q--call-id (call)
-  "The :id of CALL when it is a string, else nil; never signals."
+  "Return the :id of CALL when it is a string, else nil; never signal."
   (ignore-errors
     (let ((id (plist-get call :id)))
       (and (stringp id) (substring-no-properties id)))))
 
 (defun agent-q--run-execution-hooks (phase tool-name args result)
-  "Call each of `agent-q-tool-execution-functions' with PHASE TOOL-NAME ARGS RESULT.
+  "Call each `agent-q-tool-execution-functions' with PHASE TOOL-NAME ARGS RESULT.
 An error in one is reported and does not stop the others."
   (dolist (fn agent-q-tool-execution-functions)
     (condition-case err

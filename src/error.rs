@@ -27,7 +27,11 @@ fn tool_suffix(tool: &Option<String>) -> String {
 impl SpecError {
     /// A problem with FIELD of an as yet unnamed tool.
     pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
-        SpecError { tool: None, field: field.into(), problem: problem.into() }
+        SpecError {
+            tool: None,
+            field: field.into(),
+            problem: problem.into(),
+        }
     }
 
     /// The same error, attributed to the tool NAME.

@@ -113,7 +113,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_result_chars: 20_000, max_argument_bytes: 16 << 20, hooks: false }
+        Options {
+            max_result_chars: 20_000,
+            max_argument_bytes: 16 << 20,
+            hooks: false,
+        }
     }
 }
 
@@ -241,7 +245,11 @@ pub fn parse_decision(v: &Value) -> Decision {
         }
         _ => {}
     }
-    let items: Option<Vec<&Value>> = if v.is_list() { v.list_iter().map(Iterator::collect) } else { None };
+    let items: Option<Vec<&Value>> = if v.is_list() {
+        v.list_iter().map(Iterator::collect)
+    } else {
+        None
+    };
     match items.as_deref() {
         Some([head]) if head.as_keyword() == Some("denied") => Decision::Denied(None),
         Some([head, reason]) if head.as_keyword() == Some("denied") => match reason.as_str() {
@@ -251,7 +259,10 @@ pub fn parse_decision(v: &Value) -> Decision {
             None => Decision::Denied(Some(sexp::describe(reason))),
         },
         Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified((*args).clone()),
-        _ => Decision::Invalid(format!("the approval function returned {}, which is not a decision", sexp::describe(v))),
+        _ => Decision::Invalid(format!(
+            "the approval function returned {}, which is not a decision",
+            sexp::describe(v)
+        )),
     }
 }
 
@@ -310,17 +321,30 @@ fn shorten(s: String, max: usize) -> String {
 /// Validate ARGS against VALIDATOR: `Err("Invalid arguments for NAME: field 'X': REASON")`.
 pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &Json) -> Result<(), String> {
     use jsonschema::error::ValidationErrorKind as K;
-    let Some(err) = validator.iter_errors(args).next() else { return Ok(()) };
+    let Some(err) = validator.iter_errors(args).next() else {
+        return Ok(());
+    };
     let path = field_path(err.instance_path().as_str());
     let (field, reason) = match err.kind() {
         K::Required { property } => {
-            let prop = property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
-            let field = if path.is_empty() { prop } else { format!("{path}.{prop}") };
+            let prop = property
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| property.to_string());
+            let field = if path.is_empty() {
+                prop
+            } else {
+                format!("{path}.{prop}")
+            };
             (field, "required field is missing".to_string())
         }
         K::AdditionalProperties { unexpected } => {
             let extra = unexpected.first().cloned().unwrap_or_default();
-            let field = if path.is_empty() { extra } else { format!("{path}.{extra}") };
+            let field = if path.is_empty() {
+                extra
+            } else {
+                format!("{path}.{extra}")
+            };
             (field, "unknown parameter".to_string())
         }
         K::Type { .. } => {
@@ -333,12 +357,20 @@ pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &
                 Json::Object(_) => "an object".to_string(),
             };
             let expected = shorten(err.to_string(), 200);
-            let expected = expected.rsplit(" is not of type ").next().unwrap_or(&expected).to_string();
+            let expected = expected
+                .rsplit(" is not of type ")
+                .next()
+                .unwrap_or(&expected)
+                .to_string();
             (path, format!("expected type {expected}, got {got}"))
         }
         _ => (path, shorten(err.to_string(), 300)),
     };
-    let field = if field.is_empty() { "(arguments)".to_string() } else { field };
+    let field = if field.is_empty() {
+        "(arguments)".to_string()
+    } else {
+        field
+    };
     Err(format!("Invalid arguments for {name}: field '{field}': {reason}"))
 }
 
@@ -377,7 +409,10 @@ pub fn arguments_to_json(raw: Option<&Value>, schema: &Json, max_bytes: usize) -
     };
     match json {
         Json::Object(map) => Ok(map),
-        other => Err(format!("arguments must be an object (a plist or a JSON object), got {}", shorten(other.to_string(), 80))),
+        other => Err(format!(
+            "arguments must be an object (a plist or a JSON object), got {}",
+            shorten(other.to_string(), 80)
+        )),
     }
 }
 
@@ -395,7 +430,13 @@ pub struct ToolCall<'a> {
 /// Read a tool call; on failure, the id (when readable) and a message naming the problem.
 pub fn parse_call(v: &Value) -> Result<ToolCall<'_>, (Option<String>, String)> {
     if sexp::plist_pairs(v).is_none() {
-        return Err((None, format!("Invalid tool call: expected a plist (:id ID :name NAME :arguments ARGS), got {}", sexp::describe(v))));
+        return Err((
+            None,
+            format!(
+                "Invalid tool call: expected a plist (:id ID :name NAME :arguments ARGS), got {}",
+                sexp::describe(v)
+            ),
+        ));
     }
     let id = sexp::plist_get(v, "id");
     let id = match id {
@@ -410,12 +451,21 @@ pub fn parse_call(v: &Value) -> Result<ToolCall<'_>, (Option<String>, String)> {
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err((id, "Invalid tool call: missing :name".to_string()));
     };
-    Ok(ToolCall { id, name, arguments: sexp::plist_get(v, "arguments") })
+    Ok(ToolCall {
+        id,
+        name,
+        arguments: sexp::plist_get(v, "arguments"),
+    })
 }
 
 /// Execute one tool call against REGISTRY. Never panics on input and never fails: every problem
 /// is a failure result.
-pub fn execute_call<H: Host>(registry: &Mutex<Registry<Handler<H::Lisp>>>, call: &Value, host: &mut H, opts: &Options) -> ToolResult {
+pub fn execute_call<H: Host>(
+    registry: &Mutex<Registry<Handler<H::Lisp>>>,
+    call: &Value,
+    host: &mut H,
+    opts: &Options,
+) -> ToolResult {
     let call = match parse_call(call) {
         Ok(c) => c,
         Err((id, message)) => return ToolResult::failure(id, message),
@@ -427,7 +477,10 @@ pub fn execute_call<H: Host>(registry: &Mutex<Registry<Handler<H::Lisp>>>, call:
     let spec = &entry.registration.spec;
     let level = spec.safety_level;
     let name = spec.name.as_str();
-    let mut result = ToolResult { safety_level: Some(level), ..ToolResult::failure(call.id.clone(), "") };
+    let mut result = ToolResult {
+        safety_level: Some(level),
+        ..ToolResult::failure(call.id.clone(), "")
+    };
     let finish = |mut result: ToolResult, content: String, outcome: CallOutcome| {
         result.content = truncate(content, opts.max_result_chars);
         result.success = outcome == CallOutcome::Success;
@@ -465,7 +518,9 @@ pub fn execute_call<H: Host>(registry: &Mutex<Registry<Handler<H::Lisp>>>, call:
             let decision = match host.approve(name, &args, level) {
                 Ok(answer) => parse_decision(&answer),
                 Err(ApprovalFailure::Quit) => Decision::Invalid("the user quit (C-g) while being asked".into()),
-                Err(ApprovalFailure::Signalled(msg)) => Decision::Invalid(format!("the approval function failed: {msg}")),
+                Err(ApprovalFailure::Signalled(msg)) => {
+                    Decision::Invalid(format!("the approval function failed: {msg}"))
+                }
             };
             match decision {
                 Decision::Approved => "approved",
@@ -477,7 +532,11 @@ pub fn execute_call<H: Host>(registry: &Mutex<Registry<Handler<H::Lisp>>>, call:
                         Ok(a) => args = a,
                         Err(e) => {
                             result.modified = true;
-                            return finish(result, format!("The user modified the arguments, but {e}"), CallOutcome::Failure);
+                            return finish(
+                                result,
+                                format!("The user modified the arguments, but {e}"),
+                                CallOutcome::Failure,
+                            );
                         }
                     }
                     result.modified = true;
@@ -504,12 +563,17 @@ pub fn execute_call<H: Host>(registry: &Mutex<Registry<Handler<H::Lisp>>>, call:
     let outcome = match &entry.handler {
         None => Err(format!("Tool {name} has no handler")),
         Some(Handler::Lisp(f)) => host.run_handler(f, &args),
-        Some(Handler::Native(tool)) => native::run(tool.as_ref(), name, args.clone(), || host.should_quit()).map_err(|e| e.to_string()),
+        Some(Handler::Native(tool)) => {
+            native::run(tool.as_ref(), name, args.clone(), || host.should_quit()).map_err(|e| e.to_string())
+        }
     };
     result.execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;
     let (content, call_outcome) = match outcome {
         Ok(text) if result.modified => (
-            format!("Note: the user modified the arguments before this tool ran; it ran with {}.\n\n{text}", Json::Object(audit_arguments(&args).as_object().cloned().unwrap_or_default())),
+            format!(
+                "Note: the user modified the arguments before this tool ran; it ran with {}.\n\n{text}",
+                Json::Object(audit_arguments(&args).as_object().cloned().unwrap_or_default())
+            ),
             CallOutcome::Success,
         ),
         Ok(text) => (text, CallOutcome::Success),
@@ -552,16 +616,27 @@ mod tests {
 
     impl Host for MockHost {
         type Lisp = Fake;
-        fn approve(&mut self, tool: &str, _args: &Map<String, Json>, _level: SafetyLevel) -> Result<Value, ApprovalFailure> {
+        fn approve(
+            &mut self,
+            tool: &str,
+            _args: &Map<String, Json>,
+            _level: SafetyLevel,
+        ) -> Result<Value, ApprovalFailure> {
             self.asked.push(tool.to_string());
-            self.decision.clone().unwrap_or(Ok(Value::keyword("no-approval-function")))
+            self.decision
+                .clone()
+                .unwrap_or(Ok(Value::keyword("no-approval-function")))
         }
         fn run_handler(&mut self, handler: &Fake, args: &Map<String, Json>) -> Result<String, String> {
             self.ran.push(args.clone());
             handler(args)
         }
         fn observe(&mut self, phase: Phase, tool: &str, _args: &Map<String, Json>, result: Option<&ToolResult>) {
-            self.events.push(format!("{}:{tool}:{}", phase.as_str(), result.map(|r| r.success.to_string()).unwrap_or_default()));
+            self.events.push(format!(
+                "{}:{tool}:{}",
+                phase.as_str(),
+                result.map(|r| r.success.to_string()).unwrap_or_default()
+            ));
         }
         fn audit(&mut self, record: &AuditRecord) {
             self.audit.push(record.clone());
@@ -581,46 +656,76 @@ mod tests {
         let boom: Fake = Arc::new(|_| Err("Tool error: boom".into()));
         let big: Fake = Arc::new(|_| Ok("x".repeat(50)));
         let mut add = |def: &str, h: Option<Handler<Fake>>| {
-            r.register(ToolSpec::from_sexp(&read(def)).unwrap(), None, h, "t").unwrap();
+            r.register(ToolSpec::from_sexp(&read(def)).unwrap(), None, h, "t")
+                .unwrap();
         };
-        add(r#"(:name "read_it" :description "d" :parameters ((:name "path" :type :string) (:name "n" :type :integer)
+        add(
+            r#"(:name "read_it" :description "d" :parameters ((:name "path" :type :string) (:name "n" :type :integer)
                 (:name "mode" :type :string :enum ("a" "b")) (:name "all" :type :boolean)) :required ("path"))"#,
-            Some(Handler::Lisp(echo.clone())));
-        add(r#"(:name "eval_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :cautious)"#,
-            Some(Handler::Lisp(echo.clone())));
-        add(r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
-            Some(Handler::Lisp(echo)));
+            Some(Handler::Lisp(echo.clone())),
+        );
+        add(
+            r#"(:name "eval_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :cautious)"#,
+            Some(Handler::Lisp(echo.clone())),
+        );
+        add(
+            r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
+            Some(Handler::Lisp(echo)),
+        );
         add(r#"(:name "boom" :description "d")"#, Some(Handler::Lisp(boom)));
         add(r#"(:name "big" :description "d")"#, Some(Handler::Lisp(big)));
         add(r#"(:name "orphan" :description "d")"#, None);
-        let sleepy = Sleepy { timeout: Duration::from_millis(100) };
-        r.register(sleepy.spec(), None, Some(Handler::Native(Arc::new(sleepy))), "t").unwrap();
+        let sleepy = Sleepy {
+            timeout: Duration::from_millis(100),
+        };
+        r.register(sleepy.spec(), None, Some(Handler::Native(Arc::new(sleepy))), "t")
+            .unwrap();
         Mutex::new(r)
     }
 
     fn run(reg: &Mutex<Registry<Handler<Fake>>>, host: &mut MockHost, call: &str) -> ToolResult {
-        execute_call(reg, &read(call), host, &Options { hooks: true, ..Options::default() })
+        execute_call(
+            reg,
+            &read(call),
+            host,
+            &Options {
+                hooks: true,
+                ..Options::default()
+            },
+        )
     }
 
     #[test]
     fn a_safe_tool_runs_at_once() {
         let reg = registry();
         let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "c1" :name "read_it" :arguments (:path "/tmp/a"))"#);
+        let r = run(
+            &reg,
+            &mut host,
+            r#"(:id "c1" :name "read_it" :arguments (:path "/tmp/a"))"#,
+        );
         assert!(r.success, "{r:?}");
         assert_eq!((r.id.as_deref(), r.content.as_str()), (Some("c1"), "path=/tmp/a"));
         assert!(r.approved && host.asked.is_empty() && host.audit.is_empty());
         assert_eq!(host.events, vec!["before:read_it:", "after:read_it:true"]);
         let sexp = r.to_sexp();
-        assert_eq!(sexp::describe(&sexp::plist_get(&sexp, "metadata").unwrap().clone())
-                       .split(' ').nth(2), Some(":safety_level"));
+        assert_eq!(
+            sexp::describe(&sexp::plist_get(&sexp, "metadata").unwrap().clone())
+                .split(' ')
+                .nth(2),
+            Some(":safety_level")
+        );
     }
 
     #[test]
     fn arguments_may_be_json_text() {
         let reg = registry();
         let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "c1" :name "read_it" :arguments "{\"path\": \"/x\", \"all\": true}")"#);
+        let r = run(
+            &reg,
+            &mut host,
+            r#"(:id "c1" :name "read_it" :arguments "{\"path\": \"/x\", \"all\": true}")"#,
+        );
         assert!(r.success, "{r:?}");
         assert_eq!(host.ran[0].get("all"), Some(&json!(true)));
     }
@@ -629,16 +734,40 @@ mod tests {
     fn invalid_arguments_never_reach_approval_or_handler() {
         let reg = registry();
         let cases = [
-            (r#"(:id "1" :name "read_it" :arguments (:n 3))"#, "Invalid arguments for read_it: field 'path': required field is missing"),
-            (r#"(:id "2" :name "read_it" :arguments (:path 3))"#, "Invalid arguments for read_it: field 'path': expected type \"string\", got the number 3"),
-            (r#"(:id "3" :name "read_it" :arguments (:path "p" :mode "c"))"#, "Invalid arguments for read_it: field 'mode':"),
-            (r#"(:id "4" :name "read_it" :arguments (:path "p" :n 1.5))"#, "Invalid arguments for read_it: field 'n':"),
-            (r#"(:id "5" :name "read_it" :arguments "[1,2]")"#, "Invalid arguments for read_it: arguments must be an object"),
-            (r#"(:id "6" :name "read_it" :arguments "{oops")"#, "Invalid arguments for read_it: invalid JSON"),
-            (r#"(:id "7" :name "write_it" :arguments (:path 1))"#, "Invalid arguments for write_it: field 'path'"),
+            (
+                r#"(:id "1" :name "read_it" :arguments (:n 3))"#,
+                "Invalid arguments for read_it: field 'path': required field is missing",
+            ),
+            (
+                r#"(:id "2" :name "read_it" :arguments (:path 3))"#,
+                "Invalid arguments for read_it: field 'path': expected type \"string\", got the number 3",
+            ),
+            (
+                r#"(:id "3" :name "read_it" :arguments (:path "p" :mode "c"))"#,
+                "Invalid arguments for read_it: field 'mode':",
+            ),
+            (
+                r#"(:id "4" :name "read_it" :arguments (:path "p" :n 1.5))"#,
+                "Invalid arguments for read_it: field 'n':",
+            ),
+            (
+                r#"(:id "5" :name "read_it" :arguments "[1,2]")"#,
+                "Invalid arguments for read_it: arguments must be an object",
+            ),
+            (
+                r#"(:id "6" :name "read_it" :arguments "{oops")"#,
+                "Invalid arguments for read_it: invalid JSON",
+            ),
+            (
+                r#"(:id "7" :name "write_it" :arguments (:path 1))"#,
+                "Invalid arguments for write_it: field 'path'",
+            ),
         ];
         for (call, expected) in cases {
-            let mut host = MockHost { decision: Some(Ok(Value::keyword("approved"))), ..Default::default() };
+            let mut host = MockHost {
+                decision: Some(Ok(Value::keyword("approved"))),
+                ..Default::default()
+            };
             let r = run(&reg, &mut host, call);
             assert!(!r.success);
             assert!(r.content.starts_with(expected), "{call}\n  gave: {}", r.content);
@@ -651,7 +780,11 @@ mod tests {
     fn nil_reads_as_false_for_a_boolean_parameter() {
         let reg = registry();
         let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "1" :name "read_it" :arguments (:path "p" :all nil))"#);
+        let r = run(
+            &reg,
+            &mut host,
+            r#"(:id "1" :name "read_it" :arguments (:path "p" :all nil))"#,
+        );
         assert!(r.success, "{r:?}");
         assert_eq!(host.ran[0].get("all"), Some(&json!(false)));
     }
@@ -663,28 +796,56 @@ mod tests {
         let deny_cases: Vec<(Option<Result<Value, ApprovalFailure>>, &str)> = vec![
             (None, "Tool execution denied: no approval function is set"),
             (Some(Ok(Value::keyword("denied"))), "User denied tool execution"),
-            (Some(Ok(read(r#"(:denied "not that file")"#))), "User denied tool execution: not that file"),
-            (Some(Ok(Value::symbol("t"))), "Tool execution denied: the approval function returned t"),
-            (Some(Ok(Value::Null)), "Tool execution denied: the approval function returned"),
+            (
+                Some(Ok(read(r#"(:denied "not that file")"#))),
+                "User denied tool execution: not that file",
+            ),
+            (
+                Some(Ok(Value::symbol("t"))),
+                "Tool execution denied: the approval function returned t",
+            ),
+            (
+                Some(Ok(Value::Null)),
+                "Tool execution denied: the approval function returned",
+            ),
             (Some(Ok(read("(:approved)"))), "Tool execution denied"),
             (Some(Ok(Value::keyword("yes"))), "Tool execution denied"),
-            (Some(Err(ApprovalFailure::Quit)), "Tool execution denied: the user quit (C-g)"),
-            (Some(Err(ApprovalFailure::Signalled("oops".into()))), "Tool execution denied: the approval function failed: oops"),
+            (
+                Some(Err(ApprovalFailure::Quit)),
+                "Tool execution denied: the user quit (C-g)",
+            ),
+            (
+                Some(Err(ApprovalFailure::Signalled("oops".into()))),
+                "Tool execution denied: the approval function failed: oops",
+            ),
         ];
         for (decision, expected) in deny_cases {
-            let mut host = MockHost { decision, ..Default::default() };
+            let mut host = MockHost {
+                decision,
+                ..Default::default()
+            };
             let r = run(&reg, &mut host, call);
             assert!(!r.success && !r.approved, "{expected}");
-            assert!(r.content.starts_with(expected), "gave {} expected {expected}", r.content);
+            assert!(
+                r.content.starts_with(expected),
+                "gave {} expected {expected}",
+                r.content
+            );
             assert!(host.ran.is_empty(), "the handler must not run: {expected}");
             assert_eq!(host.audit.len(), 1);
             assert_eq!(host.audit[0].event, "denied");
         }
-        let mut host = MockHost { decision: Some(Ok(Value::keyword("approved"))), ..Default::default() };
+        let mut host = MockHost {
+            decision: Some(Ok(Value::keyword("approved"))),
+            ..Default::default()
+        };
         let r = run(&reg, &mut host, call);
         assert!(r.success && r.approved);
         assert_eq!(host.asked, vec!["write_it"]);
-        assert_eq!(host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(), vec![("run", "approved"), ("result", "approved")]);
+        assert_eq!(
+            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
+            vec![("run", "approved"), ("result", "approved")]
+        );
         assert_eq!(reg.lock().unwrap().metrics()["write_it"].denials, 9);
     }
 
@@ -692,15 +853,29 @@ mod tests {
     fn modified_arguments_are_validated_again_and_reported() {
         let reg = registry();
         let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
-        let mut host = MockHost { decision: Some(Ok(read(r#"(:modified (:path "/tmp/safe"))"#))), ..Default::default() };
+        let mut host = MockHost {
+            decision: Some(Ok(read(r#"(:modified (:path "/tmp/safe"))"#))),
+            ..Default::default()
+        };
         let r = run(&reg, &mut host, call);
         assert!(r.success && r.modified);
-        assert!(r.content.starts_with("Note: the user modified the arguments"), "{}", r.content);
+        assert!(
+            r.content.starts_with("Note: the user modified the arguments"),
+            "{}",
+            r.content
+        );
         assert!(r.content.ends_with("path=/tmp/safe"));
-        let mut host = MockHost { decision: Some(Ok(read(r#"(:modified (:path 42))"#))), ..Default::default() };
+        let mut host = MockHost {
+            decision: Some(Ok(read(r#"(:modified (:path 42))"#))),
+            ..Default::default()
+        };
         let r = run(&reg, &mut host, call);
         assert!(!r.success && host.ran.is_empty());
-        assert!(r.content.contains("Invalid arguments for write_it: field 'path'"), "{}", r.content);
+        assert!(
+            r.content.contains("Invalid arguments for write_it: field 'path'"),
+            "{}",
+            r.content
+        );
     }
 
     #[test]
@@ -709,7 +884,10 @@ mod tests {
         let mut host = MockHost::default();
         let r = run(&reg, &mut host, r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#);
         assert!(r.success && host.asked.is_empty());
-        assert_eq!(host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(), vec![("run", "auto"), ("result", "auto")]);
+        assert_eq!(
+            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
+            vec![("run", "auto"), ("result", "auto")]
+        );
         assert!(host.audit[1].to_json_line().contains("\"tool\":\"eval_it\""));
     }
 
@@ -729,7 +907,10 @@ mod tests {
         let r = run(&reg, &mut host, r#"(:name "read_it")"#);
         assert_eq!(r.content, "Invalid tool call: missing :id");
         let r = run(&reg, &mut host, r#"(:id "q")"#);
-        assert_eq!((r.id.as_deref(), r.content.as_str()), (Some("q"), "Invalid tool call: missing :name"));
+        assert_eq!(
+            (r.id.as_deref(), r.content.as_str()),
+            (Some("q"), "Invalid tool call: missing :name")
+        );
         reg.lock().unwrap().set_enabled("read_it", false).unwrap();
         let r = run(&reg, &mut host, r#"(:id "x" :name "read_it" :arguments (:path "p"))"#);
         assert_eq!(r.content, "Tool read_it is disabled");
@@ -739,8 +920,21 @@ mod tests {
     fn results_are_capped_with_a_marker() {
         let reg = registry();
         let mut host = MockHost::default();
-        let r = execute_call(&reg, &read(r#"(:id "b" :name "big")"#), &mut host, &Options { max_result_chars: 10, ..Options::default() });
-        assert!(r.content.starts_with("xxxxxxxxxx\n[... truncated: 40 of 50 characters cut"), "{}", r.content);
+        let r = execute_call(
+            &reg,
+            &read(r#"(:id "b" :name "big")"#),
+            &mut host,
+            &Options {
+                max_result_chars: 10,
+                ..Options::default()
+            },
+        );
+        assert!(
+            r.content
+                .starts_with("xxxxxxxxxx\n[... truncated: 40 of 50 characters cut"),
+            "{}",
+            r.content
+        );
         assert_eq!(truncate("héllo".into(), 10), "héllo");
         assert_eq!(truncate("héllo".into(), 0), "héllo");
         assert!(truncate("héllo".into(), 2).starts_with("hé\n"));
@@ -750,10 +944,17 @@ mod tests {
     fn native_tools_run_with_their_timeout() {
         let reg = registry();
         let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "n" :name "sleepy" :arguments (:ms 1 :text "ok"))"#);
+        let r = run(
+            &reg,
+            &mut host,
+            r#"(:id "n" :name "sleepy" :arguments (:ms 1 :text "ok"))"#,
+        );
         assert_eq!((r.success, r.content.as_str()), (true, "ok"));
         let r = run(&reg, &mut host, r#"(:id "n" :name "sleepy" :arguments (:ms 5000))"#);
-        assert_eq!((r.success, r.content.as_str()), (false, "Tool sleepy timed out after 0.1 s"));
+        assert_eq!(
+            (r.success, r.content.as_str()),
+            (false, "Tool sleepy timed out after 0.1 s")
+        );
     }
 
     #[test]
@@ -761,8 +962,14 @@ mod tests {
         assert_eq!(parse_decision(&Value::keyword("approved")), Decision::Approved);
         assert_eq!(parse_decision(&read("(:denied)")), Decision::Denied(None));
         assert_eq!(parse_decision(&read(r#"(:denied "")"#)), Decision::Denied(None));
-        assert_eq!(parse_decision(&read("(:modified (:a 1))")), Decision::Modified(read("(:a 1)")));
+        assert_eq!(
+            parse_decision(&read("(:modified (:a 1))")),
+            Decision::Modified(read("(:a 1)"))
+        );
         assert!(matches!(parse_decision(&read("(:modified)")), Decision::Invalid(_)));
-        assert!(matches!(parse_decision(&read("(:approved :really)")), Decision::Invalid(_)));
+        assert!(matches!(
+            parse_decision(&read("(:approved :really)")),
+            Decision::Invalid(_)
+        ));
     }
 }

@@ -88,7 +88,12 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Run TOOL with ARGS on the runtime, waiting at most its timeout. SHOULD_CANCEL is asked every
 /// 50 ms; when it answers true the tool is abandoned.
-pub fn run(tool: &dyn Tool, name: &str, args: Map<String, Json>, mut should_cancel: impl FnMut() -> bool) -> Result<String, NativeError> {
+pub fn run(
+    tool: &dyn Tool,
+    name: &str,
+    args: Map<String, Json>,
+    mut should_cancel: impl FnMut() -> bool,
+) -> Result<String, NativeError> {
     let rt = runtime()?;
     let timeout = tool.timeout();
     let mut handle = rt.spawn(tool.execute(args));
@@ -97,7 +102,10 @@ pub fn run(tool: &dyn Tool, name: &str, args: Map<String, Json>, mut should_canc
         let now = std::time::Instant::now();
         if now >= deadline {
             handle.abort();
-            return Err(NativeError::TimedOut { tool: name.to_string(), after: timeout });
+            return Err(NativeError::TimedOut {
+                tool: name.to_string(),
+                after: timeout,
+            });
         }
         let slice = POLL.min(deadline - now);
         match rt.block_on(async { tokio::time::timeout(slice, &mut handle).await }) {
@@ -159,23 +167,34 @@ pub(crate) mod tests {
 
     #[test]
     fn a_fast_tool_returns_its_result() {
-        let t = Sleepy { timeout: Duration::from_millis(500) };
-        assert_eq!(run(&t, "sleepy", args(json!({"ms": 10, "text": "hi"})), || false), Ok("hi".into()));
+        let t = Sleepy {
+            timeout: Duration::from_millis(500),
+        };
+        assert_eq!(
+            run(&t, "sleepy", args(json!({"ms": 10, "text": "hi"})), || false),
+            Ok("hi".into())
+        );
     }
 
     #[test]
     fn a_slow_tool_times_out_with_the_issue_message() {
-        let t = Sleepy { timeout: Duration::from_millis(100) };
+        let t = Sleepy {
+            timeout: Duration::from_millis(100),
+        };
         let err = run(&t, "sleepy", args(json!({"ms": 5_000})), || false).unwrap_err();
         assert_eq!(err.to_string(), "Tool sleepy timed out after 0.1 s");
-        let t = Sleepy { timeout: Duration::from_secs(1) };
+        let t = Sleepy {
+            timeout: Duration::from_secs(1),
+        };
         let err = run(&t, "sleepy", args(json!({"ms": 5_000})), || false).unwrap_err();
         assert_eq!(err.to_string(), "Tool sleepy timed out after 1 s");
     }
 
     #[test]
     fn cancelling_abandons_the_tool() {
-        let t = Sleepy { timeout: Duration::from_secs(30) };
+        let t = Sleepy {
+            timeout: Duration::from_secs(30),
+        };
         let mut asked = 0;
         let err = run(&t, "sleepy", args(json!({"ms": 30_000})), || {
             asked += 1;
@@ -187,7 +206,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_panicking_tool_is_contained() {
-        let t = Sleepy { timeout: Duration::from_secs(1) };
-        assert_eq!(run(&t, "sleepy", args(json!({"ms": 13})), || false), Err(NativeError::Panicked("sleepy".into())));
+        let t = Sleepy {
+            timeout: Duration::from_secs(1),
+        };
+        assert_eq!(
+            run(&t, "sleepy", args(json!({"ms": 13})), || false),
+            Err(NativeError::Panicked("sleepy".into()))
+        );
     }
 }

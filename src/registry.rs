@@ -119,13 +119,21 @@ pub struct Registry<H> {
 
 impl<H> Default for Registry<H> {
     fn default() -> Self {
-        Registry { tools: BTreeMap::new(), generation: 0, schema_cache: HashMap::new(), metrics: BTreeMap::new() }
+        Registry {
+            tools: BTreeMap::new(),
+            generation: 0,
+            schema_cache: HashMap::new(),
+            metrics: BTreeMap::new(),
+        }
     }
 }
 
 /// The current time as ISO 8601 in UTC, e.g. `2026-11-22T03:45:17Z`.
 pub fn now_iso8601() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     iso8601_from_unix(secs)
 }
 
@@ -143,7 +151,12 @@ pub fn iso8601_from_unix(secs: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 impl<H: Clone> Registry<H> {
@@ -180,10 +193,18 @@ impl<H: Clone> Registry<H> {
             Some(old) if old.registration.spec == spec => Outcome::Unchanged,
             Some(old) if old.registration.spec.version != spec.version => Outcome::Replaced,
             Some(old) if source.is_some() && old.registration.source == source => Outcome::Redefined,
-            Some(_) => return Err(RegistryError::ToolExists { name, version: spec.version }),
+            Some(_) => {
+                return Err(RegistryError::ToolExists {
+                    name,
+                    version: spec.version,
+                })
+            }
         };
         if outcome == Outcome::Unchanged {
-            let entry = self.tools.get_mut(&name).ok_or_else(|| RegistryError::UnknownTool(name.clone()))?;
+            let entry = self
+                .tools
+                .get_mut(&name)
+                .ok_or_else(|| RegistryError::UnknownTool(name.clone()))?;
             let displaced = match handler {
                 Some(h) => entry.handler.replace(h),
                 None => None,
@@ -195,10 +216,22 @@ impl<H: Clone> Registry<H> {
             (Outcome::Redefined, Some(old)) => (old.registration.created_at.clone(), old.registration.enabled),
             _ => (now.to_string(), true),
         };
-        let registration = Arc::new(Registration { spec, enabled, created_at, source });
+        let registration = Arc::new(Registration {
+            spec,
+            enabled,
+            created_at,
+            source,
+        });
         let displaced = self
             .tools
-            .insert(name, Entry { registration: registration.clone(), validator, handler })
+            .insert(
+                name,
+                Entry {
+                    registration: registration.clone(),
+                    validator,
+                    handler,
+                },
+            )
             .and_then(|old| old.handler);
         self.changed();
         Ok((registration, outcome, displaced))
@@ -234,7 +267,12 @@ impl<H: Clone> Registry<H> {
 
     /// Registrations sorted by name, at most MAX_SAFETY and, when CATEGORIES is non-empty, with at
     /// least one of them.
-    pub fn filter(&self, max_safety: Option<SafetyLevel>, categories: &[String], include_disabled: bool) -> Vec<Arc<Registration>> {
+    pub fn filter(
+        &self,
+        max_safety: Option<SafetyLevel>,
+        categories: &[String],
+        include_disabled: bool,
+    ) -> Vec<Arc<Registration>> {
         self.tools
             .values()
             .map(|e| &e.registration)
@@ -247,7 +285,10 @@ impl<H: Clone> Registry<H> {
 
     /// Enable or disable NAME. Idempotent; an error for an unknown name.
     pub fn set_enabled(&mut self, name: &str, enabled: bool) -> Result<Arc<Registration>, RegistryError> {
-        let entry = self.tools.get_mut(name).ok_or_else(|| RegistryError::UnknownTool(name.to_string()))?;
+        let entry = self
+            .tools
+            .get_mut(name)
+            .ok_or_else(|| RegistryError::UnknownTool(name.to_string()))?;
         if entry.registration.enabled == enabled {
             return Ok(entry.registration.clone());
         }
@@ -268,7 +309,9 @@ impl<H: Clone> Registry<H> {
 
     /// The whole registry as data.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot { tools: self.tools.values().map(|e| (*e.registration).clone()).collect() }
+        Snapshot {
+            tools: self.tools.values().map(|e| (*e.registration).clone()).collect(),
+        }
     }
 
     /// Replace the registry's contents with SNAPSHOT. All or nothing: every registration is
@@ -283,9 +326,19 @@ impl<H: Clone> Registry<H> {
                 return Err(RegistryError::InvalidSnapshot(format!("tool {name} appears twice")));
             }
             let handler = self.tools.get_mut(&name).and_then(|e| e.handler.take());
-            fresh.insert(name, Entry { registration: Arc::new(registration), validator, handler });
+            fresh.insert(
+                name,
+                Entry {
+                    registration: Arc::new(registration),
+                    validator,
+                    handler,
+                },
+            );
         }
-        let dropped = std::mem::replace(&mut self.tools, fresh).into_values().filter_map(|e| e.handler).collect();
+        let dropped = std::mem::replace(&mut self.tools, fresh)
+            .into_values()
+            .filter_map(|e| e.handler)
+            .collect();
         self.changed();
         Ok(dropped)
     }
@@ -381,7 +434,9 @@ mod tests {
     #[test]
     fn a_new_name_is_enabled_and_stamped() {
         let mut r = reg();
-        let (g, outcome, _) = r.register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z").unwrap();
+        let (g, outcome, _) = r
+            .register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z")
+            .unwrap();
         assert_eq!(outcome, Outcome::Added);
         assert!(g.enabled);
         assert_eq!(g.created_at, "2026-01-01T00:00:00Z");
@@ -399,7 +454,11 @@ mod tests {
         assert_eq!(g.created_at, "t1");
         assert_eq!(displaced, Some(1));
         assert_eq!(r.handler("a"), Some(&2));
-        assert_eq!(r.generation(), gen, "an unchanged registration does not invalidate caches");
+        assert_eq!(
+            r.generation(),
+            gen,
+            "an unchanged registration does not invalidate caches"
+        );
     }
 
     #[test]
@@ -412,7 +471,10 @@ mod tests {
         assert_eq!(g.created_at, "t2");
         // Unversioned to versioned is a different version too.
         r.register(spec("b", None, "x"), None, None, "t1").unwrap();
-        assert_eq!(r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2").unwrap().1, Outcome::Replaced);
+        assert_eq!(
+            r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2").unwrap().1,
+            Outcome::Replaced
+        );
     }
 
     #[test]
@@ -420,12 +482,29 @@ mod tests {
         let mut r = reg();
         r.register(spec("a", None, "x"), None, None, "t1").unwrap();
         let err = r.register(spec("a", None, "y"), None, None, "t2").unwrap_err();
-        assert_eq!(err, RegistryError::ToolExists { name: "a".into(), version: None });
+        assert_eq!(
+            err,
+            RegistryError::ToolExists {
+                name: "a".into(),
+                version: None
+            }
+        );
         let msg = err.to_string();
-        assert!(msg.contains("Tool already exists") && msg.contains("a_v2") && msg.contains("bump the version"), "{msg}");
+        assert!(
+            msg.contains("Tool already exists") && msg.contains("a_v2") && msg.contains("bump the version"),
+            "{msg}"
+        );
         r.register(spec("v", Some("2.0.0"), "x"), None, None, "t1").unwrap();
-        assert!(r.register(spec("v", Some("2.0.0"), "z"), None, None, "t2").unwrap_err().to_string().contains("at version 2.0.0"));
-        assert_eq!(r.get("a").unwrap().spec, spec("a", None, "x"), "the refused spec changed nothing");
+        assert!(r
+            .register(spec("v", Some("2.0.0"), "z"), None, None, "t2")
+            .unwrap_err()
+            .to_string()
+            .contains("at version 2.0.0"));
+        assert_eq!(
+            r.get("a").unwrap().spec,
+            spec("a", None, "x"),
+            "the refused spec changed nothing"
+        );
     }
 
     #[test]
@@ -439,7 +518,9 @@ mod tests {
         assert_eq!(g.created_at, "t1");
         assert!(!g.enabled, "redefinition keeps the enabled state");
         // Another file may not silently take the name over.
-        assert!(r.register(spec("a", None, "z"), Some("/other.el".into()), None, "t3").is_err());
+        assert!(r
+            .register(spec("a", None, "z"), Some("/other.el".into()), None, "t3")
+            .is_err());
         // Nor may a definition with no source.
         assert!(r.register(spec("a", None, "z"), None, None, "t3").is_err());
     }
@@ -454,7 +535,13 @@ mod tests {
         r.set_enabled("mid", false).unwrap();
         assert_eq!(r.names(false), vec!["alpha", "zeta"]);
         assert_eq!(r.filter(None, &[], true).len(), 3);
-        assert_eq!(r.filter(None, &[], false).iter().map(|g| g.spec.name.as_str()).collect::<Vec<_>>(), vec!["alpha", "zeta"]);
+        assert_eq!(
+            r.filter(None, &[], false)
+                .iter()
+                .map(|g| g.spec.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["alpha", "zeta"]
+        );
     }
 
     #[test]
@@ -466,7 +553,10 @@ mod tests {
         assert!(!r.set_enabled("a", false).unwrap().enabled);
         assert_eq!(r.generation(), gen);
         assert!(r.set_enabled("a", true).unwrap().enabled);
-        assert_eq!(r.set_enabled("b", true).unwrap_err(), RegistryError::UnknownTool("b".into()));
+        assert_eq!(
+            r.set_enabled("b", true).unwrap_err(),
+            RegistryError::UnknownTool("b".into())
+        );
     }
 
     #[test]
@@ -492,18 +582,30 @@ mod tests {
         mk("c_exec", SafetyLevel::Cautious, &["execution"]);
         mk("d_buf", SafetyLevel::Dangerous, &["buffer", "filesystem"]);
         let names = |v: Vec<Arc<Registration>>| v.iter().map(|g| g.spec.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(r.filter(Some(SafetyLevel::Safe), &[], false)), vec!["s_buf", "s_intro"]);
-        assert_eq!(names(r.filter(Some(SafetyLevel::Cautious), &[], false)), vec!["c_exec", "s_buf", "s_intro"]);
+        assert_eq!(
+            names(r.filter(Some(SafetyLevel::Safe), &[], false)),
+            vec!["s_buf", "s_intro"]
+        );
+        assert_eq!(
+            names(r.filter(Some(SafetyLevel::Cautious), &[], false)),
+            vec!["c_exec", "s_buf", "s_intro"]
+        );
         assert_eq!(names(r.filter(Some(SafetyLevel::Dangerous), &[], false)).len(), 4);
         assert_eq!(names(r.filter(None, &["buffer".into()], false)), vec!["d_buf", "s_buf"]);
-        assert_eq!(names(r.filter(Some(SafetyLevel::Safe), &["buffer".into(), "xref".into()], false)), vec!["s_buf", "s_intro"]);
-        assert!(r.filter(Some(SafetyLevel::Safe), &["execution".into()], false).is_empty());
+        assert_eq!(
+            names(r.filter(Some(SafetyLevel::Safe), &["buffer".into(), "xref".into()], false)),
+            vec!["s_buf", "s_intro"]
+        );
+        assert!(r
+            .filter(Some(SafetyLevel::Safe), &["execution".into()], false)
+            .is_empty());
     }
 
     #[test]
     fn snapshot_restore_round_trips_and_is_all_or_nothing() {
         let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), Some("/f.el".into()), Some(1), "t1").unwrap();
+        r.register(spec("a", Some("1"), "x"), Some("/f.el".into()), Some(1), "t1")
+            .unwrap();
         r.register(spec("b", None, "y"), None, Some(2), "t2").unwrap();
         r.set_enabled("b", false).unwrap();
         let snap = r.snapshot();
@@ -534,8 +636,11 @@ mod tests {
         let mut r = reg();
         r.register(spec("a", None, "x"), None, None, "t").unwrap();
         let first = r.schemas(None, SchemaFormat::OpenAi);
-        assert_eq!(*first[0], json!({"type":"function","function":{"name":"a","description":"The a tool.",
-            "parameters":{"type":"object","properties":{"x":{"type":"string"}},"required":[]},"strict":false}}));
+        assert_eq!(
+            *first[0],
+            json!({"type":"function","function":{"name":"a","description":"The a tool.",
+            "parameters":{"type":"object","properties":{"x":{"type":"string"}},"required":[]},"strict":false}})
+        );
         let again = r.schemas(None, SchemaFormat::OpenAi);
         assert!(Arc::ptr_eq(&first[0], &again[0]), "served from the cache");
         r.set_enabled("a", true).unwrap(); // no change: still cached
@@ -545,8 +650,11 @@ mod tests {
         assert_eq!(third.len(), 2);
         assert!(!Arc::ptr_eq(&first[0], &third[0]), "a change invalidates the cache");
         let anthropic = r.schemas(Some(&["b".into()]), SchemaFormat::Anthropic);
-        assert_eq!(*anthropic[0], json!({"name":"b","description":"The b tool.",
-            "input_schema":{"type":"object","properties":{"x":{"type":"string"}},"required":[]}}));
+        assert_eq!(
+            *anthropic[0],
+            json!({"name":"b","description":"The b tool.",
+            "input_schema":{"type":"object","properties":{"x":{"type":"string"}},"required":[]}})
+        );
     }
 
     #[test]

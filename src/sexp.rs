@@ -76,8 +76,7 @@ pub fn is_t(v: &Value) -> bool {
 pub fn plist_pairs(v: &Value) -> Option<Vec<(&str, &Value)>> {
     let mut iter = v.list_iter()?;
     let mut pairs = Vec::new();
-    loop {
-        let Some(key) = iter.next() else { break };
+    while let Some(key) = iter.next() {
         let name = keyword_name(key)?;
         let value = iter.next()?;
         pairs.push((name, value));
@@ -120,8 +119,8 @@ where
 
 /// Describe V briefly for an error message (lexpr's printer, shortened).
 pub fn describe(v: &Value) -> String {
-    let mut s = lexpr::to_string_custom(v, lexpr::print::Options::elisp())
-        .unwrap_or_else(|_| "<unprintable>".to_string());
+    let mut s =
+        lexpr::to_string_custom(v, lexpr::print::Options::elisp()).unwrap_or_else(|_| "<unprintable>".to_string());
     if s.chars().count() > 80 {
         s = s.chars().take(77).collect::<String>() + "...";
     }
@@ -242,7 +241,11 @@ pub fn from_json(j: &Json) -> Value {
 /// Parse TEXT as JSON, refusing more than MAX_BYTES.
 pub fn parse_json(text: &str, max_bytes: usize) -> Result<Json, ConvertError> {
     if text.len() > max_bytes {
-        return Err(ConvertError::TooLarge { what: "JSON text".into(), size: text.len(), limit: max_bytes });
+        return Err(ConvertError::TooLarge {
+            what: "JSON text".into(),
+            size: text.len(),
+            limit: max_bytes,
+        });
     }
     serde_json::from_str(text).map_err(|e| ConvertError::Json(e.to_string()))
 }
@@ -260,15 +263,20 @@ mod tests {
     fn plist_becomes_object_and_back() {
         let v = read(r#"(:symbol "car" :count 3 :ratio 0.5 :flag t :off :json-false :list [1 2])"#);
         let j = to_json(&v, None).unwrap();
-        assert_eq!(j, json!({"symbol":"car","count":3,"ratio":0.5,"flag":true,"off":false,"list":[1,2]}));
+        assert_eq!(
+            j,
+            json!({"symbol":"car","count":3,"ratio":0.5,"flag":true,"off":false,"list":[1,2]})
+        );
         assert_eq!(to_json(&from_json(&j), None).unwrap(), j);
     }
 
     #[test]
     fn lists_that_are_not_plists_are_arrays() {
         assert_eq!(to_json(&read(r#"("a" "b")"#), None).unwrap(), json!(["a", "b"]));
-        assert_eq!(to_json(&read("(1 :a)"), None).unwrap_err().to_string(),
-                   "cannot represent the keyword :a as a value (JSON has no keywords; use a string)");
+        assert_eq!(
+            to_json(&read("(1 :a)"), None).unwrap_err().to_string(),
+            "cannot represent the keyword :a as a value (JSON has no keywords; use a string)"
+        );
     }
 
     #[test]
@@ -281,7 +289,9 @@ mod tests {
 
     #[test]
     fn refuses_what_json_cannot_hold() {
-        assert!(matches!(to_json(&read("(a . b)"), None), Err(ConvertError::Unrepresentable(m)) if m.contains("dotted pair")));
+        assert!(
+            matches!(to_json(&read("(a . b)"), None), Err(ConvertError::Unrepresentable(m)) if m.contains("dotted pair"))
+        );
         assert!(to_json(&Value::from(f64::NAN), None).is_err());
         assert!(to_json(&Value::from(f64::INFINITY), None).is_err());
         assert!(to_json(&Value::Char('a'), None).is_err());
@@ -295,7 +305,10 @@ mod tests {
             v = Value::vector(vec![v]);
         }
         let wrapped = Sexp(v);
-        assert_eq!(to_json(&wrapped.0, None), Err(ConvertError::TooDeep { limit: MAX_DEPTH }));
+        assert_eq!(
+            to_json(&wrapped.0, None),
+            Err(ConvertError::TooDeep { limit: MAX_DEPTH })
+        );
     }
 
     #[test]

@@ -91,8 +91,7 @@ const PARAM_TYPES: [&str; 6] = ["string", "boolean", "number", "integer", "objec
 /// Whether NAME is a valid tool name.
 pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+    matches!(chars.next(), Some('a'..='z')) && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
 }
 
 fn name_of(v: &Value) -> Option<&str> {
@@ -106,37 +105,59 @@ fn string_list(v: &Value, field: &str) -> Result<Vec<String>, SpecError> {
     let items: Vec<&Value> = match v {
         Value::Vector(items) => items.iter().collect(),
         _ if v.is_list() => v.list_iter().into_iter().flatten().collect(),
-        _ => return Err(SpecError::new(field, format!("expected a list, got {}", sexp::describe(v)))),
+        _ => {
+            return Err(SpecError::new(
+                field,
+                format!("expected a list, got {}", sexp::describe(v)),
+            ))
+        }
     };
     items
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
-            name_of(x)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| SpecError::new(format!("{field}[{i}]"), format!("expected a name, got {}", sexp::describe(x))))
+            name_of(x).filter(|s| !s.is_empty()).map(str::to_string).ok_or_else(|| {
+                SpecError::new(
+                    format!("{field}[{i}]"),
+                    format!("expected a name, got {}", sexp::describe(x)),
+                )
+            })
         })
         .collect()
 }
 
 fn param_type(v: Option<&Value>, field: &str) -> Result<String, SpecError> {
-    let v = v.ok_or_else(|| SpecError::new(field, "missing (expected one of :string :boolean :number :integer :object :array)"))?;
+    let v = v.ok_or_else(|| {
+        SpecError::new(
+            field,
+            "missing (expected one of :string :boolean :number :integer :object :array)",
+        )
+    })?;
     let t = name_of(v).unwrap_or("");
     if PARAM_TYPES.contains(&t) {
         Ok(t.to_string())
     } else {
         Err(SpecError::new(
             field,
-            format!("unknown type {} (expected one of :string :boolean :number :integer :object :array)", sexp::describe(v)),
+            format!(
+                "unknown type {} (expected one of :string :boolean :number :integer :object :array)",
+                sexp::describe(v)
+            ),
         ))
     }
 }
 
 /// Convert one parameter plist (without its `:name` when NAMED is false) to a property schema.
 fn param_schema(v: &Value, field: &str, named: bool) -> Result<(Option<String>, Json), SpecError> {
-    let pairs = sexp::plist_pairs(v)
-        .ok_or_else(|| SpecError::new(field, format!("expected a parameter plist like (:name \"x\" :type :string), got {}", sexp::describe(v))))?;
+    let pairs = sexp::plist_pairs(v).ok_or_else(|| {
+        SpecError::new(
+            field,
+            format!(
+                "expected a parameter plist like (:name \"x\" :type :string), got {}",
+                sexp::describe(v)
+            ),
+        )
+    })?;
     let mut schema = Map::new();
     let mut name = None;
     let mut nested_required = Vec::new();
@@ -227,10 +248,12 @@ pub fn normalize_parameters(parameters: &Value, required: &[String]) -> Result<J
     let mut schema = if sexp::is_nil(parameters) {
         json!({"type": "object", "properties": {}})
     } else if let Some(text) = parameters.as_str() {
-        serde_json::from_str::<Json>(text).map_err(|e| SpecError::new("parameters", format!("invalid JSON Schema text: {e}")))?
+        serde_json::from_str::<Json>(text)
+            .map_err(|e| SpecError::new("parameters", format!("invalid JSON Schema text: {e}")))?
     } else if sexp::plist_pairs(parameters).is_some() {
         // A JSON Schema written as a plist: (:type "object" :properties (...)).
-        let hint = json!({"type": "object", "properties": {"properties": {"type": "object"}, "required": {"type": "array"}}});
+        let hint =
+            json!({"type": "object", "properties": {"properties": {"type": "object"}, "required": {"type": "array"}}});
         sexp::to_json(parameters, Some(&hint)).map_err(|e| SpecError::new("parameters", e.to_string()))?
     } else {
         json!({"type": "object", "properties": params_to_properties(parameters, "parameters")?})
@@ -243,22 +266,41 @@ pub fn normalize_parameters(parameters: &Value, required: &[String]) -> Result<J
             obj.insert("type".into(), json!("object"));
         }
         Some(Json::String(t)) if t == "object" => {}
-        Some(other) => return Err(SpecError::new("parameters.type", format!("must be \"object\", got {other}"))),
+        Some(other) => {
+            return Err(SpecError::new(
+                "parameters.type",
+                format!("must be \"object\", got {other}"),
+            ))
+        }
     }
     match obj.get("properties") {
         None | Some(Json::Null) => {
             obj.insert("properties".into(), json!({}));
         }
         Some(Json::Object(_)) => {}
-        Some(other) => return Err(SpecError::new("parameters.properties", format!("must be an object, got {other}"))),
+        Some(other) => {
+            return Err(SpecError::new(
+                "parameters.properties",
+                format!("must be an object, got {other}"),
+            ))
+        }
     }
     let mut all_required: Vec<String> = match obj.get("required") {
         None | Some(Json::Null) => Vec::new(),
         Some(Json::Array(a)) => a
             .iter()
-            .map(|x| x.as_str().map(str::to_string).ok_or_else(|| SpecError::new("parameters.required", "must list strings")))
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| SpecError::new("parameters.required", "must list strings"))
+            })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(SpecError::new("parameters.required", format!("must be an array, got {other}"))),
+        Some(other) => {
+            return Err(SpecError::new(
+                "parameters.required",
+                format!("must be an array, got {other}"),
+            ))
+        }
     };
     for r in required {
         if !all_required.contains(r) {
@@ -275,42 +317,74 @@ impl ToolSpec {
     /// `(:name N :description D :parameters P :required R :safety-level L :categories C
     ///   :version V :tags T :output-schema S)`. Keys may also be spelled with underscores.
     pub fn from_sexp(v: &Value) -> Result<ToolSpec, SpecError> {
-        let pairs = sexp::plist_pairs(v).ok_or_else(|| SpecError::new("definition", format!("expected a plist, got {}", sexp::describe(v))))?;
+        let pairs = sexp::plist_pairs(v)
+            .ok_or_else(|| SpecError::new("definition", format!("expected a plist, got {}", sexp::describe(v))))?;
         let get = |key: &str| {
             let alt = key.replace('-', "_");
             pairs.iter().find(|(k, _)| *k == key || *k == alt).map(|(_, x)| *x)
         };
         for (k, _) in &pairs {
-            let known = ["name", "description", "parameters", "required", "safety-level", "safety_level", "categories",
-                         "version", "tags", "output-schema", "output_schema"];
+            let known = [
+                "name",
+                "description",
+                "parameters",
+                "required",
+                "safety-level",
+                "safety_level",
+                "categories",
+                "version",
+                "tags",
+                "output-schema",
+                "output_schema",
+            ];
             if !known.contains(k) {
                 return Err(SpecError::new(*k, "unknown key in tool definition"));
             }
         }
         let name = match get("name") {
-            Some(n) => n.as_str().ok_or_else(|| SpecError::new("name", format!("expected a string, got {}", sexp::describe(n))))?,
+            Some(n) => n
+                .as_str()
+                .ok_or_else(|| SpecError::new("name", format!("expected a string, got {}", sexp::describe(n))))?,
             None => return Err(SpecError::new("name", "missing")),
         }
         .to_string();
         let build = || -> Result<ToolSpec, SpecError> {
             let description = match get("description") {
-                Some(d) => d.as_str().ok_or_else(|| SpecError::new("description", "expected a string"))?.to_string(),
+                Some(d) => d
+                    .as_str()
+                    .ok_or_else(|| SpecError::new("description", "expected a string"))?
+                    .to_string(),
                 None => return Err(SpecError::new("description", "missing")),
             };
-            let required = get("required").map(|r| string_list(r, "required")).transpose()?.unwrap_or_default();
+            let required = get("required")
+                .map(|r| string_list(r, "required"))
+                .transpose()?
+                .unwrap_or_default();
             let parameters = normalize_parameters(get("parameters").unwrap_or(&Value::Null), &required)?;
             let safety_level = match get("safety-level") {
                 None => SafetyLevel::Safe,
                 Some(l) if sexp::is_nil(l) => SafetyLevel::Safe,
-                Some(l) => name_of(l).ok_or_else(|| SpecError::new("safety_level", "expected :safe, :cautious or :dangerous"))?.parse()?,
+                Some(l) => name_of(l)
+                    .ok_or_else(|| SpecError::new("safety_level", "expected :safe, :cautious or :dangerous"))?
+                    .parse()?,
             };
-            let categories = get("categories").map(|c| string_list(c, "categories")).transpose()?.unwrap_or_default();
+            let categories = get("categories")
+                .map(|c| string_list(c, "categories"))
+                .transpose()?
+                .unwrap_or_default();
             let version = match get("version") {
                 None => None,
                 Some(x) if sexp::is_nil(x) => None,
-                Some(x) => Some(x.as_str().ok_or_else(|| SpecError::new("version", "expected a string such as \"1.0.0\""))?.to_string()),
+                Some(x) => Some(
+                    x.as_str()
+                        .ok_or_else(|| SpecError::new("version", "expected a string such as \"1.0.0\""))?
+                        .to_string(),
+                ),
             };
-            let tags = get("tags").map(|t| string_list(t, "tags")).transpose()?.unwrap_or_default();
+            let tags = get("tags")
+                .map(|t| string_list(t, "tags"))
+                .transpose()?
+                .unwrap_or_default();
             let output_schema = match get("output-schema") {
                 None => None,
                 Some(x) if sexp::is_nil(x) => None,
@@ -320,7 +394,16 @@ impl ToolSpec {
                 ),
                 Some(x) => Some(sexp::to_json(x, None).map_err(|e| SpecError::new("output_schema", e.to_string()))?),
             };
-            let spec = ToolSpec { name: name.clone(), description, parameters, safety_level, categories, version, tags, output_schema };
+            let spec = ToolSpec {
+                name: name.clone(),
+                description,
+                parameters,
+                safety_level,
+                categories,
+                version,
+                tags,
+                output_schema,
+            };
             spec.validate()?;
             Ok(spec)
         };
@@ -334,14 +417,23 @@ impl ToolSpec {
             return fail("name", "must not be empty".into());
         }
         if !valid_name(&self.name) {
-            return fail("name", format!("'{}' is not snake_case (it must match ^[a-z][a-z0-9_]*$)", self.name));
+            return fail(
+                "name",
+                format!("'{}' is not snake_case (it must match ^[a-z][a-z0-9_]*$)", self.name),
+            );
         }
         if self.description.trim().is_empty() {
-            return fail("description", "must not be empty: the LLM chooses tools by their descriptions".into());
+            return fail(
+                "description",
+                "must not be empty: the LLM chooses tools by their descriptions".into(),
+            );
         }
         for (i, c) in self.categories.iter().enumerate() {
             if c.is_empty() || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_') {
-                return fail(&format!("categories[{i}]"), format!("'{c}' is not a valid category name"));
+                return fail(
+                    &format!("categories[{i}]"),
+                    format!("'{c}' is not a valid category name"),
+                );
             }
         }
         if self.parameters.get("type").and_then(Json::as_str) != Some("object") {
@@ -352,11 +444,18 @@ impl ToolSpec {
             return fail("parameters.properties", "must be an object".into());
         }
         check_required(&self.required(), props, "required").map_err(|e| e.for_tool(&self.name))?;
-        for (field, schema) in [("parameters", Some(&self.parameters)), ("output_schema", self.output_schema.as_ref())] {
+        for (field, schema) in [
+            ("parameters", Some(&self.parameters)),
+            ("output_schema", self.output_schema.as_ref()),
+        ] {
             if let Some(schema) = schema {
                 if let Err(e) = jsonschema::meta::validate(schema) {
                     let at = e.instance_path().as_str().trim_start_matches('/').replace('/', ".");
-                    let field = if at.is_empty() { field.to_string() } else { format!("{field}.{at}") };
+                    let field = if at.is_empty() {
+                        field.to_string()
+                    } else {
+                        format!("{field}.{at}")
+                    };
                     return fail(&field, format!("not a valid JSON Schema: {e}"));
                 }
             }
@@ -399,18 +498,24 @@ mod tests {
 
     #[test]
     fn seed_style_parameters_become_a_json_schema() {
-        let s = spec(r#"(:name "describe_symbol" :description "Describe a symbol."
+        let s = spec(
+            r#"(:name "describe_symbol" :description "Describe a symbol."
                          :parameters ((:name "symbol" :type :string :description "Symbol name")
                                       (:name "kind" :type :string :enum ("any" "function"))
                                       (:name "names" :type :array :items (:type :string)))
-                         :required ("symbol") :safety-level :safe :categories (:introspection))"#).unwrap();
-        assert_eq!(s.parameters, json!({
+                         :required ("symbol") :safety-level :safe :categories (:introspection))"#,
+        )
+        .unwrap();
+        assert_eq!(
+            s.parameters,
+            json!({
             "type": "object",
             "properties": {
                 "symbol": {"type": "string", "description": "Symbol name"},
                 "kind": {"type": "string", "enum": ["any", "function"]},
                 "names": {"type": "array", "items": {"type": "string"}}},
-            "required": ["symbol"]}));
+            "required": ["symbol"]})
+        );
         assert_eq!(s.categories, vec!["introspection"]);
         assert_eq!(s.safety_level, SafetyLevel::Safe);
     }
@@ -435,15 +540,39 @@ mod tests {
     fn invalid_definitions_name_the_field() {
         let cases = [
             (r#"(:name "" :description "d")"#, "field 'name': must not be empty"),
-            (r#"(:name "BadName" :description "d")"#, "field 'name': 'BadName' is not snake_case"),
+            (
+                r#"(:name "BadName" :description "d")"#,
+                "field 'name': 'BadName' is not snake_case",
+            ),
             (r#"(:name "t")"#, "field 'description': missing"),
-            (r#"(:name "t" :description "d" :parameters ((:name "x" :type :strng)))"#, "field 'parameters[0].type': unknown type :strng"),
-            (r#"(:name "t" :description "d" :parameters ((:type :string)))"#, "field 'parameters[0].name': missing"),
-            (r#"(:name "t" :description "d" :parameters ((:name "x" :type :string)) :required ("y"))"#, "field 'required': 'y' is not one of the parameters"),
-            (r#"(:name "t" :description "d" :safety-level :risky)"#, "field 'safety_level': unknown safety level 'risky'"),
-            (r#"(:name "t" :description "d" :parameters ((:name "x" :type :string :optional t)))"#, "field 'parameters[0].optional': unknown key :optional"),
-            (r#"(:name "t" :description "d" :parameters (:type "object" :properties (:x (:type 12))))"#, "field 'parameters"),
-            (r#"(:name "t" :description "d" :parameters ((:name "x" :type :string) (:name "x" :type :string)))"#, "duplicate parameter 'x'"),
+            (
+                r#"(:name "t" :description "d" :parameters ((:name "x" :type :strng)))"#,
+                "field 'parameters[0].type': unknown type :strng",
+            ),
+            (
+                r#"(:name "t" :description "d" :parameters ((:type :string)))"#,
+                "field 'parameters[0].name': missing",
+            ),
+            (
+                r#"(:name "t" :description "d" :parameters ((:name "x" :type :string)) :required ("y"))"#,
+                "field 'required': 'y' is not one of the parameters",
+            ),
+            (
+                r#"(:name "t" :description "d" :safety-level :risky)"#,
+                "field 'safety_level': unknown safety level 'risky'",
+            ),
+            (
+                r#"(:name "t" :description "d" :parameters ((:name "x" :type :string :optional t)))"#,
+                "field 'parameters[0].optional': unknown key :optional",
+            ),
+            (
+                r#"(:name "t" :description "d" :parameters (:type "object" :properties (:x (:type 12))))"#,
+                "field 'parameters",
+            ),
+            (
+                r#"(:name "t" :description "d" :parameters ((:name "x" :type :string) (:name "x" :type :string)))"#,
+                "duplicate parameter 'x'",
+            ),
         ];
         for (input, expected) in cases {
             let err = spec(input).expect_err(input).to_string();

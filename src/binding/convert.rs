@@ -58,7 +58,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bytes: 16 << 20, max_nodes: 1_000_000 }
+        Limits {
+            max_bytes: 16 << 20,
+            max_nodes: 1_000_000,
+        }
     }
 }
 
@@ -72,23 +75,38 @@ pub fn read_string(v: Value<'_>, max: usize) -> std::result::Result<String, Walk
             Some(ErrorKind::Module(ModuleError::BufferTooSmall { required, .. })) => {
                 let size = required.saturating_sub(1);
                 if size > max {
-                    return Err(ConvertError::TooLarge { what: "a string".into(), size, limit: max }.into());
+                    return Err(ConvertError::TooLarge {
+                        what: "a string".into(),
+                        size,
+                        limit: max,
+                    }
+                    .into());
                 }
                 let mut buf = vec![0u8; *required];
                 owned = v.copy_string_contents(&mut buf)?.to_vec();
                 &owned[..]
             }
             Some(ErrorKind::Module(ModuleError::NonUnicodeString { .. })) => {
-                return Err(ConvertError::Unrepresentable("a string that is not valid Unicode text (it holds raw bytes)".into()).into())
+                return Err(ConvertError::Unrepresentable(
+                    "a string that is not valid Unicode text (it holds raw bytes)".into(),
+                )
+                .into())
             }
             _ => return Err(e.into()),
         },
     };
     if bytes.len() > max {
-        return Err(ConvertError::TooLarge { what: "a string".into(), size: bytes.len(), limit: max }.into());
+        return Err(ConvertError::TooLarge {
+            what: "a string".into(),
+            size: bytes.len(),
+            limit: max,
+        }
+        .into());
     }
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| ConvertError::Unrepresentable("a string that is not valid UTF-8 (a unibyte string with raw bytes)".into()).into())
+    String::from_utf8(bytes.to_vec()).map_err(|_| {
+        ConvertError::Unrepresentable("a string that is not valid UTF-8 (a unibyte string with raw bytes)".into())
+            .into()
+    })
 }
 
 struct Walker {
@@ -101,7 +119,12 @@ impl Walker {
     fn count_node(&mut self) -> std::result::Result<(), WalkError> {
         self.nodes += 1;
         if self.nodes > self.limits.max_nodes {
-            return Err(ConvertError::TooLarge { what: "a list (or a circular one)".into(), size: self.nodes, limit: self.limits.max_nodes }.into());
+            return Err(ConvertError::TooLarge {
+                what: "a list (or a circular one)".into(),
+                size: self.nodes,
+                limit: self.limits.max_nodes,
+            }
+            .into());
         }
         Ok(())
     }
@@ -172,7 +195,12 @@ impl Walker {
 
 /// Convert Emacs value V to an s-expression within LIMITS.
 pub fn to_sexp(env: &Env, v: Value<'_>, limits: Limits) -> std::result::Result<Sx, WalkError> {
-    Walker { limits, bytes: 0, nodes: 0 }.walk(env, v, 0)
+    Walker {
+        limits,
+        bytes: 0,
+        nodes: 0,
+    }
+    .walk(env, v, 0)
 }
 
 /// Convert an s-expression to an Emacs value.
@@ -224,7 +252,10 @@ pub fn json_for_handler<'e>(env: &'e Env, v: &Json) -> Result<Value<'e>> {
         },
         Json::String(s) => s.as_str().into_lisp(env)?,
         Json::Array(items) => {
-            let vals = items.iter().map(|x| json_for_handler(env, x)).collect::<Result<Vec<_>>>()?;
+            let vals = items
+                .iter()
+                .map(|x| json_for_handler(env, x))
+                .collect::<Result<Vec<_>>>()?;
             env.list(&vals)?
         }
         Json::Object(map) => object_for_handler(env, map)?,
@@ -233,7 +264,15 @@ pub fn json_for_handler<'e>(env: &'e Env, v: &Json) -> Result<Value<'e>> {
 
 /// The hash table a handler receives.
 pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<Value<'e>> {
-    let table = env.call(make_hash_table, (env.intern(":test")?, env.intern("equal")?, env.intern(":size")?, map.len().max(1) as i64))?;
+    let table = env.call(
+        make_hash_table,
+        (
+            env.intern(":test")?,
+            env.intern("equal")?,
+            env.intern(":size")?,
+            map.len().max(1) as i64,
+        ),
+    )?;
     for (k, x) in map {
         env.call(puthash, (k.as_str(), json_for_handler(env, x)?, table))?;
     }
@@ -255,7 +294,10 @@ pub fn error_message(env: &Env, err: &emacs::Error) -> String {
         Some(ErrorKind::Throw { tag, .. }) => {
             // SAFETY: as above.
             let tag = unsafe { tag.value(env) };
-            let name = env.call(symbol_name, (tag,)).ok().and_then(|n| read_string(n, 4096).ok());
+            let name = env
+                .call(symbol_name, (tag,))
+                .ok()
+                .and_then(|n| read_string(n, 4096).ok());
             format!("non-local exit: throw to {}", name.unwrap_or_else(|| "a tag".into()))
         }
         _ => err.to_string(),

@@ -40,7 +40,12 @@ impl<'e> EmacsHost<'e> {
             }
         }
         // Lists are pretty-printed, anything else printed with prin1, by Lisp.
-        let printed = env.call("agent-q--format-result", (v,)).map_err(|e| format!("Tool error: cannot format the result: {}", convert::error_message(env, &e)))?;
+        let printed = env.call("agent-q--format-result", (v,)).map_err(|e| {
+            format!(
+                "Tool error: cannot format the result: {}",
+                convert::error_message(env, &e)
+            )
+        })?;
         match convert::read_string(printed, usize::MAX) {
             Ok(s) => Ok(s),
             Err(WalkError::Convert(e)) => Err(format!("Tool error: cannot read the result: {e}")),
@@ -52,7 +57,12 @@ impl<'e> EmacsHost<'e> {
 impl<'e> Host for EmacsHost<'e> {
     type Lisp = LispHandler;
 
-    fn approve(&mut self, tool: &str, args: &Map<String, Json>, level: SafetyLevel) -> std::result::Result<lexpr::Value, ApprovalFailure> {
+    fn approve(
+        &mut self,
+        tool: &str,
+        args: &Map<String, Json>,
+        level: SafetyLevel,
+    ) -> std::result::Result<lexpr::Value, ApprovalFailure> {
         let env = self.env;
         let fail = |e: &emacs::Error| {
             if convert::is_quit(env, e) {
@@ -63,7 +73,9 @@ impl<'e> Host for EmacsHost<'e> {
         };
         let plist = self.plist(args).map_err(|e| fail(&e))?;
         let level = env.intern(&format!(":{}", level.as_str())).map_err(|e| fail(&e))?;
-        let answer = env.call("agent-q--approval-call", (tool, plist, level)).map_err(|e| fail(&e))?;
+        let answer = env
+            .call("agent-q--approval-call", (tool, plist, level))
+            .map_err(|e| fail(&e))?;
         match convert::to_sexp(env, answer, Limits::default()) {
             Ok(v) => Ok(v),
             Err(WalkError::Convert(e)) => Err(ApprovalFailure::Signalled(format!("its answer cannot be read: {e}"))),
@@ -73,7 +85,8 @@ impl<'e> Host for EmacsHost<'e> {
 
     fn run_handler(&mut self, handler: &LispHandler, args: &Map<String, Json>) -> std::result::Result<String, String> {
         let env = self.env;
-        let table = convert::object_for_handler(env, args).map_err(|e| format!("Tool error: {}", convert::error_message(env, &e)))?;
+        let table = convert::object_for_handler(env, args)
+            .map_err(|e| format!("Tool error: {}", convert::error_message(env, &e)))?;
         match env.call(handler.bind(env), (table,)) {
             Ok(v) => self.format(v),
             Err(e) if convert::is_quit(env, &e) => Err("Tool error: interrupted by the user (C-g)".into()),
@@ -88,7 +101,15 @@ impl<'e> Host for EmacsHost<'e> {
                 Some(r) => convert::from_sexp(env, &Sexp(r.to_sexp()).0)?,
                 None => env.intern("nil")?,
             };
-            env.call("agent-q--run-execution-hooks", (env.intern(&format!(":{}", phase.as_str()))?, tool, self.plist(args)?, result))?;
+            env.call(
+                "agent-q--run-execution-hooks",
+                (
+                    env.intern(&format!(":{}", phase.as_str()))?,
+                    tool,
+                    self.plist(args)?,
+                    result,
+                ),
+            )?;
             Ok(())
         };
         // The Lisp side already contains each hook's errors; this only guards the call itself.
@@ -126,21 +147,35 @@ impl<'e> Host for EmacsHost<'e> {
 /// call, in order. MAX-RESULT-CHARS caps each result's content (0: no cap), MAX-ARGUMENT-BYTES
 /// caps the strings of each call, and HOOKS non-nil means observers are installed.
 #[defun]
-fn execute<'e>(env: &'e Env, registry: Value<'e>, calls: Value<'e>, max_result_chars: i64, max_argument_bytes: i64, hooks: Value<'e>) -> Result<Value<'e>> {
+fn execute<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    calls: Value<'e>,
+    max_result_chars: i64,
+    max_argument_bytes: i64,
+    hooks: Value<'e>,
+) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
     let opts = Options {
         max_result_chars: usize::try_from(max_result_chars).unwrap_or(0),
         max_argument_bytes: usize::try_from(max_argument_bytes).unwrap_or(0),
         hooks: hooks.is_not_nil(),
     };
-    let limits = Limits { max_bytes: opts.max_argument_bytes, ..Limits::default() };
+    let limits = Limits {
+        max_bytes: opts.max_argument_bytes,
+        ..Limits::default()
+    };
     let mut host = EmacsHost { env };
     let mut results = Vec::new();
     let mut cell = calls;
     let mut count = 0usize;
     while cell.is_not_nil() {
         if !env.call("consp", (cell,))?.is_not_nil() {
-            return super::errors::signal(env, super::errors::Kind::Generic, "CALLS must be a list of tool-call plists");
+            return super::errors::signal(
+                env,
+                super::errors::Kind::Generic,
+                "CALLS must be a list of tool-call plists",
+            );
         }
         count += 1;
         if count > limits.max_nodes {
@@ -153,10 +188,13 @@ fn execute<'e>(env: &'e Env, registry: Value<'e>, calls: Value<'e>, max_result_c
                 executor::execute_call(shared, &sx.0, &mut host, &opts)
             }
             Err(WalkError::Convert(e)) => {
-                let id = env
-                    .call("agent-q--call-id", (call,))
-                    .ok()
-                    .and_then(|v| if v.is_not_nil() { convert::read_string(v, 4096).ok() } else { None });
+                let id = env.call("agent-q--call-id", (call,)).ok().and_then(|v| {
+                    if v.is_not_nil() {
+                        convert::read_string(v, 4096).ok()
+                    } else {
+                        None
+                    }
+                });
                 ToolResult::failure(id, format!("Invalid tool call: cannot convert it: {e}"))
             }
             Err(WalkError::Emacs(e)) => return Err(e),

@@ -88,7 +88,13 @@ fn make_registry() -> Result<Shared> {
 /// Register DEFINITION (a plist) in REGISTRY with HANDLER, evaluated from SOURCE.
 /// Return (OUTCOME . REGISTRATION), OUTCOME one of :added :unchanged :replaced :redefined.
 #[defun]
-fn register<'e>(env: &'e Env, registry: Value<'e>, definition: Value<'e>, handler: Value<'e>, source: Value<'e>) -> Result<Value<'e>> {
+fn register<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    definition: Value<'e>,
+    handler: Value<'e>,
+    source: Value<'e>,
+) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
     let def = sexp_of(env, definition, Kind::InvalidTool)?;
     let spec = match ToolSpec::from_sexp(&def.0) {
@@ -97,13 +103,21 @@ fn register<'e>(env: &'e Env, registry: Value<'e>, definition: Value<'e>, handle
     };
     let handler = if handler.is_not_nil() {
         if !env.call("functionp", (handler,))?.is_not_nil() {
-            return errors::signal(env, Kind::InvalidTool, format!("Invalid tool definition {}: field 'handler': not a function", spec.name));
+            return errors::signal(
+                env,
+                Kind::InvalidTool,
+                format!("Invalid tool definition {}: field 'handler': not a function", spec.name),
+            );
         }
         Some(Handler::Lisp(Arc::new(handler.make_global_ref())))
     } else {
         None
     };
-    let source: Option<String> = if source.is_not_nil() { Some(source.into_rust()?) } else { None };
+    let source: Option<String> = if source.is_not_nil() {
+        Some(source.into_rust()?)
+    } else {
+        None
+    };
     let outcome = lock(shared).register(spec, source, handler, &registry::now_iso8601());
     match outcome {
         Ok((reg, outcome, displaced)) => {
@@ -152,7 +166,10 @@ fn handler<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<
 #[defun]
 fn names<'e>(env: &'e Env, registry: Value<'e>, include_disabled: Value<'e>) -> Result<Value<'e>> {
     let names = lock(resolve(registry)?).names(include_disabled.is_not_nil());
-    let vals = names.iter().map(|n| n.as_str().into_lisp(env)).collect::<Result<Vec<_>>>()?;
+    let vals = names
+        .iter()
+        .map(|n| n.as_str().into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
     env.list(&vals)
 }
 
@@ -164,23 +181,42 @@ fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
     let items: Vec<&Sx> = match &s.0 {
         Sx::Vector(v) => v.iter().collect(),
         other if other.is_list() => other.list_iter().into_iter().flatten().collect(),
-        other => return errors::signal(env, Kind::Generic, format!("{what} must be a list, got {}", sexp::describe(other))),
+        other => {
+            return errors::signal(
+                env,
+                Kind::Generic,
+                format!("{what} must be a list, got {}", sexp::describe(other)),
+            )
+        }
     };
     items
         .into_iter()
-        .map(|x| match x.as_keyword().or_else(|| x.as_str()).or_else(|| x.as_symbol()) {
-            Some(n) => Ok(n.to_string()),
-            None => errors::signal(env, Kind::Generic, format!("{what}: not a name: {}", sexp::describe(x))),
-        })
+        .map(
+            |x| match x.as_keyword().or_else(|| x.as_str()).or_else(|| x.as_symbol()) {
+                Some(n) => Ok(n.to_string()),
+                None => errors::signal(env, Kind::Generic, format!("{what}: not a name: {}", sexp::describe(x))),
+            },
+        )
         .collect()
 }
 
 /// Registrations of REGISTRY at most MAX-LEVEL with any of CATEGORIES, sorted by name.
 #[defun]
-fn filter<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>, categories: Value<'e>, include_disabled: Value<'e>) -> Result<Value<'e>> {
+fn filter<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    max_level: Value<'e>,
+    categories: Value<'e>,
+    include_disabled: Value<'e>,
+) -> Result<Value<'e>> {
     let level = if max_level.is_not_nil() {
         let s = sexp_of(env, max_level, Kind::Generic)?;
-        let name = s.0.as_keyword().or_else(|| s.0.as_str()).or_else(|| s.0.as_symbol()).unwrap_or("").to_string();
+        let name =
+            s.0.as_keyword()
+                .or_else(|| s.0.as_str())
+                .or_else(|| s.0.as_symbol())
+                .unwrap_or("")
+                .to_string();
         match name.parse::<SafetyLevel>() {
             Ok(l) => Some(l),
             Err(e) => return errors::signal(env, Kind::Generic, e.problem),
@@ -190,7 +226,10 @@ fn filter<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>, categorie
     };
     let cats = name_list(env, categories, "categories")?;
     let regs = lock(resolve(registry)?).filter(level, &cats, include_disabled.is_not_nil());
-    let vals = regs.iter().map(|r| registration_value(env, r)).collect::<Result<Vec<_>>>()?;
+    let vals = regs
+        .iter()
+        .map(|r| registration_value(env, r))
+        .collect::<Result<Vec<_>>>()?;
     env.list(&vals)
 }
 
@@ -275,15 +314,31 @@ fn restore<'e>(env: &'e Env, registry: Value<'e>, snapshot: Value<'e>) -> Result
 /// Schemas of the tools NAMES (all enabled tools when nil) in FORMAT (:openai or :anthropic),
 /// as plists, or as one JSON array text when AS-JSON.
 #[defun]
-fn schemas<'e>(env: &'e Env, registry: Value<'e>, names: Value<'e>, format: Value<'e>, as_json: Value<'e>) -> Result<Value<'e>> {
+fn schemas<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    names: Value<'e>,
+    format: Value<'e>,
+    as_json: Value<'e>,
+) -> Result<Value<'e>> {
     let fmt = sexp_of(env, format, Kind::Generic)?;
     let format = match fmt.0.as_keyword().or_else(|| fmt.0.as_symbol()) {
         None | Some("openai") => SchemaFormat::OpenAi,
         Some("nil") => SchemaFormat::OpenAi,
         Some("anthropic") => SchemaFormat::Anthropic,
-        Some(other) => return errors::signal(env, Kind::Generic, format!("Unknown schema format :{other} (expected :openai or :anthropic)")),
+        Some(other) => {
+            return errors::signal(
+                env,
+                Kind::Generic,
+                format!("Unknown schema format :{other} (expected :openai or :anthropic)"),
+            )
+        }
     };
-    let wanted = if names.is_not_nil() { Some(name_list(env, names, "tools")?) } else { None };
+    let wanted = if names.is_not_nil() {
+        Some(name_list(env, names, "tools")?)
+    } else {
+        None
+    };
     let schemas = lock(resolve(registry)?).schemas(wanted.as_deref(), format);
     if as_json.is_not_nil() {
         let array = Json::Array(schemas.iter().map(|s| (**s).clone()).collect());
@@ -308,7 +363,11 @@ fn generation(registry: Value<'_>) -> Result<i64> {
 fn metrics<'e>(env: &'e Env, registry: Value<'e>, reset: Value<'e>) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
     let mut reg = lock(shared);
-    let rows: Vec<(String, Json)> = reg.metrics().iter().map(|(k, m)| (k.clone(), serde_json::to_value(m).unwrap_or(Json::Null))).collect();
+    let rows: Vec<(String, Json)> = reg
+        .metrics()
+        .iter()
+        .map(|(k, m)| (k.clone(), serde_json::to_value(m).unwrap_or(Json::Null)))
+        .collect();
     if reset.is_not_nil() {
         reg.reset_metrics();
     }
@@ -346,10 +405,18 @@ fn validate<'e>(env: &'e Env, registry: Value<'e>, name: String, args: Value<'e>
 /// rules as the executor: (:approved ARGS) or (:approved NEW-ARGS :modified t), or
 /// (:denied MESSAGE). Modified arguments are validated when NAME is registered in REGISTRY.
 #[defun]
-fn decide<'e>(env: &'e Env, registry: Value<'e>, name: String, decision: Value<'e>, args: Value<'e>) -> Result<Value<'e>> {
+fn decide<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    name: String,
+    decision: Value<'e>,
+    args: Value<'e>,
+) -> Result<Value<'e>> {
     let d = match convert::to_sexp(env, decision, Limits::default()) {
         Ok(s) => executor::parse_decision(&Sexp(s).0),
-        Err(WalkError::Convert(e)) => Decision::Invalid(format!("the approval function returned a value that cannot be read: {e}")),
+        Err(WalkError::Convert(e)) => Decision::Invalid(format!(
+            "the approval function returned a value that cannot be read: {e}"
+        )),
         Err(WalkError::Emacs(e)) => return Err(e),
     };
     let denied = |env: &'e Env, msg: String| env.list((env.intern(":denied")?, msg));
@@ -358,15 +425,21 @@ fn decide<'e>(env: &'e Env, registry: Value<'e>, name: String, decision: Value<'
         Decision::Modified(new_args) => {
             let entry = lock(resolve(registry)?).entry(&name);
             if let Some(entry) = entry {
-                let checked = executor::arguments_to_json(Some(&new_args), &entry.registration.spec.parameters, 16 << 20)
-                    .map_err(|e| format!("Invalid arguments for {name}: {e}"))
-                    .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
+                let checked =
+                    executor::arguments_to_json(Some(&new_args), &entry.registration.spec.parameters, 16 << 20)
+                        .map_err(|e| format!("Invalid arguments for {name}: {e}"))
+                        .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
                 if let Err(msg) = checked {
                     return denied(env, format!("The user modified the arguments, but {msg}"));
                 }
             }
             let new_args = Sexp(new_args);
-            env.list((env.intern(":approved")?, convert::from_sexp(env, &new_args.0)?, env.intern(":modified")?, env.intern("t")?))
+            env.list((
+                env.intern(":approved")?,
+                convert::from_sexp(env, &new_args.0)?,
+                env.intern(":modified")?,
+                env.intern("t")?,
+            ))
         }
         other => denied(env, executor::denial_message(&other)),
     }

@@ -1,0 +1,50 @@
+# agent-q: the single entry point. `make help` lists the targets.
+
+EMACS  ?= emacs
+CARGO  ?= cargo
+MODULE := lisp/agent-q-core.so
+LISP   := $(wildcard lisp/*.el)
+RUST   := Cargo.toml $(wildcard src/*.rs src/*/*.rs)
+BATCH  := $(EMACS) --batch -Q -L lisp -L tests
+
+.PHONY: help deps build test test-rust test-lisp run lint clean bench
+
+help:  ## Show this help
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+deps:  ## Install what is missing (emacs-nox, emacs-el; tmux for tests) with apt-get
+	@scripts/ensure-deps.sh
+
+build: $(MODULE)  ## Build the Rust module into lisp/agent-q-core.so
+
+$(MODULE): $(RUST)
+	@scripts/ensure-deps.sh
+	$(CARGO) build --release
+	cp target/release/libagent_q.so $(MODULE)
+
+test: test-rust test-lisp  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q
+
+test-rust:
+	@scripts/ensure-deps.sh --test
+	$(CARGO) test
+
+test-lisp: $(MODULE)
+	@scripts/ensure-deps.sh --test
+	$(BATCH) -l tests/run-tests.el
+
+run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
+	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
+
+lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc
+	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) fmt --check
+	$(BATCH) -l scripts/lint.el $(LISP)
+
+bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md
+	@scripts/ensure-deps.sh --bench
+	$(CARGO) build --release --example diffbench --example xrefbench 2>/dev/null || true
+	$(BATCH) -l bench/run.el
+
+clean:  ## Remove build products
+	$(CARGO) clean
+	rm -f $(MODULE) lisp/*.elc tests/*.elc

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install what agent-q needs to build, run and test on a fresh Debian machine.
+# Idempotent: installs only what is missing. Set AGENT_Q_NO_APT=1 to never call apt-get.
+set -euo pipefail
+
+need=()
+command -v emacs >/dev/null 2>&1 || need+=(emacs-nox)
+# who_calls/who_references read Emacs's own sources, which Debian ships in emacs-el.
+emacs_lisp_dir=$(emacs --batch -Q --eval '(princ (expand-file-name "../lisp" data-directory))' 2>/dev/null || true)
+if [ -z "$emacs_lisp_dir" ] || [ ! -e "$emacs_lisp_dir/subr.el.gz" ] && [ ! -e "$emacs_lisp_dir/subr.el" ]; then
+  need+=(emacs-el)
+fi
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
+  command -v tmux >/dev/null 2>&1 || need+=(tmux)
+fi
+if [ "${1:-}" = "--bench" ]; then
+  command -v rg >/dev/null 2>&1 || need+=(ripgrep)
+  command -v diff >/dev/null 2>&1 || need+=(diffutils)
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  if [ -n "${AGENT_Q_NO_APT:-}" ]; then
+    echo "agent-q: missing packages: ${need[*]} (AGENT_Q_NO_APT is set, not installing)" >&2
+    exit 1
+  fi
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "agent-q: installing ${need[*]} with apt-get" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "agent-q: cargo is not installed; install Rust from https://rustup.rs and retry" >&2
+  exit 1
+fi
