@@ -382,8 +382,8 @@ Otherwise the message \"Invalid arguments for NAME: field \\='X\\=': REASON\"."
 
 (defun agent-q-execute-tool-calls (calls &optional registry)
   "Execute a list of tool-call plists against REGISTRY, in order.
-CALLS holds them; each is (:id ID :name NAME :arguments ARGS), ARGS a plist or a JSON
-object string.  The result is a list with one plist per call:
+CALLS holds them; each is (:id ID :name NAME :arguments ARGS), ARGS
+a plist or a JSON object string.  The result has one plist per call:
   (:id ID :success t :content STRING
    :metadata (:execution_time_ms F :safety_level \"safe\" :approved t))
 and on failure :success is nil and :error holds the message too.
