@@ -563,6 +563,14 @@
         (should (string-match-p "no approval function"
                                 (cadr (agent-q-request-approval "peek" '(:path "/x") "outside" reg))))))))
 
+(ert-deftest agent-q-test-wrong-argument-types-signal-agent-q-error ()
+  (should-error (agent-q-get-tool 42) :type 'agent-q-error)
+  (should-error (agent-q-remove-tool 'greet) :type 'agent-q-error)
+  (should-error (agent-q-list-registered-tools "not a registry") :type 'agent-q-error)
+  (should-error (agent-q-execute-tool-calls nil 42) :type 'agent-q-error)
+  (should-error (agent-q-get-tools :max-safety-level :extreme) :type 'agent-q-error)
+  (should-error (agent-q-tools-to-schema nil :format :xml) :type 'agent-q-error))
+
 ;;;; Native tools
 
 (declare-function agent-q--core-register-wait-tool "agent-q-core" (registry name timeout-ms))

@@ -31,10 +31,24 @@ pub fn global() -> &'static Shared {
 
 /// The registry REGISTRY designates: the global one for `nil`.
 pub fn resolve<'e>(registry: Value<'e>) -> Result<&'e Shared> {
-    if registry.is_not_nil() {
-        registry.into_rust::<&Shared>()
-    } else {
-        Ok(global())
+    if !registry.is_not_nil() {
+        return Ok(global());
+    }
+    match registry.into_rust::<&Shared>() {
+        Ok(shared) => Ok(shared),
+        Err(_) => errors::signal(
+            registry.env,
+            Kind::Generic,
+            "REGISTRY must be nil (the global registry) or a registry from agent-q-make-registry",
+        ),
+    }
+}
+
+/// V as a string, or an `agent-q-error` naming WHAT.
+pub fn string_arg(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
+    match convert::read_string(v, 1 << 20) {
+        Ok(s) => Ok(s),
+        Err(_) => errors::signal(env, Kind::Generic, format!("{what} must be a string")),
     }
 }
 
@@ -136,7 +150,8 @@ fn register<'e>(
 
 /// The registration of NAME in REGISTRY as a plist, or nil.
 #[defun]
-fn get<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+fn get<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let reg = lock(resolve(registry)?).get(&name);
     match reg {
         Some(r) => registration_value(env, &r),
@@ -146,7 +161,8 @@ fn get<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>>
 
 /// The Lisp handler of NAME in REGISTRY, or nil.
 #[defun]
-fn handler<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+fn handler<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let h = match lock(resolve(registry)?).handler(&name) {
         Some(Handler::Lisp(g)) => Some(g.clone()),
         _ => None,
@@ -235,7 +251,8 @@ fn filter<'e>(
 
 /// Enable or disable NAME in REGISTRY; return its registration.
 #[defun]
-fn set_enabled<'e>(env: &'e Env, registry: Value<'e>, name: String, enabled: Value<'e>) -> Result<Value<'e>> {
+fn set_enabled<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, enabled: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let r = lock(resolve(registry)?).set_enabled(&name, enabled.is_not_nil());
     match r {
         Ok(r) => registration_value(env, &r),
@@ -245,7 +262,8 @@ fn set_enabled<'e>(env: &'e Env, registry: Value<'e>, name: String, enabled: Val
 
 /// Remove NAME from REGISTRY. Return t when it was there.
 #[defun]
-fn remove<'e>(env: &'e Env, registry: Value<'e>, name: String) -> Result<Value<'e>> {
+fn remove<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let shared = resolve(registry)?;
     let mut reg = lock(shared);
     let existed = reg.get(&name).is_some();
@@ -381,7 +399,8 @@ fn metrics<'e>(env: &'e Env, registry: Value<'e>, reset: Value<'e>) -> Result<Va
 
 /// Validate ARGS (a plist or JSON text) for tool NAME in REGISTRY: nil, or the error message.
 #[defun]
-fn validate<'e>(env: &'e Env, registry: Value<'e>, name: String, args: Value<'e>) -> Result<Value<'e>> {
+fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let entry = lock(resolve(registry)?).entry(&name);
     let Some(entry) = entry else {
         return format!("Unknown tool: {name}").into_lisp(env);
@@ -448,7 +467,8 @@ fn decide<'e>(
 /// Register in REGISTRY the native tool NAME that waits, with a timeout of TIMEOUT-MS.
 /// It exercises native tools (runtime, timeout, `C-g`) from Lisp.
 #[defun]
-fn register_wait_tool<'e>(env: &'e Env, registry: Value<'e>, name: String, timeout_ms: i64) -> Result<Value<'e>> {
+fn register_wait_tool<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, timeout_ms: i64) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     use crate::native::{Tool, WaitTool};
     let tool = WaitTool {
         name,
