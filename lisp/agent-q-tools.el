@@ -436,7 +436,7 @@ The value is (HEADER-START MARKER-START . MARKER-END)."
     (insert (propertize (plist-get hunk :header) 'face 'diff-hunk-header) " ")
     (setq marker-start (copy-marker (point)))
     (insert (agent-q-tools--decision-marker nil))
-    (setq marker-end (copy-marker (point) t))
+    (setq marker-end (copy-marker (point)))
     (insert (format "  hunk %d\n" (1+ index)))
     (cl-loop for (tag . text) in lines
              for i from 0
@@ -467,13 +467,10 @@ The value is (HEADER-START MARKER-START . MARKER-END)."
     (insert (propertize (format "Description: %s\n"
                                 (or (agent-q-tools--review-description review) ""))
                         'face 'agent-q-diff-header))
-    (insert (substitute-command-keys
-             (concat "Keys: \\[agent-q-tools-review-accept] accept, "
-                     "\\[agent-q-tools-review-reject] reject, "
-                     "\\[agent-q-tools-review-edit-hunk] edit, "
-                     "\\[agent-q-tools-review-finish] finish, "
-                     "\\[agent-q-tools-review-cancel] reject all, "
-                     "\\[agent-q-tools-review-help] help\n")))
+    (insert "Keys: n/p next/previous hunk, a accept, r reject, SPC toggle, "
+            "A/R accept/reject all pending,\n"
+            "      e edit hunk, RET show in file, C-c C-c finish, "
+            "C-c C-k reject all, q quit, ? help\n")
     (let ((name (file-name-nondirectory (agent-q-tools--review-file review))))
       (insert (format "--- a/%s\n+++ b/%s\n" name name)))
     (cl-loop for hunk across (agent-q-tools--review-hunks review)
@@ -498,6 +495,7 @@ The value is (HEADER-START MARKER-START . MARKER-END)."
       (let ((marker (agent-q-tools--decision-marker decision)))
         ;; The face goes on an overlay: diff-mode's font-lock would replace a text face.
         (insert (propertize (substring-no-properties marker) 'agent-q-hunk index))
+        (set-marker mend (point))
         (let ((ov (make-overlay mstart (point))))
           (overlay-put ov 'agent-q-state t)
           (overlay-put ov 'face (get-text-property 0 'face marker))))
@@ -812,9 +810,11 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
           pending (nreverse pending) edited (nreverse edited))
     (let ((summary
            (string-join
-            (delq nil (list (and accepted (agent-q-tools--hunk-phrase accepted "accepted"))
+            (delq nil (list (let ((plain (cl-set-difference accepted edited)))
+                              (and plain (agent-q-tools--hunk-phrase
+                                          (sort plain #'<) "accepted")))
                             (and edited (agent-q-tools--hunk-phrase
-                                         edited "edited by the user before applying"))
+                                         edited "accepted with the user's edits"))
                             (and rejected (agent-q-tools--hunk-phrase rejected "rejected"))
                             (and pending (agent-q-tools--hunk-phrase
                                           pending "left pending (not applied)"))))
