@@ -347,7 +347,7 @@ leaves this nil.")
     (define-key map (kbd "RET") #'agent-q-tools-review-show-source)
     (define-key map (kbd "C-c C-c") #'agent-q-tools-review-finish)
     (define-key map (kbd "C-c C-k") #'agent-q-tools-review-cancel)
-    (define-key map (kbd "C-g") #'agent-q-tools-review-cancel)
+    (define-key map (kbd "C-g") #'agent-q-tools-review-keyboard-quit)
     (define-key map "q" #'agent-q-tools-review-quit)
     (define-key map "?" #'agent-q-tools-review-help)
     map)
@@ -365,7 +365,7 @@ leaves this nil.")
 \\[agent-q-tools-review-edit-hunk]: edit the proposed side of the hunk, then accept it
 \\[agent-q-tools-review-show-source]: show the hunk's place in the file
 \\[agent-q-tools-review-finish]: finish (pending hunks are not applied)
-\\[agent-q-tools-review-cancel]: reject everything and finish
+\\[agent-q-tools-review-cancel], \\[agent-q-tools-review-keyboard-quit]: reject everything and finish
 \\[agent-q-tools-review-quit]: finish, asking first when hunks are pending
 \\[agent-q-tools-review-help]: help
 
@@ -733,6 +733,11 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
   (interactive)
   (agent-q-tools--finish (agent-q-tools--review-or-error) t))
 
+(defun agent-q-tools-review-keyboard-quit ()
+  "Reject every hunk and finish the review, like `agent-q-tools-review-cancel'."
+  (interactive)
+  (agent-q-tools-review-cancel))
+
 (defun agent-q-tools-review-quit ()
   "Finish the review, asking first when hunks are still pending."
   (interactive)
@@ -918,7 +923,7 @@ recursive edit, during which the user can go on using Emacs.
 Finishing applies exactly the accepted hunks to the buffer visiting
 PATH (opened if needed) as one undo step, saved only when
 `agent-q-diff-save-after-apply' is non-nil.  Killing the review buffer
-or \\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-cancel] \
+or \\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
 in it rejects everything.  DESCRIPTION is shown in the header.
 
 The returned string says how many hunks were applied, which were

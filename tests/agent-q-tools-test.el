@@ -585,5 +585,88 @@ DESCRIPTION is the proposal's description."
       (should (equal (agent-q-tools-test--buffer-text file)
                      (concat "meanwhile\n" agent-q-tools-test--old))))))
 
+;;;; As a user would: emacs -nw inside tmux
+
+(defun agent-q-tools-test--tmux (&rest args)
+  "Run tmux with ARGS; return its output, failing the test on an error."
+  (with-temp-buffer
+    (let ((status (apply #'call-process "tmux" nil t nil args)))
+      (unless (eq status 0)
+        (ert-fail (list "tmux failed" args status (buffer-string))))
+      (buffer-string))))
+
+(defun agent-q-tools-test--tmux-wait (session regexp)
+  "Wait until the screen of tmux SESSION matches REGEXP; return the screen."
+  (let ((screen "")
+        (tries 0))
+    (while (and (< tries 150)
+                (not (string-match-p regexp screen)))
+      (sleep-for 0.2)
+      (setq tries (1+ tries))
+      (setq screen (agent-q-tools-test--tmux "capture-pane" "-p" "-t" session)))
+    (unless (string-match-p regexp screen)
+      (ert-fail (list "Screen never matched" regexp screen)))
+    screen))
+
+(ert-deftest agent-q-tools-test-review-in-terminal-emacs-under-tmux ()
+  "A three-hunk review in `emacs -nw': accept, reject, accept, finish."
+  (unless (executable-find "tmux")
+    ;; As the issue asks: install tmux when it is missing.
+    (call-process "apt-get" nil nil nil "install" "-y" "tmux"))
+  (should (executable-find "tmux"))
+  (agent-q-tools-test--with-file file agent-q-tools-test--old
+    (let* ((session (format "agent-q-tools-test-%d" (emacs-pid)))
+           (lisp-dir (file-name-directory (locate-library "agent-q-core")))
+           (out (make-temp-file "agent-q-tools-tmux-out-"))
+           (setup (make-temp-file "agent-q-tools-tmux-setup-" nil ".el"))
+           (emacs (expand-file-name invocation-name invocation-directory)))
+      (delete-file out)
+      (with-temp-file setup
+        (prin1 `(progn
+                  (require 'agent-q-core)
+                  (require 'agent-q-tools)
+                  (defun agent-q-tools-tmux-run ()
+                    (interactive)
+                    (let ((result (agent-q-tools-review-edit
+                                   ,file ,agent-q-tools-test--old ,agent-q-tools-test--new
+                                   "three changes")))
+                      (with-temp-file ,out
+                        (insert result "\n=====\n"
+                                (with-current-buffer (find-buffer-visiting ,file)
+                                  (buffer-string))))
+                      (kill-emacs 0)))
+                  (global-set-key (kbd "<f5>") #'agent-q-tools-tmux-run))
+               (current-buffer)))
+      (unwind-protect
+          (progn
+            (agent-q-tools-test--tmux
+             "new-session" "-d" "-s" session "-x" "160" "-y" "50"
+             (mapconcat #'shell-quote-argument
+                        (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+            (agent-q-tools-test--tmux-wait session "scratch")
+            (agent-q-tools-test--tmux "send-keys" "-t" session "F5")
+            (agent-q-tools-test--tmux-wait session "Progress: 0 accepted, 0 rejected, 3 pending")
+            (agent-q-tools-test--tmux "send-keys" "-t" session "a")
+            (agent-q-tools-test--tmux "send-keys" "-t" session "r")
+            (agent-q-tools-test--tmux "send-keys" "-t" session "a")
+            (let ((screen (agent-q-tools-test--tmux-wait
+                           session "Progress: 2 accepted, 1 rejected, 0 pending")))
+              (should (string-match-p "@@ -1,5 \\+1,5 @@ \\[ACCEPTED\\]" screen))
+              (should (string-match-p "@@ -17,7 \\+17,7 @@ \\[REJECTED\\]" screen)))
+            (agent-q-tools-test--tmux "send-keys" "-t" session "C-c" "C-c")
+            (let ((tries 0))
+              (while (and (not (file-exists-p out)) (< tries 100))
+                (sleep-for 0.2)
+                (setq tries (1+ tries))))
+            (should (file-exists-p out))
+            (let* ((text (agent-q-tools-test--file-text out))
+                   (parts (split-string text "\n=====\n")))
+              (should (string-match-p "Applied 2 of 3 hunks to .*(hunks 1 and 3 accepted; hunk 2 rejected)"
+                                      (car parts)))
+              (should (equal (cadr parts) (agent-q-tools-test--expected '(1 3))))))
+        (call-process "tmux" nil nil nil "kill-session" "-t" session)
+        (delete-file setup)
+        (when (file-exists-p out) (delete-file out))))))
+
 (provide 'agent-q-tools-test)
 ;;; agent-q-tools-test.el ends here
