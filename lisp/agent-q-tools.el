@@ -372,6 +372,9 @@ leaves this nil.")
 Nothing is applied before finishing; then exactly the accepted hunks
 are applied to the buffer visiting the file, as one undo step."
   (setq-local minor-mode-overriding-map-alist nil)
+  ;; Faces are text properties computed from the Rust diff; no font-lock keywords, which
+  ;; would recompute them (and refine words again) on a buffer of any size.
+  (setq-local font-lock-defaults '(nil t))
   (setq-local diff-refine nil)
   (setq-local diff-font-lock-syntax nil)
   (remove-hook 'after-change-functions #'diff-after-change-function t)
@@ -398,13 +401,33 @@ FILE, else the file's contents, else \"\" for a new file."
            (t ""))
           buffer)))
 
+(defconst agent-q-tools--marker-width (length "[ACCEPTED, EDITED]")
+  "Width of every hunk state marker.
+All markers have this width, so updating one never moves the text after
+it and hunk positions can be plain integers (markers would make the
+rendering of many hunks quadratic).")
+
+(defun agent-q-tools--put-face (start end face)
+  "Give the text from START to END the face FACE.
+The review buffer has no font-lock keywords: faces are text
+properties, set as both `face' and `font-lock-face' so that they show
+with and without `font-lock-mode'."
+  (add-text-properties start end (list 'face face 'font-lock-face face)))
+
+(defun agent-q-tools--with-face (string face)
+  "Return STRING with FACE, as `agent-q-tools--put-face' gives it."
+  (propertize string 'face face 'font-lock-face face))
+
 (defun agent-q-tools--decision-marker (decision)
   "Return the marker text of DECISION, with its face."
-  (pcase decision
-    ('accept (propertize "[ACCEPTED]" 'face 'agent-q-diff-accepted))
-    ('reject (propertize "[REJECTED]" 'face 'agent-q-diff-rejected))
-    ((pred stringp) (propertize "[ACCEPTED, EDITED]" 'face 'agent-q-diff-accepted))
-    (_ (propertize "[PENDING]" 'face 'agent-q-diff-pending))))
+  (pcase-let ((`(,text . ,face)
+               (pcase decision
+                 ('accept '("[ACCEPTED]" . agent-q-diff-accepted))
+                 ('reject '("[REJECTED]" . agent-q-diff-rejected))
+                 ((pred stringp) '("[ACCEPTED, EDITED]" . agent-q-diff-accepted))
+                 (_ '("[PENDING]" . agent-q-diff-pending)))))
+    (concat (agent-q-tools--with-face text face)
+            (make-string (- agent-q-tools--marker-width (length text)) ?\s))))
 
 (defun agent-q-tools--count (review)
   "Return (ACCEPTED REJECTED PENDING) counts of REVIEW."
@@ -426,47 +449,54 @@ FILE, else the file's contents, else \"\" for a new file."
               a r p (length (agent-q-tools--review-decisions review))))))
 
 (defun agent-q-tools--insert-hunk (index hunk)
-  "Insert HUNK, number INDEX, at point; return its header markers.
-The value is (HEADER-START MARKER-START . MARKER-END)."
+  "Insert HUNK, number INDEX, at point; return its positions.
+The value is (HEADER-START . MARKER-START)."
   (let* ((start (point))
          (lines (plist-get hunk :lines))
          (line-starts (make-vector (length lines) 0))
-         header-start marker-start marker-end)
-    (setq header-start (copy-marker (point)))
-    (insert (propertize (plist-get hunk :header) 'face 'diff-hunk-header) " ")
-    (setq marker-start (copy-marker (point)))
+         (header-start (point))
+         marker-start)
+    (insert (agent-q-tools--with-face (plist-get hunk :header) 'diff-hunk-header) " ")
+    (setq marker-start (point))
     (insert (agent-q-tools--decision-marker nil))
-    (setq marker-end (copy-marker (point)))
     (insert (format "  hunk %d\n" (1+ index)))
     (cl-loop for (tag . text) in lines
              for i from 0
              do (aset line-starts i (point))
-             (insert (pcase tag
-                       ('context " ")
-                       ('removed "-")
-                       ('added "+")
-                       (_ ""))
-                     text "\n"))
+             (insert (agent-q-tools--with-face
+                      (concat (pcase tag
+                                ('context " ")
+                                ('removed "-")
+                                ('added "+")
+                                (_ ""))
+                              text "\n")
+                      (pcase tag
+                        ('context 'diff-context)
+                        ('removed 'diff-removed)
+                        ('added 'diff-added)
+                        (_ 'shadow)))))
     (dolist (r (plist-get hunk :refine))
       (pcase-let* ((`(,line ,from ,to) r)
                    (line-start (aref line-starts line))
-                   (ov (make-overlay (+ line-start 1 from) (+ line-start 1 to))))
-        (overlay-put ov 'face (if (eq (car (nth line lines)) 'removed)
-                                  'diff-refine-removed
-                                'diff-refine-added))))
+                   (removed (eq (car (nth line lines)) 'removed)))
+        (agent-q-tools--put-face (+ line-start 1 from) (+ line-start 1 to)
+                                 (if removed
+                                     '(diff-refine-removed diff-removed)
+                                   '(diff-refine-added diff-added)))))
     (put-text-property start (point) 'agent-q-hunk index)
-    (cons header-start (cons marker-start marker-end))))
+    (cons header-start marker-start)))
 
 (defun agent-q-tools--render (review)
   "Fill the current buffer with REVIEW."
   (let ((inhibit-read-only t)
         (headers nil))
     (erase-buffer)
-    (insert (propertize (format "File: %s\n" (agent-q-tools--review-file review))
-                        'face 'agent-q-diff-header))
-    (insert (propertize (format "Description: %s\n"
-                                (or (agent-q-tools--review-description review) ""))
-                        'face 'agent-q-diff-header))
+    (insert (agent-q-tools--with-face
+             (format "File: %s\n" (agent-q-tools--review-file review))
+             'agent-q-diff-header))
+    (insert (agent-q-tools--with-face
+             (format "Description: %s\n" (or (agent-q-tools--review-description review) ""))
+             'agent-q-diff-header))
     (insert "Keys: n/p next/previous hunk, a accept, r reject, SPC toggle, "
             "A/R accept/reject all pending,\n"
             "      e edit hunk, RET show in file, C-c C-c finish, "
@@ -486,19 +516,11 @@ The value is (HEADER-START MARKER-START . MARKER-END)."
   (let* ((inhibit-read-only t)
          (header (aref (agent-q-tools--review-headers review) index))
          (decision (aref (agent-q-tools--review-decisions review) index))
-         (mstart (cadr header))
-         (mend (cddr header)))
+         (mstart (cdr header)))
     (save-excursion
       (goto-char mstart)
-      (delete-region mstart mend)
-      (remove-overlays mstart mend 'agent-q-state t)
-      (let ((marker (agent-q-tools--decision-marker decision)))
-        ;; The face goes on an overlay: diff-mode's font-lock would replace a text face.
-        (insert (propertize (substring-no-properties marker) 'agent-q-hunk index))
-        (set-marker mend (point))
-        (let ((ov (make-overlay mstart (point))))
-          (overlay-put ov 'agent-q-state t)
-          (overlay-put ov 'face (get-text-property 0 'face marker))))
+      (delete-region mstart (+ mstart agent-q-tools--marker-width))
+      (insert (propertize (agent-q-tools--decision-marker decision) 'agent-q-hunk index))
       ;; The rejected look covers the hunk body.
       (let* ((body-start (progn (forward-line 1) (point)))
              (next (1+ index))
