@@ -705,7 +705,8 @@ leaves the hunk as it was."
               (aset (agent-q-tools--review-decisions review) index
                     (if (equal text (plist-get hunk :new-text)) 'accept text)))
             (agent-q-tools--update-hunk review index)))))
-    (quit-window t (get-buffer-window buffer))
+    (when-let ((window (get-buffer-window buffer)))
+      (quit-window t window))
     (when (buffer-live-p buffer)
       (kill-buffer buffer))
     (when (buffer-live-p review-buffer)
@@ -862,8 +863,11 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
                                        (agent-q-tools--review-proposal review)
                                        (mapcar (lambda (d) (or d 'reject)) decisions)))
             (when agent-q-diff-save-after-apply
-              (with-current-buffer buffer (save-buffer))
-              (setq saved t)))))
+              (condition-case err
+                  (progn
+                    (with-current-buffer buffer (save-buffer))
+                    (setq saved t))
+                (error (setq saved (error-message-string err))))))))
       (concat
        (cond
         (stale
@@ -873,6 +877,7 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
          (format "Applied 0 of %d hunks to %s: the user rejected the whole edit." total path))
         (t (format "Applied %d of %d hunks to %s (%s)." (length accepted) total path summary)))
        (cond ((or stale (null accepted)) "  No change made.")
+             ((stringp saved) (format "  Could not save %s: %s." path saved))
              (saved (format "  Saved %s." path))
              (t "  Buffer not saved."))
        (if edited
