@@ -394,6 +394,21 @@ DESCRIPTION is the proposal's description."
       (should (string-match-p "Applied 0 of 3 hunks .*the user rejected the whole edit"
                               result)))))
 
+(ert-deftest agent-q-tools-test-review-kill-buffer-through-recursive-edit ()
+  ;; Killing the review buffer from a command inside the real recursive edit
+  ;; ends the review with everything rejected.
+  (agent-q-tools-test--with-file file agent-q-tools-test--old
+    (global-set-key [f9] (lambda () (interactive) (kill-buffer (current-buffer))))
+    (unwind-protect
+        (let* ((unread-command-events (agent-q-tools-test--keys "a" "<f9>"))
+               (result (agent-q-tools-review-edit file agent-q-tools-test--old
+                                                  agent-q-tools-test--new)))
+          (should (string-match-p "Applied 0 of 3 hunks .*the user rejected the whole edit"
+                                  result))
+          (should-not agent-q-tools--open-reviews)
+          (should (equal (agent-q-tools-test--file-text file) agent-q-tools-test--old)))
+      (global-unset-key [f9]))))
+
 (ert-deftest agent-q-tools-test-review-with-unsaved-edits ()
   (agent-q-tools-test--with-file file agent-q-tools-test--old
     (let ((buffer (find-file-noselect file)))
@@ -458,6 +473,19 @@ DESCRIPTION is the proposal's description."
       (should (string-match-p "Applied 1 of 1 hunks" result))
       (should (equal (agent-q-tools-test--buffer-text file)
                      (agent-q-tools-test--expected '(2)))))))
+
+(ert-deftest agent-q-tools-test-review-excerpt-after-non-ascii-text ()
+  ;; Positions from the module are characters: multibyte text before the
+  ;; excerpt must not shift the replacement.
+  (agent-q-tools-test--with-file file "héllo wörld ✓\nçà et là\nfin\n"
+    (let ((result (agent-q-tools-test--review
+                   file "çà et là\n" "ÇÀ et là\n"
+                   (lambda ()
+                     (agent-q-tools-review-accept)
+                     (agent-q-tools-review-finish)))))
+      (should (string-match-p "Applied 1 of 1 hunks" result))
+      (should (equal (agent-q-tools-test--buffer-text file)
+                     "héllo wörld ✓\nÇÀ et là\nfin\n")))))
 
 (ert-deftest agent-q-tools-test-review-ambiguous-excerpt ()
   (agent-q-tools-test--with-file file "x\ny\nx\n"
