@@ -119,10 +119,18 @@ The result is a cons (SHORTENED . CHANGED)."
                     (setq changed t)
                     (format "%s...[%d more chars]" (substring v 0 max)
                             (- (length v) max)))
+                   ((proper-list-p v) (mapcar #'walk v))
                    ((consp v) (cons (walk (car v)) (walk (cdr v))))
                    ((vectorp v) (apply #'vector (mapcar #'walk v)))
+                   ((hash-table-p v)
+                    (let ((copy (copy-hash-table v)))
+                      (maphash (lambda (k x) (puthash k (walk x) copy)) v)
+                      copy))
                    (t v))))
       (cons (walk value) changed))))
+
+(defconst agent-q-tools--max-prompt-arguments 600
+  "Longest printed arguments shown in the approval prompt, in characters.")
 
 (defun agent-q-tools--print (value)
   "Return VALUE printed on one line, newlines escaped."
@@ -210,12 +218,19 @@ LEVEL is the safety level, REASON the context's reason or nil."
   (let ((answer nil))
     (while (not answer)
       (let* ((short (agent-q-tools--shorten args))
+             (printed (agent-q-tools--print (car short)))
+             (cut (> (length printed) agent-q-tools--max-prompt-arguments))
              (prompt (format "agent-q: run %s [%s]%s %s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
                              tool-name
                              (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
                              (if reason (format " (%s)" reason) "")
-                             (agent-q-tools--print (car short))
-                             (if (cdr short) " [long strings shortened; v shows all]" "")))
+                             (if cut
+                                 (concat (substring printed 0 agent-q-tools--max-prompt-arguments)
+                                         "...")
+                               printed)
+                             (if (or cut (cdr short))
+                                 " [long arguments shortened; v shows all]"
+                               "")))
              (key (read-char-choice-with-read-key prompt '(?y ?n ?r ?e ?v ?a))))
         (pcase key
           (?y (setq answer :approved))

@@ -241,10 +241,33 @@ DESCRIPTION is the proposal's description."
     (let ((prompt (car prompts)))
       (should (string-match-p "write_file \\[dangerous\\]" prompt))
       (should (string-match-p "\\[420 more chars\\]" prompt))
-      (should (string-match-p "long strings shortened; v shows all" prompt))
+      (should (string-match-p "long arguments shortened; v shows all" prompt))
       (should-not (string-match-p long prompt)))
     (with-current-buffer "*agent-q call*"
       (should (string-match-p long (buffer-string))))))
+
+(ert-deftest agent-q-tools-test-shortening-of-large-arguments ()
+  ;; Long lists do not recurse deeply; strings inside nested objects
+  ;; (hash tables) and vectors are shortened too, without touching ARGS.
+  (let* ((table (make-hash-table :test #'equal))
+         (long (make-string 300 ?x))
+         (_ (puthash "body" long table))
+         (args (list :items (number-sequence 1 20000) :object table :vec (vector long)))
+         (short (agent-q-tools--shorten args)))
+    (should (cdr short))
+    (should (equal (plist-get (car short) :items) (number-sequence 1 20000)))
+    (should (string-match-p "\\[220 more chars\\]"
+                            (gethash "body" (plist-get (car short) :object))))
+    (should (string-match-p "\\[220 more chars\\]" (aref (plist-get (car short) :vec) 0)))
+    (should (equal (gethash "body" table) long)))
+  ;; A prompt for huge arguments is cut, with the note.
+  (let ((prompt nil))
+    (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+               (lambda (p _chars &rest _) (setq prompt p) ?y)))
+      (should (eq (agent-q-tools--ask "t" (list :items (number-sequence 1 5000)) :dangerous nil)
+                  :approved)))
+    (should (< (length prompt) 900))
+    (should (string-match-p "long arguments shortened; v shows all" prompt))))
 
 ;;;; Module diff functions
 
