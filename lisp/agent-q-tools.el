@@ -1,0 +1,999 @@
+;;; agent-q-tools.el --- Approval UIs for agent-q: minibuffer prompt and hunk review  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software: you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; The two approval experiences of agent-q.
+;;
+;; `agent-q-approve-in-minibuffer' is the default value of
+;; `agent-q-approval-function': it shows a tool call in the minibuffer and
+;; reads a single key (y, n, r, e, v, a; C-g denies).
+;;
+;; `agent-q-tools-review-edit' is the approval of "propose_file_edit": it
+;; opens a diff of the proposal against the current text in a buffer derived
+;; from `diff-mode', lets the user accept, reject or edit each hunk, and
+;; applies exactly the accepted hunks as one undo step.  The minibuffer
+;; approval function approves "propose_file_edit" without asking, because
+;; this review is the approval.
+;;
+;; Diffs, application of hunks and the search for the model's `original'
+;; text are computed by the agent-q-core module (functions
+;; `agent-q--core-diff-*'), which agent-q.el loads.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'diff-mode)
+(require 'pp)
+(require 'subr-x)
+
+;;;; Module and agent-q.el functions (loaded by agent-q.el)
+
+(declare-function agent-q--core-diff-hunks "agent-q-core" (old new))
+(declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
+(declare-function agent-q--core-diff-locate "agent-q-core" (current original))
+(declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
+
+;; Defined in agent-q.el; declared here so that the compiler knows they are special.
+(defvar agent-q-approval-context)
+(defvar agent-q-approval-function)
+
+(defgroup agent-q nil
+  "LLM agent tools inside Emacs."
+  :group 'tools
+  :prefix "agent-q-")
+
+;;;; Options and faces
+
+(defcustom agent-q-confirm-safety-levels '(:dangerous)
+  "Safety levels whose tool calls `agent-q-approve-in-minibuffer' confirms.
+A call whose safety level is not listed is approved without asking,
+unless its approval context carries a :reason (a safe tool asking to
+read a sensitive file), which is always asked."
+  :type '(set (const :tag "Cautious" :cautious)
+              (const :tag "Dangerous" :dangerous))
+  :group 'agent-q)
+
+(defcustom agent-q-diff-save-after-apply nil
+  "When non-nil, save the file's buffer after applying reviewed hunks."
+  :type 'boolean
+  :group 'agent-q)
+
+(defcustom agent-q-approval-max-string-length 80
+  "Strings longer than this are shortened in the approval prompt."
+  :type 'integer
+  :group 'agent-q)
+
+(defface agent-q-diff-accepted
+  '((t :inherit success :weight bold))
+  "Face of the [ACCEPTED] marker of a reviewed hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-rejected
+  '((t :inherit error :weight bold))
+  "Face of the [REJECTED] marker of a reviewed hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-pending
+  '((t :inherit warning :weight bold))
+  "Face of the [PENDING] marker of a hunk not yet reviewed."
+  :group 'agent-q)
+
+(defface agent-q-diff-rejected-hunk
+  '((t :inherit shadow :strike-through t))
+  "Face added to the lines of a rejected hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-header
+  '((t :inherit font-lock-keyword-face))
+  "Face of the header lines of the review buffer."
+  :group 'agent-q)
+
+;;;; Minibuffer approval
+
+(defvar agent-q-tools--session-approved nil
+  "Tool names the user approved for the rest of the session with \"a\".")
+
+(defun agent-q-tools--shorten (value)
+  "Return VALUE with long strings shortened, and whether any was.
+The result is a cons (SHORTENED . CHANGED)."
+  (let ((changed nil)
+        (max agent-q-approval-max-string-length))
+    (cl-labels ((walk (v)
+                  (cond
+                   ((and (stringp v) (> (length v) max))
+                    (setq changed t)
+                    (format "%s...[%d more chars]" (substring v 0 max)
+                            (- (length v) max)))
+                   ((proper-list-p v) (mapcar #'walk v))
+                   ((consp v) (cons (walk (car v)) (walk (cdr v))))
+                   ((vectorp v) (apply #'vector (mapcar #'walk v)))
+                   ((hash-table-p v)
+                    (let ((copy (copy-hash-table v)))
+                      (maphash (lambda (k x) (puthash k (walk x) copy)) v)
+                      copy))
+                   (t v))))
+      (cons (walk value) changed))))
+
+(defconst agent-q-tools--max-prompt-arguments 600
+  "Longest printed arguments shown in the approval prompt, in characters.")
+
+(defun agent-q-tools--print (value)
+  "Return VALUE printed on one line, newlines escaped."
+  (let ((print-escape-newlines t)
+        (print-length nil)
+        (print-level nil))
+    (prin1-to-string value)))
+
+(defun agent-q-tools--pp-plist (plist)
+  "Return PLIST pretty-printed, one key and value per line."
+  (let ((print-length nil)
+        (print-level nil)
+        (lines nil))
+    (if (not (and (listp plist) (cl-evenp (length plist))))
+        (pp-to-string plist)
+      (while plist
+        (push (format "%s %s" (prin1-to-string (car plist))
+                      (string-trim-right (pp-to-string (cadr plist))))
+              lines)
+        (setq plist (cddr plist)))
+      (concat "(" (string-join (nreverse lines) "\n ") ")\n"))))
+
+(defun agent-q-tools--context-get (key)
+  "Return KEY of `agent-q-approval-context', or nil when it is unbound."
+  (and (boundp 'agent-q-approval-context)
+       (plist-get agent-q-approval-context key)))
+
+(defun agent-q-tools--show-call (tool-name args)
+  "Show the whole call of TOOL-NAME with ARGS in a help buffer."
+  (with-help-window (get-buffer-create "*agent-q call*")
+    (princ (format "Tool: %s\nSafety level: %s\n" tool-name
+                   (or (agent-q-tools--context-get :safety-level) "unknown")))
+    (when-let ((reason (agent-q-tools--context-get :reason)))
+      (princ (format "Reason: %s\n" reason)))
+    (princ "Arguments:\n")
+    (princ (agent-q-tools--pp-plist args))))
+
+(defun agent-q-approve-in-minibuffer (tool-name args)
+  "Ask the user in the minibuffer whether to run TOOL-NAME with ARGS.
+This is the default `agent-q-approval-function'.  TOOL-NAME is a
+string, ARGS a plist.  The prompt shows the tool, its safety level
+\(from `agent-q-approval-context') and the arguments, long strings
+shortened with a note.  Keys:
+
+  y  approve                      -> `:approved'
+  n  deny                         -> `:denied'
+  r  deny with a reason, typed    -> (:denied REASON)
+  e  edit the arguments           -> (:modified NEW-ARGS)
+  v  view the whole call, then ask again
+  a  approve, and approve TOOL-NAME for the rest of the session
+  \\<global-map>\\[keyboard-quit]  deny                     -> `:denied'
+
+The \"e\" buffer shows ARGS pretty-printed as a plist:
+\\<agent-q-tools-arguments-mode-map>\\[agent-q-tools-arguments-accept] \
+accepts the edit after validating it with
+`agent-q-validate-arguments' (an invalid edit is reported and the
+buffer stays), \\[agent-q-tools-arguments-cancel] cancels the edit and
+returns to this prompt.
+
+Calls are approved without asking when their safety level is not in
+`agent-q-confirm-safety-levels' and the context has no :reason, or when
+the user approved the tool for the session and the context has no
+:reason (a :reason means a safe tool is asking for a sensitive file,
+which is always asked).
+
+\"propose_file_edit\" is approved without asking: its approval is the
+per-hunk review run by its handler through `agent-q-tools-review-edit',
+which applies nothing unless the user accepts hunks."
+  (let ((level (agent-q-tools--context-get :safety-level))
+        (reason (agent-q-tools--context-get :reason)))
+    (cond
+     ((equal tool-name "propose_file_edit") :approved)
+     ((and (not reason)
+           (or (and level (not (memq level agent-q-confirm-safety-levels)))
+               (member tool-name agent-q-tools--session-approved)))
+      :approved)
+     (t
+      (condition-case nil
+          (agent-q-tools--ask tool-name args level reason)
+        (quit :denied))))))
+
+(defun agent-q-tools--ask (tool-name args level reason)
+  "Prompt loop of `agent-q-approve-in-minibuffer' for TOOL-NAME and ARGS.
+LEVEL is the safety level, REASON the context's reason or nil."
+  (let ((answer nil))
+    (while (not answer)
+      (let* ((short (agent-q-tools--shorten args))
+             (printed (agent-q-tools--print (car short)))
+             (cut (> (length printed) agent-q-tools--max-prompt-arguments))
+             (prompt (format "agent-q: run %s [%s]%s %s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+                             tool-name
+                             (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
+                             (if reason (format " (%s)" reason) "")
+                             (if cut
+                                 (concat (substring printed 0 agent-q-tools--max-prompt-arguments)
+                                         "...")
+                               printed)
+                             (if (or cut (cdr short))
+                                 " [long arguments shortened; v shows all]"
+                               "")))
+             (key (read-char-choice-with-read-key prompt '(?y ?n ?r ?e ?v ?a))))
+        (pcase key
+          (?y (setq answer :approved))
+          (?n (setq answer :denied))
+          (?a (cl-pushnew tool-name agent-q-tools--session-approved :test #'equal)
+              (setq answer :approved))
+          (?r (let ((text (read-string (format "Reason for denying %s: " tool-name))))
+                (setq answer (if (string-empty-p (string-trim text))
+                                 :denied
+                               (list :denied text)))))
+          (?v (agent-q-tools--show-call tool-name args))
+          (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
+                (setq answer (list :modified new)))))))
+    answer))
+
+;;;; Editing arguments
+
+(defvar-local agent-q-tools--arguments-tool nil
+  "Tool whose arguments the current buffer edits.")
+
+(defvar-local agent-q-tools--arguments-result nil
+  "Outcome of the arguments edit: nil, (:ok PLIST) or (:cancel).")
+
+(defvar agent-q-tools-arguments-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'agent-q-tools-arguments-accept)
+    (define-key map (kbd "C-c C-k") #'agent-q-tools-arguments-cancel)
+    map)
+  "Keymap of `agent-q-tools-arguments-mode'.")
+
+(define-derived-mode agent-q-tools-arguments-mode lisp-data-mode "agent-q-args"
+  "Mode for editing the arguments of a tool call before approving it.
+\\<agent-q-tools-arguments-mode-map>\\[agent-q-tools-arguments-accept] \
+accepts the edit, \\[agent-q-tools-arguments-cancel] cancels it.")
+
+(defun agent-q-tools--read-plist (text)
+  "Read TEXT as a plist with keyword keys.
+Return (:ok PLIST) or (:error MESSAGE)."
+  (condition-case err
+      (let* ((read (read-from-string text))
+             (plist (car read)))
+        (cond
+         ((string-match-p "[^ \t\n]" (substring text (cdr read)))
+          (list :error "Extra text after the plist"))
+         ((not (and (listp plist) (cl-evenp (length plist))))
+          (list :error "The arguments must be a plist (:key value ...)"))
+         ((cl-loop for (k _v) on plist by #'cddr thereis (not (keywordp k)))
+          (list :error "Every key of the plist must be a keyword"))
+         (t (list :ok plist))))
+    (error (list :error (format "Cannot read the arguments: %s"
+                                (error-message-string err))))))
+
+(defun agent-q-tools-arguments-accept ()
+  "Accept the edited arguments if they read and validate."
+  (interactive)
+  (let ((parsed (agent-q-tools--read-plist
+                 (buffer-substring-no-properties (point-min) (point-max)))))
+    (if (eq (car parsed) :error)
+        (message "%s" (cadr parsed))
+      (let ((problem (and (fboundp 'agent-q-validate-arguments)
+                          (agent-q-validate-arguments agent-q-tools--arguments-tool
+                                                      (cadr parsed)))))
+        (if problem
+            (message "%s" problem)
+          (setq agent-q-tools--arguments-result parsed)
+          (exit-recursive-edit))))))
+
+(defun agent-q-tools-arguments-cancel ()
+  "Cancel the edit of the arguments and return to the approval prompt."
+  (interactive)
+  (setq agent-q-tools--arguments-result '(:cancel))
+  (exit-recursive-edit))
+
+(defun agent-q-tools--edit-arguments (tool-name args)
+  "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled."
+  (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name))))
+    (unwind-protect
+        (progn
+          (with-current-buffer buffer
+            (erase-buffer)
+            (agent-q-tools-arguments-mode)
+            (insert (agent-q-tools--pp-plist args))
+            (goto-char (point-min))
+            (setq agent-q-tools--arguments-tool tool-name
+                  agent-q-tools--arguments-result nil))
+          (save-window-excursion
+            (pop-to-buffer buffer)
+            (message "Edit the arguments of %s: C-c C-c to accept, C-c C-k to cancel"
+                     tool-name)
+            (condition-case nil
+                (recursive-edit)
+              (quit nil)))
+          (let ((result (and (buffer-live-p buffer)
+                             (buffer-local-value 'agent-q-tools--arguments-result buffer))))
+            (and (eq (car result) :ok) (cadr result))))
+      (when (buffer-live-p buffer)
+        (kill-buffer buffer)))))
+
+;;;; Per-hunk review of propose_file_edit
+
+(cl-defstruct (agent-q-tools--review (:constructor agent-q-tools--make-review)
+                                     (:copier nil))
+  "State of one review of a proposed file edit."
+  path file current proposal description hunks decisions
+  buffer depth done cancelled headers)
+
+(defvar-local agent-q-tools--this-review nil
+  "The review shown in the current review buffer.")
+
+(defvar agent-q-tools--review-driver nil
+  "For tests: when non-nil, a function called with the review buffer.
+It replaces the recursive edit: it is expected to call the review
+commands in that buffer until the review is finished.  Production code
+leaves this nil.")
+
+(defvar agent-q-tools--open-reviews nil
+  "Reviews waiting in a recursive edit, innermost first.")
+
+(defvar agent-q-tools-review-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "n" #'agent-q-tools-review-next)
+    (define-key map "p" #'agent-q-tools-review-previous)
+    (define-key map "a" #'agent-q-tools-review-accept)
+    (define-key map "r" #'agent-q-tools-review-reject)
+    (define-key map " " #'agent-q-tools-review-toggle)
+    (define-key map "A" #'agent-q-tools-review-accept-all)
+    (define-key map "R" #'agent-q-tools-review-reject-all)
+    (define-key map "e" #'agent-q-tools-review-edit-hunk)
+    (define-key map (kbd "RET") #'agent-q-tools-review-show-source)
+    (define-key map (kbd "C-c C-c") #'agent-q-tools-review-finish)
+    (define-key map (kbd "C-c C-k") #'agent-q-tools-review-cancel)
+    (define-key map (kbd "C-g") #'agent-q-tools-review-keyboard-quit)
+    (define-key map "q" #'agent-q-tools-review-quit)
+    (define-key map "?" #'agent-q-tools-review-help)
+    map)
+  "Keymap of `agent-q-tools-review-mode'.")
+
+(define-derived-mode agent-q-tools-review-mode diff-mode "agent-q-review"
+  "Review a proposed file edit hunk by hunk.
+\\<agent-q-tools-review-mode-map>
+\\[agent-q-tools-review-next], \\[agent-q-tools-review-previous]: next, previous hunk
+\\[agent-q-tools-review-accept]: accept the hunk (and go to the next one)
+\\[agent-q-tools-review-reject]: reject the hunk (and go to the next one)
+\\[agent-q-tools-review-toggle]: toggle accepted/rejected
+\\[agent-q-tools-review-accept-all]: accept all pending hunks
+\\[agent-q-tools-review-reject-all]: reject all pending hunks
+\\[agent-q-tools-review-edit-hunk]: edit the proposed side of the hunk, then accept it
+\\[agent-q-tools-review-show-source]: show the hunk's place in the file
+\\[agent-q-tools-review-finish]: finish (pending hunks are not applied)
+\\[agent-q-tools-review-cancel], \\[agent-q-tools-review-keyboard-quit]: reject everything and finish
+\\[agent-q-tools-review-quit]: finish, asking first when hunks are pending
+\\[agent-q-tools-review-help]: help
+
+Nothing is applied before finishing; then exactly the accepted hunks
+are applied to the buffer visiting the file, as one undo step."
+  (setq-local minor-mode-overriding-map-alist nil)
+  ;; Faces are text properties computed from the Rust diff; no font-lock keywords, which
+  ;; would recompute them (and refine words again) on a buffer of any size.
+  (setq-local font-lock-defaults '(nil t))
+  (setq-local diff-refine nil)
+  (setq-local diff-font-lock-syntax nil)
+  (remove-hook 'after-change-functions #'diff-after-change-function t)
+  (remove-hook 'post-command-hook #'diff-post-command-hook t)
+  (setq buffer-read-only t)
+  (setq-local header-line-format
+              '(:eval (agent-q-tools--progress-string agent-q-tools--this-review)))
+  (add-hook 'kill-buffer-hook #'agent-q-tools--review-killed nil t))
+
+(defun agent-q-tools--current-text (file)
+  "Return the current text of FILE and the buffer visiting it, as a cons.
+The text is that buffer's (unsaved edits included) when one visits
+FILE, else the file's contents, else \"\" for a new file."
+  (let ((buffer (find-buffer-visiting file)))
+    (cons (cond
+           (buffer (with-current-buffer buffer
+                     (save-restriction
+                       (widen)
+                       (buffer-substring-no-properties (point-min) (point-max)))))
+           ((file-exists-p file)
+            (with-temp-buffer
+              (insert-file-contents file)
+              (buffer-string)))
+           (t ""))
+          buffer)))
+
+(defconst agent-q-tools--marker-width (length "[ACCEPTED, EDITED]")
+  "Width of every hunk state marker.
+All markers have this width, so updating one never moves the text after
+it and hunk positions can be plain integers (markers would make the
+rendering of many hunks quadratic).")
+
+(defun agent-q-tools--put-face (start end face)
+  "Give the text from START to END the face FACE.
+The review buffer has no font-lock keywords: faces are text
+properties, set as both `face' and `font-lock-face' so that they show
+with and without `font-lock-mode'."
+  (add-text-properties start end (list 'face face 'font-lock-face face)))
+
+(defun agent-q-tools--with-face (string face)
+  "Return STRING with FACE, as `agent-q-tools--put-face' gives it."
+  (propertize string 'face face 'font-lock-face face))
+
+(defun agent-q-tools--decision-marker (decision)
+  "Return the marker text of DECISION, with its face."
+  (pcase-let ((`(,text . ,face)
+               (pcase decision
+                 ('accept '("[ACCEPTED]" . agent-q-diff-accepted))
+                 ('reject '("[REJECTED]" . agent-q-diff-rejected))
+                 ((pred stringp) '("[ACCEPTED, EDITED]" . agent-q-diff-accepted))
+                 (_ '("[PENDING]" . agent-q-diff-pending)))))
+    (concat (agent-q-tools--with-face text face)
+            (make-string (- agent-q-tools--marker-width (length text)) ?\s))))
+
+(defun agent-q-tools--count (review)
+  "Return (ACCEPTED REJECTED PENDING) counts of REVIEW."
+  (let ((a 0) (r 0) (p 0))
+    (mapc (lambda (d)
+            (pcase d
+              ('reject (cl-incf r))
+              ('nil (cl-incf p))
+              (_ (cl-incf a))))
+          (agent-q-tools--review-decisions review))
+    (list a r p)))
+
+(defun agent-q-tools--progress-string (review)
+  "Return the progress line of REVIEW."
+  (if (not review)
+      ""
+    (pcase-let ((`(,a ,r ,p) (agent-q-tools--count review)))
+      (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
+              a r p (length (agent-q-tools--review-decisions review))))))
+
+(defun agent-q-tools--insert-hunk (index hunk)
+  "Insert HUNK, number INDEX, at point; return its positions.
+The value is (HEADER-START . MARKER-START)."
+  (let* ((start (point))
+         (lines (plist-get hunk :lines))
+         (line-starts (make-vector (length lines) 0))
+         (header-start (point))
+         marker-start)
+    (insert (agent-q-tools--with-face (plist-get hunk :header) 'diff-hunk-header) " ")
+    (setq marker-start (point))
+    (insert (agent-q-tools--decision-marker nil))
+    (insert (format "  hunk %d\n" (1+ index)))
+    (cl-loop for (tag . text) in lines
+             for i from 0
+             do (aset line-starts i (point))
+             (insert (agent-q-tools--with-face
+                      (concat (pcase tag
+                                ('context " ")
+                                ('removed "-")
+                                ('added "+")
+                                (_ ""))
+                              text "\n")
+                      (pcase tag
+                        ('context 'diff-context)
+                        ('removed 'diff-removed)
+                        ('added 'diff-added)
+                        (_ 'shadow)))))
+    (dolist (r (plist-get hunk :refine))
+      (pcase-let* ((`(,line ,from ,to) r)
+                   (line-start (aref line-starts line))
+                   (removed (eq (car (nth line lines)) 'removed)))
+        (agent-q-tools--put-face (+ line-start 1 from) (+ line-start 1 to)
+                                 (if removed
+                                     '(diff-refine-removed diff-removed)
+                                   '(diff-refine-added diff-added)))))
+    (put-text-property start (point) 'agent-q-hunk index)
+    (cons header-start marker-start)))
+
+(defun agent-q-tools--render (review)
+  "Fill the current buffer with REVIEW."
+  (let ((inhibit-read-only t)
+        (headers nil))
+    (erase-buffer)
+    (insert (agent-q-tools--with-face
+             (format "File: %s\n" (agent-q-tools--review-file review))
+             'agent-q-diff-header))
+    (insert (agent-q-tools--with-face
+             (format "Description: %s\n" (or (agent-q-tools--review-description review) ""))
+             'agent-q-diff-header))
+    (insert "Keys: n/p next/previous hunk, a accept, r reject, SPC toggle, "
+            "A/R accept/reject all pending,\n"
+            "      e edit hunk, RET show in file, C-c C-c finish, "
+            "C-c C-k reject all, q quit, ? help\n")
+    (let ((name (file-name-nondirectory (agent-q-tools--review-file review))))
+      (insert (format "--- a/%s\n+++ b/%s\n" name name)))
+    (cl-loop for hunk across (agent-q-tools--review-hunks review)
+             for i from 0
+             do (push (agent-q-tools--insert-hunk i hunk) headers))
+    (setf (agent-q-tools--review-headers review) (vconcat (nreverse headers)))
+    (dotimes (i (length (agent-q-tools--review-hunks review)))
+      (agent-q-tools--update-hunk review i))
+    (goto-char (car (aref (agent-q-tools--review-headers review) 0)))))
+
+(defun agent-q-tools--update-hunk (review index)
+  "Redisplay the state of hunk INDEX of REVIEW."
+  (let* ((inhibit-read-only t)
+         (header (aref (agent-q-tools--review-headers review) index))
+         (decision (aref (agent-q-tools--review-decisions review) index))
+         (mstart (cdr header)))
+    (save-excursion
+      (goto-char mstart)
+      (delete-region mstart (+ mstart agent-q-tools--marker-width))
+      (insert (propertize (agent-q-tools--decision-marker decision) 'agent-q-hunk index))
+      ;; The rejected look covers the hunk body.
+      (let* ((body-start (progn (forward-line 1) (point)))
+             (next (1+ index))
+             (body-end (if (< next (length (agent-q-tools--review-headers review)))
+                           (car (aref (agent-q-tools--review-headers review) next))
+                         (point-max))))
+        (remove-overlays body-start body-end 'agent-q-state t)
+        (when (eq decision 'reject)
+          (let ((ov (make-overlay body-start body-end)))
+            (overlay-put ov 'agent-q-state t)
+            (overlay-put ov 'face 'agent-q-diff-rejected-hunk)))))
+    (force-mode-line-update)))
+
+(defun agent-q-tools--review-or-error ()
+  "Return the review of the current buffer or signal a user error."
+  (or agent-q-tools--this-review
+      (user-error "Not in an agent-q review buffer")))
+
+(defun agent-q-tools--hunk-at-point (review)
+  "Return the index of the hunk at point in REVIEW's buffer."
+  (or (get-text-property (point) 'agent-q-hunk)
+      (let ((headers (agent-q-tools--review-headers review)))
+        (if (< (point) (car (aref headers 0)))
+            0
+          (1- (length headers))))))
+
+(defun agent-q-tools--goto-hunk (review index)
+  "Move point to the header of hunk INDEX of REVIEW."
+  (goto-char (car (aref (agent-q-tools--review-headers review) index))))
+
+(defun agent-q-tools--decide (decision &optional advance)
+  "Set the hunk at point to DECISION; with ADVANCE go to the next hunk."
+  (let* ((review (agent-q-tools--review-or-error))
+         (index (agent-q-tools--hunk-at-point review)))
+    (aset (agent-q-tools--review-decisions review) index decision)
+    (agent-q-tools--update-hunk review index)
+    (if (and advance (< (1+ index) (length (agent-q-tools--review-hunks review))))
+        (agent-q-tools--goto-hunk review (1+ index))
+      (agent-q-tools--goto-hunk review index))))
+
+(defun agent-q-tools-review-next ()
+  "Move to the next hunk."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (index (agent-q-tools--hunk-at-point review))
+         (last (1- (length (agent-q-tools--review-hunks review)))))
+    (agent-q-tools--goto-hunk
+     review
+     (if (< (point) (car (aref (agent-q-tools--review-headers review) 0)))
+         0
+       (min last (1+ index))))))
+
+(defun agent-q-tools-review-previous ()
+  "Move to the previous hunk."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (index (agent-q-tools--hunk-at-point review)))
+    (agent-q-tools--goto-hunk review (max 0 (1- index)))))
+
+(defun agent-q-tools-review-accept ()
+  "Accept the hunk at point and move to the next hunk."
+  (interactive)
+  (agent-q-tools--decide 'accept t))
+
+(defun agent-q-tools-review-reject ()
+  "Reject the hunk at point and move to the next hunk."
+  (interactive)
+  (agent-q-tools--decide 'reject t))
+
+(defun agent-q-tools-review-toggle ()
+  "Toggle the hunk at point between accepted and rejected.
+A pending or rejected hunk becomes accepted, an accepted one rejected."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (current (aref (agent-q-tools--review-decisions review)
+                        (agent-q-tools--hunk-at-point review))))
+    (agent-q-tools--decide (if (memq current '(nil reject)) 'accept 'reject))))
+
+(defun agent-q-tools--decide-pending (decision)
+  "Set every pending hunk of the current review to DECISION."
+  (let* ((review (agent-q-tools--review-or-error))
+         (decisions (agent-q-tools--review-decisions review)))
+    (dotimes (i (length decisions))
+      (unless (aref decisions i)
+        (aset decisions i decision)
+        (agent-q-tools--update-hunk review i)))))
+
+(defun agent-q-tools-review-accept-all ()
+  "Accept all pending hunks."
+  (interactive)
+  (agent-q-tools--decide-pending 'accept))
+
+(defun agent-q-tools-review-reject-all ()
+  "Reject all pending hunks."
+  (interactive)
+  (agent-q-tools--decide-pending 'reject))
+
+(defun agent-q-tools-review-show-source ()
+  "Show the place of the hunk at point in the file's buffer."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (index (agent-q-tools--hunk-at-point review))
+         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (buffer (or (find-buffer-visiting (agent-q-tools--review-file review))
+                     (find-file-noselect (agent-q-tools--review-file review))))
+         (window (display-buffer buffer)))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (forward-line (max 0 (1- (plist-get hunk :old-start))))
+        (when window
+          (set-window-point window (point))
+          (with-selected-window window (recenter)))))))
+
+(defun agent-q-tools-review-help ()
+  "Show the keys of the review buffer."
+  (interactive)
+  (describe-function 'agent-q-tools-review-mode))
+
+;;;;; Editing a hunk
+
+(defvar-local agent-q-tools--hunk-edit nil
+  "In a hunk edit buffer: (REVIEW-BUFFER . INDEX).")
+
+(defvar agent-q-tools-hunk-edit-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'agent-q-tools-hunk-edit-accept)
+    (define-key map (kbd "C-c C-k") #'agent-q-tools-hunk-edit-cancel)
+    map)
+  "Keymap of `agent-q-tools-hunk-edit-mode'.")
+
+(define-minor-mode agent-q-tools-hunk-edit-mode
+  "Minor mode of the buffer editing the proposed side of a hunk.
+\\<agent-q-tools-hunk-edit-mode-map>\\[agent-q-tools-hunk-edit-accept] \
+accepts the hunk with this text, \\[agent-q-tools-hunk-edit-cancel] \
+cancels the edit."
+  :lighter " agent-q-hunk-edit"
+  :keymap agent-q-tools-hunk-edit-mode-map)
+
+(defun agent-q-tools-review-edit-hunk ()
+  "Edit the proposed side of the hunk at point, then accept it.
+The edit buffer holds the hunk's new text, context lines included;
+\\<agent-q-tools-hunk-edit-mode-map>\\[agent-q-tools-hunk-edit-accept] \
+accepts the hunk with the edited text, \\[agent-q-tools-hunk-edit-cancel] \
+leaves the hunk as it was."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (index (agent-q-tools--hunk-at-point review))
+         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (decision (aref (agent-q-tools--review-decisions review) index))
+         (review-buffer (current-buffer))
+         (file-buffer (find-buffer-visiting (agent-q-tools--review-file review)))
+         (mode (and file-buffer (buffer-local-value 'major-mode file-buffer)))
+         (buffer (get-buffer-create (format "*agent-q hunk %d: %s*" (1+ index)
+                                            (file-name-nondirectory
+                                             (agent-q-tools--review-file review))))))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (when (and mode (provided-mode-derived-p mode 'prog-mode 'text-mode))
+          (delay-mode-hooks (ignore-errors (funcall mode))))
+        (insert (if (stringp decision) decision (plist-get hunk :new-text)))
+        (goto-char (point-min))
+        (agent-q-tools-hunk-edit-mode 1)
+        (setq agent-q-tools--hunk-edit (cons review-buffer index))))
+    (pop-to-buffer buffer)
+    (message "Edit hunk %d: C-c C-c to accept it with this text, C-c C-k to cancel"
+             (1+ index))))
+
+(defun agent-q-tools--hunk-edit-close (text)
+  "Close the hunk edit buffer; with TEXT non-nil, accept the hunk with it."
+  (let* ((edit agent-q-tools--hunk-edit)
+         (review-buffer (car edit))
+         (index (cdr edit))
+         (buffer (current-buffer)))
+    (when (buffer-live-p review-buffer)
+      (with-current-buffer review-buffer
+        (let ((review agent-q-tools--this-review))
+          (when (and text review (not (agent-q-tools--review-done review)))
+            (let ((hunk (aref (agent-q-tools--review-hunks review) index)))
+              (aset (agent-q-tools--review-decisions review) index
+                    (if (equal text (plist-get hunk :new-text)) 'accept text)))
+            (agent-q-tools--update-hunk review index)))))
+    (when-let ((window (get-buffer-window buffer)))
+      (quit-window t window))
+    (when (buffer-live-p buffer)
+      (kill-buffer buffer))
+    (when (buffer-live-p review-buffer)
+      (pop-to-buffer review-buffer))))
+
+(defun agent-q-tools-hunk-edit-accept ()
+  "Accept the hunk being edited with the text of this buffer."
+  (interactive)
+  (agent-q-tools--hunk-edit-close
+   (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun agent-q-tools-hunk-edit-cancel ()
+  "Cancel the edit of the hunk; its state is unchanged."
+  (interactive)
+  (agent-q-tools--hunk-edit-close nil))
+
+;;;;; Finishing
+
+(defun agent-q-tools--exit-if-innermost ()
+  "Leave the recursive edit of the innermost open review once it is done."
+  (let ((review (car agent-q-tools--open-reviews)))
+    (when (and review
+               (agent-q-tools--review-done review)
+               (eql (agent-q-tools--review-depth review) (recursion-depth)))
+      (exit-recursive-edit))))
+
+(defun agent-q-tools--finish (review &optional cancelled no-exit)
+  "Mark REVIEW finished; CANCELLED non-nil rejects every hunk first.
+Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
+`post-command-hook' or a timer leaves it)."
+  (when cancelled
+    (setf (agent-q-tools--review-cancelled review) t)
+    (fillarray (agent-q-tools--review-decisions review) 'reject))
+  (setf (agent-q-tools--review-done review) t)
+  (if no-exit
+      (run-at-time 0 nil #'agent-q-tools--exit-if-innermost)
+    (when (eq review (car agent-q-tools--open-reviews))
+      (agent-q-tools--exit-if-innermost))))
+
+(defun agent-q-tools-review-finish ()
+  "Finish the review: apply the accepted hunks; pending hunks are not applied."
+  (interactive)
+  (agent-q-tools--finish (agent-q-tools--review-or-error)))
+
+(defun agent-q-tools-review-cancel ()
+  "Reject every hunk and finish the review."
+  (interactive)
+  (agent-q-tools--finish (agent-q-tools--review-or-error) t))
+
+(defun agent-q-tools-review-keyboard-quit ()
+  "Reject every hunk and finish the review, like `agent-q-tools-review-cancel'."
+  (interactive)
+  (agent-q-tools-review-cancel))
+
+(defun agent-q-tools-review-quit ()
+  "Finish the review, asking first when hunks are still pending."
+  (interactive)
+  (let* ((review (agent-q-tools--review-or-error))
+         (pending (nth 2 (agent-q-tools--count review))))
+    (when (or (zerop pending)
+              (y-or-n-p (format "%d hunk%s still pending (not applied).  Finish? "
+                                pending (if (= pending 1) " is" "s are"))))
+      (agent-q-tools--finish review))))
+
+(defun agent-q-tools--review-killed ()
+  "Reject everything when a review buffer is killed before finishing."
+  (let ((review agent-q-tools--this-review))
+    (when (and review (not (agent-q-tools--review-done review)))
+      ;; Leaving the recursive edit from inside `kill-buffer' would abort the kill.
+      (agent-q-tools--finish review t t))))
+
+(defun agent-q-tools--numbers (indices)
+  "Return INDICES (0-based) as \"1\", \"1 and 3\" or \"1, 2 and 4\"."
+  (let ((names (mapcar (lambda (i) (number-to-string (1+ i))) indices)))
+    (if (cdr names)
+        (concat (string-join (butlast names) ", ") " and " (car (last names)))
+      (car names))))
+
+(defun agent-q-tools--hunk-phrase (indices what)
+  "Return \"hunk N WHAT\" or \"hunks N and M WHAT\" for INDICES."
+  (format "%s %s %s" (if (cdr indices) "hunks" "hunk")
+          (agent-q-tools--numbers indices) what))
+
+(defun agent-q-tools--hunk-text (hunk)
+  "Return HUNK as unified-diff text."
+  (concat (plist-get hunk :header) "\n"
+          (mapconcat (lambda (line)
+                       (concat (pcase (car line)
+                                 ('context " ") ('removed "-") ('added "+") (_ ""))
+                               (cdr line)))
+                     (plist-get hunk :lines) "\n")
+          "\n"))
+
+(defun agent-q-tools--replace-contents (buffer text)
+  "Replace the whole (widened) text of BUFFER with TEXT as one undo step."
+  (with-current-buffer buffer
+    (undo-boundary)
+    (let ((group (prepare-change-group))
+          (source (generate-new-buffer " *agent-q-apply*" t)))
+      (unwind-protect
+          (progn
+            (with-current-buffer source (insert text))
+            (activate-change-group group)
+            (save-restriction
+              (widen)
+              (replace-buffer-contents source 1.0))
+            (accept-change-group group)
+            (undo-amalgamate-change-group group)
+            (setq group nil))
+        (when group (cancel-change-group group))
+        (kill-buffer source)))
+    (undo-boundary)))
+
+(defun agent-q-tools--apply-review (review)
+  "Apply the accepted hunks of REVIEW and return the result text."
+  (let* ((path (agent-q-tools--review-path review))
+         (file (agent-q-tools--review-file review))
+         (hunks (agent-q-tools--review-hunks review))
+         (decisions (agent-q-tools--review-decisions review))
+         (total (length hunks))
+         accepted rejected pending edited)
+    (dotimes (i total)
+      (pcase (aref decisions i)
+        ('reject (push i rejected))
+        ('nil (push i pending))
+        ((pred stringp) (push i accepted) (push i edited))
+        (_ (push i accepted))))
+    (setq accepted (nreverse accepted) rejected (nreverse rejected)
+          pending (nreverse pending) edited (nreverse edited))
+    (let ((summary
+           (string-join
+            (delq nil (list (let ((plain (cl-set-difference accepted edited)))
+                              (and plain (agent-q-tools--hunk-phrase
+                                          (sort plain #'<) "accepted")))
+                            (and edited (agent-q-tools--hunk-phrase
+                                         edited "accepted with the user's edits"))
+                            (and rejected (agent-q-tools--hunk-phrase rejected "rejected"))
+                            (and pending (agent-q-tools--hunk-phrase
+                                          pending "left pending (not applied)"))))
+            "; "))
+          (saved nil)
+          (stale nil))
+      (when accepted
+        (let* ((buffer (or (find-buffer-visiting file) (find-file-noselect file)))
+               (now (with-current-buffer buffer
+                      (save-restriction
+                        (widen)
+                        (buffer-substring-no-properties (point-min) (point-max))))))
+          (if (not (equal now (agent-q-tools--review-current review)))
+              (setq stale t)
+            (agent-q-tools--replace-contents
+             buffer
+             (agent-q--core-diff-apply (agent-q-tools--review-current review)
+                                       (agent-q-tools--review-proposal review)
+                                       (mapcar (lambda (d) (or d 'reject)) decisions)))
+            (when agent-q-diff-save-after-apply
+              (condition-case err
+                  (progn
+                    (with-current-buffer buffer (save-buffer))
+                    (setq saved t))
+                (error (setq saved (error-message-string err))))))))
+      (concat
+       (cond
+        (stale
+         (format "Applied 0 of %d hunks to %s: the file's buffer changed during the review, so nothing was applied (%s).  Read the file again and propose the edit again."
+                 total path summary))
+        ((agent-q-tools--review-cancelled review)
+         (format "Applied 0 of %d hunks to %s: the user rejected the whole edit." total path))
+        (t (format "Applied %d of %d hunks to %s (%s)." (length accepted) total path summary)))
+       (cond ((or stale (null accepted)) "  No change made.")
+             ((stringp saved) (format "  Could not save %s: %s." path saved))
+             (saved (format "  Saved %s." path))
+             (t "  Buffer not saved."))
+       (if edited
+           (concat "\n\nEdited hunks as applied:\n"
+                   (mapconcat (lambda (i)
+                                (format "Hunk %d (%s) now reads:\n%s" (1+ i)
+                                        (plist-get (aref hunks i) :header)
+                                        (aref decisions i)))
+                              edited "\n"))
+         "")
+       (if (or rejected pending)
+           (concat "\n\nNot applied:\n"
+                   (mapconcat (lambda (i) (agent-q-tools--hunk-text (aref hunks i)))
+                              (sort (append rejected pending nil) #'<) ""))
+         "")))))
+
+(defun agent-q-tools--run-review (review)
+  "Show REVIEW, wait until the user finishes it, apply it; return the result."
+  (let* ((name (format "*agent-q-diff: %s*"
+                       (file-name-nondirectory (agent-q-tools--review-file review))))
+         (buffer (generate-new-buffer name))
+         (config (current-window-configuration)))
+    (setf (agent-q-tools--review-buffer review) buffer)
+    (with-current-buffer buffer
+      (agent-q-tools-review-mode)
+      (setq agent-q-tools--this-review review)
+      (agent-q-tools--render review))
+    (unwind-protect
+        (if agent-q-tools--review-driver
+            (progn
+              (funcall agent-q-tools--review-driver buffer)
+              (unless (agent-q-tools--review-done review)
+                (agent-q-tools--finish review t)))
+          (pop-to-buffer buffer)
+          (setf (agent-q-tools--review-depth review) (1+ (recursion-depth)))
+          (push review agent-q-tools--open-reviews)
+          (add-hook 'post-command-hook #'agent-q-tools--exit-if-innermost)
+          (condition-case nil
+              (while (not (agent-q-tools--review-done review))
+                (recursive-edit))
+            (quit (agent-q-tools--finish review t))))
+      (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
+      (unless agent-q-tools--open-reviews
+        (remove-hook 'post-command-hook #'agent-q-tools--exit-if-innermost))
+      (unless (agent-q-tools--review-done review)
+        (agent-q-tools--finish review t))
+      (when (buffer-live-p buffer)
+        (kill-buffer buffer))
+      (unless agent-q-tools--review-driver
+        (set-window-configuration config)))
+    (agent-q-tools--apply-review review)))
+
+(defun agent-q-tools-review-edit (path original modified &optional description)
+  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return a result.
+This is what the handler of the \"propose_file_edit\" tool calls: the
+review IS the approval of that tool (the minibuffer approval function
+approves \"propose_file_edit\" without asking), and nothing is changed
+unless the user accepts hunks here.
+
+The current text is that of the buffer visiting PATH (unsaved edits
+included), else the file on disk, else \"\" (a new file).  ORIGINAL
+must be the whole current text or a unique excerpt of it, which
+MODIFIED replaces.  When it is not, no review opens and the returned
+string explains the mismatch, with the current text around the closest
+match.
+
+Otherwise the buffer *agent-q-diff: FILE* shows the diff hunk by hunk
+\(see `agent-q-tools-review-mode') and this function waits in a
+recursive edit, during which the user can go on using Emacs.
+Finishing applies exactly the accepted hunks to the buffer visiting
+PATH (opened if needed) as one undo step, saved only when
+`agent-q-diff-save-after-apply' is non-nil.  Killing the review buffer
+or \\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
+in it rejects everything.  DESCRIPTION is shown in the header.
+
+The returned string says how many hunks were applied, which were
+accepted, edited or rejected, the text of the hunks not applied, and
+whether the buffer was saved."
+  (unless (fboundp 'agent-q--core-diff-hunks)
+    (error "The agent-q-core module is not loaded"))
+  (let* ((file (expand-file-name path))
+         (current (car (agent-q-tools--current-text file)))
+         (span (condition-case err
+                   (agent-q--core-diff-locate current original)
+                 (agent-q-diff-error (format "%s" (cadr err))))))
+    (if (stringp span)
+        (format "No change made to %s: %s" path span)
+      (let* ((proposal (if (plist-get span :whole)
+                           modified
+                         (concat (substring current 0 (plist-get span :start))
+                                 modified
+                                 (substring current (plist-get span :end)))))
+             (hunks (agent-q--core-diff-hunks current proposal)))
+        (if (null hunks)
+            (format "No change made to %s: the proposal is identical to the current text."
+                    path)
+          (agent-q-tools--run-review
+           (agent-q-tools--make-review
+            :path path :file file :current current :proposal proposal
+            :description description :hunks (vconcat hunks)
+            :decisions (make-vector (length hunks) nil))))))))
+
+(provide 'agent-q-tools)
+;;; agent-q-tools.el ends here
