@@ -319,8 +319,7 @@ argument list; FULL is the real argument list when it differs."
                                               a))
                                           args)))
                 (format "%s" args))))
-           (full (cond (usage (replace-regexp-in-string
-                               "\\`(\\\\=\\\\\\\\\\)?" "(" usage))
+           (full (cond (usage usage)
                        (arglist (funcall format-args arglist)))))
       (cond ((not (eq advertised t))
              (cons (funcall format-args advertised) full))
@@ -329,15 +328,16 @@ argument list; FULL is the real argument list when it differs."
 (defun agent-q-builtins--definition-file (sym type)
   "Return where SYM's definition of TYPE lives, as a string, or nil.
 TYPE is nil for functions, `defvar' or `defface'."
-  (if (and (null type) (subrp (indirect-function sym)))
-      "C source code (built-in primitive)"
-    (let ((file (symbol-file sym type)))
-      (when file
-        (let* ((base (file-name-sans-extension file))
-               (source (seq-find #'file-exists-p
-                                 (list (concat base ".el")
-                                       (concat base ".el.gz")))))
-          (or source file))))))
+  (let ((file (symbol-file sym type)))
+    (cond
+     (file
+      (let* ((base (file-name-sans-extension file))
+             (source (seq-find #'file-exists-p
+                               (list (concat base ".el")
+                                     (concat base ".el.gz")))))
+        (or source file)))
+     ((and (null type) (subrp (indirect-function sym)))
+      "C source code (built-in primitive)"))))
 
 (defun agent-q-builtins--describe-symbol (args)
   "Describe the symbol named in ARGS (\"symbol\").
@@ -744,10 +744,33 @@ Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
 (defun agent-q-builtins--call-capturing (thunk)
   "Call THUNK and capture its output, value, or error with a backtrace.
 Return (:value VALUE :output STRING) or
-\(:error CONDITION :output STRING :backtrace FRAMES)."
-  (let ((frames nil)
-        (output "")
-        (value nil))
+\(:error CONDITION :output STRING :backtrace FRAMES), FRAMES being
+strings, innermost first, from the failing call out to THUNK."
+  (letrec ((frames nil)
+           (output "")
+           (value nil)
+           (capture
+          (lambda (&rest _)
+            ;; eval.c enters the debugger at most once per input event;
+            ;; count one so that the next error is captured too (ert
+            ;; does the same).
+            (setq num-nonmacro-input-events (1+ num-nonmacro-input-events))
+            ;; Keep the frames between this debugger's own frame
+            ;; (excluded) and THUNK's (excluded).
+            (let ((collected nil) (state 'inside-debugger))
+              (mapbacktrace
+               (lambda (_evald fun args _flags)
+                 (pcase state
+                   ('inside-debugger
+                    (when (eq fun capture) (setq state 'collecting)))
+                   ('collecting
+                    (if (eq fun thunk)
+                        (setq state 'done)
+                      (push (agent-q-builtins--frame-string fun args)
+                            collected))))))
+              (setq frames (seq-take (nreverse collected)
+                                     agent-q-builtins-backtrace-frames)))
+            nil)))
     (condition-case err
         (progn
           (setq output
@@ -755,37 +778,15 @@ Return (:value VALUE :output STRING) or
                   (let ((debug-on-error t)
                         (debug-on-signal nil)
                         (debug-ignored-errors nil)
-                        (debugger
-                         (lambda (&rest _)
-                           ;; eval.c calls the debugger once per input
-                           ;; event; count one so the next error is
-                           ;; captured too (ert does the same).
-                           (setq num-nonmacro-input-events
-                                 (1+ num-nonmacro-input-events))
-                           (let ((collected nil) (done nil))
-                             (mapbacktrace
-                              (lambda (_evald fun args _flags)
-                                (cond
-                                 (done nil)
-                                 ((eq fun 'agent-q-builtins--call-capturing)
-                                  (setq done t))
-                                 ((< (length collected) agent-q-builtins-backtrace-frames)
-                                  (push (agent-q-builtins--frame-string fun args)
-                                        collected))))
-                              debugger)
-                             ;; Drop the frames of our own wrapper.
-                             (setq frames (nreverse collected)))
-                           nil)))
+                        (debugger capture))
                     (condition-case inner
                         (setq value (funcall thunk))
                       ((debug error)
-                       (setq output (buffer-string))
+                       (setq output (with-current-buffer standard-output
+                                      (buffer-string)))
                        (signal (car inner) (cdr inner)))))))
           (list :value value :output output))
-      (error (list :error err :output output
-                   :backtrace (seq-remove
-                               (lambda (f) (string-prefix-p "(funcall #[" f))
-                               frames))))))
+      (error (list :error err :output output :backtrace frames)))))
 
 (defun agent-q-builtins--format-run (tool form-string outcome &optional prefix)
   "Format OUTCOME of running FORM-STRING in TOOL, record it, return text.
@@ -883,7 +884,9 @@ Return (COMPILED . WARNINGS) or signal the compiler's error."
          (if bt
              (format "Backtrace (innermost first, %d frame(s)):\n%s" (length bt)
                      (mapconcat (lambda (f) (concat "  " f)) bt "\n"))
-           "Backtrace: none (the form could not be read)"))))))
+           (if (eq (car-safe (plist-get e :condition)) 'invalid-read-syntax)
+               "Backtrace: none (the form could not be read)"
+             "Backtrace: none captured")))))))
 
 (defun agent-q-builtins--get-repl-history (args)
   "Return the recent forms and results, newest first.
