@@ -827,11 +827,20 @@ PREFIX is text put before the result (compiler warnings)."
 Return (COMPILED . WARNINGS) or signal the compiler's error."
   (require 'bytecomp)
   (defvar byte-compile-log-warning-function)
+  (defvar byte-compile-unresolved-functions)
   (let* ((warnings nil)
          (byte-compile-log-warning-function
           (lambda (string &rest _) (push string warnings)))
+         (byte-compile-unresolved-functions nil)
          (lexical-binding t)
          (compiled (byte-compile `(lambda () ,form))))
+    ;; Compiling a file reports unknown functions at its end; compiling
+    ;; a form does not, so report them here.
+    (dolist (entry (reverse byte-compile-unresolved-functions))
+      (let ((name (car-safe entry)))
+        (when (and (symbolp name) (not (fboundp name)))
+          (push (format "the function `%s' is not known to be defined." name)
+                warnings))))
     (cons compiled (nreverse warnings))))
 
 (defun agent-q-builtins--compile-form (args)
@@ -1233,18 +1242,27 @@ START and END are character positions; the whole buffer (widened) by default."
 
 ;;;; Buffer: write_file
 
-(defun agent-q-builtins--existing-coding (file buffer)
-  "Return the coding system to write FILE with.
+(defun agent-q-builtins--write-coding (file buffer content)
+  "Return (CODING . NOTE): the coding system to write CONTENT to FILE with.
 Use BUFFER's when a buffer visits FILE, else what reading FILE
-detects, else utf-8-unix."
-  (or (and buffer (buffer-local-value 'buffer-file-coding-system buffer))
-      (and (file-exists-p file)
-           (with-temp-buffer
-             (ignore-errors
-               (insert-file-contents file nil 0 65536)
-               (let ((cs last-coding-system-used))
-                 (and cs (not (eq (coding-system-base cs) 'undecided)) cs)))))
-      'utf-8-unix))
+detects, else utf-8-unix.  An undecided coding becomes utf-8 with
+the same end-of-line convention; a coding that cannot encode CONTENT
+is replaced by utf-8, and NOTE says so (NOTE is nil otherwise)."
+  (let* ((found (or (and buffer (buffer-local-value 'buffer-file-coding-system buffer))
+                    (and (file-exists-p file)
+                         (with-temp-buffer
+                           (ignore-errors
+                             (insert-file-contents file nil 0 65536)
+                             last-coding-system-used)))
+                    'utf-8-unix))
+         (coding (if (memq (coding-system-base found) '(undecided prefer-utf-8))
+                     (coding-system-change-text-conversion found 'utf-8)
+                   found)))
+    (if (unencodable-char-position 0 (length content) coding nil content)
+        (cons (coding-system-change-text-conversion coding 'utf-8)
+              (format "The content has characters that %s cannot encode, so it was written as utf-8."
+                      coding))
+      (cons coding nil))))
 
 (defun agent-q-builtins--write-file (args)
   "Write ARGS's \"content\" to the file \"path\", atomically.
@@ -1270,7 +1288,9 @@ unmodified visiting buffer after writing."
                   (buffer-name buffer) file))
          (t
           (condition-case err
-              (let ((coding (agent-q-builtins--existing-coding file buffer))
+              (let ((coding (let ((c (agent-q-builtins--write-coding file buffer content)))
+                              (when (cdr c) (push (cdr c) notes))
+                              (car c)))
                     (modes (if existed (file-modes file)
                              (logand (default-file-modes) #o666))))
                 (unless (file-directory-p dir)
@@ -1291,7 +1311,7 @@ unmodified visiting buffer after writing."
                                 (buffer-name buffer))
                         notes))
                 (string-join
-                 (cons (format "Wrote %d characters (%d lines, %d bytes on disk) to %s (%s; encoding %s)."
+                 (cons (format "Wrote %d characters (%d line(s), %d bytes on disk) to %s (%s; encoding %s)."
                                (length content)
                                (with-temp-buffer
                                  (insert content)
