@@ -77,11 +77,6 @@
 
 ;;;; Customization
 
-(defgroup agent-q-builtins nil
-  "The built-in tools of agent-q."
-  :group 'agent-q
-  :prefix "agent-q-")
-
 (defcustom agent-q-register-builtin-tools-on-load t
   "Non-nil means loading agent-q registers the 18 built-in tools.
 agent-q.el calls `agent-q-register-builtin-tools' when it is loaded
@@ -1464,7 +1459,6 @@ unmodified visiting buffer after writing."
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER).  The first category is the tool's primary one.")
 
-;;;###autoload
 (defun agent-q-register-builtin-tools (&optional registry)
   "Register the 18 built-in tools in REGISTRY (default: the global one).
 Return the number of tools registered.  Calling it again is harmless:
