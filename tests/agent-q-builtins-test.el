@@ -27,6 +27,18 @@
 (require 'eieio)
 (require 'agent-q-builtins)
 
+;; Section 2 uses agent-q.el, loaded at run time by its tests.
+(defvar agent-q-approval-function)
+(declare-function agent-q-make-registry "agent-q" ())
+(declare-function agent-q-get-tool "agent-q" (name &optional registry))
+(declare-function agent-q-get-tools "agent-q" (&rest keys))
+(declare-function agent-q-execute-tool-calls "agent-q" (calls &optional registry))
+(declare-function agent-q-tool-name "agent-q" (tool))
+(declare-function agent-q-tool-description "agent-q" (tool))
+(declare-function agent-q-tool-safety-level "agent-q" (tool))
+(declare-function agent-q-tool-categories "agent-q" (tool))
+(declare-function agent-q-tool-handler "agent-q" (tool))
+
 ;;;; Helpers
 
 (defun agent-q-builtins-test--args (&rest plist)
