@@ -1050,6 +1050,9 @@ TEXT comes from the buffer visiting FILE when it has unsaved changes."
      ((not (file-exists-p file)) (cons nil (format "File not found: %s" file)))
      ((file-directory-p file)
       (cons nil (format "%s is a directory, not a file." file)))
+     ((not (file-regular-p file))
+      ;; A FIFO or a device such as /dev/zero would block or never end.
+      (cons nil (format "%s is not a regular file (a device, FIFO or socket); it was not read." file)))
      ((not (file-readable-p file))
       (cons nil (format "Permission denied: %s is not readable." file)))
      ((let ((size (file-attribute-size (file-attributes file))))

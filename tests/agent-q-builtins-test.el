@@ -714,6 +714,14 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
     (should (string-prefix-p "No path given" (agent-q-builtins--read-file
                                               (agent-q-builtins-test--a "path" ""))))))
 
+(ert-deftest agent-q-builtins-read-file-refuses-fifo ()
+  (skip-unless (executable-find "mkfifo"))
+  (agent-q-builtins-test--with-dir dir
+    (should (zerop (call-process "mkfifo" nil nil nil (expand-file-name "pipe" dir))))
+    (should (string-match-p "is not a regular file"
+                            (agent-q-builtins--read-file
+                             (agent-q-builtins-test--a "path" "pipe"))))))
+
 (ert-deftest agent-q-builtins-read-file-unreadable ()
   (agent-q-builtins-test--with-dir dir
     (let ((file (expand-file-name "locked.txt" dir)))
@@ -783,6 +791,23 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
                                     (agent-q-builtins--read-buffer
                                      (agent-q-builtins-test--a "buffer" (buffer-name)))))
             (should-not calls)))))))
+
+(ert-deftest agent-q-builtins-read-buffer-guards-dired ()
+  (agent-q-builtins-test--with-dir dir
+    (let ((ssh (expand-file-name ".ssh/" dir))
+          (calls nil))
+      (make-directory ssh)
+      (agent-q-builtins-test--write (expand-file-name "id_rsa" ssh) "KEY\n")
+      (let ((buffer (dired-noselect ssh)))
+        (unwind-protect
+            (agent-q-builtins-test--approval '(:denied "no") calls
+              (let ((out (agent-q-builtins--read-buffer
+                          (agent-q-builtins-test--a "buffer" (buffer-name buffer)))))
+                (should (string-prefix-p "Refused: " out))
+                ;; The listing (which names id_rsa) is not shown.
+                (should-not (string-match-p "id_rsa" out))
+                (should (= 1 (length calls)))))
+          (kill-buffer buffer))))))
 
 ;;;; search_in_buffer
 
