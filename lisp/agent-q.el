@@ -473,6 +473,17 @@ An error in one is reported and does not stop the others."
   (interactive)
   (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
 
+;;;; The approval UI and the built-in tools
+
 (provide 'agent-q)
+
+(require 'agent-q-tools)
+(require 'agent-q-builtins)
+
+(defvar agent-q-register-builtin-tools-on-load)
+(declare-function agent-q-register-builtin-tools "agent-q-builtins" (&optional registry))
+
+(when agent-q-register-builtin-tools-on-load
+  (agent-q-register-builtin-tools))
 
 ;;; agent-q.el ends here

@@ -270,12 +270,7 @@ impl<'a> LineDiff<'a> {
         let old_lines = split_lines(old);
         let new_lines = split_lines(new);
         let deadline = Instant::now().checked_add(LINE_DIFF_TIMEOUT);
-        let ops = similar::capture_diff_slices_deadline(
-            Algorithm::Myers,
-            &old_lines,
-            &new_lines,
-            deadline,
-        );
+        let ops = similar::capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
         let groups = similar::group_diff_ops(ops, CONTEXT);
         Ok(LineDiff {
             old_offsets: line_offsets(&old_lines),
@@ -373,25 +368,13 @@ fn is_line_end(token: &str) -> bool {
 type LineRanges = Vec<Vec<(usize, usize)>>;
 
 /// Per-line changed character ranges of a replaced block, or `None` when not worth refining.
-fn refine_block(
-    old_block: &str,
-    new_block: &str,
-    deadline: Instant,
-) -> Option<(LineRanges, LineRanges)> {
-    if old_block.len() > REFINE_MAX_BYTES
-        || new_block.len() > REFINE_MAX_BYTES
-        || Instant::now() > deadline
-    {
+fn refine_block(old_block: &str, new_block: &str, deadline: Instant) -> Option<(LineRanges, LineRanges)> {
+    if old_block.len() > REFINE_MAX_BYTES || new_block.len() > REFINE_MAX_BYTES || Instant::now() > deadline {
         return None;
     }
     let old_tokens = tokenize_words(old_block);
     let new_tokens = tokenize_words(new_block);
-    let ops = similar::capture_diff_slices_deadline(
-        Algorithm::Myers,
-        &old_tokens,
-        &new_tokens,
-        Some(deadline),
-    );
+    let ops = similar::capture_diff_slices_deadline(Algorithm::Myers, &old_tokens, &new_tokens, Some(deadline));
     if word_similarity(&ops, &old_tokens, &new_tokens) < REFINE_MIN_RATIO {
         return None;
     }
@@ -482,9 +465,7 @@ pub fn hunks(old: &str, new: &str) -> Result<Vec<Hunk>, DiffError> {
     let diff = LineDiff::new(old, new)?;
     let refine_deadline = Instant::now() + REFINE_BUDGET;
     let mut hunks = Vec::with_capacity(diff.groups.len());
-    for (index, (group, (old_range, new_range))) in
-        diff.groups.iter().zip(diff.ranges()).enumerate()
-    {
+    for (index, (group, (old_range, new_range))) in diff.groups.iter().zip(diff.ranges()).enumerate() {
         let mut lines = Vec::new();
         for op in group {
             let (o, n) = (op.old_range(), op.new_range());
@@ -583,12 +564,7 @@ pub fn apply(old: &str, new: &str, decisions: &[Decision]) -> Result<String, Dif
 
 /// A unified diff of OLD and NEW (`---`/`+++` header lines with the given labels, then the
 /// hunks), or the empty string when the texts are identical, as `diff -u` prints it.
-pub fn unified(
-    old: &str,
-    new: &str,
-    old_label: &str,
-    new_label: &str,
-) -> Result<String, DiffError> {
+pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result<String, DiffError> {
     let hunks = hunks(old, new)?;
     let mut out = String::new();
     if hunks.is_empty() {
@@ -794,11 +770,7 @@ fn closest_start(cur_lines: &[&str], orig_lines: &[&str]) -> Option<usize> {
     if cur_lines.len() > 200_000 || target.len() > 1000 {
         return None;
     }
-    let trimmed: Vec<&str> = cur_lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| l.len() <= 1000)
-        .collect();
+    let trimmed: Vec<&str> = cur_lines.iter().map(|l| l.trim()).filter(|l| l.len() <= 1000).collect();
     let best = similar::get_close_matches(target, &trimmed, 1, 0.5);
     let found = best.first()?;
     let i = cur_lines.iter().position(|l| {
@@ -819,13 +791,7 @@ mod tests {
     fn replace_line(text: &str, n: usize, with: &str) -> String {
         text.split_inclusive('\n')
             .enumerate()
-            .map(|(i, l)| {
-                if i + 1 == n {
-                    format!("{with}\n")
-                } else {
-                    l.to_string()
-                }
-            })
+            .map(|(i, l)| if i + 1 == n { format!("{with}\n") } else { l.to_string() })
             .collect()
     }
 
@@ -924,18 +890,9 @@ mod tests {
             unified("a\nb", "a\nb\n", "x", "y").unwrap(),
             "--- x\n+++ y\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"
         );
-        assert_eq!(
-            apply("a\nb", "a\nb\n", &[Decision::Accept]).unwrap(),
-            "a\nb\n"
-        );
-        assert_eq!(
-            apply("a\nb\n", "a\nb", &[Decision::Accept]).unwrap(),
-            "a\nb"
-        );
-        assert_eq!(
-            apply("a\nb\n", "a\nb", &[Decision::Reject]).unwrap(),
-            "a\nb\n"
-        );
+        assert_eq!(apply("a\nb", "a\nb\n", &[Decision::Accept]).unwrap(), "a\nb\n");
+        assert_eq!(apply("a\nb\n", "a\nb", &[Decision::Accept]).unwrap(), "a\nb");
+        assert_eq!(apply("a\nb\n", "a\nb", &[Decision::Reject]).unwrap(), "a\nb\n");
     }
 
     #[test]
@@ -1015,11 +972,7 @@ mod tests {
                     expected = replace_line(&expected, *line, with);
                 }
             }
-            assert_eq!(
-                apply(&old, &new, &decisions).unwrap(),
-                expected,
-                "mask {mask}"
-            );
+            assert_eq!(apply(&old, &new, &decisions).unwrap(), expected, "mask {mask}");
         }
     }
 
@@ -1036,17 +989,8 @@ mod tests {
     #[test]
     fn apply_checks_the_number_of_decisions() {
         let err = apply("a\n", "b\n", &[]).unwrap_err();
-        assert_eq!(
-            err,
-            DiffError::DecisionCount {
-                expected: 1,
-                got: 0
-            }
-        );
-        assert_eq!(
-            err.to_string(),
-            "expected 1 decision(s), one per hunk, got 0"
-        );
+        assert_eq!(err, DiffError::DecisionCount { expected: 1, got: 0 });
+        assert_eq!(err.to_string(), "expected 1 decision(s), one per hunk, got 0");
     }
 
     /// Deterministic pseudo-random texts: accepting all hunks gives NEW, rejecting all gives OLD,
@@ -1083,8 +1027,7 @@ mod tests {
             assert_eq!(apply(&old, &new, &vec![Decision::Accept; n]).unwrap(), new);
             assert_eq!(apply(&old, &new, &vec![Decision::Reject; n]).unwrap(), old);
             for hunk in &h {
-                let count =
-                    |t: &[LineTag]| hunk.lines.iter().filter(|l| t.contains(&l.tag)).count();
+                let count = |t: &[LineTag]| hunk.lines.iter().filter(|l| t.contains(&l.tag)).count();
                 assert_eq!(count(&[LineTag::Context, LineTag::Removed]), hunk.old_lines);
                 assert_eq!(count(&[LineTag::Context, LineTag::Added]), hunk.new_lines);
                 for line in &hunk.lines {
@@ -1131,10 +1074,7 @@ mod tests {
         let many = "a".repeat(5000);
         assert!(matches!(
             locate(&many, "a"),
-            Err(DiffError::Ambiguous {
-                truncated: true,
-                ..
-            })
+            Err(DiffError::Ambiguous { truncated: true, .. })
         ));
     }
 
@@ -1147,11 +1087,7 @@ mod tests {
             panic!("expected NotFound, got {err:?}");
         };
         assert_eq!(m.line, Some(21));
-        assert!(
-            m.excerpt.contains("    23: line twenty-three"),
-            "{}",
-            m.excerpt
-        );
+        assert!(m.excerpt.contains("    23: line twenty-three"), "{}", m.excerpt);
         assert!(m.excerpt.contains("    19: line 19"));
         assert!(m
             .detail
@@ -1165,32 +1101,19 @@ mod tests {
     fn locate_mismatch_fallbacks() {
         // No line equal: the most similar line.
         let err = locate("alpha\nbravo charlie\ndelta\n", "bravo charly\n").unwrap_err();
-        let DiffError::NotFound(m) = err else {
-            panic!()
-        };
+        let DiffError::NotFound(m) = err else { panic!() };
         assert_eq!(m.line, Some(2));
         // Nothing similar at all.
         let err = locate("alpha\n", "zzzzzzzz qqqq\n").unwrap_err();
-        let DiffError::NotFound(m) = err else {
-            panic!()
-        };
+        let DiffError::NotFound(m) = err else { panic!() };
         assert_eq!(m.line, None);
         // Whitespace and line-ending differences are named.
         let err = locate("a\nb\nc\n", "a\r\nb\r\n").unwrap_err();
-        let DiffError::NotFound(m) = err else {
-            panic!()
-        };
-        assert!(
-            m.detail.contains("whitespace or line ending"),
-            "{}",
-            m.detail
-        );
+        let DiffError::NotFound(m) = err else { panic!() };
+        assert!(m.detail.contains("whitespace or line ending"), "{}", m.detail);
         assert!(m.detail.contains("CRLF"));
         // Empty original against a non-empty text.
-        assert_eq!(
-            locate("a\nb\n", "").unwrap_err(),
-            DiffError::EmptyOriginal { lines: 2 }
-        );
+        assert_eq!(locate("a\nb\n", "").unwrap_err(), DiffError::EmptyOriginal { lines: 2 });
     }
 
     #[test]
@@ -1202,9 +1125,7 @@ mod tests {
 
     #[test]
     fn hundred_thousand_lines_with_one_percent_changed() {
-        let old: String = (0..100_000)
-            .map(|i| format!("line {i} of the file\n"))
-            .collect();
+        let old: String = (0..100_000).map(|i| format!("line {i} of the file\n")).collect();
         let new: String = old
             .split_inclusive('\n')
             .enumerate()

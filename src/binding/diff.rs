@@ -78,9 +78,7 @@ fn diff_hunks<'e>(env: &'e Env, old: String, new: String) -> Result<Value<'e>> {
 }
 
 fn decision<'e>(env: &'e Env, value: Value<'e>) -> Result<Decision> {
-    let ty: String = env
-        .call("symbol-name", [env.type_of(value)?])?
-        .into_rust()?;
+    let ty: String = env.call("symbol-name", [env.type_of(value)?])?.into_rust()?;
     match ty.as_str() {
         "string" => return Ok(Decision::Edit(value.into_rust()?)),
         "symbol" => {
@@ -153,13 +151,7 @@ fn diff_locate<'e>(env: &'e Env, current: String, original: String) -> Result<Va
 /// Return the unified diff of OLD and NEW with labels OLD-LABEL and NEW-LABEL, as `diff -u`
 /// prints it ("" when identical).
 #[defun]
-fn diff_unified(
-    env: &Env,
-    old: String,
-    new: String,
-    old_label: String,
-    new_label: String,
-) -> Result<String> {
+fn diff_unified(env: &Env, old: String, new: String, old_label: String, new_label: String) -> Result<String> {
     match diff::unified(&old, &new, &old_label, &new_label) {
         Ok(text) => Ok(text),
         Err(e) => fail(env, e),
