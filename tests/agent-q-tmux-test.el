@@ -1,0 +1,179 @@
+;;; agent-q-tmux-test.el --- agent-q in a real terminal Emacs, driven through tmux  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; These tests start `emacs -nw -Q' with agent-q inside tmux, as a user
+;; would run it, make it execute tool calls the way an LLM loop does
+;; (`agent-q-execute-tool-calls' with the built-in tools and the default
+;; approval function), and answer on the terminal with tmux send-keys:
+;;
+;; - a dangerous write_file call shows the prompt; y writes the file and
+;;   n leaves it untouched;
+;; - a three-hunk propose_file_edit opens the review; a, r, a and C-c C-c
+;;   leave hunks 1 and 3 applied and hunk 2 not.
+;;
+;; tmux is installed with apt-get when it is missing.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-q)
+
+(defun agent-q-tmux-test--ensure-tmux ()
+  "Install tmux with apt-get when it is missing."
+  (unless (executable-find "tmux")
+    (let ((sudo (if (zerop (user-uid)) "" "sudo ")))
+      (call-process "sh" nil nil nil "-c"
+                    (concat sudo "apt-get update -qq && " sudo
+                            "env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux"))))
+  (should (executable-find "tmux")))
+
+(defun agent-q-tmux-test--tmux (&rest args)
+  "Run tmux with ARGS and return its output; fail the test on an error."
+  (with-temp-buffer
+    (let ((status (apply #'call-process "tmux" nil t nil args)))
+      (unless (eq status 0)
+        (ert-fail (list "tmux failed" args status (buffer-string))))
+      (buffer-string))))
+
+(defun agent-q-tmux-test--wait-screen (session regexp)
+  "Wait (up to 30 s) until the screen of SESSION matches REGEXP; return it."
+  (let ((screen "") (deadline (+ (float-time) 30)))
+    (while (and (not (string-match-p regexp screen)) (< (float-time) deadline))
+      (sleep-for 0.2)
+      (setq screen (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session)))
+    (unless (string-match-p regexp screen)
+      (ert-fail (list "The screen never showed" regexp screen)))
+    screen))
+
+(defun agent-q-tmux-test--wait-file (file)
+  "Wait (up to 30 s) until FILE exists; return its contents."
+  (let ((deadline (+ (float-time) 30)))
+    (while (and (not (file-exists-p file)) (< (float-time) deadline))
+      (sleep-for 0.2))
+    (should (file-exists-p file))
+    (sleep-for 0.2)
+    (with-temp-buffer (insert-file-contents file) (buffer-string))))
+
+(defun agent-q-tmux-test--call (calls out &rest keys)
+  "Start a terminal Emacs that executes CALLS on F5 and writes to OUT.
+OUT receives the printed results and, for each file the calls name
+with :path, the text of the buffer visiting it.  Then send KEYS (each a
+list of strings for one `tmux send-keys', or a regexp string to wait
+for on the screen) and return OUT's contents."
+  (let* ((session (format "agent-q-tmux-%d-%d" (emacs-pid) (random 100000)))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (setup (make-temp-file "agent-q-tmux-setup" nil ".el"))
+         (emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-file setup
+      (prin1 `(progn
+                (setq agent-q-audit-file nil)
+                (require 'agent-q)
+                (defun agent-q-tmux-test-run ()
+                  (interactive)
+                  (let ((results (agent-q-execute-tool-calls ',calls)))
+                    (with-temp-file ,out
+                      (prin1 (list :results results
+                                   :buffers
+                                   (mapcar (lambda (call)
+                                             (let* ((path (plist-get (plist-get call :arguments) :path))
+                                                    (buffer (and path (find-buffer-visiting path))))
+                                               (and buffer (with-current-buffer buffer (buffer-string)))))
+                                           ',calls))
+                             (current-buffer)))
+                    (kill-emacs 0)))
+                (global-set-key (kbd "<f5>") #'agent-q-tmux-test-run))
+             (current-buffer)))
+    (unwind-protect
+        (progn
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+          (agent-q-tmux-test--wait-screen session "scratch")
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+          (dolist (key keys)
+            (if (stringp key)
+                (agent-q-tmux-test--wait-screen session key)
+              (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session key)))
+          (car (read-from-string (agent-q-tmux-test--wait-file out))))
+      (call-process "tmux" nil nil nil "kill-session" "-t" session)
+      (delete-file setup))))
+
+(defmacro agent-q-tmux-test--with-files (bindings &rest body)
+  "Bind each (VAR CONTENT) of BINDINGS to a temporary file holding CONTENT.
+Also bind `out' to a fresh output file name.  Delete them after BODY."
+  (declare (indent 1))
+  `(let* ((out (make-temp-name (expand-file-name "agent-q-tmux-out" temporary-file-directory)))
+          ,@(mapcar (lambda (b)
+                      `(,(car b) (let ((f (make-temp-file "agent-q-tmux-file" nil ".txt")))
+                                   (with-temp-file f (insert ,(cadr b)))
+                                   f)))
+                    bindings))
+     (unwind-protect (progn ,@body)
+       (dolist (f (list out ,@(mapcar #'car bindings)))
+         (when (file-exists-p f) (delete-file f))))))
+
+(defun agent-q-tmux-test--file (file)
+  "FILE's contents."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest agent-q-tmux-test-write-file-approved-with-y ()
+  (agent-q-tmux-test--ensure-tmux)
+  (agent-q-tmux-test--with-files ((target "old text\n"))
+    (let* ((run (agent-q-tmux-test--call
+                 `((:id "w1" :name "write_file" :arguments (:path ,target :content "new text\n")))
+                 out
+                 "agent-q: run write_file \\[dangerous\\].*(y)es (n)o"
+                 '("y")))
+           (result (car (plist-get run :results))))
+      (should (eq (plist-get result :success) t))
+      (should (equal (agent-q-tmux-test--file target) "new text\n")))))
+
+(ert-deftest agent-q-tmux-test-write-file-denied-with-n ()
+  (agent-q-tmux-test--ensure-tmux)
+  (agent-q-tmux-test--with-files ((target "old text\n"))
+    (let* ((run (agent-q-tmux-test--call
+                 `((:id "w2" :name "write_file" :arguments (:path ,target :content "new text\n")))
+                 out
+                 "agent-q: run write_file \\[dangerous\\].*(y)es (n)o"
+                 '("n")))
+           (result (car (plist-get run :results))))
+      (should-not (plist-get result :success))
+      (should (equal (plist-get result :content) "User denied tool execution"))
+      (should (equal (agent-q-tmux-test--file target) "old text\n")))))
+
+(defconst agent-q-tmux-test--old
+  (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 30) "")
+  "A 30-line file.")
+
+(defun agent-q-tmux-test--edited (lines)
+  "`agent-q-tmux-test--old' with the lines numbered LINES changed."
+  (mapconcat (lambda (i) (format (if (memq i lines) "LINE %d, edited\n" "line %d\n") i))
+             (number-sequence 1 30) ""))
+
+(ert-deftest agent-q-tmux-test-propose-file-edit-review ()
+  (agent-q-tmux-test--ensure-tmux)
+  (agent-q-tmux-test--with-files ((target agent-q-tmux-test--old))
+    (let* ((run (agent-q-tmux-test--call
+                 `((:id "p1" :name "propose_file_edit"
+                        :arguments (:path ,target :original ,agent-q-tmux-test--old
+                                          :modified ,(agent-q-tmux-test--edited '(2 15 28))
+                                          :description "Three scattered edits")))
+                 out
+                 "Progress: 0 accepted, 0 rejected, 3 pending"
+                 '("a") '("r") '("a")
+                 "Progress: 2 accepted, 1 rejected, 0 pending"
+                 '("C-c" "C-c")))
+           (result (car (plist-get run :results))))
+      (should (eq (plist-get result :success) t))
+      (should (string-match-p "Applied 2 of 3 hunks to .*(hunks 1 and 3 accepted; hunk 2 rejected)"
+                              (plist-get result :content)))
+      (should (string-match-p "LINE 15, edited" (plist-get result :content)))
+      ;; The buffer has hunks 1 and 3; the file on disk is not saved.
+      (should (equal (car (plist-get run :buffers)) (agent-q-tmux-test--edited '(2 28))))
+      (should (equal (agent-q-tmux-test--file target) agent-q-tmux-test--old)))))
+
+(provide 'agent-q-tmux-test)
+
+;;; agent-q-tmux-test.el ends here
