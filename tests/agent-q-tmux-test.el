@@ -57,7 +57,7 @@
     (with-temp-buffer (insert-file-contents file) (buffer-string))))
 
 (defun agent-q-tmux-test--call (calls out &rest keys)
-  "Start a terminal Emacs that executes CALLS on F5 and writes to OUT.
+  "Start a terminal Emacs that runs CALLS on F5 and writes to OUT.
 OUT receives the printed results and, for each file the calls name
 with :path, the text of the buffer visiting it.  Then send KEYS (each a
 list of strings for one `tmux send-keys', or a regexp string to wait
