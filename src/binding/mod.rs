@@ -14,11 +14,19 @@ emacs::plugin_is_GPL_compatible!();
 /// The module's version, which `agent-q.el` compares with its own before using the module.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[emacs::module(name = "agent-q-core", defun_prefix = "agent-q", separator = "--core-", mod_in_name = false)]
+#[emacs::module(
+    name = "agent-q-core",
+    defun_prefix = "agent-q",
+    separator = "--core-",
+    mod_in_name = false
+)]
 fn init(env: &Env) -> Result<()> {
     // Panics are caught at the module boundary and become `rust-panic` signals; the default hook
     // would also print them to Emacs's stderr, which in a terminal Emacs scribbles on the screen.
     std::panic::set_hook(Box::new(|_| {}));
-    env.call("set", (env.intern("agent-q-core-version")?, VERSION.into_lisp(env)?))?;
+    env.call(
+        "set",
+        (env.intern("agent-q-core-version")?, VERSION.into_lisp(env)?),
+    )?;
     Ok(())
 }
