@@ -756,12 +756,10 @@ impl<'a> Scanner<'a> {
             && top.class.is_definition()
             && top.ctx == Ctx::Code
             && top.def_name.is_none()
+            && self.symbol_role(slot) == Role::DefName
         {
-            if self.symbol_role(slot) == Role::DefName {
-                let top = self.top();
-                top.def_name = Some(token);
-                return;
-            }
+            self.top().def_name = Some(token);
+            return;
         }
         self.check_match(token, start, escaped, slot);
     }
@@ -1569,7 +1567,7 @@ mod tests {
             max_file_size: 100,
             threads: 1,
         };
-        let report = scan_files(&[big.clone()], "foo", Kind::Call, &small).unwrap();
+        let report = scan_files(std::slice::from_ref(&big), "foo", Kind::Call, &small).unwrap();
         assert!(matches!(
             report.errors[0].error,
             ReadError::TooLarge { limit: 100 }
