@@ -1,1 +1,109 @@
-//! (in progress)
+//! `agent-q--core-xref-scan`: the Emacs side of [`crate::xref`].
+
+use std::path::PathBuf;
+
+use emacs::{defun, Env, IntoLisp, Result, Value};
+
+use super::errors::{self, Kind as ErrorKind};
+use crate::xref::{self, Kind, ScanOptions};
+
+/// The most files one scan accepts (also bounds the walk of a circular list).
+const MAX_FILES: usize = 200_000;
+
+/// Read the list FILES of file name strings.
+fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut rest = files;
+    while rest.is_not_nil() {
+        if !env.call("consp", (rest,))?.is_not_nil() {
+            return errors::signal(
+                env,
+                ErrorKind::Xref,
+                "FILES must be a proper list of file names",
+            );
+        }
+        if out.len() >= MAX_FILES {
+            return errors::signal(
+                env,
+                ErrorKind::Xref,
+                format!("too many files to scan (at most {MAX_FILES})"),
+            );
+        }
+        let file: Value<'_> = rest.car()?;
+        if !env.call("stringp", (file,))?.is_not_nil() {
+            return errors::signal(
+                env,
+                ErrorKind::Xref,
+                "FILES must contain only file name strings",
+            );
+        }
+        out.push(PathBuf::from(file.into_rust::<String>()?));
+        rest = rest.cdr()?;
+    }
+    Ok(out)
+}
+
+/// Scan the Emacs Lisp source FILES (`.el` or `.el.gz`) for the symbol NAME.
+///
+/// KIND is the symbol `call` (call sites and function references) or `reference` (variable
+/// references). Returns (HITS . ERRORS): HITS is a list of (FILE LINE COLUMN DEFINITION
+/// LINE-TEXT) sorted by file then line, DEFINITION the enclosing definition's name or nil;
+/// ERRORS is a list of (FILE . MESSAGE) for the files that could not be read. Signals
+/// `agent-q-xref-error` for an invalid NAME, KIND or FILES.
+#[defun]
+fn xref_scan<'e>(
+    env: &'e Env,
+    files: Value<'e>,
+    name: String,
+    kind: Value<'e>,
+) -> Result<Value<'e>> {
+    let kind_name: String = env
+        .call("symbol-name", (kind,))
+        .and_then(|v| v.into_rust())
+        .or_else(|_| {
+            errors::signal(
+                env,
+                ErrorKind::Xref,
+                "KIND must be the symbol `call` or `reference`",
+            )
+        })?;
+    let kind: Kind = match kind_name.parse() {
+        Ok(kind) => kind,
+        Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
+    };
+    let files = file_list(env, files)?;
+    let report = match xref::scan_files(&files, &name, kind, &ScanOptions::default()) {
+        Ok(report) => report,
+        Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
+    };
+    let mut errors_list = ().into_lisp(env)?;
+    for error in report.errors.iter().rev() {
+        let entry = env.cons(
+            error.file.to_string_lossy().into_owned(),
+            error.error.to_string(),
+        )?;
+        errors_list = env.cons(entry, errors_list)?;
+    }
+    let mut hits = ().into_lisp(env)?;
+    // Consecutive hits share their file's Lisp string.
+    let mut file_value: Option<(&std::path::Path, Value<'e>)> = None;
+    for hit in report.hits.iter().rev() {
+        let file = match file_value {
+            Some((path, value)) if path == hit.file.as_path() => value,
+            _ => {
+                let value = hit.file.to_string_lossy().into_lisp(env)?;
+                file_value = Some((hit.file.as_path(), value));
+                value
+            }
+        };
+        let entry = env.list((
+            file,
+            i64::try_from(hit.hit.line).unwrap_or(i64::MAX),
+            i64::try_from(hit.hit.column).unwrap_or(i64::MAX),
+            hit.hit.definition.as_deref(),
+            hit.hit.text.as_str(),
+        ))?;
+        hits = env.cons(entry, hits)?;
+    }
+    env.cons(hits, errors_list)
+}
