@@ -219,15 +219,17 @@ KIND is `call' or `reference'.  List at most LIMIT hits."
 (defun agent-q-xref-who-calls-handler (args)
   "Return where the function named in ARGS is called.
 This is the handler of the who_calls tool.  ARGS is a hash table
-whose key \"function\" is the function's name.  The result lists the call sites in the sources of the loaded
-libraries, one line per call: FILE:LINE: in DEFINITION: LINE-TEXT."
+whose key \"function\" is the function's name.  The result lists
+the call sites in the sources of the loaded libraries, one line
+per call: FILE:LINE: in DEFINITION: LINE-TEXT."
   (agent-q-xref--handle args "function" 'call))
 
 (defun agent-q-xref-who-references-handler (args)
   "Return where the variable named in ARGS is referenced.
 This is the handler of the who_references tool.  ARGS is a hash
-table whose key \"variable\" is the variable's name.  The result lists the references in the sources of the loaded
-libraries, one line per reference: FILE:LINE: in DEFINITION: LINE-TEXT."
+table whose key \"variable\" is the variable's name.  The result
+lists the references in the sources of the loaded libraries, one
+line per reference: FILE:LINE: in DEFINITION: LINE-TEXT."
   (agent-q-xref--handle args "variable" 'reference))
 
 (provide 'agent-q-xref)
