@@ -61,6 +61,7 @@
 //! file. Invalid UTF-8 is no problem: the scanner works on bytes and decodes the reported line
 //! lossily.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
@@ -527,6 +528,8 @@ struct Scanner<'a> {
     pending: Option<Slot>,
     hits: Vec<RawHit<'a>>,
     scratch: Vec<u8>,
+    /// When building a [`SymbolIndex`], the hashes of every symbol token read.
+    collect: Option<Vec<u64>>,
 }
 
 /// Remove the reader's `\` escapes from a symbol token.
@@ -557,6 +560,7 @@ impl<'a> Scanner<'a> {
             pending: None,
             hits: Vec::new(),
             scratch: Vec::new(),
+            collect: None,
         }
     }
 
@@ -739,6 +743,14 @@ impl<'a> Scanner<'a> {
 
     fn symbol(&mut self, start: usize, end: usize, escaped: bool) {
         let token = &self.src[start..end];
+        if let Some(collected) = self.collect.as_mut() {
+            if escaped {
+                unescape_into(token, &mut self.scratch);
+                collected.push(symbol_hash(&self.scratch));
+            } else {
+                collected.push(symbol_hash(token));
+            }
+        }
         let slot = self.take_slot();
         if self.overflow > 0 {
             return;
@@ -1047,11 +1059,25 @@ pub fn may_contain(src: &[u8], name: &str) -> bool {
 /// Find the occurrences of the symbol NAME of KIND in the Emacs Lisp source SRC (any bytes;
 /// invalid UTF-8 is decoded lossily in the reported lines). Returns them in source order.
 pub fn scan_source(src: &[u8], name: &str, kind: Kind) -> Vec<SourceHit> {
-    if name.is_empty() || !may_contain(src, name) {
-        return Vec::new();
+    scan_source_indexed(src, name, kind, false).0
+}
+
+/// [`scan_source`], and with INDEX the [`SymbolIndex`] of SRC (which needs a full read).
+fn scan_source_indexed(
+    src: &[u8],
+    name: &str,
+    kind: Kind,
+    index: bool,
+) -> (Vec<SourceHit>, Option<SymbolIndex>) {
+    if name.is_empty() || (!index && !may_contain(src, name)) {
+        return (Vec::new(), None);
     }
     let mut scanner = Scanner::new(src, name.as_bytes(), kind);
+    if index {
+        scanner.collect = Some(Vec::with_capacity(src.len() / 8));
+    }
     scanner.run();
+    let symbol_index = scanner.collect.take().map(SymbolIndex::new);
     let mut hits = Vec::with_capacity(scanner.hits.len());
     let mut line = 1;
     let mut counted_to = 0;
@@ -1075,7 +1101,127 @@ pub fn scan_source(src: &[u8], name: &str, kind: Kind) -> Vec<SourceHit> {
             text: line_text(&src[line_start..line_end]),
         });
     }
-    hits
+    (hits, symbol_index)
+}
+
+/// A 64-bit hash of a symbol name (FxHash-style; not for adversarial input, which only costs
+/// a needless parse).
+fn symbol_hash(name: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h: u64 = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+    }
+    // Final mix so that the low and high halves both depend on every byte.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+/// A Bloom filter of the symbols one source file contains (about 1.5 bytes per distinct
+/// symbol, 1% false positives): a later scan skips the file without reading it when the
+/// filter says the symbol is absent.
+#[derive(Debug, Clone)]
+pub struct SymbolIndex {
+    bits: Vec<u64>,
+}
+
+impl SymbolIndex {
+    const PROBES: u64 = 7;
+
+    fn new(mut hashes: Vec<u64>) -> Self {
+        hashes.sort_unstable();
+        hashes.dedup();
+        let wanted_bits = (hashes.len() * 10).max(64);
+        let words = wanted_bits.next_power_of_two() / 64;
+        let mut index = SymbolIndex {
+            bits: vec![0; words],
+        };
+        for h in hashes {
+            index.for_each_bit(h, |bits, word, bit| bits[word] |= bit);
+        }
+        index
+    }
+
+    fn for_each_bit(&mut self, hash: u64, mut f: impl FnMut(&mut [u64], usize, u64)) {
+        let mask = (self.bits.len() as u64 * 64) - 1;
+        let step = (hash >> 32) | 1;
+        for i in 0..Self::PROBES {
+            let n = hash.wrapping_add(i.wrapping_mul(step)) & mask;
+            f(&mut self.bits, (n / 64) as usize, 1 << (n % 64));
+        }
+    }
+
+    /// Whether the file may contain the symbol NAME (false: it certainly does not).
+    pub fn may_contain(&self, name: &[u8]) -> bool {
+        let hash = symbol_hash(name);
+        let mask = (self.bits.len() as u64 * 64) - 1;
+        let step = (hash >> 32) | 1;
+        (0..Self::PROBES).all(|i| {
+            let n = hash.wrapping_add(i.wrapping_mul(step)) & mask;
+            self.bits
+                .get((n / 64) as usize)
+                .is_some_and(|w| w & (1 << (n % 64)) != 0)
+        })
+    }
+
+    /// The memory the filter uses, in bytes.
+    pub fn size_in_bytes(&self) -> usize {
+        self.bits.len() * 8
+    }
+}
+
+/// What identifies one version of a file: its size and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+/// Indexes of the files already read, reused by later [`scan_files_cached`] calls while a
+/// file's size and modification time are unchanged. Bounded to [`ScanCache::MAX_FILES`] files.
+#[derive(Debug, Default)]
+pub struct ScanCache {
+    files: HashMap<PathBuf, (Stamp, SymbolIndex)>,
+}
+
+impl ScanCache {
+    /// The most files indexed; beyond, the cache starts over.
+    pub const MAX_FILES: usize = 50_000;
+
+    /// An empty cache.
+    pub fn new() -> Self {
+        ScanCache::default()
+    }
+
+    /// Forget every index.
+    pub fn clear(&mut self) {
+        self.files.clear();
+    }
+
+    /// The number of files indexed.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether no file is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The memory used by the indexes, in bytes (approximately).
+    pub fn size_in_bytes(&self) -> usize {
+        self.files
+            .iter()
+            .map(|(path, (_, index))| index.size_in_bytes() + path.as_os_str().len() + 64)
+            .sum()
+    }
 }
 
 /// The name of a symbol token, without its escapes.
@@ -1104,9 +1250,12 @@ pub fn read_source(
     buf: &mut Vec<u8>,
     compressed: &mut Vec<u8>,
 ) -> Result<(), ReadError> {
-    buf.clear();
-    compressed.clear();
-    let mut file = File::open(path)?;
+    let mut file = open_source(path, limit)?.0;
+    read_open_source(&mut file, limit, buf, compressed)
+}
+
+fn open_source(path: &Path, limit: u64) -> Result<(File, Stamp), ReadError> {
+    let file = File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(ReadError::NotAFile);
@@ -1114,9 +1263,24 @@ pub fn read_source(
     if meta.len() > limit {
         return Err(ReadError::TooLarge { limit });
     }
-    (&mut file)
-        .take(limit.saturating_add(1))
-        .read_to_end(compressed)?;
+    Ok((
+        file,
+        Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        },
+    ))
+}
+
+fn read_open_source(
+    file: &mut File,
+    limit: u64,
+    buf: &mut Vec<u8>,
+    compressed: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    buf.clear();
+    compressed.clear();
+    file.take(limit.saturating_add(1)).read_to_end(compressed)?;
     if compressed.len() as u64 > limit {
         return Err(ReadError::TooLarge { limit });
     }
@@ -1144,62 +1308,118 @@ pub fn scan_files(
     kind: Kind,
     options: &ScanOptions,
 ) -> Result<ScanReport, XrefError> {
+    scan(files, name, kind, options, None)
+}
+
+/// [`scan_files`], using and updating CACHE: a file whose index says it does not contain NAME
+/// (and whose size and modification time have not changed) is not read at all. The first scan
+/// of a file reads it whole to build its index.
+pub fn scan_files_cached(
+    files: &[PathBuf],
+    name: &str,
+    kind: Kind,
+    options: &ScanOptions,
+    cache: &mut ScanCache,
+) -> Result<ScanReport, XrefError> {
+    scan(files, name, kind, options, Some(cache))
+}
+
+/// What one worker found.
+#[derive(Default)]
+struct Part {
+    hits: Vec<Hit>,
+    errors: Vec<FileError>,
+    scanned: usize,
+    indexed: Vec<(PathBuf, Stamp, SymbolIndex)>,
+}
+
+fn scan(
+    files: &[PathBuf],
+    name: &str,
+    kind: Kind,
+    options: &ScanOptions,
+    mut cache: Option<&mut ScanCache>,
+) -> Result<ScanReport, XrefError> {
     validate_name(name)?;
     let mut files: Vec<&PathBuf> = files.iter().collect();
     files.sort();
     files.dedup();
     let next = AtomicUsize::new(0);
     let threads = options.threads.clamp(1, files.len().max(1));
+    let use_cache = cache.is_some();
+    let known = cache.as_deref();
+    let limit = options.max_file_size;
     let work = || {
-        let mut hits = Vec::new();
-        let mut errors = Vec::new();
-        let mut scanned = 0;
+        let mut part = Part::default();
         let mut buf = Vec::new();
         let mut compressed = Vec::new();
         loop {
             let idx = next.fetch_add(1, Ordering::Relaxed);
             let Some(&file) = files.get(idx) else { break };
-            match read_source(file, options.max_file_size, &mut buf, &mut compressed) {
-                Ok(()) => {
-                    scanned += 1;
-                    for hit in scan_source(&buf, name, kind) {
-                        hits.push(Hit {
-                            file: file.clone(),
-                            hit,
-                        });
+            let result = open_source(file, limit).and_then(|(mut handle, stamp)| {
+                let cached = known
+                    .and_then(|c| c.files.get(file))
+                    .filter(|(s, _)| *s == stamp);
+                if let Some((_, index)) = cached {
+                    if !index.may_contain(name.as_bytes()) {
+                        return Ok(());
                     }
                 }
-                Err(error) => errors.push(FileError {
+                read_open_source(&mut handle, limit, &mut buf, &mut compressed)?;
+                let build = use_cache && cached.is_none();
+                let (hits, index) = scan_source_indexed(&buf, name, kind, build);
+                part.hits.extend(hits.into_iter().map(|hit| Hit {
+                    file: file.clone(),
+                    hit,
+                }));
+                if let Some(index) = index {
+                    part.indexed.push((file.clone(), stamp, index));
+                }
+                Ok(())
+            });
+            match result {
+                Ok(()) => part.scanned += 1,
+                Err(error) => part.errors.push(FileError {
                     file: file.clone(),
                     error,
                 }),
             }
         }
-        (hits, errors, scanned)
+        part
+    };
+    let parts: Vec<Part> = if threads == 1 {
+        vec![work()]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    // A worker cannot panic on input, but never let one take Emacs down.
+                    h.join().unwrap_or_else(|_| Part {
+                        errors: vec![FileError {
+                            file: PathBuf::new(),
+                            error: ReadError::Io(std::io::Error::other(
+                                "internal error in a scan worker",
+                            )),
+                        }],
+                        ..Part::default()
+                    })
+                })
+                .collect()
+        })
     };
     let mut report = ScanReport::default();
-    if threads == 1 {
-        let (hits, errors, scanned) = work();
-        report.hits = hits;
-        report.errors = errors;
-        report.files_scanned = scanned;
-    } else {
-        let parts: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-            handles.into_iter().map(|h| h.join()).collect()
-        });
-        for part in parts {
-            match part {
-                Ok((hits, errors, scanned)) => {
-                    report.hits.extend(hits);
-                    report.errors.extend(errors);
-                    report.files_scanned += scanned;
+    for part in parts {
+        report.hits.extend(part.hits);
+        report.errors.extend(part.errors);
+        report.files_scanned += part.scanned;
+        if let Some(cache) = cache.as_deref_mut() {
+            for (file, stamp, index) in part.indexed {
+                if cache.files.len() >= ScanCache::MAX_FILES {
+                    cache.files.clear();
                 }
-                // A worker cannot panic on input, but never let one take Emacs down.
-                Err(_) => report.errors.push(FileError {
-                    file: PathBuf::new(),
-                    error: ReadError::Io(std::io::Error::other("internal error in a scan worker")),
-                }),
+                cache.files.insert(file, (stamp, index));
             }
         }
     }
@@ -1587,6 +1807,98 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[test]
+    fn symbol_index_has_no_false_negatives() {
+        let names: Vec<String> = (0..5000).map(|i| format!("sym-{i}")).collect();
+        let index = SymbolIndex::new(names.iter().map(|n| symbol_hash(n.as_bytes())).collect());
+        assert!(names.iter().all(|n| index.may_contain(n.as_bytes())));
+        let false_positives = (0..10_000)
+            .filter(|i| index.may_contain(format!("other-{i}").as_bytes()))
+            .count();
+        assert!(
+            false_positives < 300,
+            "{false_positives} false positives in 10000"
+        );
+        let empty = SymbolIndex::new(Vec::new());
+        assert!(!empty.may_contain(b"x"));
+    }
+
+    #[test]
+    fn index_holds_every_symbol_the_scanner_can_report() {
+        let src = b"(a\\ b) `(,@c) #'d ((e)) '[f] ;g\n\"h\" ?\\( (defvar i) #:j";
+        let (_, index) = scan_source_indexed(src, "zzz", Kind::Call, true);
+        let index = index.unwrap();
+        for name in ["a b", "c", "d", "e", "f", "defvar", "i", "j"] {
+            assert!(index.may_contain(name.as_bytes()), "{name}");
+        }
+        for name in ["g", "h", "a", "b"] {
+            assert!(!index.may_contain(name.as_bytes()), "{name}");
+        }
+    }
+
+    #[test]
+    fn cached_scans_agree_with_uncached_and_follow_file_changes() {
+        let dir = temp_dir("cache");
+        let mut files = Vec::new();
+        for i in 0..20 {
+            let path = dir.join(format!("f{i}.el"));
+            std::fs::write(
+                &path,
+                format!("(defun f{i} (x)\n  (g{} x) (common x))\n", i % 3),
+            )
+            .unwrap();
+            files.push(path);
+        }
+        let options = ScanOptions {
+            threads: 2,
+            ..ScanOptions::default()
+        };
+        let mut cache = ScanCache::new();
+        let names = ["common", "g0", "g1", "x", "f3", "absent"];
+        let summary = |r: &ScanReport| {
+            r.hits
+                .iter()
+                .map(|h| (h.file.clone(), h.hit.line, h.hit.column))
+                .collect::<Vec<_>>()
+        };
+        for round in 0..2 {
+            for (name, kind) in names
+                .iter()
+                .flat_map(|n| [(n, Kind::Call), (n, Kind::Reference)])
+            {
+                let plain = scan_files(&files, name, kind, &options).unwrap();
+                let cached = scan_files_cached(&files, name, kind, &options, &mut cache).unwrap();
+                assert_eq!(
+                    summary(&plain),
+                    summary(&cached),
+                    "{name} {kind} round {round}"
+                );
+                assert_eq!(cached.files_scanned, 20);
+            }
+        }
+        assert_eq!(cache.len(), 20);
+        assert!(cache.size_in_bytes() > 0);
+        // A changed file is read again and reindexed.
+        std::fs::write(&files[5], "(defun f5 () (brand-new-function 1))\n").unwrap();
+        let report = scan_files_cached(
+            &files,
+            "brand-new-function",
+            Kind::Call,
+            &options,
+            &mut cache,
+        )
+        .unwrap();
+        assert_eq!(summary(&report), vec![(files[5].clone(), 1, 15)]);
+        // A file that disappeared is an error, not a stale hit.
+        std::fs::remove_file(&files[6]).unwrap();
+        let report = scan_files_cached(&files, "g0", Kind::Call, &options, &mut cache).unwrap();
+        assert_eq!(report.errors.len(), 1);
+        assert!(report.hits.iter().all(|h| h.file != files[6]));
+        cache.clear();
+        assert!(cache.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Scan Emacs's own sources when installed (emacs-el); prints timings. Run with
     /// `cargo test --release xref::tests::emacs_sources -- --ignored --nocapture`.
     #[test]
@@ -1632,6 +1944,25 @@ mod tests {
                     times[2]
                 );
             }
+            let options = ScanOptions::default();
+            let mut cache = ScanCache::new();
+            let t = std::time::Instant::now();
+            let cold = scan_files_cached(&files, name, kind, &options, &mut cache).unwrap();
+            let cold_time = t.elapsed();
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                let warm = scan_files_cached(&files, name, kind, &options, &mut cache).unwrap();
+                times.push(t.elapsed());
+                assert_eq!(warm.hits, cold.hits);
+            }
+            times.sort();
+            println!(
+                "{name} {kind}: cached, cold (indexing) {cold_time:?}, warm median {:?}, \
+                 index {} KiB",
+                times[2],
+                cache.size_in_bytes() / 1024
+            );
         }
     }
 }

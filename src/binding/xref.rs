@@ -1,11 +1,25 @@
 //! `agent-q--core-xref-scan`: the Emacs side of [`crate::xref`].
 
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::errors::{self, Kind as ErrorKind};
-use crate::xref::{self, Kind, ScanOptions};
+use crate::xref::{self, Kind, ScanCache, ScanOptions};
+
+/// The symbol indexes of the files scanned so far (see [`ScanCache`]), kept across calls.
+static CACHE: OnceLock<Mutex<ScanCache>> = OnceLock::new();
+
+/// The cache, locked; a poisoned lock (a panic while scanning) gives an emptied cache.
+fn cache() -> MutexGuard<'static, ScanCache> {
+    let mutex = CACHE.get_or_init(|| Mutex::new(ScanCache::new()));
+    mutex.lock().unwrap_or_else(|poisoned| {
+        let mut guard = poisoned.into_inner();
+        guard.clear();
+        guard
+    })
+}
 
 /// The most files one scan accepts (also bounds the walk of a circular list).
 const MAX_FILES: usize = 200_000;
@@ -50,6 +64,9 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
 /// LINE-TEXT) sorted by file then line, DEFINITION the enclosing definition's name or nil;
 /// ERRORS is a list of (FILE . MESSAGE) for the files that could not be read. Signals
 /// `agent-q-xref-error` for an invalid NAME, KIND or FILES.
+///
+/// Each file read gets an index of its symbols, kept until the file's size or modification time
+/// changes, so later scans skip the files that do not contain NAME without reading them.
 #[defun]
 fn xref_scan<'e>(
     env: &'e Env,
@@ -72,7 +89,10 @@ fn xref_scan<'e>(
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
     };
     let files = file_list(env, files)?;
-    let report = match xref::scan_files(&files, &name, kind, &ScanOptions::default()) {
+    // No call back into Emacs happens while the lock is held.
+    let scanned =
+        xref::scan_files_cached(&files, &name, kind, &ScanOptions::default(), &mut cache());
+    let report = match scanned {
         Ok(report) => report,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
     };
@@ -106,4 +126,22 @@ fn xref_scan<'e>(
         hits = env.cons(entry, hits)?;
     }
     env.cons(hits, errors_list)
+}
+
+/// Forget the symbol indexes of the scanned files; the next scan reads every file. Returns nil.
+#[defun]
+fn xref_clear_cache() -> Result<()> {
+    cache().clear();
+    Ok(())
+}
+
+/// Return (FILES . BYTES): how many files the scan cache indexes and about how much memory the
+/// indexes use.
+#[defun]
+fn xref_cache_info(env: &Env) -> Result<Value<'_>> {
+    let cache = cache();
+    let files = i64::try_from(cache.len()).unwrap_or(i64::MAX);
+    let bytes = i64::try_from(cache.size_in_bytes()).unwrap_or(i64::MAX);
+    drop(cache);
+    env.cons(files, bytes)
 }
