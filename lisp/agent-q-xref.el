@@ -71,6 +71,11 @@ The result says how many more were found but left out."
   :type 'natnum
   :group 'agent-q)
 
+(defcustom agent-q-xref-max-missing-libraries 30
+  "Most libraries without source named in a cross-reference result."
+  :type 'natnum
+  :group 'agent-q)
+
 (defun agent-q-xref--source-file (file)
   "Return the readable Emacs Lisp source of the loaded FILE, or nil.
 FILE is a file name from `load-history': a .elc, .eln, .el or
@@ -80,7 +85,11 @@ base name."
              (string-suffix-p ".eln" file)
              (boundp 'comp-eln-to-el-h)
              (hash-table-p comp-eln-to-el-h))
-    (setq file (or (gethash file comp-eln-to-el-h) file)))
+    ;; Its keys are the .eln files' names without directory, as in
+    ;; `locate-file'.
+    (setq file (or (gethash (file-name-nondirectory file) comp-eln-to-el-h)
+                   (gethash file comp-eln-to-el-h)
+                   file)))
   (let ((base (and (stringp file)
                    (cond ((string-suffix-p ".el.gz" file)
                           (substring file 0 -6))
@@ -94,6 +103,17 @@ base name."
   "Return non-nil if FILE is a dynamic module."
   (and module-file-suffix
        (string-suffix-p module-file-suffix file)))
+
+(defun agent-q-xref--library-name (file)
+  "Return the library name of the loaded FILE, for messages.
+The hashes of native-compiled file names (name-HASH-HASH.eln) are
+removed."
+  (let ((name (file-name-sans-extension
+               (file-name-nondirectory (string-remove-suffix ".gz" file)))))
+    (if (and (string-suffix-p ".eln" file)
+             (string-match "-[0-9a-f]+-[0-9a-f]+\\'" name))
+        (substring name 0 (match-beginning 0))
+      name)))
 
 (defun agent-q-xref-library-sources ()
   "Return the sources of the libraries in `load-history'.
@@ -110,10 +130,7 @@ are in neither list."
                    (not (agent-q-xref--module-file-p file)))
           (let ((source (agent-q-xref--source-file file)))
             (cond ((null source)
-                   (push (file-name-sans-extension
-                          (file-name-nondirectory
-                           (string-remove-suffix ".gz" file)))
-                         missing))
+                   (push (agent-q-xref--library-name file) missing))
                   ((not (gethash source seen))
                    (puthash source t seen)
                    (push source sources)))))))
@@ -154,10 +171,14 @@ FOUND is a plist as returned by `agent-q-xref-find'."
         (errors (plist-get found :errors))
         (notes nil))
     (when missing
-      (push (format "Not searched, Emacs Lisp source not installed (%d librar%s): %s"
-                    (length missing) (if (cdr missing) "ies" "y")
-                    (string-join missing ", "))
-            notes))
+      (let ((shown (seq-take missing agent-q-xref-max-missing-libraries)))
+        (push (format "Not searched, Emacs Lisp source not installed (%d librar%s): %s%s"
+                      (length missing) (if (cdr missing) "ies" "y")
+                      (string-join shown ", ")
+                      (if (> (length missing) (length shown))
+                          (format ", and %d more" (- (length missing) (length shown)))
+                        ""))
+              notes)))
     (when errors
       (let ((shown (seq-take errors agent-q-xref-max-error-files)))
         (push (format "Could not read %d source file(s): %s%s"

@@ -234,6 +234,24 @@ afterwards, so they do not show up in the other tests' results."
         (should (string-match-p "^Could not read 1 source file(s): .*missing\\.el"
                                 (car (agent-q-xref--notes found))))))))
 
+(ert-deftest agent-q-xref-test-source-file-mapping ()
+  "Compiled files map to the source beside them; names lose .eln hashes."
+  (agent-q-xref-test--with-dir dir
+    (let ((plain (expand-file-name "a.el" dir))
+          (gz (expand-file-name "b.el.gz" dir)))
+      (with-temp-file plain (insert ";; a\n"))
+      (with-temp-file gz (insert ";; b\n"))
+      (should (equal (agent-q-xref--source-file (concat plain "c")) plain))
+      (should (equal (agent-q-xref--source-file (expand-file-name "b.elc" dir)) gz))
+      (should (equal (agent-q-xref--source-file (expand-file-name "b.el" dir)) gz))
+      (should (equal (agent-q-xref--source-file gz) gz))
+      (should-not (agent-q-xref--source-file (expand-file-name "c.elc" dir)))
+      (should-not (agent-q-xref--source-file (expand-file-name "m.so" dir)))
+      (should (equal (agent-q-xref--library-name
+                      "/x/eln-cache/28.2-ab/subr-x-4d0a6d9c-b8e9b1f3.eln")
+                     "subr-x"))
+      (should (equal (agent-q-xref--library-name "/x/foo-bar.elc") "foo-bar")))))
+
 (ert-deftest agent-q-xref-test-module-argument-errors ()
   "The module signals `agent-q-xref-error' for invalid arguments."
   (should-error (agent-q--core-xref-scan '(1) "x" 'call) :type 'agent-q-xref-error)
