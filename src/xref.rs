@@ -353,8 +353,12 @@ enum Head {
     Cond,
     /// `pcase`/`cl-case`: EXPR, then clauses `(KEY-OR-PATTERN BODY...)`.
     Case,
-    /// `lambda`: the first argument is an argument list.
+    /// `lambda`, `cl-destructuring-bind`...: the first argument is an argument list.
     Lambda,
+    /// `cl-defstruct`: NAME, then slots, bare or `(SLOT DEFAULT OPTIONS...)`.
+    Struct,
+    /// `defclass`: NAME, parents (data), slots `((SLOT OPTIONS...)...)`, options.
+    Class,
     /// `cl-flet`-like: the first argument is a list of `(NAME ARGS BODY...)`.
     Flet,
     /// A definition with an argument list after its name (`defun`).
@@ -385,7 +389,13 @@ impl Head {
             b"cond" => Head::Cond,
             b"pcase" | b"pcase-exhaustive" | b"cl-case" | b"cl-ecase" | b"cl-typecase"
             | b"cl-etypecase" | b"case" | b"ecase" => Head::Case,
-            b"lambda" => Head::Lambda,
+            b"lambda"
+            | b"cl-destructuring-bind"
+            | b"seq-let"
+            | b"cl-multiple-value-bind"
+            | b"with-slots" => Head::Lambda,
+            b"cl-defstruct" | b"defstruct" => Head::Struct,
+            b"defclass" => Head::Class,
             b"cl-flet" | b"cl-flet*" | b"cl-labels" | b"cl-macrolet" | b"flet" | b"labels" => {
                 Head::Flet
             }
@@ -414,8 +424,8 @@ impl Head {
                 Head::Other
             }
             b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup"
-            | b"defalias" | b"defvaralias" | b"defclass" | b"defadvice" | b"deftheme"
-            | b"defimage" | b"defsetf" | b"declare-function" | b"defvar-keymap" => Head::Def,
+            | b"defalias" | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage"
+            | b"defsetf" | b"declare-function" | b"defvar-keymap" => Head::Def,
             _ if head.starts_with(b"cl-def") || head.starts_with(b"define-") => Head::Def,
             _ if contains(head, b"-def")
                 && (contains(head, b"-define-")
@@ -432,7 +442,10 @@ impl Head {
     }
 
     fn is_definition(self) -> bool {
-        matches!(self, Head::Defun | Head::DefMethod | Head::Def)
+        matches!(
+            self,
+            Head::Defun | Head::DefMethod | Head::Def | Head::Struct | Head::Class
+        )
     }
 }
 
@@ -456,6 +469,8 @@ enum Ctx {
     Clause,
     /// A `cl-flet` binding list, of `(NAME ARGS BODY...)` entries.
     FletBindings,
+    /// A list of clauses (`defclass` slots): symbols are data, lists are clauses.
+    Clauses,
     /// One `cl-flet` entry: element 0 a name, element 1 an argument list.
     FletEntry,
 }
@@ -491,6 +506,8 @@ struct Frame<'a> {
     count: u32,
     def_name: Option<&'a [u8]>,
     arglist_seen: bool,
+    /// This list is `(NAME OPTIONS...)` of the enclosing `cl-defstruct`: NAME names it.
+    names_parent: bool,
 }
 
 impl<'a> Frame<'a> {
@@ -502,6 +519,7 @@ impl<'a> Frame<'a> {
             count: 0,
             def_name: None,
             arglist_seen: false,
+            names_parent: false,
         }
     }
 }
@@ -636,6 +654,7 @@ impl<'a> Scanner<'a> {
                 }
             }
             Ctx::FletBindings => Ctx::FletEntry,
+            Ctx::Clauses => Ctx::Clause,
             Ctx::FletEntry => match p {
                 0 | 1 => Ctx::Data,
                 _ => Ctx::Code,
@@ -653,6 +672,10 @@ impl<'a> Scanner<'a> {
                     Head::Case if p >= 2 => Ctx::Clause,
                     Head::Lambda if p == 1 => Ctx::Data,
                     Head::Flet if p == 1 => Ctx::FletBindings,
+                    Head::Struct if p == 1 => Ctx::Data,
+                    Head::Struct => Ctx::Clause,
+                    Head::Class if p <= 2 => Ctx::Data,
+                    Head::Class if p == 3 => Ctx::Clauses,
                     Head::Defun if p <= 2 => Ctx::Data,
                     Head::DefMethod if p == 1 => Ctx::Data,
                     Head::DefMethod if !parent.arglist_seen => {
@@ -712,7 +735,7 @@ impl<'a> Scanner<'a> {
                         Role::Reference
                     }
                 }
-                Ctx::FletBindings => Role::None,
+                Ctx::FletBindings | Ctx::Clauses => Role::None,
                 Ctx::FletEntry => {
                     if p <= 1 {
                         Role::None
@@ -729,6 +752,9 @@ impl<'a> Scanner<'a> {
                         Head::Function => Role::Call,
                         Head::CondCase if p == 1 => Role::None,
                         Head::Lambda if p == 1 => Role::None,
+                        Head::Struct | Head::Class if p == 1 => Role::DefName,
+                        Head::Struct => Role::None,
+                        Head::Class if p <= 3 => Role::None,
                         Head::Flet if p == 1 => Role::None,
                         Head::Defun | Head::Def if p == 1 => Role::DefName,
                         Head::Defun if p == 2 => Role::None,
@@ -753,6 +779,14 @@ impl<'a> Scanner<'a> {
         }
         let slot = self.take_slot();
         if self.overflow > 0 {
+            return;
+        }
+        let depth = self.stack.len();
+        if slot.pos == 0 && self.stack[depth - 1].names_parent && depth >= 3 {
+            let parent = &mut self.stack[depth - 2];
+            if parent.def_name.is_none() {
+                parent.def_name = Some(token);
+            }
             return;
         }
         {
@@ -821,7 +855,14 @@ impl<'a> Scanner<'a> {
             return;
         }
         let ctx = self.list_ctx(slot, vector);
-        self.stack.push(Frame::new(ctx));
+        let parent = &self.stack[self.stack.len() - 1];
+        let names_parent = parent.class == Head::Struct
+            && parent.ctx == Ctx::Code
+            && slot.pos == 1
+            && slot.prefix.is_none();
+        let mut frame = Frame::new(ctx);
+        frame.names_parent = names_parent;
+        self.stack.push(frame);
     }
 
     fn close(&mut self) {
@@ -1414,10 +1455,13 @@ fn scan(
         vec![work()]
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-            handles
-                .into_iter()
-                .map(|h| {
+            // The calling thread works too; a thread that cannot be created is simply missing.
+            let handles: Vec<_> = (1..threads)
+                .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+                .collect();
+            let own = work();
+            std::iter::once(own)
+                .chain(handles.into_iter().map(|h| {
                     // A worker cannot panic on input, but never let one take Emacs down.
                     h.join().unwrap_or_else(|_| Part {
                         errors: vec![FileError {
@@ -1428,7 +1472,7 @@ fn scan(
                         }],
                         ..Part::default()
                     })
-                })
+                }))
                 .collect()
         })
     };
@@ -1603,6 +1647,25 @@ mod tests {
         // References: the let binding and its use, the lambda body, the dolist variable, the cond
         // clause test; not arglists, condition names, handler heads, flet names or pcase keys.
         assert_eq!(lines(src, "foo", Kind::Reference), vec![1, 1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn struct_and_class_slots_are_not_calls() {
+        let src = "(cl-defstruct (st (:constructor st-make)) \"Doc.\" (foo (bar)) foo)\n\
+                   (defclass cl (foo) ((foo :initform (bar) :type integer)) \"Doc.\")";
+        assert!(
+            lines(src, "foo", Kind::Call).is_empty(),
+            "{:?}",
+            found(src, "foo", Kind::Call)
+        );
+        assert!(lines(src, "foo", Kind::Reference).is_empty());
+        assert_eq!(
+            found(src, "bar", Kind::Call),
+            vec![(1, 56, d("st")), (2, 37, d("cl"))]
+        );
+        let src = "(cl-destructuring-bind (foo b) (foo) foo)";
+        assert_eq!(lines(src, "foo", Kind::Call), vec![1]);
+        assert_eq!(lines(src, "foo", Kind::Reference), vec![1]);
     }
 
     #[test]
