@@ -44,6 +44,11 @@
 ;; `let'-bound NAME, or \\='NAME given to `set', `boundp', `add-hook'
 ;; and the like.  Definition sites are not listed.
 ;;
+;; The module keeps, per source file, an index of the symbols it
+;; contains (built in a background thread after a scan, see
+;; `agent-q-xref-background-index'), so repeated scans read only the
+;; files that can contain the symbol.
+;;
 ;; File names in results are shown with `abbreviate-file-name': they
 ;; stay absolute, so they can be passed to read_file as they are.
 ;;
@@ -57,6 +62,7 @@
 (require 'subr-x)
 
 (declare-function agent-q--core-xref-scan "agent-q-core" (files name kind))
+(declare-function agent-q--core-xref-index "agent-q-core" (files background))
 
 (defvar comp-eln-to-el-h)
 
@@ -64,6 +70,15 @@
   "Most hits listed by `who_calls' and `who_references'.
 The result says how many more were found but left out."
   :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-xref-background-index t
+  "Whether to index the searched sources in a background thread.
+After a scan, a native thread records which symbols each source
+file contains, so that later scans skip the files that cannot
+contain the symbol without reading them.  The index takes about
+1 MB for all of Emacs's own sources and follows file changes."
+  :type 'boolean
   :group 'agent-q)
 
 (defcustom agent-q-xref-max-error-files 10
@@ -154,7 +169,10 @@ names of loaded libraries whose source is not installed (only when
 FILES is nil)."
   (agent-q-xref--ensure-module)
   (let* ((libraries (unless files (agent-q-xref-library-sources)))
-         (result (agent-q--core-xref-scan (or files (car libraries)) name kind)))
+         (searched (or files (car libraries)))
+         (result (agent-q--core-xref-scan searched name kind)))
+    (when agent-q-xref-background-index
+      (agent-q--core-xref-index searched t))
     (list :hits (car result) :errors (cdr result) :missing (cdr libraries))))
 
 (defun agent-q-xref--format-hit (hit)

@@ -68,6 +68,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use memchr::memmem;
 
@@ -811,6 +812,9 @@ impl<'a> Scanner<'a> {
     }
 
     fn check_match(&mut self, token: &'a [u8], start: usize, escaped: bool, slot: Slot) {
+        if self.name.is_empty() {
+            return; // only indexing
+        }
         let matches = if escaped {
             unescape_into(token, &mut self.scratch);
             self.scratch == self.name
@@ -1126,14 +1130,15 @@ pub fn scan_source(src: &[u8], name: &str, kind: Kind) -> Vec<SourceHit> {
     scan_source_indexed(src, name, kind, false).0
 }
 
-/// [`scan_source`], and with INDEX the [`SymbolIndex`] of SRC (which needs a full read).
+/// [`scan_source`], and with INDEX the [`SymbolIndex`] of SRC when SRC had to be read anyway
+/// (NAME occurs in it).
 fn scan_source_indexed(
     src: &[u8],
     name: &str,
     kind: Kind,
     index: bool,
 ) -> (Vec<SourceHit>, Option<SymbolIndex>) {
-    if name.is_empty() || (!index && !may_contain(src, name)) {
+    if name.is_empty() || !may_contain(src, name) {
         return (Vec::new(), None);
     }
     let mut scanner = Scanner::new(src, name.as_bytes(), kind);
@@ -1166,6 +1171,44 @@ fn scan_source_indexed(
         });
     }
     (hits, symbol_index)
+}
+
+/// The [`SymbolIndex`] of the source SRC (a full read of it).
+pub fn index_source(src: &[u8]) -> SymbolIndex {
+    let mut scanner = Scanner::new(src, b"", Kind::Call);
+    scanner.collect = Some(Vec::with_capacity(src.len() / 8));
+    scanner.run();
+    SymbolIndex::new(scanner.collect.take().unwrap_or_default())
+}
+
+/// Index the FILES not yet indexed (or changed) in CACHE, one at a time, holding the lock only
+/// to look up and to insert, so that scans can run meanwhile. Unreadable files are skipped (a
+/// scan reports them). Returns the number of files indexed.
+pub fn index_files(cache: &Mutex<ScanCache>, files: &[PathBuf], max_file_size: u64) -> usize {
+    let lock = || {
+        cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    let (mut buf, mut compressed) = (Vec::new(), Vec::new());
+    let mut indexed = 0;
+    for file in files {
+        let Ok((mut handle, stamp)) = open_source(file, max_file_size) else {
+            continue;
+        };
+        let fresh = lock()
+            .files
+            .get(file)
+            .is_some_and(|(known, _)| *known == stamp);
+        if fresh || read_open_source(&mut handle, max_file_size, &mut buf, &mut compressed).is_err()
+        {
+            continue;
+        }
+        let index = index_source(&buf);
+        lock().insert(file.clone(), stamp, index);
+        indexed += 1;
+    }
+    indexed
 }
 
 /// A 64-bit hash of a symbol name (FxHash-style; not for adversarial input, which only costs
@@ -1262,6 +1305,18 @@ impl ScanCache {
     /// An empty cache.
     pub fn new() -> Self {
         ScanCache::default()
+    }
+
+    fn insert(&mut self, file: PathBuf, stamp: Stamp, index: SymbolIndex) {
+        if self.files.len() >= ScanCache::MAX_FILES && !self.files.contains_key(&file) {
+            self.files.clear();
+        }
+        self.files.insert(file, (stamp, index));
+    }
+
+    /// Whether every one of FILES has an index (regardless of whether it is still fresh).
+    pub fn covers(&self, files: &[PathBuf]) -> bool {
+        files.iter().all(|f| self.files.contains_key(f))
     }
 
     /// Forget every index.
@@ -1376,8 +1431,9 @@ pub fn scan_files(
 }
 
 /// [`scan_files`], using and updating CACHE: a file whose index says it does not contain NAME
-/// (and whose size and modification time have not changed) is not read at all. The first scan
-/// of a file reads it whole to build its index.
+/// (and whose size and modification time have not changed) is not read at all. The files the
+/// scan has to parse anyway (NAME occurs in them) are indexed on the way; [`index_files`]
+/// indexes the others, e.g. in a background thread.
 pub fn scan_files_cached(
     files: &[PathBuf],
     name: &str,
@@ -1483,10 +1539,7 @@ fn scan(
         report.files_scanned += part.scanned;
         if let Some(cache) = cache.as_deref_mut() {
             for (file, stamp, index) in part.indexed {
-                if cache.files.len() >= ScanCache::MAX_FILES {
-                    cache.files.clear();
-                }
-                cache.files.insert(file, (stamp, index));
+                cache.insert(file, stamp, index);
             }
         }
     }
@@ -1912,8 +1965,7 @@ mod tests {
     #[test]
     fn index_holds_every_symbol_the_scanner_can_report() {
         let src = b"(a\\ b) `(,@c) #'d ((e)) '[f] ;g\n\"h\" ?\\( (defvar i) #:j";
-        let (_, index) = scan_source_indexed(src, "zzz", Kind::Call, true);
-        let index = index.unwrap();
+        let index = index_source(src);
         for name in ["a b", "c", "d", "e", "f", "defvar", "i", "j"] {
             assert!(index.may_contain(name.as_bytes()), "{name}");
         }
@@ -1962,7 +2014,8 @@ mod tests {
                 assert_eq!(cached.files_scanned, 20);
             }
         }
-        assert_eq!(cache.len(), 20);
+        // Only the files that had to be parsed were indexed on the way.
+        assert!(cache.len() == 20, "{}", cache.len());
         assert!(cache.size_in_bytes() > 0);
         // A changed file is read again and reindexed.
         std::fs::write(&files[5], "(defun f5 () (brand-new-function 1))\n").unwrap();
@@ -1982,6 +2035,26 @@ mod tests {
         assert!(report.hits.iter().all(|h| h.file != files[6]));
         cache.clear();
         assert!(cache.is_empty());
+        // A scan indexes only the files it parses; index_files does the rest.
+        let only_g1 = scan_files_cached(&files, "g1", Kind::Call, &options, &mut cache).unwrap();
+        assert_eq!(only_g1.hits.len(), 7);
+        assert_eq!(cache.len(), 7);
+        assert!(!cache.covers(&files));
+        let shared = Mutex::new(cache);
+        assert_eq!(index_files(&shared, &files, DEFAULT_MAX_FILE_SIZE), 19 - 7);
+        assert_eq!(index_files(&shared, &files, DEFAULT_MAX_FILE_SIZE), 0);
+        let mut cache = shared.into_inner().unwrap();
+        let live: Vec<PathBuf> = files.iter().filter(|f| f.exists()).cloned().collect();
+        assert!(cache.covers(&live));
+        for name in names {
+            let plain = scan_files(&live, name, Kind::Call, &options).unwrap();
+            let cached = scan_files_cached(&live, name, Kind::Call, &options, &mut cache).unwrap();
+            assert_eq!(
+                summary(&plain),
+                summary(&cached),
+                "{name} after index_files"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -252,6 +252,30 @@ afterwards, so they do not show up in the other tests' results."
                      "subr-x"))
       (should (equal (agent-q-xref--library-name "/x/foo-bar.elc") "foo-bar")))))
 
+(ert-deftest agent-q-xref-test-index-follows-file-changes ()
+  "Indexed files are skipped only while unchanged."
+  (agent-q-xref-test--with-dir dir
+    (let* ((target (agent-q-xref-test--fresh-name "agent-q-xref-test-idx"))
+           (file (expand-file-name "xref-idx.el" dir))
+           (other (expand-file-name "xref-other.el" dir))
+           (files (list file other)))
+      (with-temp-file file (insert "(defun xref-idx-a () (ignore))\n"))
+      (with-temp-file other (insert (format "(defun xref-idx-b () (%s))\n" target)))
+      (should (= 2 (agent-q--core-xref-index files nil)))
+      (should (= 0 (agent-q--core-xref-index files nil)))
+      (should (equal (mapcar #'car (car (agent-q--core-xref-scan files target 'call)))
+                     (list other)))
+      ;; FILE did not contain the name when indexed; now it does.
+      (with-temp-file file
+        (insert (format "(defun xref-idx-a ()\n  (%s 1))\n" target)))
+      (should (equal (mapcar (lambda (hit) (list (car hit) (nth 1 hit)))
+                             (car (agent-q--core-xref-scan files target 'call)))
+                     (list (list file 2) (list other 1))))
+      (should (consp (agent-q--core-xref-cache-info)))
+      (should (memq (agent-q--core-xref-index files t) '(t nil)))
+      (while (agent-q--core-xref-indexing-p) (sleep-for 0.01))
+      (should (= 2 (length (car (agent-q--core-xref-scan files target 'call))))))))
+
 (ert-deftest agent-q-xref-test-module-argument-errors ()
   "The module signals `agent-q-xref-error' for invalid arguments."
   (should-error (agent-q--core-xref-scan '(1) "x" 'call) :type 'agent-q-xref-error)

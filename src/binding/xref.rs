@@ -1,6 +1,7 @@
 //! `agent-q--core-xref-scan`: the Emacs side of [`crate::xref`].
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
@@ -11,10 +12,16 @@ use crate::xref::{self, Kind, ScanCache, ScanOptions};
 /// The symbol indexes of the files scanned so far (see [`ScanCache`]), kept across calls.
 static CACHE: OnceLock<Mutex<ScanCache>> = OnceLock::new();
 
+/// Whether a background indexing thread is running.
+static INDEXING: AtomicBool = AtomicBool::new(false);
+
+fn cache_mutex() -> &'static Mutex<ScanCache> {
+    CACHE.get_or_init(|| Mutex::new(ScanCache::new()))
+}
+
 /// The cache, locked; a poisoned lock (a panic while scanning) gives an emptied cache.
 fn cache() -> MutexGuard<'static, ScanCache> {
-    let mutex = CACHE.get_or_init(|| Mutex::new(ScanCache::new()));
-    mutex.lock().unwrap_or_else(|poisoned| {
+    cache_mutex().lock().unwrap_or_else(|poisoned| {
         let mut guard = poisoned.into_inner();
         guard.clear();
         guard
@@ -65,8 +72,9 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
 /// ERRORS is a list of (FILE . MESSAGE) for the files that could not be read. Signals
 /// `agent-q-xref-error` for an invalid NAME, KIND or FILES.
 ///
-/// Each file read gets an index of its symbols, kept until the file's size or modification time
-/// changes, so later scans skip the files that do not contain NAME without reading them.
+/// The files parsed get an index of their symbols (see `agent-q--core-xref-index` for the
+/// others), kept until the file's size or modification time changes, so later scans skip the
+/// files that do not contain NAME without reading them.
 #[defun]
 fn xref_scan<'e>(
     env: &'e Env,
@@ -144,4 +152,49 @@ fn xref_cache_info(env: &Env) -> Result<Value<'_>> {
     let bytes = i64::try_from(cache.size_in_bytes()).unwrap_or(i64::MAX);
     drop(cache);
     env.cons(files, bytes)
+}
+
+/// Clears [`INDEXING`] when the background thread ends, even by a panic.
+struct IndexingDone;
+
+impl Drop for IndexingDone {
+    fn drop(&mut self) {
+        INDEXING.store(false, Ordering::Release);
+    }
+}
+
+/// Index the symbols of FILES for later scans (see `agent-q--core-xref-scan`).
+///
+/// With BACKGROUND nil, index them now and return how many files were (re)indexed. With
+/// BACKGROUND non-nil, start a background thread that does it and return t, or nil when one is
+/// already running or no thread could be started; scans may run meanwhile. Files already
+/// indexed and unchanged are skipped; unreadable ones are ignored.
+#[defun]
+fn xref_index<'e>(env: &'e Env, files: Value<'e>, background: Value<'e>) -> Result<Value<'e>> {
+    let files = file_list(env, files)?;
+    let limit = ScanOptions::default().max_file_size;
+    if !background.is_not_nil() {
+        let count = xref::index_files(cache_mutex(), &files, limit);
+        return i64::try_from(count).unwrap_or(i64::MAX).into_lisp(env);
+    }
+    if INDEXING.swap(true, Ordering::AcqRel) {
+        return ().into_lisp(env);
+    }
+    let started = std::thread::Builder::new()
+        .name("agent-q-xref-index".into())
+        .spawn(move || {
+            let _done = IndexingDone;
+            xref::index_files(cache_mutex(), &files, limit);
+        });
+    if started.is_err() {
+        INDEXING.store(false, Ordering::Release);
+        return ().into_lisp(env);
+    }
+    true.into_lisp(env)
+}
+
+/// Return non-nil while a background indexing thread started by `agent-q--core-xref-index` runs.
+#[defun]
+fn xref_indexing_p() -> Result<bool> {
+    Ok(INDEXING.load(Ordering::Acquire))
 }
