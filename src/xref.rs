@@ -1350,8 +1350,20 @@ fn symbol_text(token: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A source line for display: lossily decoded, control characters (binary data, a `^L`)
+/// replaced by U+FFFD, trimmed and cut to [`MAX_LINE_TEXT`] characters.
 fn line_text(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
+    let text: String = text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect();
     let text = text.trim();
     if text.chars().count() <= MAX_LINE_TEXT {
         return text.to_string();
@@ -1770,6 +1782,8 @@ mod tests {
         let hits = scan_source(&src, "foo", Kind::Call);
         assert_eq!(hits.len(), 2);
         assert!(hits[1].text.contains('\u{fffd}'));
+        let hits = scan_source(b"(foo \x00\x07 x)\r\n", "foo", Kind::Call);
+        assert_eq!(hits[0].text, "(foo \u{fffd}\u{fffd} x)\u{fffd}");
     }
 
     #[test]
