@@ -1355,6 +1355,7 @@ fn symbol_text(token: &[u8]) -> String {
 fn line_text(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let text: String = text
+        .trim()
         .chars()
         .map(|c| {
             if c.is_control() && c != '\t' {
@@ -1364,7 +1365,7 @@ fn line_text(line: &[u8]) -> String {
             }
         })
         .collect();
-    let text = text.trim();
+    let text = text.as_str();
     if text.chars().count() <= MAX_LINE_TEXT {
         return text.to_string();
     }
@@ -1783,7 +1784,7 @@ mod tests {
         assert_eq!(hits.len(), 2);
         assert!(hits[1].text.contains('\u{fffd}'));
         let hits = scan_source(b"(foo \x00\x07 x)\r\n", "foo", Kind::Call);
-        assert_eq!(hits[0].text, "(foo \u{fffd}\u{fffd} x)\u{fffd}");
+        assert_eq!(hits[0].text, "(foo \u{fffd}\u{fffd} x)");
     }
 
     #[test]
