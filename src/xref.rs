@@ -37,29 +37,44 @@
 //!   They are not listed separately either: `describe_symbol` reports where a symbol is defined.
 //! - Quoted data: `'(a b c)`, `(quote (a b))`, vectors `[a b]`, `(declare ...)` specs, the keys of
 //!   `cl-case`/`pcase` clauses (so a `(pred NAME)` pattern is not seen), condition names in
-//!   `condition-case` handlers.
-//! - Argument lists of `defun`, `lambda`, `cl-defun`... (including the default-value forms of
-//!   `cl-defun` optional arguments), and the local function names of `cl-flet`/`cl-labels`.
+//!   `condition-case` handlers, the parents of a `defclass`, the slot names of `defclass` and
+//!   `cl-defstruct` (their default/initform expressions are code).
+//! - Argument lists of `defun`, `lambda`, `cl-defun`, `cl-destructuring-bind`... (including the
+//!   default-value forms of `cl-defun` optional arguments), and the local function names of
+//!   `cl-flet`/`cl-labels`.
+//! - A quoted `'NAME` given to a function that is not in the tables above (e.g. a package's own
+//!   `(my-bind-key "k" 'NAME)`): it cannot be told from data.
 //!
 //! Backquoted templates are treated as code, with their unquoted parts `,x`/`,@x` as evaluated
 //! expressions: in Emacs Lisp a backquote almost always builds code in a macro, and a macro that
 //! expands into a call of `NAME` is one of its callers. A backquoted data list therefore gives
-//! the occasional false positive.
+//! the occasional false positive. Keyword-argument values in slot options (`:type NAME`) read as
+//! expressions, so a variable named like a type can get a false reference there.
 //!
 //! # Hits
 //!
 //! Each hit has a 1-based line and a 1-based column (in characters) of the symbol's first
-//! character, the name of the innermost enclosing definition form (`defun X`, `defvar X`,
-//! `cl-defmethod X`...), else the head of the enclosing top-level form, else none (a bare symbol
-//! at top level), and its source line, trimmed (and shortened when very long).
+//! character (after `#'` or `'`), the name of the innermost enclosing definition form
+//! (`defun X`, `defvar X`, `cl-defmethod X`, `cl-defstruct (X ...)`...), else the head of the
+//! enclosing top-level form, else none (a bare symbol at top level), and its source line,
+//! trimmed, with control characters replaced by U+FFFD and cut to [`MAX_LINE_TEXT`] characters.
 //!
 //! # Speed
 //!
-//! A file is parsed only when the bytes of the symbol name occur in it (a SIMD substring search
-//! with `memchr::memmem`); most files of a library tree do not contain a given name. A name
-//! written with gratuitous escapes (`f\oo` for `foo`) in a file is therefore not found in that
-//! file. Invalid UTF-8 is no problem: the scanner works on bytes and decodes the reported line
-//! lossily.
+//! - A file is parsed only when the bytes of the symbol name occur in it (a SIMD substring
+//!   search with `memchr::memmem`); most files of a library tree do not contain a given name.
+//!   A name written with gratuitous escapes (`f\oo` for `foo`) is therefore not found.
+//! - Files are read, decompressed and scanned by [`ScanOptions::threads`] threads (the calling
+//!   thread included) sharing an atomic work index.
+//! - [`scan_files_cached`] keeps a [`SymbolIndex`] (a Bloom filter of the symbols read, about
+//!   1 MB for all of Emacs's lisp tree) per file in a [`ScanCache`], valid while the file's size
+//!   and modification time are unchanged: later scans skip, without reading them, the files
+//!   that cannot contain the name. Scans index the files they parse; [`index_files`] indexes
+//!   the rest, meant for a background thread.
+//!
+//! Invalid UTF-8 is no problem: the scanner works on bytes and decodes the reported line
+//! lossily. Malformed input (unbalanced parentheses, unterminated strings, binary data) gives
+//! best-effort hits and never a panic; nesting deeper than 10,000 is not tracked.
 
 use std::collections::HashMap;
 use std::fmt;
