@@ -1,0 +1,275 @@
+;;; agent-q-xref.el --- Who calls and who references, for agent-q  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: lisp, tools
+;; URL: https://github.com/agent-q/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; The Emacs Lisp side of the `who_calls' and `who_references' tools.
+;;
+;; The sources searched are those of the libraries in `load-history':
+;; each loaded .elc or .eln file is mapped to the .el or .el.gz file
+;; beside it (for .eln files, through `comp-eln-to-el-h' first).
+;; Libraries whose source is not installed are collected and named in
+;; the result, so the model knows what could not be searched.
+;; Dynamic modules (.so) have no Lisp source and are left out.
+;;
+;; The scan itself is done by the agent-q-core module
+;; (`agent-q--core-xref-scan'), natively and in parallel, reading
+;; code only: comments, strings, docstrings and quoted data are
+;; skipped.  What counts as a call or a reference is documented in
+;; src/xref.rs; in short, a call is `(NAME ...)', #\\='NAME,
+;; (function NAME) or \\='NAME given to a known higher-order function;
+;; a reference is NAME evaluated outside function position, a
+;; `let'-bound NAME, or \\='NAME given to `set', `boundp', `add-hook'
+;; and the like.  Definition sites are not listed.
+;;
+;; The module keeps, per source file, an index of the symbols it
+;; contains (built in a background thread after a scan, see
+;; `agent-q-xref-background-index'), so repeated scans read only the
+;; files that can contain the symbol.
+;;
+;; File names in results are shown with `abbreviate-file-name': they
+;; stay absolute, so they can be passed to read_file as they are.
+;;
+;; The handlers `agent-q-xref-who-calls-handler' and
+;; `agent-q-xref-who-references-handler' take the tool's argument hash
+;; table and return the result string.
+
+;;; Code:
+
+(require 'seq)
+(require 'subr-x)
+
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind))
+(declare-function agent-q--core-xref-index "agent-q-core" (files background))
+
+(defvar comp-eln-to-el-h)
+
+(defcustom agent-q-xref-max-results 100
+  "Most hits listed by `who_calls' and `who_references'.
+The result says how many more were found but left out."
+  :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-xref-background-index t
+  "Whether to index the searched sources in a background thread.
+After a scan, a native thread records which symbols each source
+file contains, so that later scans skip the files that cannot
+contain the symbol without reading them.  The index takes about
+1 MB for all of Emacs's own sources and follows file changes."
+  :type 'boolean
+  :group 'agent-q)
+
+(defcustom agent-q-xref-max-error-files 10
+  "Most unreadable source files named in a cross-reference result."
+  :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-xref-max-missing-libraries 30
+  "Most libraries without source named in a cross-reference result."
+  :type 'natnum
+  :group 'agent-q)
+
+(defun agent-q-xref--source-file (file)
+  "Return the readable Emacs Lisp source of the loaded FILE, or nil.
+FILE is a file name from `load-history': a .elc, .eln, .el or
+.el.gz file.  The source is the .el or .el.gz file with the same
+base name."
+  (when (and (stringp file)
+             (string-suffix-p ".eln" file)
+             (boundp 'comp-eln-to-el-h)
+             (hash-table-p comp-eln-to-el-h))
+    ;; Its keys are the .eln files' names without directory, as in
+    ;; `locate-file'.
+    (setq file (or (gethash (file-name-nondirectory file) comp-eln-to-el-h)
+                   (gethash file comp-eln-to-el-h)
+                   file)))
+  (let ((base (and (stringp file)
+                   (cond ((string-suffix-p ".el.gz" file)
+                          (substring file 0 -6))
+                         ((string-match "\\.\\(?:elc\\|el\\|eln\\)\\'" file)
+                          (substring file 0 (match-beginning 0)))))))
+    (when base
+      (seq-find #'file-readable-p
+                (list (concat base ".el") (concat base ".el.gz"))))))
+
+(defun agent-q-xref--module-file-p (file)
+  "Return non-nil if FILE is a dynamic module."
+  (and module-file-suffix
+       (string-suffix-p module-file-suffix file)))
+
+(defun agent-q-xref--library-name (file)
+  "Return the library name of the loaded FILE, for messages.
+The hashes of native-compiled file names (name-HASH-HASH.eln) are
+removed."
+  (let ((name (file-name-sans-extension
+               (file-name-nondirectory (string-remove-suffix ".gz" file)))))
+    (if (and (string-suffix-p ".eln" file)
+             (string-match "-[0-9a-f]+-[0-9a-f]+\\'" name))
+        (substring name 0 (match-beginning 0))
+      name)))
+
+(defun agent-q-xref-library-sources ()
+  "Return the sources of the libraries in `load-history'.
+The value is (SOURCES . MISSING): SOURCES a list of the readable
+.el or .el.gz files, MISSING a sorted list of the names of the
+loaded libraries whose source is not installed.  Dynamic modules
+are in neither list."
+  (let ((sources nil)
+        (missing nil)
+        (seen (make-hash-table :test #'equal)))
+    (dolist (entry load-history)
+      (let ((file (car-safe entry)))
+        (when (and (stringp file)
+                   (not (agent-q-xref--module-file-p file)))
+          (let ((source (agent-q-xref--source-file file)))
+            (cond ((null source)
+                   (push (agent-q-xref--library-name file) missing))
+                  ((not (gethash source seen))
+                   (puthash source t seen)
+                   (push source sources)))))))
+    (cons (nreverse sources)
+          (sort (delete-dups missing) #'string<))))
+
+(defun agent-q-xref--ensure-module ()
+  "Load the agent-q-core module if needed; signal an error if it cannot be."
+  (unless (fboundp 'agent-q--core-xref-scan)
+    (unless (require 'agent-q-core nil t)
+      (error "The agent-q-core module is not available; build it with `cargo build --release'"))))
+
+(defun agent-q-xref-find (name kind &optional files)
+  "Find the occurrences of the symbol named NAME of KIND.
+KIND is `call' or `reference'.  FILES are the source files to
+search; when nil, those of the loaded libraries.  Return a plist
+\(:hits HITS :errors ERRORS :missing MISSING): HITS a list
+of (FILE LINE COLUMN DEFINITION LINE-TEXT) sorted by file and line,
+ERRORS a list of (FILE . MESSAGE) for unreadable files, MISSING the
+names of loaded libraries whose source is not installed (only when
+FILES is nil)."
+  (agent-q-xref--ensure-module)
+  (let* ((libraries (unless files (agent-q-xref-library-sources)))
+         (searched (or files (car libraries)))
+         (result (agent-q--core-xref-scan searched name kind)))
+    (when agent-q-xref-background-index
+      (agent-q--core-xref-index searched t))
+    (list :hits (car result) :errors (cdr result) :missing (cdr libraries))))
+
+(defun agent-q-xref--format-hit (hit)
+  "Format HIT, a (FILE LINE COLUMN DEFINITION LINE-TEXT) list, as a line."
+  (pcase-let ((`(,file ,line ,_column ,definition ,text) hit))
+    (format "%s:%d: in %s: %s"
+            (abbreviate-file-name file) line
+            (or definition "top level") text)))
+
+(defun agent-q-xref--notes (found)
+  "Return the notes on what could not be searched in FOUND, or nil.
+FOUND is a plist as returned by `agent-q-xref-find'."
+  (let ((missing (plist-get found :missing))
+        (errors (plist-get found :errors))
+        (notes nil))
+    (when missing
+      (let ((shown (seq-take missing agent-q-xref-max-missing-libraries)))
+        (push (format "Not searched, Emacs Lisp source not installed (%d librar%s): %s%s"
+                      (length missing) (if (cdr missing) "ies" "y")
+                      (string-join shown ", ")
+                      (if (> (length missing) (length shown))
+                          (format ", and %d more" (- (length missing) (length shown)))
+                        ""))
+              notes)))
+    (when errors
+      (let ((shown (seq-take errors agent-q-xref-max-error-files)))
+        (push (format "Could not read %d source file(s): %s%s"
+                      (length errors)
+                      (mapconcat (lambda (e)
+                                   (format "%s (%s)" (abbreviate-file-name (car e)) (cdr e)))
+                                 shown "; ")
+                      (if (> (length errors) (length shown))
+                          (format "; and %d more" (- (length errors) (length shown)))
+                        ""))
+              notes)))
+    (nreverse notes)))
+
+(defun agent-q-xref--report (name kind limit)
+  "Return the result string for the occurrences of NAME of KIND.
+KIND is `call' or `reference'.  List at most LIMIT hits."
+  (let* ((found (agent-q-xref-find name kind))
+         (hits (plist-get found :hits))
+         (total (length hits))
+         (shown (seq-take hits limit))
+         (lines nil))
+    (if (null hits)
+        (push (format (if (eq kind 'call)
+                          "No callers found for %s"
+                        "No references found for %s")
+                      name)
+              lines)
+      (push (format (if (eq kind 'call) "Functions calling %s:" "References to %s:") name)
+            lines)
+      (dolist (hit shown)
+        (push (agent-q-xref--format-hit hit) lines))
+      (when (> total (length shown))
+        (push (format "... %d more not shown (%d found in all)" (- total (length shown)) total)
+              lines)))
+    (let ((symbol (intern-soft name)))
+      (cond ((and (eq kind 'call) (not (fboundp symbol)))
+             (push (format "Note: %s is not currently defined as a function." name) lines))
+            ((and (eq kind 'reference) (not (boundp symbol)) (not (special-variable-p symbol)))
+             (push (format "Note: %s is not currently bound as a variable." name) lines))))
+    (dolist (note (agent-q-xref--notes found))
+      (push note lines))
+    (string-join (nreverse lines) "\n")))
+
+(defun agent-q-xref--handle (args key kind)
+  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND."
+  (let ((name (and (hash-table-p args) (gethash key args)))
+        (limit (if (hash-table-p args)
+                   (gethash "limit" args agent-q-xref-max-results)
+                 agent-q-xref-max-results)))
+    (cond ((not (and (stringp name) (> (length name) 0)))
+           (format "Invalid arguments: '%s' must be a non-empty symbol name" key))
+          ;; `intern-soft' returns the symbol nil for "nil", which is interned.
+          ((and (not (intern-soft name)) (not (equal name "nil")))
+           (format "Symbol %s not found: it is not interned, so no loaded code %s it."
+                   name (if (eq kind 'call) "calls" "references")))
+          (t (agent-q-xref--report name kind
+                                   (if (natnump limit) limit agent-q-xref-max-results))))))
+
+(defun agent-q-xref-who-calls-handler (args)
+  "Return where the function named in ARGS is called.
+This is the handler of the who_calls tool.  ARGS is a hash table
+whose key \"function\" is the function's name.  The result lists
+the call sites in the sources of the loaded libraries, one line
+per call: FILE:LINE: in DEFINITION: LINE-TEXT."
+  (agent-q-xref--handle args "function" 'call))
+
+(defun agent-q-xref-who-references-handler (args)
+  "Return where the variable named in ARGS is referenced.
+This is the handler of the who_references tool.  ARGS is a hash
+table whose key \"variable\" is the variable's name.  The result
+lists the references in the sources of the loaded libraries, one
+line per reference: FILE:LINE: in DEFINITION: LINE-TEXT."
+  (agent-q-xref--handle args "variable" 'reference))
+
+(provide 'agent-q-xref)
+;;; agent-q-xref.el ends here

@@ -1,0 +1,288 @@
+;;; agent-q-xref-test.el --- Tests for agent-q-xref  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; ERT tests of who_calls and who_references against Emacs's own
+;; sources (the emacs-el package must be installed) and temporary
+;; libraries written, compiled and loaded by the tests.
+;;
+;; emacs --batch -Q -L lisp -L tests -l tests/agent-q-xref-test.el \
+;;   -f ert-run-tests-batch-and-exit
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-q-core)
+(require 'agent-q-xref)
+
+(defun agent-q-xref-test--args (&rest pairs)
+  "Return a hash table of the key/value PAIRS, as the executor passes them."
+  (let ((table (make-hash-table :test #'equal)))
+    (while pairs
+      (puthash (pop pairs) (pop pairs) table))
+    table))
+
+(defun agent-q-xref-test--fresh-name (prefix)
+  "Return a name starting with PREFIX that is not interned."
+  (let (name)
+    (while (or (null name) (intern-soft name))
+      (setq name (format "%s-%d-%d" prefix (emacs-pid) (random 1000000000))))
+    name))
+
+(defmacro agent-q-xref-test--with-dir (var &rest body)
+  "Run BODY with VAR bound to a fresh temporary directory, then delete it.
+The libraries loaded from the directory are removed from `load-history'
+afterwards, so they do not show up in the other tests' results."
+  (declare (indent 1))
+  `(let ((,var (file-name-as-directory (make-temp-file "agent-q-xref-" t))))
+     (unwind-protect (progn ,@body)
+       (setq load-history
+             (seq-remove (lambda (entry)
+                           (and (stringp (car entry))
+                                (string-prefix-p ,var (car entry))))
+                         load-history))
+       (delete-directory ,var t))))
+
+(defun agent-q-xref-test--write-and-load (file text)
+  "Write TEXT to FILE and load FILE, so it is in `load-history'."
+  (with-temp-file file (insert text))
+  (load file nil t t))
+
+(defun agent-q-xref-test--line-of (file regexp)
+  "Return the line number of the first match of REGEXP in FILE."
+  (with-temp-buffer
+    (insert-file-contents file)
+    (goto-char (point-min))
+    (re-search-forward regexp)
+    (line-number-at-pos (match-beginning 0))))
+
+(ert-deftest agent-q-xref-test-known-caller-in-emacs-sources ()
+  "`save-some-buffers' in files.el calls `save-buffer'."
+  (let* ((source (agent-q-xref--source-file (symbol-file 'save-some-buffers 'defun)))
+         (expected-line
+          (with-temp-buffer
+            (insert-file-contents source)
+            (emacs-lisp-mode)
+            (goto-char (point-min))
+            (re-search-forward "^(defun save-some-buffers ")
+            (re-search-forward "(save-buffer\\_>")
+            (line-number-at-pos)))
+         (result (agent-q-xref-who-calls-handler
+                  (agent-q-xref-test--args "function" "save-buffer"))))
+    (should (string-suffix-p "files.el.gz" source))
+    (should (string-prefix-p "Functions calling save-buffer:\n" result))
+    (should (string-match-p
+             (regexp-quote (format "%s:%d: in save-some-buffers: (save-buffer"
+                                   (abbreviate-file-name source) expected-line))
+             result))
+    ;; The definition site itself is not a call.
+    (should-not (string-match-p "in save-buffer: (defun save-buffer" result))))
+
+(ert-deftest agent-q-xref-test-known-reference-in-emacs-sources ()
+  "`buffer-file-name' is referenced in `basic-save-buffer' in files.el."
+  (let ((result (agent-q-xref-who-references-handler
+                 (agent-q-xref-test--args "variable" "buffer-file-name"
+                                          "limit" 100000))))
+    (should (string-prefix-p "References to buffer-file-name:\n" result))
+    (should (string-match-p "files\\.el\\.gz:[0-9]+: in basic-save-buffer: " result))
+    (should-not (string-match-p "not shown" result))))
+
+(ert-deftest agent-q-xref-test-comments-strings-and-data-are-skipped ()
+  "Only the real call is reported, with its line and definition."
+  (agent-q-xref-test--with-dir dir
+    (let* ((target (agent-q-xref-test--fresh-name "agent-q-xref-test-target"))
+           (caller (agent-q-xref-test--fresh-name "agent-q-xref-test-caller"))
+           (file (expand-file-name "xref-calls.el" dir)))
+      (agent-q-xref-test--write-and-load
+       file
+       (format ";;; xref-calls.el --- test  -*- lexical-binding: t -*-
+(defun %1$s () 1)
+;; (%1$s) in a comment
+(defun %2$s ()
+  \"Docstring mentioning (%1$s) and \\\"(%1$s)\\\".\"
+  (list ?\\( '(%1$s) \"(%1$s)\" '%1$s)
+  (%1$s))
+"
+               target caller))
+      (let ((result (agent-q-xref-who-calls-handler
+                     (agent-q-xref-test--args "function" target)))
+            (found (agent-q-xref-find target 'call (list file))))
+        (should (equal result
+                       (format "Functions calling %s:\n%s:7: in %s: (%s))"
+                               target (abbreviate-file-name file) caller target)))
+        (should (equal (plist-get found :hits)
+                       (list (list file 7 4 caller (format "(%s))" target)))))))))
+
+(ert-deftest agent-q-xref-test-references-exclude-definition ()
+  "References are found in code; the `defvar' itself is not one."
+  (agent-q-xref-test--with-dir dir
+    (let* ((var (agent-q-xref-test--fresh-name "agent-q-xref-test-var"))
+           (file (expand-file-name "xref-refs.el" dir)))
+      (agent-q-xref-test--write-and-load
+       file
+       (format ";;; xref-refs.el --- test  -*- lexical-binding: t -*-
+(defvar %1$s 1 \"Doc of %1$s.\")
+(defun xref-refs-user ()
+  ;; %1$s
+  (setq %1$s (1+ %1$s))
+  (boundp '%1$s))
+"
+               var))
+      (let ((result (agent-q-xref-who-references-handler
+                     (agent-q-xref-test--args "variable" var)))
+            (short (abbreviate-file-name file)))
+        (should (equal result
+                       (mapconcat
+                        #'identity
+                        (list (format "References to %s:" var)
+                              (format "%s:5: in xref-refs-user: (setq %s (1+ %s))"
+                                      short var var)
+                              (format "%s:5: in xref-refs-user: (setq %s (1+ %s))"
+                                      short var var)
+                              (format "%s:6: in xref-refs-user: (boundp '%s))"
+                                      short var))
+                        "\n")))))))
+
+(ert-deftest agent-q-xref-test-not-found-and-not-interned ()
+  "Interned symbols without hits and uninterned names get clear messages."
+  (let ((lonely (agent-q-xref-test--fresh-name "agent-q-xref-test-lonely"))
+        (ghost (agent-q-xref-test--fresh-name "agent-q-xref-test-ghost")))
+    (intern lonely)
+    (should (string-prefix-p
+             (format "No callers found for %s\n" lonely)
+             (agent-q-xref-who-calls-handler
+              (agent-q-xref-test--args "function" lonely))))
+    (should (string-prefix-p
+             (format "No references found for %s\n" lonely)
+             (agent-q-xref-who-references-handler
+              (agent-q-xref-test--args "variable" lonely))))
+    (should (equal (agent-q-xref-who-calls-handler
+                    (agent-q-xref-test--args "function" ghost))
+                   (format "Symbol %s not found: it is not interned, so no loaded code calls it."
+                           ghost)))
+    (should (string-match-p
+             "not interned, so no loaded code references it"
+             (agent-q-xref-who-references-handler
+              (agent-q-xref-test--args "variable" ghost))))
+    (should (string-prefix-p
+             "Invalid arguments"
+             (agent-q-xref-who-calls-handler (agent-q-xref-test--args "function" ""))))))
+
+(ert-deftest agent-q-xref-test-library-without-source ()
+  "A loaded library whose source is gone is named as not searched."
+  (agent-q-xref-test--with-dir dir
+    (let* ((lib (agent-q-xref-test--fresh-name "agent-q-xref-test-nosrc"))
+           (el (expand-file-name (concat lib ".el") dir))
+           (byte-compile-log-warning-function #'ignore))
+      (with-temp-file el
+        (insert (format ";;; %1$s.el --- test  -*- lexical-binding: t -*-
+(defun %1$s-fn () (car-safe nil))
+(provide '%1$s)
+" lib)))
+      (should (byte-compile-file el))
+      (delete-file el)
+      (load (concat el "c") nil t t)
+      (should (member lib (cdr (agent-q-xref-library-sources))))
+      (let ((result (agent-q-xref-who-calls-handler
+                     (agent-q-xref-test--args "function" "car-safe"))))
+        (should (string-match-p
+                 (concat "^Not searched, Emacs Lisp source not installed ([0-9]+ librar\\(?:y\\|ies\\)): .*"
+                         (regexp-quote lib))
+                 result))))))
+
+(ert-deftest agent-q-xref-test-gzip-source ()
+  "A library loaded from a .el.gz file is searched."
+  (agent-q-xref-test--with-dir dir
+    (let* ((target (agent-q-xref-test--fresh-name "agent-q-xref-test-gz"))
+           (file (expand-file-name "xref-gz.el.gz" dir)))
+      (auto-compression-mode 1)
+      (agent-q-xref-test--write-and-load
+       file
+       (format ";;; xref-gz.el --- test  -*- lexical-binding: t -*-
+(defun %1$s () 1)
+(defun xref-gz-user () (funcall #'%1$s))
+" target))
+      (should (equal (with-temp-buffer
+                       (set-buffer-multibyte nil)
+                       (insert-file-contents-literally file nil 0 2)
+                       (buffer-string))
+                     "\x1f\x8b"))
+      (should (member file (car (agent-q-xref-library-sources))))
+      (should (equal (agent-q-xref-who-calls-handler
+                      (agent-q-xref-test--args "function" target))
+                     (format "Functions calling %s:\n%s:3: in xref-gz-user: %s"
+                             target (abbreviate-file-name file)
+                             (format "(defun xref-gz-user () (funcall #'%s))" target)))))))
+
+(ert-deftest agent-q-xref-test-cap-and-unreadable-files ()
+  "Results are capped with a count; unreadable files are reported."
+  (agent-q-xref-test--with-dir dir
+    (let* ((target (agent-q-xref-test--fresh-name "agent-q-xref-test-many"))
+           (file (expand-file-name "xref-many.el" dir)))
+      (agent-q-xref-test--write-and-load
+       file
+       (format "(defun %1$s () 1)\n(defun xref-many () (%1$s) (%1$s) (%1$s))\n" target))
+      (let ((result (agent-q-xref-who-calls-handler
+                     (agent-q-xref-test--args "function" target "limit" 1))))
+        (should (string-match-p "^\\.\\.\\. 2 more not shown (3 found in all)$" result))
+        (should (= 3 (length (split-string result "\n")))))
+      (let ((found (agent-q-xref-find target 'call
+                                      (list file (expand-file-name "missing.el" dir)))))
+        (should (= 3 (length (plist-get found :hits))))
+        (should (equal (mapcar #'car (plist-get found :errors))
+                       (list (expand-file-name "missing.el" dir))))
+        (should (string-match-p "^Could not read 1 source file(s): .*missing\\.el"
+                                (car (agent-q-xref--notes found))))))))
+
+(ert-deftest agent-q-xref-test-source-file-mapping ()
+  "Compiled files map to the source beside them; names lose .eln hashes."
+  (agent-q-xref-test--with-dir dir
+    (let ((plain (expand-file-name "a.el" dir))
+          (gz (expand-file-name "b.el.gz" dir)))
+      (with-temp-file plain (insert ";; a\n"))
+      (with-temp-file gz (insert ";; b\n"))
+      (should (equal (agent-q-xref--source-file (concat plain "c")) plain))
+      (should (equal (agent-q-xref--source-file (expand-file-name "b.elc" dir)) gz))
+      (should (equal (agent-q-xref--source-file (expand-file-name "b.el" dir)) gz))
+      (should (equal (agent-q-xref--source-file gz) gz))
+      (should-not (agent-q-xref--source-file (expand-file-name "c.elc" dir)))
+      (should-not (agent-q-xref--source-file (expand-file-name "m.so" dir)))
+      (should (equal (agent-q-xref--library-name
+                      "/x/eln-cache/28.2-ab/subr-x-4d0a6d9c-b8e9b1f3.eln")
+                     "subr-x"))
+      (should (equal (agent-q-xref--library-name "/x/foo-bar.elc") "foo-bar")))))
+
+(ert-deftest agent-q-xref-test-index-follows-file-changes ()
+  "Indexed files are skipped only while unchanged."
+  (agent-q-xref-test--with-dir dir
+    (let* ((target (agent-q-xref-test--fresh-name "agent-q-xref-test-idx"))
+           (file (expand-file-name "xref-idx.el" dir))
+           (other (expand-file-name "xref-other.el" dir))
+           (files (list file other)))
+      (with-temp-file file (insert "(defun xref-idx-a () (ignore))\n"))
+      (with-temp-file other (insert (format "(defun xref-idx-b () (%s))\n" target)))
+      (should (= 2 (agent-q--core-xref-index files nil)))
+      (should (= 0 (agent-q--core-xref-index files nil)))
+      (should (equal (mapcar #'car (car (agent-q--core-xref-scan files target 'call)))
+                     (list other)))
+      ;; FILE did not contain the name when indexed; now it does.
+      (with-temp-file file
+        (insert (format "(defun xref-idx-a ()\n  (%s 1))\n" target)))
+      (should (equal (mapcar (lambda (hit) (list (car hit) (nth 1 hit)))
+                             (car (agent-q--core-xref-scan files target 'call)))
+                     (list (list file 2) (list other 1))))
+      (should (consp (agent-q--core-xref-cache-info)))
+      (should (memq (agent-q--core-xref-index files t) '(t nil)))
+      (while (agent-q--core-xref-indexing-p) (sleep-for 0.01))
+      (should (= 2 (length (car (agent-q--core-xref-scan files target 'call))))))))
+
+(ert-deftest agent-q-xref-test-module-argument-errors ()
+  "The module signals `agent-q-xref-error' for invalid arguments."
+  (should-error (agent-q--core-xref-scan '(1) "x" 'call) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "" 'call) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'calls) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan "file.el" "x" 'call) :type 'agent-q-xref-error)
+  (should (equal (agent-q--core-xref-scan nil "x" 'reference) '(nil))))
+
+(provide 'agent-q-xref-test)
+;;; agent-q-xref-test.el ends here
