@@ -329,11 +329,7 @@ pub fn validate_name(name: &str) -> Result<(), XrefError> {
 
 /// Bytes that end a symbol token (besides any byte `<= b' '`).
 fn is_delimiter(b: u8) -> bool {
-    b <= b' '
-        || matches!(
-            b,
-            b'(' | b')' | b'[' | b']' | b'"' | b'\'' | b';' | b'`' | b','
-        )
+    b <= b' ' || matches!(b, b'(' | b')' | b'[' | b']' | b'"' | b'\'' | b';' | b'`' | b',')
 }
 
 /// The part of NAME that must appear literally in a source that contains the symbol: NAME
@@ -391,8 +387,8 @@ impl Head {
             b"quote" => Head::Quote,
             b"function" => Head::Function,
             b"declare" | b"cl-declare" | b"cl-declaim" => Head::Declare,
-            b"let" | b"let*" | b"letrec" | b"dlet" | b"if-let" | b"when-let" | b"if-let*"
-            | b"when-let*" | b"and-let*" | b"while-let" | b"cl-letf" | b"cl-letf*" => Head::Let,
+            b"let" | b"let*" | b"letrec" | b"dlet" | b"if-let" | b"when-let" | b"if-let*" | b"when-let*"
+            | b"and-let*" | b"while-let" | b"cl-letf" | b"cl-letf*" => Head::Let,
             b"dolist"
             | b"dotimes"
             | b"cl-dolist"
@@ -403,18 +399,14 @@ impl Head {
             | b"cl-do-all-symbols" => Head::DoList,
             b"condition-case" | b"condition-case-unless-debug" => Head::CondCase,
             b"cond" => Head::Cond,
-            b"pcase" | b"pcase-exhaustive" | b"cl-case" | b"cl-ecase" | b"cl-typecase"
-            | b"cl-etypecase" | b"case" | b"ecase" => Head::Case,
-            b"lambda"
-            | b"cl-destructuring-bind"
-            | b"seq-let"
-            | b"cl-multiple-value-bind"
-            | b"with-slots" => Head::Lambda,
+            b"pcase" | b"pcase-exhaustive" | b"cl-case" | b"cl-ecase" | b"cl-typecase" | b"cl-etypecase" | b"case"
+            | b"ecase" => Head::Case,
+            b"lambda" | b"cl-destructuring-bind" | b"seq-let" | b"cl-multiple-value-bind" | b"with-slots" => {
+                Head::Lambda
+            }
             b"cl-defstruct" | b"defstruct" => Head::Struct,
             b"defclass" => Head::Class,
-            b"cl-flet" | b"cl-flet*" | b"cl-labels" | b"cl-macrolet" | b"flet" | b"labels" => {
-                Head::Flet
-            }
+            b"cl-flet" | b"cl-flet*" | b"cl-labels" | b"cl-macrolet" | b"flet" | b"labels" => Head::Flet,
             b"defun"
             | b"defmacro"
             | b"defsubst"
@@ -436,12 +428,10 @@ impl Head {
             | b"gv-define-setter" => Head::Defun,
             b"cl-defmethod" | b"defmethod" => Head::DefMethod,
             // Functions whose name starts like a definition but whose first argument is code.
-            b"define-key" | b"define-key-after" | b"define-abbrev" | b"default-value" => {
-                Head::Other
-            }
-            b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup"
-            | b"defalias" | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage"
-            | b"defsetf" | b"declare-function" | b"defvar-keymap" => Head::Def,
+            b"define-key" | b"define-key-after" | b"define-abbrev" | b"default-value" => Head::Other,
+            b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup" | b"defalias"
+            | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"declare-function"
+            | b"defvar-keymap" => Head::Def,
             _ if head.starts_with(b"cl-def") || head.starts_with(b"define-") => Head::Def,
             _ if contains(head, b"-def")
                 && (contains(head, b"-define-")
@@ -646,11 +636,7 @@ impl<'a> Scanner<'a> {
         match slot.prefix {
             Some(Prefix::Quote) | Some(Prefix::Uninterned) => return Ctx::Data,
             Some(Prefix::Backquote) | Some(Prefix::Function) | Some(Prefix::Comma) => {
-                return if in_data || vector {
-                    Ctx::Data
-                } else {
-                    Ctx::Code
-                };
+                return if in_data || vector { Ctx::Data } else { Ctx::Code };
             }
             None => {}
         }
@@ -875,10 +861,8 @@ impl<'a> Scanner<'a> {
         }
         let ctx = self.list_ctx(slot, vector);
         let parent = &self.stack[self.stack.len() - 1];
-        let names_parent = parent.class == Head::Struct
-            && parent.ctx == Ctx::Code
-            && slot.pos == 1
-            && slot.prefix.is_none();
+        let names_parent =
+            parent.class == Head::Struct && parent.ctx == Ctx::Code && slot.pos == 1 && slot.prefix.is_none();
         let mut frame = Frame::new(ctx);
         frame.names_parent = names_parent;
         self.stack.push(frame);
@@ -1147,12 +1131,7 @@ pub fn scan_source(src: &[u8], name: &str, kind: Kind) -> Vec<SourceHit> {
 
 /// [`scan_source`], and with INDEX the [`SymbolIndex`] of SRC when SRC had to be read anyway
 /// (NAME occurs in it).
-fn scan_source_indexed(
-    src: &[u8],
-    name: &str,
-    kind: Kind,
-    index: bool,
-) -> (Vec<SourceHit>, Option<SymbolIndex>) {
+fn scan_source_indexed(src: &[u8], name: &str, kind: Kind, index: bool) -> (Vec<SourceHit>, Option<SymbolIndex>) {
     if name.is_empty() || !may_contain(src, name) {
         return (Vec::new(), None);
     }
@@ -1167,17 +1146,11 @@ fn scan_source_indexed(
     let mut counted_to = 0;
     for raw in &scanner.hits {
         let offset = raw.offset.min(src.len());
-        line += src[counted_to..offset]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
+        line += src[counted_to..offset].iter().filter(|&&b| b == b'\n').count();
         counted_to = offset;
         let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |n| n + 1);
         let line_end = memchr::memchr(b'\n', &src[offset..]).map_or(src.len(), |n| offset + n);
-        let column = 1 + src[line_start..offset]
-            .iter()
-            .filter(|&&b| (b & 0xC0) != 0x80)
-            .count();
+        let column = 1 + src[line_start..offset].iter().filter(|&&b| (b & 0xC0) != 0x80).count();
         hits.push(SourceHit {
             line,
             column,
@@ -1200,23 +1173,15 @@ pub fn index_source(src: &[u8]) -> SymbolIndex {
 /// to look up and to insert, so that scans can run meanwhile. Unreadable files are skipped (a
 /// scan reports them). Returns the number of files indexed.
 pub fn index_files(cache: &Mutex<ScanCache>, files: &[PathBuf], max_file_size: u64) -> usize {
-    let lock = || {
-        cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    };
+    let lock = || cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (mut buf, mut compressed) = (Vec::new(), Vec::new());
     let mut indexed = 0;
     for file in files {
         let Ok((mut handle, stamp)) = open_source(file, max_file_size) else {
             continue;
         };
-        let fresh = lock()
-            .files
-            .get(file)
-            .is_some_and(|(known, _)| *known == stamp);
-        if fresh || read_open_source(&mut handle, max_file_size, &mut buf, &mut compressed).is_err()
-        {
+        let fresh = lock().files.get(file).is_some_and(|(known, _)| *known == stamp);
+        if fresh || read_open_source(&mut handle, max_file_size, &mut buf, &mut compressed).is_err() {
             continue;
         }
         let index = index_source(&buf);
@@ -1262,9 +1227,7 @@ impl SymbolIndex {
         hashes.dedup();
         let wanted_bits = (hashes.len() * 10).max(64);
         let words = wanted_bits.next_power_of_two() / 64;
-        let mut index = SymbolIndex {
-            bits: vec![0; words],
-        };
+        let mut index = SymbolIndex { bits: vec![0; words] };
         for h in hashes {
             index.for_each_bit(h, |bits, word, bit| bits[word] |= bit);
         }
@@ -1372,13 +1335,7 @@ fn line_text(line: &[u8]) -> String {
     let text: String = text
         .trim()
         .chars()
-        .map(|c| {
-            if c.is_control() && c != '\t' {
-                '\u{fffd}'
-            } else {
-                c
-            }
-        })
+        .map(|c| if c.is_control() && c != '\t' { '\u{fffd}' } else { c })
         .collect();
     let text = text.as_str();
     if text.chars().count() <= MAX_LINE_TEXT {
@@ -1391,12 +1348,7 @@ fn line_text(line: &[u8]) -> String {
 
 /// Read a source file, decompressing gzip data (recognised by its magic bytes), with at most
 /// LIMIT bytes of text. BUF receives the text; COMPRESSED is scratch space.
-pub fn read_source(
-    path: &Path,
-    limit: u64,
-    buf: &mut Vec<u8>,
-    compressed: &mut Vec<u8>,
-) -> Result<(), ReadError> {
+pub fn read_source(path: &Path, limit: u64, buf: &mut Vec<u8>, compressed: &mut Vec<u8>) -> Result<(), ReadError> {
     let mut file = open_source(path, limit)?.0;
     read_open_source(&mut file, limit, buf, compressed)
 }
@@ -1419,12 +1371,7 @@ fn open_source(path: &Path, limit: u64) -> Result<(File, Stamp), ReadError> {
     ))
 }
 
-fn read_open_source(
-    file: &mut File,
-    limit: u64,
-    buf: &mut Vec<u8>,
-    compressed: &mut Vec<u8>,
-) -> Result<(), ReadError> {
+fn read_open_source(file: &mut File, limit: u64, buf: &mut Vec<u8>, compressed: &mut Vec<u8>) -> Result<(), ReadError> {
     buf.clear();
     compressed.clear();
     file.take(limit.saturating_add(1)).read_to_end(compressed)?;
@@ -1449,12 +1396,7 @@ fn read_open_source(
 
 /// Scan FILES for the symbol NAME of KIND, in parallel. Duplicate paths are scanned once. Files
 /// that cannot be read are reported in [`ScanReport::errors`]; they do not stop the scan.
-pub fn scan_files(
-    files: &[PathBuf],
-    name: &str,
-    kind: Kind,
-    options: &ScanOptions,
-) -> Result<ScanReport, XrefError> {
+pub fn scan_files(files: &[PathBuf], name: &str, kind: Kind, options: &ScanOptions) -> Result<ScanReport, XrefError> {
     scan(files, name, kind, options, None)
 }
 
@@ -1505,9 +1447,7 @@ fn scan(
             let idx = next.fetch_add(1, Ordering::Relaxed);
             let Some(&file) = files.get(idx) else { break };
             let result = open_source(file, limit).and_then(|(mut handle, stamp)| {
-                let cached = known
-                    .and_then(|c| c.files.get(file))
-                    .filter(|(s, _)| *s == stamp);
+                let cached = known.and_then(|c| c.files.get(file)).filter(|(s, _)| *s == stamp);
                 if let Some((_, index)) = cached {
                     if !index.may_contain(name.as_bytes()) {
                         return Ok(());
@@ -1550,9 +1490,7 @@ fn scan(
                     h.join().unwrap_or_else(|_| Part {
                         errors: vec![FileError {
                             file: PathBuf::new(),
-                            error: ReadError::Io(std::io::Error::other(
-                                "internal error in a scan worker",
-                            )),
+                            error: ReadError::Io(std::io::Error::other("internal error in a scan worker")),
                         }],
                         ..Part::default()
                     })
@@ -1571,9 +1509,9 @@ fn scan(
             }
         }
     }
-    report.hits.sort_by(|a, b| {
-        (&a.file, a.hit.line, a.hit.column).cmp(&(&b.file, b.hit.line, b.hit.column))
-    });
+    report
+        .hits
+        .sort_by(|a, b| (&a.file, a.hit.line, a.hit.column).cmp(&(&b.file, b.hit.line, b.hit.column)));
     report.errors.sort_by(|a, b| a.file.cmp(&b.file));
     Ok(report)
 }
@@ -1676,8 +1614,7 @@ mod tests {
 
     #[test]
     fn definition_sites_are_not_hits() {
-        let src =
-            "(defvar foo nil)\n(defconst foo 1)\n(defcustom foo nil \"d\")\n(defun foo () 1)\n\
+        let src = "(defvar foo nil)\n(defconst foo 1)\n(defcustom foo nil \"d\")\n(defun foo () 1)\n\
                    (defmacro foo () 1)\n(cl-defun foo (&key a) a)\n(defalias 'foo #'ignore)\n\
                    (declare-function foo \"x\")\n(cl-defmethod foo ((x integer)) x)\n\
                    (define-minor-mode foo \"d\")\n(defvar-local foo 1)";
@@ -1698,10 +1635,7 @@ mod tests {
         let src = "(defvar v (foo))\n(cl-defmethod m :around ((x t)) (foo))\n\
                    (with-eval-after-load 'x (defun inner () (foo)))\n(add-hook 'h (lambda () (foo)))\n\
                    (foo)\n(defalias 'al (lambda () (foo)))\n(cl-defmethod (setf place) (v o) (foo))";
-        let defs: Vec<_> = found(src, "foo", Kind::Call)
-            .into_iter()
-            .map(|h| h.2)
-            .collect();
+        let defs: Vec<_> = found(src, "foo", Kind::Call).into_iter().map(|h| h.2).collect();
         assert_eq!(
             defs,
             vec![
@@ -1740,10 +1674,7 @@ mod tests {
             found(src, "foo", Kind::Call)
         );
         assert!(lines(src, "foo", Kind::Reference).is_empty());
-        assert_eq!(
-            found(src, "bar", Kind::Call),
-            vec![(1, 56, d("st")), (2, 37, d("cl"))]
-        );
+        assert_eq!(found(src, "bar", Kind::Call), vec![(1, 56, d("st")), (2, 37, d("cl"))]);
         let src = "(cl-destructuring-bind (foo b) (foo) foo)";
         assert_eq!(lines(src, "foo", Kind::Call), vec![1]);
         assert_eq!(lines(src, "foo", Kind::Reference), vec![1]);
@@ -1766,16 +1697,12 @@ mod tests {
 
     #[test]
     fn hash_syntaxes() {
-        let src =
-            "(list #xfoo #:foo #s(foo a) #[foo] #(\"foo\" 0 1 (foo x)) #1=(bar) #1# ##)\n(foo)";
+        let src = "(list #xfoo #:foo #s(foo a) #[foo] #(\"foo\" 0 1 (foo x)) #1=(bar) #1# ##)\n(foo)";
         assert_eq!(lines(src, "foo", Kind::Call), vec![2]);
         assert!(lines(src, "foo", Kind::Reference).is_empty());
         // `#1=DATUM` is the datum itself: here a call.
         assert_eq!(lines(src, "bar", Kind::Call), vec![1]);
-        assert_eq!(
-            lines("#!/usr/bin/emacs --script\n(foo)", "foo", Kind::Call),
-            vec![2]
-        );
+        assert_eq!(lines("#!/usr/bin/emacs --script\n(foo)", "foo", Kind::Call), vec![2]);
     }
 
     #[test]
@@ -1877,10 +1804,7 @@ mod tests {
     fn kinds_parse_and_names_are_validated() {
         assert_eq!("call".parse::<Kind>(), Ok(Kind::Call));
         assert_eq!("reference".parse::<Kind>(), Ok(Kind::Reference));
-        assert_eq!(
-            "calls".parse::<Kind>(),
-            Err(XrefError::UnknownKind("calls".into()))
-        );
+        assert_eq!("calls".parse::<Kind>(), Err(XrefError::UnknownKind("calls".into())));
         assert_eq!(validate_name(""), Err(XrefError::EmptyName));
         assert!(matches!(
             validate_name(&"x".repeat(MAX_NAME_LEN + 1)),
@@ -1904,8 +1828,7 @@ mod tests {
         std::fs::write(&plain, "(defun b1 ()\n  (foo))\n(defun b2 () (foo))\n").unwrap();
         let gz = dir.join("a.el.gz");
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        enc.write_all(b";; (foo)\n(defun a1 () (foo \"(foo)\"))\n")
-            .unwrap();
+        enc.write_all(b";; (foo)\n(defun a1 () (foo \"(foo)\"))\n").unwrap();
         std::fs::write(&gz, enc.finish().unwrap()).unwrap();
         let bad_gz = dir.join("c.el.gz");
         std::fs::write(&bad_gz, b"\x1f\x8b\x08garbage").unwrap();
@@ -1929,13 +1852,7 @@ mod tests {
             let got: Vec<_> = report
                 .hits
                 .iter()
-                .map(|h| {
-                    (
-                        h.file.clone(),
-                        h.hit.line,
-                        h.hit.definition.clone().unwrap(),
-                    )
-                })
+                .map(|h| (h.file.clone(), h.hit.line, h.hit.definition.clone().unwrap()))
                 .collect();
             assert_eq!(
                 got,
@@ -1957,10 +1874,7 @@ mod tests {
             threads: 1,
         };
         let report = scan_files(std::slice::from_ref(&big), "foo", Kind::Call, &small).unwrap();
-        assert!(matches!(
-            report.errors[0].error,
-            ReadError::TooLarge { limit: 100 }
-        ));
+        assert!(matches!(report.errors[0].error, ReadError::TooLarge { limit: 100 }));
         assert!(report.errors[0].error.to_string().contains("100 bytes"));
         // A gzip bomb is cut at the limit, not decompressed whole.
         let bomb = dir.join("bomb.el.gz");
@@ -1984,10 +1898,7 @@ mod tests {
         let false_positives = (0..10_000)
             .filter(|i| index.may_contain(format!("other-{i}").as_bytes()))
             .count();
-        assert!(
-            false_positives < 300,
-            "{false_positives} false positives in 10000"
-        );
+        assert!(false_positives < 300, "{false_positives} false positives in 10000");
         let empty = SymbolIndex::new(Vec::new());
         assert!(!empty.may_contain(b"x"));
     }
@@ -2010,11 +1921,7 @@ mod tests {
         let mut files = Vec::new();
         for i in 0..20 {
             let path = dir.join(format!("f{i}.el"));
-            std::fs::write(
-                &path,
-                format!("(defun f{i} (x)\n  (g{} x) (common x))\n", i % 3),
-            )
-            .unwrap();
+            std::fs::write(&path, format!("(defun f{i} (x)\n  (g{} x) (common x))\n", i % 3)).unwrap();
             files.push(path);
         }
         let options = ScanOptions {
@@ -2030,17 +1937,10 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         for round in 0..2 {
-            for (name, kind) in names
-                .iter()
-                .flat_map(|n| [(n, Kind::Call), (n, Kind::Reference)])
-            {
+            for (name, kind) in names.iter().flat_map(|n| [(n, Kind::Call), (n, Kind::Reference)]) {
                 let plain = scan_files(&files, name, kind, &options).unwrap();
                 let cached = scan_files_cached(&files, name, kind, &options, &mut cache).unwrap();
-                assert_eq!(
-                    summary(&plain),
-                    summary(&cached),
-                    "{name} {kind} round {round}"
-                );
+                assert_eq!(summary(&plain), summary(&cached), "{name} {kind} round {round}");
                 assert_eq!(cached.files_scanned, 20);
             }
         }
@@ -2049,14 +1949,7 @@ mod tests {
         assert!(cache.size_in_bytes() > 0);
         // A changed file is read again and reindexed.
         std::fs::write(&files[5], "(defun f5 () (brand-new-function 1))\n").unwrap();
-        let report = scan_files_cached(
-            &files,
-            "brand-new-function",
-            Kind::Call,
-            &options,
-            &mut cache,
-        )
-        .unwrap();
+        let report = scan_files_cached(&files, "brand-new-function", Kind::Call, &options, &mut cache).unwrap();
         assert_eq!(summary(&report), vec![(files[5].clone(), 1, 15)]);
         // A file that disappeared is an error, not a stale hit.
         std::fs::remove_file(&files[6]).unwrap();
@@ -2079,11 +1972,7 @@ mod tests {
         for name in names {
             let plain = scan_files(&live, name, Kind::Call, &options).unwrap();
             let cached = scan_files_cached(&live, name, Kind::Call, &options, &mut cache).unwrap();
-            assert_eq!(
-                summary(&plain),
-                summary(&cached),
-                "{name} after index_files"
-            );
+            assert_eq!(summary(&plain), summary(&cached), "{name} after index_files");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -2119,11 +2008,7 @@ mod tests {
             let t = std::time::Instant::now();
             let n: usize = texts
                 .iter()
-                .map(|s| {
-                    scan_source_indexed(s, "save-buffer", Kind::Call, true)
-                        .0
-                        .len()
-                })
+                .map(|s| scan_source_indexed(s, "save-buffer", Kind::Call, true).0.len())
                 .sum();
             println!("scan+index every file: {n} hits {:?}", t.elapsed());
         }

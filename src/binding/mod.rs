@@ -27,9 +27,6 @@ fn init(env: &Env) -> Result<()> {
     // Panics are caught at the module boundary and become `rust-panic` signals; the default hook
     // would also print them to Emacs's stderr, which in a terminal Emacs scribbles on the screen.
     std::panic::set_hook(Box::new(|_| {}));
-    env.call(
-        "set",
-        (env.intern("agent-q-core-version")?, VERSION.into_lisp(env)?),
-    )?;
+    env.call("set", (env.intern("agent-q-core-version")?, VERSION.into_lisp(env)?))?;
     Ok(())
 }

@@ -37,11 +37,7 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
     let mut rest = files;
     while rest.is_not_nil() {
         if !env.call("consp", (rest,))?.is_not_nil() {
-            return errors::signal(
-                env,
-                ErrorKind::Xref,
-                "FILES must be a proper list of file names",
-            );
+            return errors::signal(env, ErrorKind::Xref, "FILES must be a proper list of file names");
         }
         if out.len() >= MAX_FILES {
             return errors::signal(
@@ -52,11 +48,7 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
         }
         let file: Value<'_> = rest.car()?;
         if !env.call("stringp", (file,))?.is_not_nil() {
-            return errors::signal(
-                env,
-                ErrorKind::Xref,
-                "FILES must contain only file name strings",
-            );
+            return errors::signal(env, ErrorKind::Xref, "FILES must contain only file name strings");
         }
         out.push(PathBuf::from(file.into_rust::<String>()?));
         rest = rest.cdr()?;
@@ -76,40 +68,25 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
 /// others), kept until the file's size or modification time changes, so later scans skip the
 /// files that do not contain NAME without reading them.
 #[defun]
-fn xref_scan<'e>(
-    env: &'e Env,
-    files: Value<'e>,
-    name: String,
-    kind: Value<'e>,
-) -> Result<Value<'e>> {
+fn xref_scan<'e>(env: &'e Env, files: Value<'e>, name: String, kind: Value<'e>) -> Result<Value<'e>> {
     let kind_name: String = env
         .call("symbol-name", (kind,))
         .and_then(|v| v.into_rust())
-        .or_else(|_| {
-            errors::signal(
-                env,
-                ErrorKind::Xref,
-                "KIND must be the symbol `call` or `reference`",
-            )
-        })?;
+        .or_else(|_| errors::signal(env, ErrorKind::Xref, "KIND must be the symbol `call` or `reference`"))?;
     let kind: Kind = match kind_name.parse() {
         Ok(kind) => kind,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
     };
     let files = file_list(env, files)?;
     // No call back into Emacs happens while the lock is held.
-    let scanned =
-        xref::scan_files_cached(&files, &name, kind, &ScanOptions::default(), &mut cache());
+    let scanned = xref::scan_files_cached(&files, &name, kind, &ScanOptions::default(), &mut cache());
     let report = match scanned {
         Ok(report) => report,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
     };
     let mut errors_list = ().into_lisp(env)?;
     for error in report.errors.iter().rev() {
-        let entry = env.cons(
-            error.file.to_string_lossy().into_owned(),
-            error.error.to_string(),
-        )?;
+        let entry = env.cons(error.file.to_string_lossy().into_owned(), error.error.to_string())?;
         errors_list = env.cons(entry, errors_list)?;
     }
     let mut hits = ().into_lisp(env)?;

@@ -1,0 +1,101 @@
+;;; agent-q-integration-test.el --- agent-q's parts together, through the executor  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; The built-in tools as an LLM loop uses them: through
+;; `agent-q-execute-tool-calls' and the global registry that
+;; (require 'agent-q) fills, with the Rust scanner reading Emacs's own
+;; sources, the read guard asking `agent-q-approval-function', and
+;; propose_file_edit's review applying hunks.
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-q)
+
+(defvar agent-q-tools--review-driver)
+(declare-function agent-q-tools-review-accept "agent-q-tools" ())
+(declare-function agent-q-tools-review-reject "agent-q-tools" ())
+(declare-function agent-q-tools-review-finish "agent-q-tools" ())
+
+(defun agent-q-integration-test--call (name arguments)
+  "Execute one call of tool NAME with ARGUMENTS; return the result plist."
+  (car (agent-q-execute-tool-calls (list (list :id "it" :name name :arguments arguments)))))
+
+(ert-deftest agent-q-integration-test-builtins-are-registered-on-load ()
+  (let ((names (agent-q-list-registered-tools)))
+    (dolist (name '("describe_symbol" "apropos_search" "function_arglist" "who_calls" "who_references"
+                    "list_package_symbols" "class_slots" "class_hierarchy" "macroexpand_form"
+                    "eval_form" "compile_form" "get_last_error" "get_repl_history"
+                    "read_file" "read_buffer" "search_in_buffer" "write_file" "propose_file_edit"))
+      (should (member name names))))
+  (should (= (length (agent-q-get-tools :max-safety-level :safe)) 13))
+  (should (= (length (agent-q-get-tools :max-safety-level :cautious)) 16))
+  (should (= (length (agent-q-get-tools :max-safety-level :dangerous)) 18))
+  (should (= (agent-q-register-builtin-tools) 18))
+  (should (= (length (agent-q-tools-to-schema)) 18)))
+
+(ert-deftest agent-q-integration-test-who-calls-scans-emacs-sources ()
+  (let ((r (agent-q-integration-test--call "who_calls" '(:function "file-name-sans-extension"))))
+    (should (plist-get r :success))
+    (should (string-prefix-p "Functions calling file-name-sans-extension:" (plist-get r :content)))
+    ;; files.el defines file-name-base in terms of it.
+    (should (string-match-p "files\\.el\\(\\.gz\\)?:[0-9]+: in file-name-base:" (plist-get r :content)))))
+
+(ert-deftest agent-q-integration-test-who-references-scans-emacs-sources ()
+  (let ((r (agent-q-integration-test--call "who_references" '(:variable "load-path"))))
+    (should (plist-get r :success))
+    (should (string-prefix-p "References to load-path:" (plist-get r :content)))
+    (should (string-match-p "help-fns\\.el\\(\\.gz\\)?:[0-9]+: in " (plist-get r :content)))))
+
+(ert-deftest agent-q-integration-test-sensitive-read-asks-approval ()
+  (let* ((dir (make-temp-file "agent-q-it" t))
+         (secret (expand-file-name ".env" dir))
+         (asked nil))
+    (unwind-protect
+        (progn
+          (with-temp-file secret (insert "API_KEY=hunter2\n"))
+          (let ((agent-q-approval-function (lambda (name _args)
+                                             (push (list name agent-q-approval-context) asked)
+                                             :denied)))
+            (let ((r (agent-q-integration-test--call "read_file" (list :path secret))))
+              (should (string-prefix-p "Refused" (plist-get r :content)))
+              (should-not (string-match-p "hunter2" (plist-get r :content)))
+              (should (equal (car (car asked)) "read_file"))
+              (should (plist-get (cadr (car asked)) :reason))))
+          (let ((agent-q-approval-function (lambda (_ _) :approved)))
+            (should (string-match-p "hunter2" (plist-get (agent-q-integration-test--call
+                                                          "read_file" (list :path secret))
+                                                         :content)))))
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-integration-test-propose-file-edit-applies-accepted-hunks ()
+  (let* ((file (make-temp-file "agent-q-it" nil ".txt"))
+         (old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 30) ""))
+         (new (replace-regexp-in-string "line \\(2\\|15\\|28\\)\n" "LINE \\1!\n" old))
+         (agent-q-tools--review-driver
+          (lambda (buffer)
+            (with-current-buffer buffer
+              (agent-q-tools-review-accept)
+              (agent-q-tools-review-reject)
+              (agent-q-tools-review-accept)
+              (agent-q-tools-review-finish)))))
+    (unwind-protect
+        (progn
+          (with-temp-file file (insert old))
+          (let ((r (agent-q-integration-test--call
+                    "propose_file_edit" (list :path file :original old :modified new
+                                              :description "three edits"))))
+            (should (plist-get r :success))
+            (should (string-match-p "Applied 2 of 3 hunks" (plist-get r :content)))
+            (should (equal (with-current-buffer (find-buffer-visiting file) (buffer-string))
+                           (replace-regexp-in-string "line \\(2\\|28\\)\n" "LINE \\1!\n" old)))))
+      (let ((buffer (find-buffer-visiting file)))
+        (when buffer
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer)))
+      (delete-file file))))
+
+(provide 'agent-q-integration-test)
+
+;;; agent-q-integration-test.el ends here
