@@ -170,10 +170,9 @@ impl Tool for WaitTool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::spec::SafetyLevel;
     use serde_json::json;
 
-    /// A tool that sleeps for `ms` milliseconds, then echoes its `text` argument.
+    /// The wait tool under the name `sleepy`; `ms` 13 makes it panic.
     pub struct Sleepy {
         pub timeout: Duration,
     }
@@ -182,27 +181,26 @@ pub(crate) mod tests {
         fn spec(&self) -> ToolSpec {
             ToolSpec {
                 name: "sleepy".into(),
-                description: "Sleep, then echo.".into(),
-                parameters: json!({"type":"object","properties":{"ms":{"type":"integer"},"text":{"type":"string"}},"required":["ms"]}),
-                safety_level: SafetyLevel::Safe,
-                categories: vec![],
-                version: None,
-                tags: vec![],
-                output_schema: None,
+                ..self.inner().spec()
             }
         }
         fn timeout(&self) -> Duration {
             self.timeout
         }
         fn execute(&self, args: Map<String, Json>) -> ToolFuture {
-            Box::pin(async move {
-                let ms = args.get("ms").and_then(Json::as_u64).unwrap_or(0);
-                if ms == 13 {
-                    panic!("unlucky");
-                }
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(args.get("text").and_then(Json::as_str).unwrap_or("done").to_string())
-            })
+            if args.get("ms").and_then(Json::as_u64) == Some(13) {
+                return Box::pin(async { panic!("unlucky") });
+            }
+            self.inner().execute(args)
+        }
+    }
+
+    impl Sleepy {
+        fn inner(&self) -> WaitTool {
+            WaitTool {
+                name: "sleepy".into(),
+                timeout: self.timeout,
+            }
         }
     }
 

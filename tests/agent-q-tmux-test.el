@@ -60,8 +60,9 @@
   "Start a terminal Emacs that runs CALLS on F5 and writes to OUT.
 OUT receives the printed results and, for each file the calls name
 with :path, the text of the buffer visiting it.  Then send KEYS (each a
-list of strings for one `tmux send-keys', or a regexp string to wait
-for on the screen) and return OUT's contents."
+list of strings for one `tmux send-keys', a regexp string to wait for
+on the screen, or a function called with the screen's text) and return
+what the terminal Emacs wrote to OUT."
   (let* ((session (format "agent-q-tmux-%d-%d" (emacs-pid) (random 100000)))
          (lisp-dir (file-name-directory (locate-library "agent-q")))
          (setup (make-temp-file "agent-q-tmux-setup" nil ".el"))
@@ -93,9 +94,10 @@ for on the screen) and return OUT's contents."
           (agent-q-tmux-test--wait-screen session "scratch")
           (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
           (dolist (key keys)
-            (if (stringp key)
-                (agent-q-tmux-test--wait-screen session key)
-              (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session key)))
+            (cond ((stringp key) (agent-q-tmux-test--wait-screen session key))
+                  ((functionp key)
+                   (funcall key (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session)))
+                  (t (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session key))))
           (car (read-from-string (agent-q-tmux-test--wait-file out))))
       (call-process "tmux" nil nil nil "kill-session" "-t" session)
       (delete-file setup))))
@@ -164,6 +166,11 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
                  "Progress: 0 accepted, 0 rejected, 3 pending"
                  '("a") '("r") '("a")
                  "Progress: 2 accepted, 1 rejected, 0 pending"
+                 (lambda (screen)
+                   ;; Decisions read in a terminal: text markers, not only faces.
+                   (should (string-match-p "@@ -1,5 \\+1,5 @@ \\[ACCEPTED\\]" screen))
+                   (should (string-match-p "@@ -12,7 \\+12,7 @@ \\[REJECTED\\]" screen))
+                   (should (string-match-p "@@ -25,6 \\+25,6 @@ \\[ACCEPTED\\]" screen)))
                  '("C-c" "C-c")))
            (result (car (plist-get run :results))))
       (should (eq (plist-get result :success) t))
