@@ -51,22 +51,9 @@
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
 (defvar agent-q-approval-function)
-
-(defgroup agent-q nil
-  "LLM agent tools inside Emacs."
-  :group 'tools
-  :prefix "agent-q-")
+(defvar agent-q-confirm-safety-levels)
 
 ;;;; Options and faces
-
-(defcustom agent-q-confirm-safety-levels '(:dangerous)
-  "Safety levels whose tool calls `agent-q-approve-in-minibuffer' confirms.
-A call whose safety level is not listed is approved without asking,
-unless its approval context carries a :reason (a safe tool asking to
-read a sensitive file), which is always asked."
-  :type '(set (const :tag "Cautious" :cautious)
-              (const :tag "Dangerous" :dangerous))
-  :group 'agent-q)
 
 (defcustom agent-q-diff-save-after-apply nil
   "When non-nil, save the file's buffer after applying reviewed hunks."
@@ -74,8 +61,9 @@ read a sensitive file), which is always asked."
   :group 'agent-q)
 
 (defcustom agent-q-approval-max-string-length 80
-  "Strings longer than this are shortened in the approval prompt."
-  :type 'integer
+  "Strings longer than this are shortened in the approval prompt.
+A file name given as :path is never shortened."
+  :type 'natnum
   :group 'agent-q)
 
 (defface agent-q-diff-accepted
@@ -127,7 +115,26 @@ The result is a cons (SHORTENED . CHANGED)."
                       (maphash (lambda (k x) (puthash k (walk x) copy)) v)
                       copy))
                    (t v))))
-      (cons (walk value) changed))))
+      (cons (if (and (proper-list-p value) (cl-evenp (length value)) (keywordp (car value)))
+                ;; A plist: shorten its values, but never a file name.
+                (cl-loop for (key val) on value by #'cddr
+                         nconc (list key (if (memq key '(:path :file)) val (walk val))))
+              (walk value))
+            changed))))
+
+(defun agent-q-tools--path-note (args)
+  "A note naming the file the :path in ARGS really designates, or "".
+The approval prompt shows it whole, after the arguments, so a long or
+relative path, or a symlink, cannot hide which file a tool will touch."
+  (let ((path (and (listp args) (plist-get args :path))))
+    (cond
+     ((not (stringp path)) "")
+     ((file-remote-p path) (format " [remote file: %s]" path))
+     (t (let* ((full (expand-file-name path))
+               (true (file-truename full)))
+          (if (equal true full)
+              (format " [file: %s]" full)
+            (format " [file: %s, a link to %s]" full true)))))))
 
 (defconst agent-q-tools--max-prompt-arguments 600
   "Longest printed arguments shown in the approval prompt, in characters.")
@@ -190,21 +197,24 @@ accepts the edit after validating it with
 buffer stays), \\[agent-q-tools-arguments-cancel] cancels the edit and
 returns to this prompt.
 
-Calls are approved without asking when their safety level is not in
-`agent-q-confirm-safety-levels' and the context has no :reason, or when
-the user approved the tool for the session and the context has no
-:reason (a :reason means a safe tool is asking for a sensitive file,
-which is always asked).
+The executor calls this only for calls that need approval (dangerous
+ones, and those at the levels in `agent-q-confirm-safety-levels'), so
+it always asks, with two exceptions, neither of which applies when the
+context has a :reason (a safe tool asking to read a sensitive or
+outside file, which is always asked):
 
-\"propose_file_edit\" is approved without asking: its approval is the
-per-hunk review run by its handler through `agent-q-tools-review-edit',
-which applies nothing unless the user accepts hunks."
+- a tool the user approved for the session with \"a\";
+- \"propose_file_edit\": its approval is the per-hunk review run by its
+  handler through `agent-q-tools-review-edit', which applies nothing
+  unless the user accepts hunks.
+
+A :path argument is never shortened, and the prompt names the file it
+really designates (resolving links)."
   (let ((level (agent-q-tools--context-get :safety-level))
         (reason (agent-q-tools--context-get :reason)))
     (cond
-     ((equal tool-name "propose_file_edit") :approved)
      ((and (not reason)
-           (or (and level (not (memq level agent-q-confirm-safety-levels)))
+           (or (equal tool-name "propose_file_edit")
                (member tool-name agent-q-tools--session-approved)))
       :approved)
      (t
@@ -220,7 +230,7 @@ LEVEL is the safety level, REASON the context's reason or nil."
       (let* ((short (agent-q-tools--shorten args))
              (printed (agent-q-tools--print (car short)))
              (cut (> (length printed) agent-q-tools--max-prompt-arguments))
-             (prompt (format "agent-q: run %s [%s]%s %s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+             (prompt (format "agent-q: run %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
                              tool-name
                              (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
                              (if reason (format " (%s)" reason) "")
@@ -228,6 +238,7 @@ LEVEL is the safety level, REASON the context's reason or nil."
                                  (concat (substring printed 0 agent-q-tools--max-prompt-arguments)
                                          "...")
                                printed)
+                             (agent-q-tools--path-note args)
                              (if (or cut (cdr short))
                                  " [long arguments shortened; v shows all]"
                                "")))

@@ -147,7 +147,7 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-validate "agent-q-core" (registry name args))
 (declare-function agent-q--core-decide "agent-q-core" (registry name decision args))
 (declare-function agent-q--core-execute "agent-q-core"
-                  (registry calls max-result-chars max-argument-bytes hooks))
+                  (registry calls max-result-chars max-argument-bytes hooks confirm))
 (declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
 
 ;;;; Options
@@ -159,6 +159,15 @@ plist with keyword keys), with `agent-q-approval-context' bound.  It
 returns `:approved', `:denied', (:denied REASON) or (:modified NEW-ARGS).
 Anything else, an error or a quit denies the call; so does nil here."
   :type '(choice (const :tag "Deny every dangerous call" nil) function))
+
+(defcustom agent-q-confirm-safety-levels '(:dangerous)
+  "Safety levels whose tool calls need the user's approval.
+Dangerous calls always do, listed or not; add :cautious to confirm
+calls that change state too (eval_form, compile_form...), or :safe to
+confirm every call."
+  :type '(set (const :tag "Dangerous (always)" :dangerous)
+              (const :tag "Cautious" :cautious)
+              (const :tag "Safe" :safe)))
 
 (defvar agent-q-approval-context nil
   "Plist describing the call being approved, bound around the approval function.
@@ -294,9 +303,29 @@ without a version bump, as it would a `defun'."
                 copy)))
     `(agent-q-register-tool
       (agent-q-define-tool ,name ,description ,parameters
-                           :source (or load-file-name buffer-file-name)
+                           :source (agent-q--definition-source)
                            ,@keys)
       ,registry)))
+
+(defvar comp-eln-to-el-h)
+
+(defun agent-q--definition-source ()
+  "The source file of the definition being evaluated, or nil.
+It is the file being loaded, or the file the current buffer visits
+\(\[eval-defun], `eval-buffer').  A compiled file (.elc, or .eln from
+native compilation) stands for its .el source, and links are resolved,
+so loading a package and later re-evaluating a form in its source
+count as the same file."
+  (let ((file (or load-file-name buffer-file-name)))
+    (when file
+      (let ((true (file-truename file)))
+        (cond
+         ((string-suffix-p ".elc" true) (substring true 0 -1))
+         ((and (string-suffix-p ".eln" true) (boundp 'comp-eln-to-el-h)
+               (hash-table-p comp-eln-to-el-h))
+          (let ((el (gethash (file-name-nondirectory true) comp-eln-to-el-h)))
+            (if el (file-truename el) true)))
+         (t true))))))
 
 (defun agent-q-get-tool (name &optional registry)
   "The tool registered as NAME in REGISTRY, or nil."
@@ -387,10 +416,13 @@ a plist or a JSON object string.  The result has one plist per call:
   (:id ID :success t :content STRING
    :metadata (:execution_time_ms F :safety_level \"safe\" :approved t))
 and on failure :success is nil and :error holds the message too.
-Dangerous tools run only when `agent-q-approval-function' approves."
+Dangerous tools, and those at the levels in
+`agent-q-confirm-safety-levels', run only when `agent-q-approval-function'
+approves."
   (agent-q--core-execute registry calls agent-q-max-result-chars
                          agent-q-max-argument-bytes
-                         (and agent-q-tool-execution-functions t)))
+                         (and agent-q-tool-execution-functions t)
+                         agent-q-confirm-safety-levels))
 
 (defun agent-q--approval-call (tool-name args safety-level &optional reason)
   "Ask `agent-q-approval-function' about TOOL-NAME with ARGS.

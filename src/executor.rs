@@ -18,7 +18,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::native::{self, Tool};
 use crate::registry::{CallOutcome, Registry};
-use crate::sexp;
+use crate::sexp::{self, Sexp};
 use crate::spec::SafetyLevel;
 
 /// What runs a tool: a host-language (Lisp) function, or a native Rust tool.
@@ -109,6 +109,15 @@ pub struct Options {
     pub max_argument_bytes: usize,
     /// Whether any observer is installed.
     pub hooks: bool,
+    /// Levels besides dangerous whose calls the user confirms (dangerous always is).
+    pub confirm: Vec<SafetyLevel>,
+}
+
+impl Options {
+    /// Whether a call at LEVEL needs the user's approval: always for dangerous tools.
+    pub fn needs_approval(&self, level: SafetyLevel) -> bool {
+        level == SafetyLevel::Dangerous || self.confirm.contains(&level)
+    }
 }
 
 impl Default for Options {
@@ -117,6 +126,7 @@ impl Default for Options {
             max_result_chars: 20_000,
             max_argument_bytes: 16 << 20,
             hooks: false,
+            confirm: Vec::new(),
         }
     }
 }
@@ -511,49 +521,47 @@ pub fn execute_call<H: Host>(
         content: None,
         execution_time_ms: None,
     };
-    let decision_name = match level {
-        SafetyLevel::Safe => "auto",
-        SafetyLevel::Cautious => "auto",
-        SafetyLevel::Dangerous => {
-            let decision = match host.approve(name, &args, level) {
-                Ok(answer) => parse_decision(&answer),
-                Err(ApprovalFailure::Quit) => Decision::Invalid("the user quit (C-g) while being asked".into()),
-                Err(ApprovalFailure::Signalled(msg)) => {
-                    Decision::Invalid(format!("the approval function failed: {msg}"))
-                }
-            };
-            match decision {
-                Decision::Approved => "approved",
-                Decision::Modified(new_args) => {
-                    match arguments_to_json(Some(&new_args), &spec.parameters, opts.max_argument_bytes)
-                        .map_err(invalid)
-                        .and_then(|a| check(&a).map(|()| a))
-                    {
-                        Ok(a) => args = a,
-                        Err(e) => {
-                            result.modified = true;
-                            return finish(
-                                result,
-                                format!("The user modified the arguments, but {e}"),
-                                CallOutcome::Failure,
-                            );
-                        }
+    let decision_name = if !opts.needs_approval(level) {
+        "auto"
+    } else {
+        let decision = match host.approve(name, &args, level) {
+            Ok(answer) => parse_decision(&answer),
+            Err(ApprovalFailure::Quit) => Decision::Invalid("the user quit (C-g) while being asked".into()),
+            Err(ApprovalFailure::Signalled(msg)) => Decision::Invalid(format!("the approval function failed: {msg}")),
+        };
+        match decision {
+            Decision::Approved => "approved",
+            Decision::Modified(new_args) => {
+                let new_args = Sexp(new_args);
+                match arguments_to_json(Some(&new_args.0), &spec.parameters, opts.max_argument_bytes)
+                    .map_err(invalid)
+                    .and_then(|a| check(&a).map(|()| a))
+                {
+                    Ok(a) => args = a,
+                    Err(e) => {
+                        result.modified = true;
+                        return finish(
+                            result,
+                            format!("The user modified the arguments, but {e}"),
+                            CallOutcome::Failure,
+                        );
                     }
-                    result.modified = true;
-                    "modified"
                 }
-                denied => {
-                    let content = denial_message(&denied);
-                    let mut rec = record("denied", "denied", &args);
-                    rec.content = Some(content.clone());
-                    host.audit(&rec);
-                    return finish(result, content, CallOutcome::Denied);
-                }
+                result.modified = true;
+                "modified"
+            }
+            denied => {
+                let content = denial_message(&denied);
+                let mut rec = record("denied", "denied", &args);
+                rec.content = Some(content.clone());
+                host.audit(&rec);
+                return finish(result, content, CallOutcome::Denied);
             }
         }
     };
     result.approved = true;
-    if level != SafetyLevel::Safe {
+    let audited = level != SafetyLevel::Safe || decision_name != "auto";
+    if audited {
         host.audit(&record("run", decision_name, &args));
     }
     if opts.hooks {
@@ -580,7 +588,7 @@ pub fn execute_call<H: Host>(
         Err(message) => (message, CallOutcome::Failure),
     };
     let result = finish(result, content, call_outcome);
-    if level != SafetyLevel::Safe {
+    if audited {
         let mut rec = record("result", decision_name, &args);
         rec.success = Some(result.success);
         rec.content = Some(shorten(result.content.clone(), 500));
@@ -875,6 +883,60 @@ mod tests {
             r.content.contains("Invalid arguments for write_it: field 'path'"),
             "{}",
             r.content
+        );
+    }
+
+    #[test]
+    fn confirmed_levels_ask_and_dangerous_always_asks() {
+        let reg = registry();
+        let cautious = r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#;
+        let confirm = |levels: Vec<SafetyLevel>| Options {
+            confirm: levels,
+            ..Options::default()
+        };
+        let mut host = MockHost {
+            decision: Some(Ok(Value::keyword("denied"))),
+            ..Default::default()
+        };
+        let r = execute_call(&reg, &read(cautious), &mut host, &confirm(vec![SafetyLevel::Cautious]));
+        assert_eq!((r.success, r.content.as_str()), (false, "User denied tool execution"));
+        assert_eq!(host.asked, vec!["eval_it"]);
+        assert!(host.ran.is_empty());
+        // Not listed: runs unasked.
+        let mut host = MockHost {
+            decision: Some(Ok(Value::keyword("denied"))),
+            ..Default::default()
+        };
+        assert!(execute_call(&reg, &read(cautious), &mut host, &confirm(vec![])).success);
+        assert!(host.asked.is_empty());
+        // Dangerous is asked even when the list leaves it out.
+        let mut host = MockHost {
+            decision: Some(Ok(Value::keyword("denied"))),
+            ..Default::default()
+        };
+        let r = execute_call(
+            &reg,
+            &read(r#"(:id "w" :name "write_it" :arguments (:path "/x"))"#),
+            &mut host,
+            &confirm(vec![]),
+        );
+        assert!(!r.success && host.ran.is_empty());
+        assert_eq!(host.asked, vec!["write_it"]);
+        // A confirmed safe tool is audited, with its decision.
+        let mut host = MockHost {
+            decision: Some(Ok(Value::keyword("approved"))),
+            ..Default::default()
+        };
+        let r = execute_call(
+            &reg,
+            &read(r#"(:id "s" :name "read_it" :arguments (:path "/x"))"#),
+            &mut host,
+            &confirm(vec![SafetyLevel::Safe]),
+        );
+        assert!(r.success);
+        assert_eq!(
+            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
+            vec![("run", "approved"), ("result", "approved")]
         );
     }
 

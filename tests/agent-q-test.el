@@ -195,6 +195,39 @@
       (should-error (agent-q-deftool "probe" "Hijack." nil :registry reg)
                     :type 'agent-q-tool-exists))))
 
+(ert-deftest agent-q-test-deftool-redefines-after-byte-compiled-load ()
+  "A definition loaded from its .elc can be re-evaluated from its .el."
+  (let* ((dir (make-temp-file "agent-q-redef" t))
+         (el (expand-file-name "my-agent-tools.el" dir))
+         (reg (agent-q-make-registry)))
+    (unwind-protect
+        (progn
+          (defvar agent-q-test--redef-registry nil)
+          (setq agent-q-test--redef-registry reg)
+          (with-temp-file el
+            (insert ";;; my-agent-tools.el --- test  -*- lexical-binding: t -*-\n"
+                    "(require 'agent-q)\n"
+                    "(defvar agent-q-test--redef-registry)\n"
+                    "(agent-q-deftool \"probe2\" \"Compiled.\" nil :registry agent-q-test--redef-registry)\n"))
+          (let ((byte-compile-log-warning-function #'ignore))
+            (should (byte-compile-file el)))
+          (load (concat el "c") nil t)
+          (should (equal (agent-q-tool-source (agent-q-get-tool "probe2" reg)) (file-truename el)))
+          (with-current-buffer (find-file-noselect el)
+            (unwind-protect
+                (let ((load-file-name nil))
+                  (should (equal (agent-q-tool-description
+                                  (agent-q-deftool "probe2" "Edited in the source." nil :registry reg))
+                                 "Edited in the source.")))
+              (kill-buffer))))
+      ;; Leave no trace of the temporary library for other tests (who_calls reads load-history).
+      (setq load-history (cl-remove-if (lambda (entry)
+                                         (and (stringp (car entry))
+                                              (string-prefix-p (file-truename dir)
+                                                               (file-truename (car entry)))))
+                                       load-history))
+      (delete-directory dir t))))
+
 (ert-deftest agent-q-test-listing-and-filtering ()
   (agent-q-test--with-registry reg
     (dolist (def '(("zeta" :safe (:introspection :xref))
@@ -449,6 +482,30 @@
         (should (equal seen-args '("zap" (:path "/x"))))
         (should (eq (plist-get seen-context :safety-level) :dangerous))
         (should (= ran 1))))))
+
+(ert-deftest agent-q-test-confirm-safety-levels ()
+  "Levels listed in `agent-q-confirm-safety-levels' are asked; dangerous always is."
+  (agent-q-test--with-registry reg
+    (let ((ran 0) (asked nil))
+      (agent-q-register-tool (agent-q-define-tool "tweak" "Cautious." nil :safety-level :cautious
+                                                  :handler (lambda (_) (cl-incf ran) "tweaked"))
+                             reg)
+      (agent-q-test--dangerous reg (lambda (_) (cl-incf ran) "zapped"))
+      (let ((agent-q-approval-function (lambda (name _) (push name asked) :denied)))
+        (let ((agent-q-confirm-safety-levels '(:dangerous)))
+          (should (plist-get (car (agent-q-test--run reg '(:id "1" :name "tweak"))) :success)))
+        (should (equal asked nil))
+        (let ((agent-q-confirm-safety-levels '(:cautious :dangerous)))
+          (should (equal (plist-get (car (agent-q-test--run reg '(:id "2" :name "tweak"))) :content)
+                         "User denied tool execution")))
+        (should (equal asked '("tweak")))
+        (let ((agent-q-confirm-safety-levels nil))
+          (should-not (plist-get (car (agent-q-test--run reg '(:id "3" :name "zap" :arguments (:path "/x"))))
+                                 :success)))
+        (should (equal asked '("zap" "tweak")))
+        (should (= ran 1))
+        (let ((agent-q-confirm-safety-levels '(:sometimes)))
+          (should-error (agent-q-test--run reg '(:id "4" :name "tweak")) :type 'agent-q-error))))))
 
 (ert-deftest agent-q-test-modified-arguments ()
   (agent-q-test--with-registry reg

@@ -200,24 +200,56 @@ DESCRIPTION is the proposal's description."
                                               "write_file" '(:path "/tmp/x"))
                  '(:denied))))
 
-(ert-deftest agent-q-tools-test-safety-levels ()
+(ert-deftest agent-q-tools-test-asks-whenever-called ()
+  "The executor decides which levels need approval; when asked, the prompt asks."
   (let ((agent-q-tools--session-approved nil))
-    ;; Cautious is not confirmed by default: approved, nothing read.
     (should (equal (agent-q-tools-test--approve (list ?n) :cautious nil
                                                 "write_scratch" '(:text "x"))
-                   (list :approved ?n)))
+                   '(:denied)))
     ;; A :reason makes even a safe tool ask.
     (should (equal (agent-q-tools-test--approve (list ?n) :safe "reads ~/.authinfo"
                                                 "read_file" '(:path "~/.authinfo"))
                    '(:denied)))
-    ;; Confirming cautious tools too.
-    (let ((agent-q-confirm-safety-levels '(:cautious :dangerous)))
-      (should (equal (agent-q-tools-test--approve (list ?n) :cautious nil
-                                                  "write_scratch" '(:text "x"))
-                     '(:denied))))
     ;; Without a context the call is asked.
     (let ((unread-command-events (list ?n)))
       (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "x")) :denied)))))
+
+(ert-deftest agent-q-tools-test-propose-file-edit-with-a-reason-is-asked ()
+  "The review is propose_file_edit's approval, but not for reading a guarded file."
+  (should (equal (agent-q-tools-test--approve (list ?n) :dangerous "reads ~/.ssh/id_rsa"
+                                              "propose_file_edit"
+                                              '(:path "~/.ssh/id_rsa" :original "a" :modified "b"))
+                 '(:denied))))
+
+(ert-deftest agent-q-tools-test-prompt-shows-the-real-file ()
+  (let* ((dir (make-temp-file "agent-q-tools-path" t))
+         (deep (expand-file-name (concat (make-string 150 ?a) "/target.txt") dir))
+         (link (expand-file-name "notes.txt" dir))
+         (secret (expand-file-name "secret" dir))
+         (prompts nil))
+    (unwind-protect
+        (progn
+          (make-directory (file-name-directory deep) t)
+          (with-temp-file secret (insert "s"))
+          (make-symbolic-link secret link)
+          (cl-letf* ((real (symbol-function 'read-key))
+                     ((symbol-function 'read-key)
+                      (lambda (&optional prompt &rest rest)
+                        (push prompt prompts)
+                        (apply real prompt rest))))
+            (let ((default-directory dir)
+                  (agent-q-approval-context '(:safety-level :dangerous)))
+              (let ((unread-command-events (list ?n)))
+                (agent-q-approve-in-minibuffer "write_file" (list :path deep :content "x")))
+              (let ((unread-command-events (list ?n)))
+                (agent-q-approve-in-minibuffer "write_file" '(:path "notes.txt" :content "x")))))
+          (setq prompts (nreverse prompts))
+          ;; A long path is never shortened.
+          (should (string-match-p (regexp-quote (prin1-to-string deep)) (nth 0 prompts)))
+          ;; A relative path through a link names the file it really writes.
+          (should (string-match-p (regexp-quote (format "[file: %s, a link to %s]" link secret))
+                                  (nth 1 prompts))))
+      (delete-directory dir t))))
 
 (ert-deftest agent-q-tools-test-propose-file-edit-is-not-prompted ()
   (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil

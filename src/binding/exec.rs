@@ -145,7 +145,8 @@ impl<'e> Host for EmacsHost<'e> {
 
 /// Execute CALLS (a list of tool-call plists) against REGISTRY and return one result plist per
 /// call, in order. MAX-RESULT-CHARS caps each result's content (0: no cap), MAX-ARGUMENT-BYTES
-/// caps the strings of each call, and HOOKS non-nil means observers are installed.
+/// caps the strings of each call, HOOKS non-nil means observers are installed, and CONFIRM lists
+/// the safety levels (keywords) whose calls need approval besides `:dangerous`, which always does.
 #[defun]
 fn execute<'e>(
     env: &'e Env,
@@ -154,12 +155,21 @@ fn execute<'e>(
     max_result_chars: i64,
     max_argument_bytes: i64,
     hooks: Value<'e>,
+    confirm: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
+    let mut levels = Vec::new();
+    for name in super::registry::name_list(env, confirm, "The safety levels to confirm")? {
+        match name.parse::<SafetyLevel>() {
+            Ok(level) => levels.push(level),
+            Err(e) => return super::errors::signal(env, super::errors::Kind::Generic, e.problem),
+        }
+    }
     let opts = Options {
         max_result_chars: usize::try_from(max_result_chars).unwrap_or(0),
         max_argument_bytes: usize::try_from(max_argument_bytes).unwrap_or(0),
         hooks: hooks.is_not_nil(),
+        confirm: levels,
     };
     let limits = Limits {
         max_bytes: opts.max_argument_bytes,

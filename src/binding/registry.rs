@@ -189,7 +189,7 @@ fn names<'e>(env: &'e Env, registry: Value<'e>, include_disabled: Value<'e>) -> 
     env.list(&vals)
 }
 
-fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
+pub(crate) fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
     let s = sexp_of(env, v, Kind::Generic)?;
     if sexp::is_nil(&s.0) {
         return Ok(Vec::new());
