@@ -123,7 +123,7 @@ The result is a cons (SHORTENED . CHANGED)."
             changed))))
 
 (defun agent-q-tools--path-note (args)
-  "A note naming the file the :path in ARGS really designates, or "".
+  "Return a note naming the file the :path in ARGS designates, or an empty string.
 The approval prompt shows it whole, after the arguments, so a long or
 relative path, or a symlink, cannot hide which file a tool will touch."
   (let ((path (and (listp args) (plist-get args :path))))
