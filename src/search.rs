@@ -17,13 +17,18 @@
 //! is empty) and backslash taken literally, `^` and `$` as line anchors only where Emacs treats
 //! them as anchors (`^` at the start of the pattern or after `\(`, `\(?:` or `\|`; `$` at the end
 //! or before `\)` or `\|`; elsewhere they are literal characters), buffer anchors `` \` `` and
-//! `\'`, and literal `(`, `)`, `|`, `{`, `}`. Any other backslashed character is itself.
+//! `\'`, and literal `(`, `)`, `|`, `{`, `}`. Any other backslashed character is itself. As in
+//! Emacs, the zero-width assertions `^` `$` `` \` `` `\'` `\b` `\B` do not start a repeatable
+//! item: in ``a\`*`` the `*` repeats `a` together with the assertion (while `\<`, `\>`, `\_<`,
+//! `\_>` can be repeated themselves).
 //!
 //! Approximated (Emacs decides these with the buffer's syntax table and case table; here a fixed
 //! table close to Emacs's standard syntax table is used):
 //! - `\w` / `\W`, `\sw` / `\Sw`: Unicode word characters except `_`.
 //! - `\b`, `\B`, `\<`, `\>`: the [`regex`] crate's Unicode word boundaries, whose word
-//!   characters include `_` (so `\bbar` does not match inside `foo_bar`, unlike Emacs).
+//!   characters include `_` (so `\bbar` does not match inside `foo_bar`, unlike Emacs). `\b`
+//!   also matches at the start and end of the text, as in Emacs; `\B` there matches when the
+//!   adjacent character is not a word character (Emacs's never matches there).
 //! - `\_<`, `\_>` (symbol boundaries): symbol constituents are taken to be word characters plus
 //!   [`SYMBOL_CHARS`]. At the very start or end of a pattern without top-level `\|` (the usual
 //!   `\_<NAME\_>`), the boundary is checked exactly on each match, and a match that fails the
@@ -35,6 +40,8 @@
 //! - `[[:class:]]` classes map to Unicode properties (`alpha`, `alnum`, `upper`, `lower`,
 //!   `punct`, `space`, `blank`, `graph`, `print`, `word`) or exact ranges (`digit`, `xdigit`,
 //!   `cntrl`, `ascii`, `nonascii`, `unibyte`, `multibyte`).
+//! - A repeated group that can match the empty string, such as `\(?:$\|x\)+`: Emacs's loop
+//!   stops at the first iteration that matched nothing, the [`regex`] crate's may go on.
 //! - Case folding (`case_fold`, Emacs's `case-fold-search`) uses Unicode simple case folding
 //!   rather than the buffer's case table.
 //!
@@ -56,6 +63,12 @@ pub const MAX_PATTERN_CHARS: usize = 10_000;
 
 /// The size limit of a compiled regex, in bytes ([`RegexBuilder::size_limit`]).
 pub const SIZE_LIMIT: usize = 10 * (1 << 20);
+
+/// A word start (`\<`; also `\_<` where it is approximated).
+const WORD_START: &str = "(?:\\b{start})";
+
+/// A word end (`\>`; also `\_>` where it is approximated).
+const WORD_END: &str = "(?:\\b{end})";
 
 /// The largest repetition count Emacs accepts (`RE_DUP_MAX`).
 const DUP_MAX: u32 = 0xFFFF;
@@ -114,15 +127,42 @@ pub struct SearchResult {
 struct Seq {
     pieces: Vec<String>,
     last: Option<usize>,
+    /// The last piece is a literal character in a run of them (Emacs's `exactn`).
+    in_run: bool,
 }
 
 impl Seq {
     fn atom(&mut self, s: impl Into<String>) {
         self.pieces.push(s.into());
         self.last = Some(self.pieces.len() - 1);
+        self.in_run = false;
     }
+    /// A literal character. As in Emacs, consecutive literals form one run and a repetition
+    /// applies to the run's start onwards, except that a literal followed by a repetition
+    /// operator (`*+?^` or `\{`, FOLLOWED) starts a run of its own. The difference shows only
+    /// when an assertion sits between the run and the operator (`ab\b*` repeats `ab\b`).
+    fn literal(&mut self, s: String, followed: bool) {
+        if self.in_run && !followed {
+            self.pieces.push(s);
+        } else {
+            self.atom(s);
+        }
+        self.in_run = true;
+    }
+    /// A zero-width assertion: as in Emacs, it does not start a new repeatable item, so a
+    /// repetition operator after it repeats the previous atom together with the assertion.
     fn anchor(&mut self, s: &str) {
         self.pieces.push(s.to_string());
+        self.in_run = false;
+    }
+    /// Apply the repetition SUFFIX to the last atom and the assertions after it.
+    fn repeat(&mut self, suffix: &str) {
+        if let Some(k) = self.last {
+            let body = self.pieces.split_off(k).concat();
+            self.pieces.push(format!("(?:{body}){suffix}"));
+            self.last = Some(k);
+        }
+        self.in_run = false;
     }
     fn concat(&self) -> String {
         self.pieces.concat()
@@ -285,6 +325,11 @@ fn bracket(p: &[char], start: usize) -> Result<(String, usize), SearchError> {
     Ok((class, i))
 }
 
+/// Whether the pattern at `p[at]` starts with a repetition operator (for literal runs).
+fn repetition_follows(p: &[char], at: usize) -> bool {
+    matches!(p.get(at), Some('*' | '+' | '?' | '^')) || (p.get(at) == Some(&'\\') && p.get(at + 1) == Some(&'{'))
+}
+
 /// Read a decimal repetition count at `p[*i]` (empty gives None).
 fn count(p: &[char], i: &mut usize, open: usize) -> Result<Option<u32>, SearchError> {
     let begin = *i;
@@ -357,9 +402,7 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                     (true, false) => "?",
                 };
                 let lazy = if greedy { "" } else { "?" };
-                if let Some(k) = seq.last {
-                    seq.pieces[k] = format!("(?:{}){suffix}{lazy}", seq.pieces[k]);
-                }
+                seq.repeat(&format!("{suffix}{lazy}"));
             }
             '.' => {
                 seq.atom("[^\\n]");
@@ -423,17 +466,17 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                         if upper.is_some_and(|u| u < lower) {
                             return invalid(here, "interval \\{n,m\\} with m < n");
                         }
-                        if let Some(k) = seq.last {
+                        if seq.last.is_some() {
                             let bounds = match upper {
                                 Some(u) if u == lower => format!("{{{lower}}}"),
                                 Some(u) => format!("{{{lower},{u}}}"),
                                 None => format!("{{{lower},}}"),
                             };
-                            seq.pieces[k] = format!("(?:{}){bounds}", seq.pieces[k]);
+                            seq.repeat(&bounds);
                             i = j + 2;
                         } else {
                             // As in Emacs: with nothing to repeat, `\{` is a literal `{`.
-                            seq.atom("\\{");
+                            seq.literal("\\{".into(), repetition_follows(&p, i));
                         }
                     }
                     '1'..='9' => {
@@ -457,33 +500,35 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                     }
                     'w' => seq.atom("[\\w--_]"),
                     'W' => seq.atom("[\\W_]"),
-                    '`' => seq.atom("(?:\\A)"),
-                    '\'' => seq.atom("(?:\\z)"),
-                    'b' => seq.atom("(?:\\b)"),
-                    'B' => seq.atom("(?:\\B)"),
-                    '<' => seq.atom("(?:\\b{start})"),
-                    '>' => seq.atom("(?:\\b{end})"),
+                    '`' => seq.anchor("\\A"),
+                    '\'' => seq.anchor("\\z"),
+                    // Emacs's \b also matches at the start and end of the buffer.
+                    'b' => seq.anchor("(?:\\b|\\A|\\z)"),
+                    'B' => seq.anchor("\\B"),
+                    // Unlike \b, Emacs lets these (and \_< \_>) be repeated.
+                    '<' => seq.atom(WORD_START),
+                    '>' => seq.atom(WORD_END),
                     '_' => match p.get(i) {
                         Some('<') => {
                             i += 1;
                             if depth == 1 && frame.alts.is_empty() && seq.pieces.is_empty() {
                                 symbol_start = true;
                             }
-                            seq.atom("(?:\\b{start})");
+                            seq.atom(WORD_START);
                         }
                         Some('>') => {
                             i += 1;
                             symbol_end = depth == 1 && i == p.len();
-                            seq.atom("(?:\\b{end})");
+                            seq.atom(WORD_END);
                         }
                         _ => return invalid(here, "\\_ must be followed by < or >"),
                     },
-                    other => seq.atom(regex::escape(other.encode_utf8(&mut [0; 4]))),
+                    other => seq.literal(regex::escape(other.encode_utf8(&mut [0; 4])), repetition_follows(&p, i)),
                 }
             }
             other => {
-                seq.atom(regex::escape(other.encode_utf8(&mut [0; 4])));
                 i += 1;
+                seq.literal(regex::escape(other.encode_utf8(&mut [0; 4])), repetition_follows(&p, i));
             }
         }
     }
@@ -496,22 +541,23 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
     };
     let has_alternation = !top.alts.is_empty();
     // Edge symbol boundaries are checked exactly on each match instead of approximated.
-    if !has_alternation {
-        if symbol_start {
-            if let Some(first) = top.seq.pieces.first_mut() {
-                first.clear();
-            }
+    // (Only when the boundary was not repeated, which leaves its piece as it was written.)
+    let symbol_start = symbol_start && !has_alternation && top.seq.pieces.first().is_some_and(|p| p == WORD_START);
+    let symbol_end = symbol_end && !has_alternation && top.seq.pieces.last().is_some_and(|p| p == WORD_END);
+    if symbol_start {
+        if let Some(first) = top.seq.pieces.first_mut() {
+            first.clear();
         }
-        if symbol_end {
-            if let Some(last) = top.seq.pieces.last_mut() {
-                last.clear();
-            }
+    }
+    if symbol_end {
+        if let Some(last) = top.seq.pieces.last_mut() {
+            last.clear();
         }
     }
     Ok(Translation {
         pattern: top.finish(),
-        symbol_start: symbol_start && !has_alternation,
-        symbol_end: symbol_end && !has_alternation,
+        symbol_start,
+        symbol_end,
     })
 }
 
@@ -761,6 +807,24 @@ mod tests {
     }
 
     #[test]
+    fn assertions_are_not_repeatable_items() {
+        // `*` after an assertion repeats the previous atom with the assertion (Emacs's laststart).
+        assert_eq!(tr(r".\`*a"), r"(?:[^\n]\A)*a");
+        assert_eq!(find(r".\`+*a.", "aab"), vec![(0, 2)]);
+        assert_eq!(find(r")\'??", "a)"), vec![(0, 0), (1, 1), (2, 2)]);
+        // With no atom before, the operator is literal.
+        assert_eq!(texts(r"\B*", "a.*"), vec!["*"]);
+        assert_eq!(texts(r"\b+", "+a"), vec!["+"]);
+        // After a run of literals the operator repeats the whole run with the assertion.
+        assert_eq!(tr(r"ab\b*"), r"(?:ab(?:\b|\A|\z))*");
+        assert_eq!(tr(r"ab*"), r"a(?:b)*");
+        assert_eq!(tr(r"a\.b\{2\}"), r"a\.(?:b){2}");
+        // \< \> \_< \_> are repeatable items in Emacs.
+        assert_eq!(tr(r"\>*"), r"(?:(?:\b{end}))*");
+        assert_eq!(find(r"\>*", "ab"), vec![(0, 0), (1, 1), (2, 2)]);
+    }
+
+    #[test]
     fn buffer_anchors() {
         assert_eq!(find(r"\`a", "a\na"), vec![(0, 1)]);
         assert_eq!(find(r"a\'", "a\na"), vec![(2, 3)]);
@@ -771,6 +835,9 @@ mod tests {
     fn word_boundaries() {
         assert_eq!(texts(r"\bfoo\b", "foo foobar barfoo foo."), vec!["foo", "foo"]);
         assert_eq!(texts(r"\Boo", "foo oo"), vec!["oo"]);
+        // Emacs's \b matches at both ends of the text, whatever is next to them.
+        assert_eq!(find(r"\b", ""), vec![(0, 0)]);
+        assert_eq!(find(r"\b", " a\n"), vec![(0, 0), (1, 1), (2, 2), (3, 3)]);
         assert_eq!(find(r"\<ab", "ab cab ab"), vec![(0, 2), (7, 9)]);
         assert_eq!(find(r"ab\>", "ab abc cab"), vec![(0, 2), (8, 10)]);
         assert_eq!(texts(r"\w+", "foo_bar été"), vec!["foo", "bar", "été"]);
@@ -789,6 +856,9 @@ mod tests {
         let t = translate(r"\_<a\|b\_>").unwrap_or_else(|e| panic!("{e}"));
         assert!(!t.symbol_start && !t.symbol_end);
         assert_eq!(t.pattern, r"(?:\b{start})a|b(?:\b{end})");
+        // A repeated edge boundary is left to the regex.
+        let t = translate(r"\_<*a").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!t.symbol_start);
         // Symbol characters that are not word characters, at the edges: exact.
         assert_eq!(find(r"\_<\*x\*\_>", "*x* a*x* *x*"), vec![(0, 3), (9, 12)]);
         assert_eq!(tr(r"\_<foo\_>"), "foo");
