@@ -100,6 +100,21 @@ CASE-FOLD is passed on; positions are as in
 
 ;;;; The module function
 
+(defconst agent-q-search-test--tokens
+  ["a" "b" "c" "." "[ab]" "[^a\n]" "\\(" "\\)" "\\(?:" "\\|" "*" "+" "?" "*?" "+?"
+   "??" "\\{1,2\\}" "\\{2\\}" "^" "\\<" "\\>" "\\b" "\\w" "\\W" "\\s-" "\\s."
+   "\\s_" "\\`" "\\'" "-" "é" "[[:alpha:]]" "[[:space:]]" "{" "}" "(" ")" "|"]
+  "Pieces the random patterns are made of.
+Left out are the documented approximations: \\B at the ends of the
+text, `_' (a symbol character to Emacs, a word character to the
+regex crate's boundaries), symbol boundaries inside a pattern, and
+`$' (a repeated group that can match empty, such as
+\\(?:$\\|x\\)+, stops at its first empty iteration in Emacs).")
+
+(defconst agent-q-search-test--texts
+  '("aab b-\n(c)é.*ab" "abcabc\n\nba-a é-b" "a\na.b  c*(ab)\n" "" "bbb aaa ccc-a-b")
+  "Texts the random patterns are searched in.")
+
 (ert-deftest agent-q-search-catastrophic-pattern-returns ()
   "The pattern that hangs Emacs's backtracking engine gives the right answer."
   (let ((line (make-string 25 ?a)))
@@ -130,6 +145,34 @@ CASE-FOLD is passed on; positions are as in
               (rust (agent-q-search-test--rust-matches pattern nil)))
           (should (equal (list name pattern (length emacs) emacs)
                          (list name pattern (length rust) rust))))))))
+
+(ert-deftest agent-q-search-agrees-with-emacs-on-random-patterns ()
+  "Random patterns of up to 7 pieces match as `re-search-forward' does.
+Covers operators with nothing before them (literal), runs of
+operators, anchors in and out of anchor context and repetitions
+after assertions.  The seed is fixed, so a failure reproduces."
+  (random "agent-q-search")
+  (let ((tried 0) (disagreements nil))
+    (dotimes (_ 3000)
+      (let ((pattern (mapconcat
+                      (lambda (_)
+                        (aref agent-q-search-test--tokens
+                              (random (length agent-q-search-test--tokens))))
+                      (make-list (1+ (random 7)) nil) "")))
+        (when (condition-case nil (progn (string-match-p pattern "") t)
+                (invalid-regexp nil))
+          (setq tried (1+ tried))
+          (dolist (text agent-q-search-test--texts)
+            (with-temp-buffer
+              (insert text)
+              (let ((emacs (agent-q-search-test--emacs-matches pattern nil))
+                    (rust (condition-case err
+                              (agent-q-search-test--rust-matches pattern nil)
+                            (agent-q-search-error (cadr err)))))
+                (unless (equal emacs rust)
+                  (push (list pattern text emacs rust) disagreements))))))))
+    (should (> tried 1000))
+    (should (equal nil (seq-take (nreverse disagreements) 5)))))
 
 (ert-deftest agent-q-search-agrees-with-emacs-case-folded ()
   "With CASE-FOLD, ASCII and Latin patterns match as `case-fold-search' does."
