@@ -31,17 +31,20 @@
 //!   adjacent character is not a word character (Emacs's never matches there).
 //! - `\_<`, `\_>` (symbol boundaries): symbol constituents are taken to be word characters plus
 //!   [`SYMBOL_CHARS`]. At the very start or end of a pattern without top-level `\|` (the usual
-//!   `\_<NAME\_>`), the boundary is checked exactly on each match, and a match that fails the
-//!   check is dropped and the search resumes one character after its start. Elsewhere the
-//!   boundary is approximated by a word-start / word-end boundary.
+//!   `\_<NAME\_>`), the boundary is checked on each match: a match that fails the check is
+//!   dropped and the search resumes one character after its start. That is exact when the
+//!   match's extent at a given start cannot vary (as for `\_<NAME\_>`); otherwise Emacs may
+//!   backtrack to a shorter match that passes where this drops the match. Elsewhere (or when
+//!   repeated) the boundary is approximated by a word-start / word-end boundary.
 //! - `\s-` / `\s ` (whitespace: Unicode white space), `\s_` (symbol: [`SYMBOL_CHARS`]), `\s.`
 //!   (punctuation: [`PUNCTUATION_CHARS`] and non-ASCII Unicode punctuation), `\s(` `\s)`
 //!   (brackets), `\s"` (double quote), `\s\` (backslash), and their `\S` negations.
 //! - `[[:class:]]` classes map to Unicode properties (`alpha`, `alnum`, `upper`, `lower`,
 //!   `punct`, `space`, `blank`, `graph`, `print`, `word`) or exact ranges (`digit`, `xdigit`,
 //!   `cntrl`, `ascii`, `nonascii`, `unibyte`, `multibyte`).
-//! - A repeated group that can match the empty string, such as `\(?:$\|x\)+`: Emacs's loop
-//!   stops at the first iteration that matched nothing, the [`regex`] crate's may go on.
+//! - A repetition (or interval) over something that can match the empty string, such as
+//!   `\(?:$\|x\)+` or `a*\{2,\}`: Emacs's loop stops at the first iteration that matched
+//!   nothing, the [`regex`] crate's may go on.
 //! - Case folding (`case_fold`, Emacs's `case-fold-search`) uses Unicode simple case folding
 //!   rather than the buffer's case table.
 //!
@@ -540,7 +543,7 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
         return Err(SearchError::Engine("group stack empty".into()));
     };
     let has_alternation = !top.alts.is_empty();
-    // Edge symbol boundaries are checked exactly on each match instead of approximated.
+    // Edge symbol boundaries are checked on each match instead of approximated.
     // (Only when the boundary was not repeated, which leaves its piece as it was written.)
     let symbol_start = symbol_start && !has_alternation && top.seq.pieces.first().is_some_and(|p| p == WORD_START);
     let symbol_end = symbol_end && !has_alternation && top.seq.pieces.last().is_some_and(|p| p == WORD_END);
