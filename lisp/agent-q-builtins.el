@@ -62,6 +62,8 @@
                   (tool-name args-plist reason))
 (declare-function agent-q-xref-who-calls-handler "agent-q-xref" (args))
 (declare-function agent-q-xref-who-references-handler "agent-q-xref" (args))
+(declare-function agent-q--core-regex-search "agent-q-core"
+                  (text pattern case-fold max))
 (declare-function agent-q-tools-review-edit "agent-q-tools"
                   (path original modified description))
 (declare-function eieio--class-precedence-list "eieio-core" (class))
@@ -1208,35 +1210,60 @@ START and END are character positions; the whole buffer (widened) by default."
                 (widen)
                 (goto-char (point-min))
                 (let ((case-fold-search nil)
-                      (matches nil) (count 0))
-                  (while (and (or all (zerop count))
-                              (if regex
-                                  (re-search-forward pattern nil t)
-                                (search-forward pattern nil t)))
-                    (let ((beg (match-beginning 0)))
+                      (starts nil) (count 0) (failure nil))
+                  (if regex
+                      ;; In Rust, in linear time: Emacs's backtracking engine can
+                      ;; hang on a model's pattern (\\(a*\\)*c on a line of a's).
+                      (condition-case err
+                          (let* ((text (buffer-substring-no-properties
+                                        (point-min) (point-max)))
+                                 ;; Raw bytes cannot cross into the module;
+                                 ;; one U+FFFD each keeps the offsets.
+                                 (text (if (string-match-p
+                                            (rx (not (any (0 . #x10FFFF)))) text)
+                                           (replace-regexp-in-string
+                                            (rx (not (any (0 . #x10FFFF))))
+                                            "\uFFFD" text t t)
+                                         text))
+                                 (found (progn
+                                          (require 'agent-q-core nil t)
+                                          (agent-q--core-regex-search
+                                           text pattern nil
+                                           (if all agent-q-builtins-search-limit 1)))))
+                            (setq count (if all (car found) (min 1 (car found)))
+                                  starts (mapcar (lambda (m) (+ (point-min) (car m)))
+                                                 (cdr found))))
+                        (agent-q-search-error (setq failure (cadr err)))
+                        (error (setq failure (error-message-string err))))
+                    (while (and (or all (zerop count))
+                                (search-forward pattern nil t))
                       (cl-incf count)
                       (when (<= count agent-q-builtins-search-limit)
-                        (save-excursion
-                          (goto-char beg)
-                          (push (format "  Line %d, Column %d (position %d): %s"
-                                        (line-number-at-pos beg t) (current-column) beg
-                                        (truncate-string-to-width
-                                         (buffer-substring-no-properties
-                                          (line-beginning-position) (line-end-position))
-                                         200 nil nil "..."))
-                                matches)))
-                      ;; An empty match would loop forever.
-                      (when (= (match-end 0) beg)
-                        (if (eobp) (setq all nil) (forward-char 1)))))
-                  (if (zerop count)
-                      (format "No matches for '%s' in buffer %s." pattern (buffer-name))
+                        (push (match-beginning 0) starts)))
+                    (setq starts (nreverse starts)))
+                  (cond
+                   (failure
+                    (format "Cannot search for regular expression '%s': %s"
+                            pattern failure))
+                   ((zerop count)
+                    (format "No matches for '%s' in buffer %s." pattern (buffer-name)))
+                   (t
                     (concat
                      (format "Found %d match(es) for '%s':\n" count pattern)
-                     (string-join (nreverse matches) "\n")
+                     (mapconcat
+                      (lambda (beg)
+                        (goto-char beg)
+                        (format "  Line %d, Column %d (position %d): %s"
+                                (line-number-at-pos beg t) (current-column) beg
+                                (truncate-string-to-width
+                                 (buffer-substring-no-properties
+                                  (line-beginning-position) (line-end-position))
+                                 200 nil nil "...")))
+                      starts "\n")
                      (if (> count agent-q-builtins-search-limit)
                          (format "\n[... %d more matches not shown ...]"
                                  (- count agent-q-builtins-search-limit))
-                       "")))))))))))))
+                       ""))))))))))))))
 
 ;;;; Buffer: write_file
 

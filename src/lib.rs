@@ -9,7 +9,9 @@
 //! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
 //! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
-//! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`.
+//! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
+//! - [`search`]: Emacs regexps translated for the linear-time [`regex`] crate, behind
+//!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern).
 //!
 //! The [`binding`] module is the thin layer that converts between Emacs values and that core.
 #![warn(missing_docs)]
@@ -20,6 +22,7 @@ pub mod error;
 pub mod executor;
 pub mod native;
 pub mod registry;
+pub mod search;
 pub mod sexp;
 pub mod spec;
 pub mod xref;

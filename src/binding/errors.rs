@@ -13,6 +13,7 @@ mod symbols {
         agent_q_conversion_error "Value cannot cross between Emacs and agent-q" (agent_q_error)
         agent_q_diff_error "agent-q diff error" (agent_q_error)
         agent_q_xref_error "agent-q cross-reference error" (agent_q_error)
+        agent_q_search_error "agent-q regexp search error" (agent_q_error)
     }
 }
 use symbols::*;
@@ -34,6 +35,8 @@ pub enum Kind {
     Diff,
     /// `agent-q-xref-error`.
     Xref,
+    /// `agent-q-search-error`.
+    Search,
 }
 
 /// Signal the error symbol of KIND with MESSAGE as its data, Lisp-style `(signal SYM (MESSAGE))`.
@@ -46,6 +49,7 @@ pub fn signal<T>(env: &Env, kind: Kind, message: impl AsRef<str>) -> Result<T> {
         Kind::Conversion => agent_q_conversion_error,
         Kind::Diff => agent_q_diff_error,
         Kind::Xref => agent_q_xref_error,
+        Kind::Search => agent_q_search_error,
     };
     let message = message.as_ref().into_lisp(env)?;
     env.signal(symbol, (message,))

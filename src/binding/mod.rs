@@ -10,6 +10,7 @@ pub mod diff;
 pub mod errors;
 pub mod exec;
 pub mod registry;
+pub mod search;
 pub mod xref;
 
 emacs::plugin_is_GPL_compatible!();

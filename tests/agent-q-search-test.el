@@ -1,0 +1,256 @@
+;;; agent-q-search-test.el --- Tests for search_in_buffer's regex mode  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; ERT tests of `agent-q--core-regex-search' (Emacs regexps translated
+;; for Rust's linear-time regex crate) and of search_in_buffer's regex
+;; mode built on it: a catastrophic backtracking pattern returns with
+;; the right answer, common patterns find exactly the matches Emacs's
+;; own `re-search-forward' finds in Emacs's own sources (the emacs-el
+;; package must be installed), and patterns that cannot be translated
+;; give a message naming the construct.  Run it alone with
+;; `ert-run-tests-batch-and-exit' after loading this file, or with the
+;; other suites through tests/run-tests.el.
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-q)
+
+(declare-function agent-q--core-regex-search "agent-q-core"
+                  (text pattern case-fold max))
+(declare-function agent-q-builtins--search-in-buffer "agent-q-builtins" (args))
+
+(defun agent-q-search-test--args (&rest pairs)
+  "Return a hash table of the key/value PAIRS, as the executor passes them."
+  (let ((table (make-hash-table :test #'equal)))
+    (while pairs
+      (puthash (pop pairs) (pop pairs) table))
+    table))
+
+(defun agent-q-search-test--search (buffer pattern &rest more)
+  "Run search_in_buffer on BUFFER for regexp PATTERN with MORE arguments."
+  (agent-q-builtins--search-in-buffer
+   (apply #'agent-q-search-test--args
+          "pattern" pattern "buffer" (buffer-name buffer) "regex" t more)))
+
+(defun agent-q-search-test--emacs-matches (pattern case-fold)
+  "Return the (START . END) of every match of PATTERN in the current buffer.
+Found with Emacs's own `re-search-forward', CASE-FOLD as
+`case-fold-search', in the loop search_in_buffer used to run: after
+an empty match the next search starts one character further.
+Positions are 0-based offsets from `point-min'."
+  (save-excursion
+    (goto-char (point-min))
+    (let ((case-fold-search case-fold)
+          (matches nil)
+          (more t))
+      (while (and more (re-search-forward pattern nil t))
+        (push (cons (- (match-beginning 0) (point-min))
+                    (- (match-end 0) (point-min)))
+              matches)
+        (when (= (match-beginning 0) (match-end 0))
+          (if (eobp) (setq more nil) (forward-char 1))))
+      (nreverse matches))))
+
+(defun agent-q-search-test--rust-matches (pattern case-fold)
+  "Return the (START . END) of every match of PATTERN, found by the module.
+CASE-FOLD is passed on; positions are as in
+`agent-q-search-test--emacs-matches'."
+  (let ((found (agent-q--core-regex-search
+                (buffer-substring-no-properties (point-min) (point-max))
+                pattern case-fold most-positive-fixnum)))
+    (should (= (car found) (length (cdr found))))
+    (cdr found)))
+
+(defconst agent-q-search-test--sources
+  '("subr.el.gz" "language/european.el.gz" "international/mule-cmds.el.gz")
+  "Emacs sources the agreement tests search, relative to `lisp-directory'.")
+
+(defun agent-q-search-test--source (name)
+  "Return the absolute file name of Emacs's source NAME; fail if absent."
+  (let ((file (expand-file-name
+               name (file-name-directory (locate-library "subr.el" t)))))
+    (should (file-readable-p file))
+    file))
+
+(defconst agent-q-search-test--patterns
+  '("^(defun \\(\\(?:\\sw\\|\\s_\\)+\\)"
+    "\\_<car\\_>"
+    "\\_<with-[a-z-]+\\_>"
+    "\\bnil\\b"
+    "\\<set\\(q\\|f\\)\\>"
+    "[[:digit:]]+\\.?[[:digit:]]*"
+    "\"[^\"\\\\\n]*\""
+    ";;+ .*$"
+    "(\\(?:let\\*?\\|when\\|unless\\) "
+    "\\`;;;"
+    ")\\'"
+    "e\\{2,\\}"
+    "^$"
+    "^[ \t]+$"
+    "[A-Z][a-z]+?s"
+    "x*"
+    "\\s-+\\s(."
+    "[^[:ascii:]]+"
+    "[[:upper:]][[:lower:]]+"
+    "([^()]*)"
+    ".\\{70,\\}")
+  "Patterns whose matches must agree with Emacs's on real sources.")
+
+;;;; The module function
+
+(defconst agent-q-search-test--tokens
+  ["a" "b" "c" "." "[ab]" "[^a\n]" "\\(" "\\)" "\\(?:" "\\|" "*" "+" "?" "*?" "+?"
+   "??" "\\{1,2\\}" "\\{2\\}" "^" "\\<" "\\>" "\\b" "\\w" "\\W" "\\s-" "\\s."
+   "\\s_" "\\`" "\\'" "-" "é" "[[:alpha:]]" "[[:space:]]" "{" "}" "(" ")" "|"]
+  "Pieces the random patterns are made of.
+Left out are the documented approximations: \\B at the ends of the
+text, `_' (a symbol character to Emacs, a word character to the
+regex crate's boundaries), symbol boundaries inside a pattern, and
+`$' (a repeated group that can match empty, such as
+\\(?:$\\|x\\)+, stops at its first empty iteration in Emacs).")
+
+(defconst agent-q-search-test--texts
+  '("aab b-\n(c)é.*ab" "abcabc\n\nba-a é-b" "a\na.b  c*(ab)\n" "" "bbb aaa ccc-a-b")
+  "Texts the random patterns are searched in.")
+
+(ert-deftest agent-q-search-catastrophic-pattern-returns ()
+  "The pattern that hangs Emacs's backtracking engine gives the right answer."
+  (let ((line (make-string 25 ?a)))
+    (should (equal '(0) (agent-q--core-regex-search
+                         line "\\(a*\\)*\\(a*\\)*c" nil 10)))
+    (should (equal '(1 (0 . 26))
+                   (agent-q--core-regex-search
+                    (concat line "c") "\\(a*\\)*\\(a*\\)*c" nil 10)))
+    (with-temp-buffer
+      (insert "first line\n" line "\n")
+      (should (string-prefix-p "No matches for '\\(a*\\)*\\(a*\\)*c' in buffer "
+                               (agent-q-search-test--search
+                                (current-buffer) "\\(a*\\)*\\(a*\\)*c")))
+      (insert line "c\n")
+      (should (equal (format "Found 1 match(es) for '\\(a*\\)*\\(a*\\)*c':\n  Line 3, Column 0 (position 38): %sc"
+                             line)
+                     (agent-q-search-test--search
+                      (current-buffer) "\\(a*\\)*\\(a*\\)*c"))))))
+
+(ert-deftest agent-q-search-agrees-with-emacs-on-its-sources ()
+  "Common patterns match exactly where `re-search-forward' matches."
+  (dolist (name agent-q-search-test--sources)
+    (with-temp-buffer
+      (insert-file-contents (agent-q-search-test--source name))
+      (should (> (buffer-size) 1000))
+      (dolist (pattern agent-q-search-test--patterns)
+        (let ((emacs (agent-q-search-test--emacs-matches pattern nil))
+              (rust (agent-q-search-test--rust-matches pattern nil)))
+          (should (equal (list name pattern (length emacs) emacs)
+                         (list name pattern (length rust) rust))))))))
+
+(ert-deftest agent-q-search-agrees-with-emacs-on-random-patterns ()
+  "Random patterns of up to 7 pieces match as `re-search-forward' does.
+Covers operators with nothing before them (literal), runs of
+operators, anchors in and out of anchor context and repetitions
+after assertions.  The seed is fixed, so a failure reproduces."
+  (random "agent-q-search")
+  (let ((tried 0) (disagreements nil))
+    (dotimes (_ 3000)
+      (let ((pattern (mapconcat
+                      (lambda (_)
+                        (aref agent-q-search-test--tokens
+                              (random (length agent-q-search-test--tokens))))
+                      (make-list (1+ (random 7)) nil) "")))
+        (when (condition-case nil (progn (string-match-p pattern "") t)
+                (invalid-regexp nil))
+          (setq tried (1+ tried))
+          (dolist (text agent-q-search-test--texts)
+            (with-temp-buffer
+              (insert text)
+              (let ((emacs (agent-q-search-test--emacs-matches pattern nil))
+                    (rust (condition-case err
+                              (agent-q-search-test--rust-matches pattern nil)
+                            (agent-q-search-error (cadr err)))))
+                (unless (equal emacs rust)
+                  (push (list pattern text emacs rust) disagreements))))))))
+    (should (> tried 1000))
+    (should (equal nil (seq-take (nreverse disagreements) 5)))))
+
+(ert-deftest agent-q-search-agrees-with-emacs-case-folded ()
+  "With CASE-FOLD, ASCII and Latin patterns match as `case-fold-search' does."
+  (with-temp-buffer
+    (insert-file-contents (agent-q-search-test--source "language/european.el.gz"))
+    (dolist (pattern '("latin" "LATIN-[0-9]" "\\_<iso-8859-[0-9]+\\_>" "é\\|ü"))
+      (let ((emacs (agent-q-search-test--emacs-matches pattern t))
+            (rust (agent-q-search-test--rust-matches pattern t)))
+        (should emacs)
+        (should (equal (cons pattern emacs) (cons pattern rust)))))))
+
+(ert-deftest agent-q-search-character-offsets ()
+  "Offsets count characters, not bytes."
+  (let ((text "é日本🦀x\n🦀xé"))
+    (should (equal '(2 (4 . 5) (7 . 8)) (agent-q--core-regex-search text "x" nil 10)))
+    (should (equal '(2 (4 . 5)) (agent-q--core-regex-search text "x" nil 1)))
+    (should (equal '(2) (agent-q--core-regex-search text "x" nil 0)))
+    (with-temp-buffer
+      (insert text)
+      (should (equal (agent-q-search-test--emacs-matches "🦀x\\|^." nil)
+                     (agent-q-search-test--rust-matches "🦀x\\|^." nil))))))
+
+(ert-deftest agent-q-search-untranslatable-patterns-are-refused ()
+  "Back-references, point and categories signal `agent-q-search-error'."
+  (dolist (case '(("\\(a\\)\\1" . "\\1") ("a\\=" . "\\=") ("\\cg" . "\\cg")
+                  ("\\s<" . "\\s<")))
+    (let ((err (should-error (agent-q--core-regex-search "aa" (car case) nil 10)
+                             :type 'agent-q-search-error)))
+      (should (string-match-p (regexp-quote (concat "construct " (cdr case)))
+                              (cadr err)))))
+  (should-error (agent-q--core-regex-search "a" "\\(a" nil 10) :type 'agent-q-search-error)
+  (should-error (agent-q--core-regex-search
+                 "a" "\\(\\(\\(a\\{1000\\}\\)\\{1000\\}\\)\\{1000\\}\\)" nil 10)
+                :type 'agent-q-search-error))
+
+;;;; search_in_buffer
+
+(ert-deftest agent-q-search-tool-refuses-untranslatable-patterns ()
+  "The tool says which construct it cannot search for."
+  (with-temp-buffer
+    (insert "aa\n")
+    (let ((out (agent-q-search-test--search (current-buffer) "\\(a\\)\\1")))
+      (should (string-prefix-p
+               "Cannot search for regular expression '\\(a\\)\\1': Unsupported regexp construct \\1 at character 5: back-references"
+               out)))
+    (should (string-match-p "construct \\\\cg"
+                            (agent-q-search-test--search (current-buffer) "\\cg")))
+    ;; Still caught first by Emacs's own syntax check.
+    (should (string-prefix-p "Invalid regular expression '\\(a'"
+                             (agent-q-search-test--search (current-buffer) "\\(a")))))
+
+(ert-deftest agent-q-search-tool-positions ()
+  "Line, column and position agree with Emacs's, with non-ASCII text."
+  (with-temp-buffer
+    (insert "é日本 x\n🦀 x\nend")
+    (let ((out (agent-q-search-test--search (current-buffer) "[x]")))
+      (should (equal "Found 2 match(es) for '[x]':\n  Line 1, Column 6 (position 5): é日本 x\n  Line 2, Column 3 (position 9): 🦀 x"
+                     out)))
+    ;; The buffer is widened: narrowing does not hide matches or shift positions.
+    (narrow-to-region 8 10)
+    (should (string-match-p "(position 5)"
+                            (agent-q-search-test--search (current-buffer) "x")))
+    (widen)
+    ;; all_matches nil: the first only, counted as one.
+    (should (string-prefix-p "Found 1 match(es) for 'x':\n  Line 1,"
+                             (agent-q-search-test--search (current-buffer) "x"
+                                                          "all_matches" nil)))
+    ;; Case-sensitive, as before.
+    (should (string-prefix-p "No matches for 'END'"
+                             (agent-q-search-test--search (current-buffer) "END")))))
+
+(ert-deftest agent-q-search-tool-raw-bytes ()
+  "Raw bytes in the buffer do not stop the search or shift positions."
+  (with-temp-buffer
+    (insert "ab" (string #x3fffc1) "c\nabc")
+    (should (equal (format "Found 2 match(es) for 'ab.\\|abc':\n  Line 1, Column 0 (position 1): ab%sc\n  Line 2, Column 0 (position 6): abc"
+                           (string #x3fffc1))
+                   (agent-q-search-test--search (current-buffer) "ab.\\|abc")))))
+
+(provide 'agent-q-search-test)
+;;; agent-q-search-test.el ends here
