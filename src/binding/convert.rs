@@ -16,7 +16,20 @@ use crate::sexp::MAX_DEPTH;
 pub(crate) mod lisp {
     emacs::use_symbols! {
         integer float string symbol cons vector
-        quit
+        quit equal t nil
+        kw_test => ":test"
+        kw_size => ":size"
+        kw_id => ":id"
+        kw_name => ":name"
+        kw_arguments => ":arguments"
+        kw_success => ":success"
+        kw_content => ":content"
+        kw_error => ":error"
+        kw_metadata => ":metadata"
+        kw_execution_time_ms => ":execution_time_ms"
+        kw_safety_level => ":safety_level"
+        kw_approved => ":approved"
+        kw_modified => ":modified"
     }
 
     emacs::use_functions! {
@@ -244,8 +257,8 @@ pub fn from_sexp<'e>(env: &'e Env, v: &Sx) -> Result<Value<'e>> {
 /// strings, arrays lists, `true` `t`, `false` and `null` `nil`.
 pub fn json_for_handler<'e>(env: &'e Env, v: &Json) -> Result<Value<'e>> {
     Ok(match v {
-        Json::Null | Json::Bool(false) => env.intern("nil")?,
-        Json::Bool(true) => env.intern("t")?,
+        Json::Null | Json::Bool(false) => nil.bind(env),
+        Json::Bool(true) => t.bind(env),
         Json::Number(n) => match n.as_i64() {
             Some(i) => i.into_lisp(env)?,
             None => n.as_f64().unwrap_or(0.0).into_lisp(env)?,
@@ -264,12 +277,14 @@ pub fn json_for_handler<'e>(env: &'e Env, v: &Json) -> Result<Value<'e>> {
 
 /// The hash table a handler receives.
 pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<Value<'e>> {
+    // The symbols are global references made once at module load: interning them on every call
+    // (a C string and an obarray lookup each) was part of the executor's cost for a trivial tool.
     let table = env.call(
         make_hash_table,
         (
-            env.intern(":test")?,
-            env.intern("equal")?,
-            env.intern(":size")?,
+            kw_test.bind(env),
+            equal.bind(env),
+            kw_size.bind(env),
             map.len().max(1) as i64,
         ),
     )?;
@@ -277,6 +292,47 @@ pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<V
         env.call(puthash, (k.as_str(), json_for_handler(env, x)?, table))?;
     }
     Ok(table)
+}
+
+/// A tool result as the plist `ToolResult::to_sexp` describes, built directly with the symbols
+/// kept as global references: going through an s-expression (allocated, converted, then freed)
+/// and interning each keyword again was the largest single part of the executor's cost per
+/// call for a trivial tool.
+pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result<Value<'e>> {
+    let no = nil.bind(env);
+    let yes = t.bind(env);
+    let flag = |b: bool| if b { yes } else { no };
+    let mut meta: Vec<Value<'e>> = Vec::with_capacity(8);
+    meta.push(kw_execution_time_ms.bind(env));
+    meta.push(r.execution_time_ms.into_lisp(env)?);
+    if let Some(level) = r.safety_level {
+        meta.push(kw_safety_level.bind(env));
+        meta.push(level.as_str().into_lisp(env)?);
+    }
+    meta.push(kw_approved.bind(env));
+    meta.push(flag(r.approved));
+    if r.modified {
+        meta.push(kw_modified.bind(env));
+        meta.push(yes);
+    }
+    let content = r.content.as_str().into_lisp(env)?;
+    let mut items: Vec<Value<'e>> = Vec::with_capacity(10);
+    items.push(kw_id.bind(env));
+    items.push(match &r.id {
+        Some(id) => id.as_str().into_lisp(env)?,
+        None => no,
+    });
+    items.push(kw_success.bind(env));
+    items.push(flag(r.success));
+    items.push(kw_content.bind(env));
+    items.push(content);
+    if !r.success {
+        items.push(kw_error.bind(env));
+        items.push(content);
+    }
+    items.push(kw_metadata.bind(env));
+    items.push(env.list(&meta)?);
+    env.list(&items)
 }
 
 /// The message of a Lisp error that came back through a callback.

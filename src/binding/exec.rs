@@ -98,7 +98,7 @@ impl<'e> Host for EmacsHost<'e> {
         let env = self.env;
         let run = || -> Result<()> {
             let result = match result {
-                Some(r) => convert::from_sexp(env, &Sexp(r.to_sexp()).0)?,
+                Some(r) => convert::result_value(env, r)?,
                 None => env.intern("nil")?,
             };
             env.call(
@@ -199,7 +199,7 @@ fn execute<'e>(
             }
             Err(WalkError::Emacs(e)) => return Err(e),
         };
-        results.push(convert::from_sexp(env, &Sexp(result.to_sexp()).0)?);
+        results.push(convert::result_value(env, &result)?);
         cell = cell.cdr()?;
     }
     env.list(&results)
