@@ -34,7 +34,7 @@ pub(crate) mod lisp {
 
     emacs::use_functions! {
         symbol_name
-        make_hash_table puthash
+        make_hash_table puthash consp
         error_message_string
     }
 }
@@ -151,6 +151,18 @@ impl Walker {
         }
         let ty = env.type_of(v)?;
         if *symbol == ty {
+            // `t` and the keys of a tool call are recognised by identity (cheap `eq` calls)
+            // rather than by name (a call to `symbol-name` and a copy each).
+            if *t == v {
+                return Ok(Sx::symbol("t"));
+            }
+            if depth <= 1 {
+                for (known, name) in [(kw_id, "id"), (kw_name, "name"), (kw_arguments, "arguments")] {
+                    if *known == v {
+                        return Ok(Sx::keyword(name));
+                    }
+                }
+            }
             let name = read_string(env.call(symbol_name, (v,))?, 4096)?;
             return Ok(if name == "t" {
                 Sx::symbol("t")

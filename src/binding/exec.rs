@@ -170,7 +170,7 @@ fn execute<'e>(
     let mut cell = calls;
     let mut count = 0usize;
     while cell.is_not_nil() {
-        if !env.call("consp", (cell,))?.is_not_nil() {
+        if !env.call(convert::lisp::consp, (cell,))?.is_not_nil() {
             return super::errors::signal(
                 env,
                 super::errors::Kind::Generic,
