@@ -256,13 +256,84 @@ pub fn from_sexp<'e>(env: &'e Env, v: &Sx) -> Result<Value<'e>> {
                 vals.push(from_sexp(env, car)?);
                 tail = cdr;
             }
-            let mut out = from_sexp(env, tail)?;
-            for x in vals.into_iter().rev() {
-                out = env.cons(x, out)?;
+            if matches!(tail, Sx::Null | Sx::Nil) {
+                // One call to `list` instead of one `cons` per element.
+                env.list(&vals)?
+            } else {
+                let mut out = from_sexp(env, tail)?;
+                for x in vals.into_iter().rev() {
+                    out = env.cons(x, out)?;
+                }
+                out
             }
-            out
         }
     })
+}
+
+/// Convert JSON to the Emacs value `from_sexp(sexp::from_json(v))` gives (objects become plists
+/// with keyword keys, `{}` nil, arrays vectors, `false` `:json-false`, `null` nil), directly:
+/// without the intermediate s-expression, with one `list` call per object and each keyword
+/// interned once per conversion. Building schemas and registrations this way measured several
+/// times faster than through s-expressions.
+pub fn json_value<'e>(env: &'e Env, v: &Json) -> Result<Value<'e>> {
+    JsonToLisp {
+        env,
+        keywords: std::collections::HashMap::new(),
+    }
+    .value(v, 0)
+}
+
+struct JsonToLisp<'e> {
+    env: &'e Env,
+    keywords: std::collections::HashMap<String, Value<'e>>,
+}
+
+impl<'e> JsonToLisp<'e> {
+    fn keyword(&mut self, name: &str) -> Result<Value<'e>> {
+        if let Some(k) = self.keywords.get(name) {
+            return Ok(*k);
+        }
+        let k = self.env.intern(&format!(":{name}"))?;
+        self.keywords.insert(name.to_string(), k);
+        Ok(k)
+    }
+
+    fn value(&mut self, v: &Json, depth: usize) -> Result<Value<'e>> {
+        let env = self.env;
+        if depth > MAX_DEPTH {
+            return super::errors::signal(
+                env,
+                super::errors::Kind::Generic,
+                format!("Cannot convert value: nested deeper than {MAX_DEPTH} levels"),
+            );
+        }
+        Ok(match v {
+            Json::Null => nil.bind(env),
+            Json::Bool(true) => t.bind(env),
+            Json::Bool(false) => self.keyword("json-false")?,
+            Json::Number(n) => match n.as_i64() {
+                Some(i) => i.into_lisp(env)?,
+                None => n.as_f64().unwrap_or(0.0).into_lisp(env)?,
+            },
+            Json::String(s) => s.as_str().into_lisp(env)?,
+            Json::Array(items) => {
+                let vals = items
+                    .iter()
+                    .map(|x| self.value(x, depth + 1))
+                    .collect::<Result<Vec<_>>>()?;
+                env.vector(&vals)?
+            }
+            Json::Object(map) if map.is_empty() => nil.bind(env),
+            Json::Object(map) => {
+                let mut vals = Vec::with_capacity(map.len() * 2);
+                for (k, x) in map {
+                    vals.push(self.keyword(k)?);
+                    vals.push(self.value(x, depth + 1)?);
+                }
+                env.list(&vals)?
+            }
+        })
+    }
 }
 
 /// Convert a JSON value for a Lisp handler: objects become hash tables (test `equal`) keyed by

@@ -11,7 +11,7 @@ use serde_json::{Map, Value as Json};
 use super::convert::{self, Limits, WalkError};
 use super::registry::{resolve, LispHandler};
 use crate::executor::{self, ApprovalFailure, AuditRecord, Host, Options, Phase, ToolResult};
-use crate::sexp::{self, Sexp};
+use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
 
 use super::convert::lisp::string;
@@ -25,7 +25,7 @@ struct EmacsHost<'e> {
 
 impl<'e> EmacsHost<'e> {
     fn plist(&self, args: &Map<String, Json>) -> Result<Value<'e>> {
-        convert::from_sexp(self.env, &Sexp(sexp::from_json(&Json::Object(args.clone()))).0)
+        convert::json_value(self.env, &Json::Object(args.clone()))
     }
 
     fn format(&self, v: Value<'e>) -> std::result::Result<String, String> {
