@@ -341,8 +341,13 @@ fn schemas<'e>(
     };
     let schemas = lock(resolve(registry)?).schemas(wanted.as_deref(), format);
     if as_json.is_not_nil() {
-        let array = Json::Array(schemas.iter().map(|s| (**s).clone()).collect());
-        return array.to_string().into_lisp(env);
+        // Serialize the cached schemas in place: deep-copying them into one array first cost
+        // as much as the serialization itself.
+        let refs: Vec<&Json> = schemas.iter().map(|s| s.as_ref()).collect();
+        return match serde_json::to_string(&refs) {
+            Ok(text) => text.into_lisp(env),
+            Err(e) => errors::signal(env, Kind::Generic, format!("Cannot serialize the schemas: {e}")),
+        };
     }
     let vals = schemas
         .iter()
