@@ -40,10 +40,9 @@ lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings 
 	$(CARGO) fmt --check
 	$(BATCH) -l scripts/lint.el $(LISP)
 
-bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md
+bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
 	@scripts/ensure-deps.sh --bench
-	$(CARGO) build --release --example diffbench --example xrefbench 2>/dev/null || true
-	$(BATCH) -l bench/run.el
+	$(EMACS) --batch -Q -L lisp -l bench/run.el
 
 clean:  ## Remove build products
 	$(CARGO) clean

@@ -42,15 +42,27 @@ impl Drop for Sexp {
 
 /// Free VALUE without recursion: conses are taken apart one at a time.
 pub fn dismantle(value: Value) {
+    // Atoms drop in place: only conses and vectors go on the stack.
+    if !matches!(value, Value::Cons(_) | Value::Vector(_)) {
+        return;
+    }
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         match v {
             Value::Cons(cons) => {
                 let (car, cdr) = cons.into_pair();
-                stack.push(car);
-                stack.push(cdr);
+                for x in [car, cdr] {
+                    if matches!(x, Value::Cons(_) | Value::Vector(_)) {
+                        stack.push(x);
+                    }
+                }
             }
-            Value::Vector(items) => stack.extend(items.into_vec()),
+            Value::Vector(items) => stack.extend(
+                items
+                    .into_vec()
+                    .into_iter()
+                    .filter(|x| matches!(x, Value::Cons(_) | Value::Vector(_))),
+            ),
             _ => {}
         }
     }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value as Json};
 use super::convert::{self, Limits, WalkError};
 use super::registry::{resolve, LispHandler};
 use crate::executor::{self, ApprovalFailure, AuditRecord, Host, Options, Phase, ToolResult};
-use crate::sexp::{self, Sexp};
+use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
 
 use super::convert::lisp::string;
@@ -25,7 +25,7 @@ struct EmacsHost<'e> {
 
 impl<'e> EmacsHost<'e> {
     fn plist(&self, args: &Map<String, Json>) -> Result<Value<'e>> {
-        convert::from_sexp(self.env, &Sexp(sexp::from_json(&Json::Object(args.clone()))).0)
+        convert::json_value(self.env, &Json::Object(args.clone()))
     }
 
     fn format(&self, v: Value<'e>) -> std::result::Result<String, String> {
@@ -98,7 +98,7 @@ impl<'e> Host for EmacsHost<'e> {
         let env = self.env;
         let run = || -> Result<()> {
             let result = match result {
-                Some(r) => convert::from_sexp(env, &Sexp(r.to_sexp()).0)?,
+                Some(r) => convert::result_value(env, r)?,
                 None => env.intern("nil")?,
             };
             env.call(
@@ -180,7 +180,7 @@ fn execute<'e>(
     let mut cell = calls;
     let mut count = 0usize;
     while cell.is_not_nil() {
-        if !env.call("consp", (cell,))?.is_not_nil() {
+        if !env.call(convert::lisp::consp, (cell,))?.is_not_nil() {
             return super::errors::signal(
                 env,
                 super::errors::Kind::Generic,
@@ -209,7 +209,7 @@ fn execute<'e>(
             }
             Err(WalkError::Emacs(e)) => return Err(e),
         };
-        results.push(convert::from_sexp(env, &Sexp(result.to_sexp()).0)?);
+        results.push(convert::result_value(env, &result)?);
         cell = cell.cdr()?;
     }
     env.list(&results)

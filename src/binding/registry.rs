@@ -90,7 +90,7 @@ fn release(env: &Env, handlers: impl IntoIterator<Item = Handler<LispHandler>>) 
 /// A registration as a Lisp plist.
 pub fn registration_value<'e>(env: &'e Env, r: &registry::Registration) -> Result<Value<'e>> {
     let json = serde_json::to_value(r).unwrap_or(Json::Null);
-    convert::from_sexp(env, &Sexp(sexp::from_json(&json)).0)
+    convert::json_value(env, &json)
 }
 
 /// Make a new, empty registry, independent of the global one.
@@ -281,7 +281,7 @@ fn snapshot<'e>(env: &'e Env, registry: Value<'e>, as_json: Value<'e>) -> Result
     if as_json.is_not_nil() {
         json.to_string().into_lisp(env)
     } else {
-        convert::from_sexp(env, &Sexp(sexp::from_json(&json)).0)
+        convert::json_value(env, &json)
     }
 }
 
@@ -359,12 +359,17 @@ fn schemas<'e>(
     };
     let schemas = lock(resolve(registry)?).schemas(wanted.as_deref(), format);
     if as_json.is_not_nil() {
-        let array = Json::Array(schemas.iter().map(|s| (**s).clone()).collect());
-        return array.to_string().into_lisp(env);
+        // Serialize the cached schemas in place: deep-copying them into one array first cost
+        // as much as the serialization itself.
+        let refs: Vec<&Json> = schemas.iter().map(|s| s.as_ref()).collect();
+        return match serde_json::to_string(&refs) {
+            Ok(text) => text.into_lisp(env),
+            Err(e) => errors::signal(env, Kind::Generic, format!("Cannot serialize the schemas: {e}")),
+        };
     }
     let vals = schemas
         .iter()
-        .map(|s| convert::from_sexp(env, &Sexp(sexp::from_json(s)).0))
+        .map(|s| convert::json_value(env, s))
         .collect::<Result<Vec<_>>>()?;
     env.list(&vals)
 }
@@ -392,7 +397,7 @@ fn metrics<'e>(env: &'e Env, registry: Value<'e>, reset: Value<'e>) -> Result<Va
     drop(reg);
     let vals = rows
         .iter()
-        .map(|(name, m)| env.cons(name.as_str(), convert::from_sexp(env, &Sexp(sexp::from_json(m)).0)?))
+        .map(|(name, m)| env.cons(name.as_str(), convert::json_value(env, m)?))
         .collect::<Result<Vec<_>>>()?;
     env.list(&vals)
 }

@@ -1,0 +1,42 @@
+;;; run.el --- Entry point of `make bench'  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; Usage (what `make bench' does, from the repository root):
+;;   emacs --batch -Q -L lisp -l bench/run.el
+;;
+;; Byte-compiles the harness and every bench/agent-q-bench-*.el into a
+;; temporary directory (so the measured loops run compiled and no .elc is
+;; left in the tree), loads them, runs the sections and writes
+;; bench/RESULTS.md.  A file that fails to compile stops the run: numbers
+;; from interpreted code would be misleading.
+
+;;; Code:
+
+(require 'bytecomp)
+
+(let* ((dir (file-name-directory (or load-file-name buffer-file-name)))
+       (out (make-temp-file "agent-q-bench" t))
+       (files (cons (expand-file-name "agent-q-bench.el" dir)
+                    (directory-files dir t "\\`agent-q-bench-.*\\.el\\'"))))
+  (unwind-protect
+      (progn
+        (add-to-list 'load-path out)
+        (add-to-list 'load-path dir t)
+        (require 'agent-q)
+        ;; Compile everything first, then load the compiled files, so that a file
+        ;; requiring another one gets the compiled version.
+        (dolist (file files)
+          (let ((byte-compile-dest-file-function
+                 (lambda (src) (expand-file-name (concat (file-name-base src) ".elc") out))))
+            (unless (byte-compile-file file)
+              (error "Cannot byte-compile %s" file))))
+        (dolist (file files)
+          (load (expand-file-name (concat (file-name-base file) ".elc") out) nil t))
+        (setq agent-q-bench-source-directory dir)
+        (agent-q-bench-run-all))
+    (delete-directory out t)))
+
+(kill-emacs 0)
+
+;;; run.el ends here
