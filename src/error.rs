@@ -78,13 +78,21 @@ pub enum ConvertError {
         /// The depth limit.
         limit: usize,
     },
-    /// More bytes or nodes than the limit.
+    /// More bytes than the limit.
     #[error("{what} is too large: {size} bytes (limit {limit})")]
     TooLarge {
         /// What was too large.
         what: String,
         /// Its size.
         size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More elements than the limit (which also stops circular lists).
+    #[error("{what} has more than {limit} elements (or is circular)")]
+    TooMany {
+        /// What had too many elements.
+        what: String,
         /// The limit.
         limit: usize,
     },

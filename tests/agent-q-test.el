@@ -679,6 +679,16 @@
     (should-error (agent-q-execute-tool-calls "not a list" reg) :type 'agent-q-error)
     (should-error (agent-q-execute-tool-calls '(a . b) reg) :type 'agent-q-error)))
 
+(ert-deftest agent-q-test-huge-results-are-refused-not-copied ()
+  (agent-q-test--with-registry reg
+    (agent-q-register-tool (agent-q-define-tool "flood" "Too much output." nil
+                                                :handler (lambda (_) (make-string (* 65 1024 1024) ?x)))
+                           reg)
+    (let ((r (car (agent-q-test--run reg '(:id "1" :name "flood")))))
+      (should-not (plist-get r :success))
+      (should (string-match-p "the result is 68157440 bytes, more than agent-q reads"
+                              (plist-get r :content))))))
+
 (ert-deftest agent-q-test-reentrant-approval ()
   "The approval function may call agent-q again: no lock is held meanwhile."
   (agent-q-test--with-registry reg

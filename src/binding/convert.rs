@@ -132,9 +132,8 @@ impl Walker {
     fn count_node(&mut self) -> std::result::Result<(), WalkError> {
         self.nodes += 1;
         if self.nodes > self.limits.max_nodes {
-            return Err(ConvertError::TooLarge {
-                what: "a list (or a circular one)".into(),
-                size: self.nodes,
+            return Err(ConvertError::TooMany {
+                what: "a list or vector".into(),
                 limit: self.limits.max_nodes,
             }
             .into());

@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 
 use super::convert::{self, Limits, WalkError};
 use super::registry::{resolve, LispHandler};
+use crate::error::ConvertError;
 use crate::executor::{self, ApprovalFailure, AuditRecord, Host, Options, Phase, ToolResult};
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
@@ -23,6 +24,10 @@ struct EmacsHost<'e> {
     env: &'e Env,
 }
 
+/// The most of a handler's result the module copies out of Emacs (the executor then caps it at
+/// `agent-q-max-result-chars`): a bound on memory, whatever a handler returns.
+const MAX_RESULT_BYTES: usize = 64 << 20;
+
 impl<'e> EmacsHost<'e> {
     fn plist(&self, args: &Map<String, Json>) -> Result<Value<'e>> {
         convert::json_value(self.env, &Json::Object(args.clone()))
@@ -33,10 +38,24 @@ impl<'e> EmacsHost<'e> {
         if !v.is_not_nil() {
             return Ok("nil".into());
         }
+        let too_large = |e: &ConvertError| match e {
+            ConvertError::TooLarge { size, .. } => Some(format!(
+                "Tool error: the result is {size} bytes, more than agent-q reads ({MAX_RESULT_BYTES} bytes); \
+                 return a smaller part"
+            )),
+            _ => None,
+        };
         let is_string = env.type_of(v).map(|t| *string == t).unwrap_or(false);
         if is_string {
-            if let Ok(s) = convert::read_string(v, usize::MAX) {
-                return Ok(s);
+            match convert::read_string(v, MAX_RESULT_BYTES) {
+                Ok(s) => return Ok(s),
+                Err(WalkError::Convert(e)) => {
+                    if let Some(msg) = too_large(&e) {
+                        return Err(msg);
+                    }
+                    // Raw bytes: printed below, escaped.
+                }
+                Err(WalkError::Emacs(e)) => return Err(format!("Tool error: {}", convert::error_message(env, &e))),
             }
         }
         // Lists are pretty-printed, anything else printed with prin1, by Lisp.
@@ -46,9 +65,11 @@ impl<'e> EmacsHost<'e> {
                 convert::error_message(env, &e)
             )
         })?;
-        match convert::read_string(printed, usize::MAX) {
+        match convert::read_string(printed, MAX_RESULT_BYTES) {
             Ok(s) => Ok(s),
-            Err(WalkError::Convert(e)) => Err(format!("Tool error: cannot read the result: {e}")),
+            Err(WalkError::Convert(e)) => {
+                Err(too_large(&e).unwrap_or_else(|| format!("Tool error: cannot read the result: {e}")))
+            }
             Err(WalkError::Emacs(e)) => Err(format!("Tool error: {}", convert::error_message(env, &e))),
         }
     }
