@@ -90,9 +90,13 @@ and this is non-nil."
   "Directories that read_file, read_buffer and search_in_buffer read freely.
 Reading a file outside these directories asks the user first, exactly
 as a dangerous tool does.  nil means the default: the root of the
-current project (see `project-current') and the directory of the
-current buffer."
-  :type '(choice (const :tag "Current project and buffer directory" nil)
+current project (see `project-current') and the directory of the file
+the current buffer visits (none for a buffer that visits no file).
+The root directory / and the home directory itself are never allowed,
+here or in the default (they would allow reading nearly everything;
+list the subdirectories to allow instead), and remote files always
+ask."
+  :type '(choice (const :tag "Current project and visited file's directory" nil)
                  (repeat directory))
   :group 'agent-q)
 
@@ -127,49 +131,49 @@ resolving symlinks); a match on either asks the user for approval."
 (defcustom agent-q-builtins-max-value-chars 4000
   "Maximum number of characters of a printed value in tool results.
 Longer values are cut and the result says how much was cut."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-page-chars 15000
   "Maximum number of characters in one page of read_file or read_buffer.
 Kept below `agent-q-max-result-chars' so a page is never cut by the
 executor; a result that stops early says how to read the next page."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-page-lines 400
   "Default number of lines in one page of read_file."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-max-file-size (* 50 1024 1024)
   "Largest file, in bytes, that read_file reads."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-apropos-limit 100
   "Maximum number of symbols listed by apropos_search."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-search-limit 100
   "Maximum number of matches listed by search_in_buffer."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-package-symbols-limit 500
   "Maximum number of symbols listed by list_package_symbols."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-history-size 50
   "Number of eval_form and compile_form results kept in the history."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-builtins-backtrace-frames 30
   "Maximum number of backtrace frames recorded for get_last_error."
-  :type 'integer
+  :type 'natnum
   :group 'agent-q)
 
 ;;;; Small helpers
@@ -195,11 +199,15 @@ executor; a result that stops early says how to read the next page."
                                 agent-q-builtins-max-value-chars)))
 
 (defun agent-q-builtins--page-chars ()
-  "Return the number of characters a page of text may hold."
-  (let ((cap agent-q-builtins-page-chars))
-    (if (and (boundp 'agent-q-max-result-chars)
-             (integerp agent-q-max-result-chars))
-        (max 1000 (min cap (- agent-q-max-result-chars 1000)))
+  "Return the number of characters a page of text may hold.
+That is `agent-q-builtins-page-chars', made smaller when needed so that
+a page and its notes fit in `agent-q-max-result-chars' (0 means no
+cap, so the page size is not changed)."
+  (let ((cap (max 1 agent-q-builtins-page-chars))
+        (result-cap (and (boundp 'agent-q-max-result-chars)
+                         agent-q-max-result-chars)))
+    (if (and (integerp result-cap) (> result-cap 0))
+        (max 1 (min cap (max (/ result-cap 2) (- result-cap 1000))))
       cap)))
 
 (defun agent-q-builtins--blank-p (string)
@@ -921,15 +929,41 @@ ARGS may hold \"limit\": how many entries (default 10, at most 50)."
 
 ;;;; The path guard for the read tools
 
+(defun agent-q-builtins--too-broad-p (dir)
+  "Return non-nil when DIR, a true directory name, is / or the home directory.
+Allowing either would let the read tools read nearly everything."
+  (or (equal dir (file-name-directory (directory-file-name dir)))
+      (equal dir (file-name-as-directory (file-truename (expand-file-name "~"))))))
+
+(defun agent-q-builtins--buffer-file (buffer)
+  "Return the file BUFFER visits, or nil.
+An indirect buffer shows its base buffer's text, so it is judged by
+the file its base buffer visits."
+  (buffer-file-name (or (buffer-base-buffer buffer) buffer)))
+
+(defun agent-q-builtins--remote-p (path)
+  "Return non-nil when PATH names a remote file; never connects.
+A relative PATH is remote when `default-directory' is."
+  (or (file-remote-p path)
+      (and (not (file-name-absolute-p path))
+           (file-remote-p default-directory))))
+
 (defun agent-q-builtins--allowed-directories ()
-  "Return the directories the read tools read without asking, as true names."
+  "Return the directories the read tools read without asking, as true names.
+These are `agent-q-allowed-directories', or by default the current
+project's root and the directory of the file the current buffer
+visits.  Remote directories, / and the home directory itself are never
+included: remote files always ask, and / or ~ would allow everything."
   (let ((dirs (or agent-q-allowed-directories
-                  (delq nil
-                        (list (let ((project (ignore-errors (project-current nil))))
-                                (and project (project-root project)))
-                              default-directory)))))
-    (mapcar (lambda (d) (file-name-as-directory (file-truename (expand-file-name d))))
-            (delq nil dirs))))
+                  (list (unless (file-remote-p default-directory)
+                          (let ((project (ignore-errors (project-current nil))))
+                            (and project (project-root project))))
+                        (let ((file (agent-q-builtins--buffer-file (current-buffer))))
+                          (and file (file-name-directory file)))))))
+    (seq-remove #'agent-q-builtins--too-broad-p
+                (mapcar (lambda (d) (file-name-as-directory (file-truename (expand-file-name d))))
+                        (seq-filter (lambda (d) (and (stringp d) (not (file-remote-p d))))
+                                    dirs)))))
 
 (defun agent-q-builtins--sensitive-pattern (&rest names)
   "Return the first sensitive pattern matching one of NAMES, or nil."
@@ -940,30 +974,36 @@ ARGS may hold \"limit\": how many entries (default 10, at most 50)."
 
 (defun agent-q-builtins--guard-reason (file)
   "Return why reading FILE needs approval, or nil when it does not.
-FILE is an absolute, expanded file name."
-  (let* ((true (file-truename file))
-         (pattern (agent-q-builtins--sensitive-pattern file true))
-         (dirs (agent-q-builtins--allowed-directories)))
-    (cond
-     (pattern (format "%s matches the sensitive file pattern %s" true pattern))
-     ((not (seq-some (lambda (dir) (string-prefix-p dir true)) dirs))
-      (format "%s is outside the allowed directories (%s)" true
-              (string-join dirs ", "))))))
+FILE is an absolute, expanded file name, or a remote one as given.
+A remote FILE needs approval at once: resolving it would connect to
+the remote host before the user was asked."
+  (if (agent-q-builtins--remote-p file)
+      (format "%s is a remote file (reading it connects to another host)" file)
+    (let* ((true (file-truename file))
+           (pattern (agent-q-builtins--sensitive-pattern file true))
+           (dirs (agent-q-builtins--allowed-directories)))
+      (cond
+       (pattern (format "%s matches the sensitive file pattern %s" true pattern))
+       ((not (seq-some (lambda (dir) (string-prefix-p dir true)) dirs))
+        (format "%s is outside the allowed directories (%s)" true
+                (if dirs (string-join dirs ", ") "none")))))))
 
-(defun agent-q-builtins--check-file (tool file args-plist)
+(defun agent-q-builtins--check-file (tool file args-plist &optional purpose)
   "Check that TOOL may read FILE; ask the user when it needs approval.
-ARGS-PLIST is the call's arguments, shown to the user.  Return
-\(:ok ARGS-PLIST), with the approved (possibly modified) arguments,
-or (:denied TEXT) with the refusal to return to the model."
+ARGS-PLIST is the call's arguments, shown to the user.  PURPOSE, when
+non-nil, is a sentence put before the reason, saying why TOOL reads
+FILE.  Return (:ok ARGS-PLIST), with the approved (possibly modified)
+arguments, or (:denied TEXT) with the refusal to return to the model."
   (let ((reason (agent-q-builtins--guard-reason file)))
     (if (null reason)
         (list :ok args-plist)
-      (let ((answer (if (fboundp 'agent-q-request-approval)
-                        (condition-case err
-                            (agent-q-request-approval tool args-plist reason)
-                          (error (list :denied (format "approval failed: %s"
-                                                       (error-message-string err)))))
-                      (list :denied "approval is unavailable (agent-q is not loaded)"))))
+      (let* ((reason (if purpose (concat purpose reason) reason))
+             (answer (if (fboundp 'agent-q-request-approval)
+                         (condition-case err
+                             (agent-q-request-approval tool args-plist reason)
+                           (error (list :denied (format "approval failed: %s"
+                                                        (error-message-string err)))))
+                       (list :denied "approval is unavailable (agent-q is not loaded)"))))
         (if (eq (car-safe answer) :approved)
             (list :ok (or (cadr answer) args-plist))
           (list :denied
@@ -991,18 +1031,27 @@ or (:denied TEXT) with the refusal to return to the model."
 
 ;;;; Buffer: read_file
 
-(defun agent-q-builtins--page-lines (text offset limit)
+(defun agent-q-builtins--page-lines (text offset limit &optional column)
   "Return a page of TEXT: LIMIT lines from line OFFSET (1-based).
-Return (PAGE FIRST LAST TOTAL CUT-LINE): FIRST and LAST are the line
-numbers shown, TOTAL the number of lines, CUT-LINE non-nil when the
-page stopped early because of the character limit."
+COLUMN characters of line OFFSET are skipped (default 0).
+Return (PAGE FIRST LAST TOTAL CUT LONG-LINE LINE-LENGTH): FIRST and
+LAST are the line numbers shown, TOTAL the number of lines, CUT
+non-nil when the page stopped early because of the character limit,
+LONG-LINE non-nil when line FIRST alone did not fit (PAGE holds only
+its beginning), LINE-LENGTH the number of characters of line FIRST,
+or nil when COLUMN is past its end."
   (with-temp-buffer
     (insert text)
     (let* ((total (count-lines (point-min) (point-max)))
            (max-chars (agent-q-builtins--page-chars))
-           (start nil) (last (1- offset)) (cut nil))
+           (start nil) (last (1- offset)) (cut nil)
+           (line-length nil))
       (goto-char (point-min))
       (forward-line (1- offset))
+      (setq line-length (- (line-end-position) (point)))
+      (if (> (or column 0) line-length)
+          (setq line-length nil)
+        (forward-char (or column 0)))
       (setq start (point))
       (while (and (< (- last offset -1) limit) (not (eobp)) (not cut))
         (let ((eol (line-beginning-position 2)))
@@ -1012,22 +1061,28 @@ page stopped early because of the character limit."
             (setq last (1+ last)))))
       (let ((page (buffer-substring-no-properties start (point)))
             (long-line nil))
-        (when (> (length page) max-chars)
+        (when (and (> (length page) max-chars)
+                   ;; A line that fits but for its newline is shown whole.
+                   (not (and (= (length page) (1+ max-chars))
+                             (eq (aref page max-chars) ?\n))))
           ;; A single line longer than a page: show its beginning, say so.
           (setq page (substring page 0 max-chars)
                 long-line t))
-        (list page offset last total (or cut long-line) long-line)))))
+        (list page offset last total (or cut long-line) long-line line-length)))))
 
 (defun agent-q-builtins--read-file (args)
-  "Return a page of the file named in ARGS (\"path\", \"offset\", \"limit\")."
+  "Return a page of the file named in ARGS.
+ARGS has \"path\", and optionally \"offset\" (first line), \"limit\"
+\(number of lines) and \"column\" (characters of the first line to
+skip)."
   (let* ((path (agent-q-builtins--arg args "path"))
-         (file (and (stringp path) (not (string-empty-p path))
-                    (expand-file-name path))))
+         (file (agent-q-builtins--guarded-name path)))
     (if (null file)
         "No path given: pass the file's path."
       (let ((check (agent-q-builtins--check-file
                     "read_file" file
-                    (agent-q-builtins--args-plist args '("path" "offset" "limit")))))
+                    (agent-q-builtins--args-plist
+                     args '("path" "offset" "limit" "column")))))
         (if (eq (car check) :denied)
             (cadr check)
           (let* ((approved (agent-q-builtins--plist-args (cadr check)))
@@ -1036,7 +1091,19 @@ page stopped early because of the character limit."
              file
              (gethash "offset" approved (agent-q-builtins--arg args "offset" 1))
              (gethash "limit" approved (agent-q-builtins--arg args "limit"
-                                                             agent-q-builtins-page-lines)))))))))
+                                                             agent-q-builtins-page-lines))
+             (gethash "column" approved (agent-q-builtins--arg args "column" 0)))))))))
+
+(defun agent-q-builtins--guarded-name (path)
+  "Return the file name PATH to check with the read guard, or nil.
+nil when PATH is not a non-empty string.  A local PATH is expanded
+\(~, .., relative to `default-directory'); a remote one is returned as
+given, since expanding it may connect to the host before the user
+approved."
+  (and (stringp path) (not (string-empty-p path))
+       (if (agent-q-builtins--remote-p path)
+           path
+         (expand-file-name path))))
 
 (defun agent-q-builtins--file-text (file)
   "Return (TEXT . NOTE) for FILE, or (nil . ERROR-TEXT).
@@ -1074,39 +1141,60 @@ TEXT comes from the buffer visiting FILE when it has unsaved changes."
         (error (cons nil (format "Error reading %s: %s" file
                                  (error-message-string err)))))))))
 
-(defun agent-q-builtins--read-file-1 (file offset limit)
-  "Return the page of FILE starting at line OFFSET with LIMIT lines."
-  (cond
-   ((not (and (integerp offset) (>= offset 1)))
-    (format "Invalid offset %s: give the first line to read, 1 or more." offset))
-   ((not (and (integerp limit) (>= limit 1)))
-    (format "Invalid limit %s: give the number of lines to read, 1 or more." limit))
-   (t
-    (let ((content (agent-q-builtins--file-text file)))
-      (if (null (car content))
-          (cdr content)
-        (pcase-let ((`(,page ,first ,last ,total ,cut ,long-line)
-                     (agent-q-builtins--page-lines (car content) offset limit)))
-          (cond
-           ((and (> offset 1) (> offset total))
-            (format "Offset %d is past the end of %s, which has %d line(s)."
-                    offset file total))
-           (t
-            (concat
-             (format "File: %s (%s)\n" file
-                     (if (zerop total) "empty"
-                       (format "lines %d-%d of %d" first last total)))
-             (cdr content)
-             page
-             (cond
-              (long-line
-               (format "\n[Line %d is longer than one page; only its first %d characters are shown. Use read_buffer on a buffer visiting the file to read it by character positions.]"
-                       first (length page)))
-              ((< last total)
-               (format "\n[%s: lines %d-%d not shown. Call read_file with offset %d to read the next page.]"
-                       (if cut "Page size limit reached" "More lines")
-                       (1+ last) total (1+ last)))
-              (t "")))))))))))
+(defun agent-q-builtins--read-file-1 (file offset limit &optional column)
+  "Return the page of FILE starting at line OFFSET with LIMIT lines.
+COLUMN characters of line OFFSET are skipped (default 0)."
+  (let ((column (or column 0)))
+    (cond
+     ((not (and (integerp offset) (>= offset 1)))
+      (format "Invalid offset %s: give the first line to read, 1 or more." offset))
+     ((not (and (integerp limit) (>= limit 1)))
+      (format "Invalid limit %s: give the number of lines to read, 1 or more." limit))
+     ((not (and (integerp column) (>= column 0)))
+      (format "Invalid column %s: give the number of characters of the first line to skip, 0 or more."
+              column))
+     (t
+      (agent-q-builtins--read-file-2 file offset limit column)))))
+
+(defun agent-q-builtins--read-file-2 (file offset limit column)
+  "Return the page of FILE: LIMIT lines from line OFFSET, from COLUMN."
+  (let ((content (agent-q-builtins--file-text file)))
+    (if (null (car content))
+        (cdr content)
+      (pcase-let ((`(,page ,first ,last ,total ,cut ,long-line ,line-length)
+                   (agent-q-builtins--page-lines (car content) offset limit column)))
+        (cond
+         ((and (> offset 1) (> offset total))
+          (format "Offset %d is past the end of %s, which has %d line(s)."
+                  offset file total))
+         ((null line-length)
+          (format "Column %d is past the end of line %d of %s, which has %d character(s)."
+                  column offset file
+                  (with-temp-buffer
+                    (insert (car content))
+                    (goto-char (point-min))
+                    (forward-line (1- offset))
+                    (- (line-end-position) (point)))))
+         (t
+          (concat
+           (format "File: %s (%s%s)\n" file
+                   (if (zerop total) "empty"
+                     (format "lines %d-%d of %d" first last total))
+                   (if (> column 0)
+                       (format ", line %d from column %d" first column)
+                     ""))
+           (cdr content)
+           page
+           (cond
+            (long-line
+             (format "\n[Line %d is longer than one page (%d characters); columns %d-%d are shown. Call read_file with offset %d and column %d to read on.]"
+                     first line-length column (+ column (length page) -1)
+                     first (+ column (length page))))
+            ((< last total)
+             (format "\n[%s: lines %d-%d not shown. Call read_file with offset %d to read the next page.]"
+                     (if cut "Page size limit reached" "More lines")
+                     (1+ last) total (1+ last)))
+            (t "")))))))))
 
 ;;;; Buffer: read_buffer and search_in_buffer
 
@@ -1128,12 +1216,15 @@ TEXT comes from the buffer visiting FILE when it has unsaved changes."
 
 (defun agent-q-builtins--check-buffer (tool buffer args-plist)
   "Check that TOOL may read BUFFER, as for the file it visits.
-ARGS-PLIST is shown to the user.  Return (:ok PLIST) or (:denied TEXT)."
-  (let ((file (with-current-buffer buffer
-                (or buffer-file-name
+An indirect buffer is checked as its base buffer, a Dired buffer as
+its directory.  ARGS-PLIST is shown to the user.  Return (:ok PLIST)
+or (:denied TEXT)."
+  (let ((file (with-current-buffer (or (buffer-base-buffer buffer) buffer)
+                (or (agent-q-builtins--buffer-file (current-buffer))
                     (and (derived-mode-p 'dired-mode) default-directory)))))
     (if file
-        (agent-q-builtins--check-file tool (expand-file-name file) args-plist)
+        (agent-q-builtins--check-file
+         tool (if (file-remote-p file) file (expand-file-name file)) args-plist)
       (list :ok args-plist))))
 
 (defun agent-q-builtins--read-buffer (args)
@@ -1168,8 +1259,12 @@ START and END are character positions; the whole buffer (widened) by default."
                          (max (agent-q-builtins--page-chars))
                          (stop (min end (+ start max))))
                     (concat
-                     (format "Buffer: %s (characters %d-%d of %d%s%s)\n"
-                             (buffer-name) start stop size
+                     (format "Buffer: %s (%s%s%s)\n"
+                             (buffer-name)
+                             (if (< start stop)
+                                 (format "characters %d-%d of %d" start (1- stop) size)
+                               (format "no characters: the range is empty; the buffer has %d"
+                                       size))
                              (if buffer-file-name
                                  (format "; visits %s" buffer-file-name) "")
                              (if (and buffer-file-name (buffer-modified-p))
@@ -1177,7 +1272,7 @@ START and END are character positions; the whole buffer (widened) by default."
                      (buffer-substring-no-properties start stop)
                      (if (< stop end)
                          (format "\n[Page size limit reached: characters %d-%d not shown. Call read_buffer with start %d to read the next page.]"
-                                 stop end stop)
+                                 stop (1- end) stop)
                        "")))))))))))))
 
 (defun agent-q-builtins--search-in-buffer (args)
@@ -1372,25 +1467,37 @@ unmodified visiting buffer after writing."
     "Error: who_references is unavailable (agent-q-xref is not installed)."))
 
 (defun agent-q-builtins--propose-file-edit (args)
-  "Open the per-hunk review of the edit in ARGS and return its outcome."
+  "Open the per-hunk review of the edit in ARGS and return its outcome.
+The review reads the file (and quotes it when original does not match),
+so the file first passes the read guard of read_file: outside the
+allowed directories, remote or sensitive, the user is asked, as for
+read_file, before anything reads it.  The approval asked is that of
+reading the file (tool \"read_file\", arguments (:path FILE)): the
+review that follows is the approval of the edit itself."
   (require 'agent-q-tools nil t)
-  (let ((path (agent-q-builtins--arg args "path")))
+  (let* ((path (agent-q-builtins--arg args "path"))
+         (file (agent-q-builtins--guarded-name path)))
     (cond
      ((not (fboundp 'agent-q-tools-review-edit))
       "Error: propose_file_edit is unavailable (agent-q-tools is not installed).")
-     ((or (not (stringp path)) (string-empty-p path))
+     ((null file)
       "Error: no path given.")
      (t
-      (agent-q-tools-review-edit
-       (expand-file-name path)
-       (agent-q-builtins--arg args "original" "")
-       (agent-q-builtins--arg args "modified" "")
-       (agent-q-builtins--arg args "description" ""))))))
+      (let ((check (agent-q-builtins--check-file
+                    "read_file" file (list :path file)
+                    "propose_file_edit must read the file to show the edit: ")))
+        (if (eq (car check) :denied)
+            (format "%s  No change made to %s." (cadr check) path)
+          (agent-q-tools-review-edit
+           (expand-file-name (or (plist-get (cadr check) :path) file))
+           (agent-q-builtins--arg args "original" "")
+           (agent-q-builtins--arg args "modified" "")
+           (agent-q-builtins--arg args "description" ""))))))))
 
 ;;;; The tool table
 
 (defconst agent-q-builtins--read-guard-note
-  "Reading a file outside the allowed directories (the current project and the current buffer's directory) or a sensitive file (credentials, keys, .env, .authinfo, .ssh/...) asks the user first; if the user refuses, the result says so."
+  "Reading a file outside the allowed directories (the current project and the directory of the file the current buffer visits), a remote file, or a sensitive file (credentials, keys, .env, .authinfo, .ssh/...) asks the user first; if the user refuses, the result says so."
   "Sentence appended to the descriptions of the read tools.")
 
 (defconst agent-q-builtin-tools
@@ -1449,11 +1556,12 @@ unmodified visiting buffer after writing."
      ((:name "limit" :type :integer :description "How many entries to return: default 10, at most 50."))
      () :safe (:execution) agent-q-builtins--get-repl-history)
     ("read_file"
-     ,(concat "Read a text file, a page of lines at a time (offset is the first line, 1-based; limit the number of lines, default 400). When a buffer visits the file with unsaved changes, returns the buffer's text and says so. The result starts with \"File: PATH (lines A-B of N)\" and, when there is more, ends by telling you the offset of the next page; nothing is cut silently. "
+     ,(concat "Read a text file, a page of lines at a time (offset is the first line, 1-based; limit the number of lines, default 400; column skips characters of the first line, for lines longer than a page). When a buffer visits the file with unsaved changes, returns the buffer's text and says so. The result starts with \"File: PATH (lines A-B of N)\" and, when there is more, ends by telling you the offset of the next page; nothing is cut silently. "
               agent-q-builtins--read-guard-note)
      ((:name "path" :type :string :description "The file's path; ~ and relative paths are expanded from the current buffer's directory.")
       (:name "offset" :type :integer :description "First line to read, 1-based; default 1.")
-      (:name "limit" :type :integer :description "Maximum number of lines to read; default 400."))
+      (:name "limit" :type :integer :description "Maximum number of lines to read; default 400.")
+      (:name "column" :type :integer :description "Characters of the first line (offset) to skip, 0-based; default 0. Use it to read on in a line longer than one page, as the result then says."))
      ("path") :safe (:buffer) agent-q-builtins--read-file)
     ("read_buffer"
      ,(concat "Read the text of an Emacs buffer (the whole buffer, ignoring narrowing, or the characters from start to end), including unsaved changes. Large buffers are returned a page at a time; the result says where the next page starts. "
@@ -1461,7 +1569,7 @@ unmodified visiting buffer after writing."
               agent-q-builtins--read-guard-note)
      ((:name "buffer" :type :string :description "The buffer's name, e.g. \"*Messages*\" or \"init.el\".")
       (:name "start" :type :integer :description "First character position, 1-based; default the beginning.")
-      (:name "end" :type :integer :description "Last character position (exclusive); default the end."))
+      (:name "end" :type :integer :description "Position after the last character to read (exclusive); default the end."))
      ("buffer") :safe (:buffer) agent-q-builtins--read-buffer)
     ("search_in_buffer"
      ,(concat "Search an Emacs buffer for a string (or a regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column and position of each match and the line's text. "

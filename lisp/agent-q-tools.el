@@ -817,14 +817,35 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
           (agent-q-tools--numbers indices) what))
 
 (defun agent-q-tools--hunk-text (hunk)
-  "Return HUNK as unified-diff text."
-  (concat (plist-get hunk :header) "\n"
-          (mapconcat (lambda (line)
-                       (concat (pcase (car line)
-                                 ('context " ") ('removed "-") ('added "+") (_ ""))
-                               (cdr line)))
-                     (plist-get hunk :lines) "\n")
-          "\n"))
+  "Return the changed lines of HUNK as a unified diff without context.
+Each run of removed (-) and added (+) lines gets its own
+\"@@ -A,B +C,D @@\" header, as `diff -U0' writes it.  Context lines
+are left out: they are the file's own text, which the model did not
+send, and the result must not quote them."
+  (let ((old (or (plist-get hunk :old-start) 1))
+        (new (or (plist-get hunk :new-start) 1))
+        (lines (plist-get hunk :lines))
+        (out nil))
+    (while lines
+      (if (memq (car (car lines)) '(removed added))
+          (let ((run nil) (removed 0) (added 0))
+            (while (and lines (not (eq (car (car lines)) 'context)))
+              (pcase (car (car lines))
+                ('removed (cl-incf removed) (push (concat "-" (cdr (car lines))) run))
+                ('added (cl-incf added) (push (concat "+" (cdr (car lines))) run))
+                (_ (push (cdr (car lines)) run)))
+              (setq lines (cdr lines)))
+            (push (format "@@ -%d,%d +%d,%d @@"
+                          (if (zerop removed) (1- old) old) removed
+                          (if (zerop added) (1- new) new) added)
+                  out)
+            (setq out (append run out)
+                  old (+ old removed)
+                  new (+ new added)))
+        (when (eq (car (car lines)) 'context)
+          (setq old (1+ old) new (1+ new)))
+        (setq lines (cdr lines))))
+    (mapconcat (lambda (line) (concat line "\n")) (nreverse out) "")))
 
 (defun agent-q-tools--replace-contents (buffer text)
   "Replace the whole (widened) text of BUFFER with TEXT as one undo step."
@@ -915,8 +936,10 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
                               edited "\n"))
          "")
        (if (or rejected pending)
-           (concat "\n\nNot applied:\n"
-                   (mapconcat (lambda (i) (agent-q-tools--hunk-text (aref hunks i)))
+           (concat "\n\nNot applied (the removed and added lines of each hunk):\n"
+                   (mapconcat (lambda (i)
+                                (format "Hunk %d:\n%s" (1+ i)
+                                        (agent-q-tools--hunk-text (aref hunks i))))
                               (sort (append rejected pending nil) #'<) ""))
          "")))))
 

@@ -623,13 +623,65 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
               (should (string-match-p "Broken prompt" out))))
         (delete-file outside)))))
 
+;; S2: default-directory of a buffer that visits no file may be / or ~.
 (ert-deftest agent-q-builtins-guard-default-directories ()
   (let* ((agent-q-allowed-directories nil)
          (dir (file-name-as-directory (file-truename (make-temp-file "agent-q-dflt" t))))
-         (default-directory dir))
+         (file (expand-file-name "f.txt" dir))
+         (home (file-name-as-directory (file-truename (make-temp-file "agent-q-home" t))))
+         (process-environment (cons (concat "HOME=" home) process-environment)))
     (unwind-protect
-        (should (member dir (agent-q-builtins--allowed-directories)))
-      (delete-directory dir t))))
+        (progn
+          (agent-q-builtins-test--write file "x\n")
+          ;; A buffer that visits no file: its default-directory is not allowed.
+          (with-temp-buffer
+            (setq default-directory dir)
+            (should-not (member dir (agent-q-builtins--allowed-directories))))
+          ;; A buffer visiting a file: that file's directory is allowed.
+          (with-current-buffer (find-file-noselect file)
+            (unwind-protect
+                (should (member dir (agent-q-builtins--allowed-directories)))
+              (kill-buffer)))
+          ;; / and the home directory are never allowed, not even when listed.
+          (with-temp-buffer
+            (setq default-directory "/")
+            (should-not (agent-q-builtins--allowed-directories))
+            (let ((agent-q-allowed-directories (list "/" "~" home dir)))
+              (should (equal (list dir) (agent-q-builtins--allowed-directories)))))
+          ;; A project whose root is the home directory (a dotfiles repository).
+          (cl-letf (((symbol-function 'project-current) (lambda (&rest _) (list 'transient home)))
+                    ((symbol-function 'project-root) (lambda (p) (nth 1 p))))
+            (with-temp-buffer
+              (setq default-directory home)
+              (should-not (agent-q-builtins--allowed-directories))))
+          ;; Through the handler: / as default-directory lets nothing through.
+          (with-temp-buffer
+            (setq default-directory "/")
+            (let ((calls nil))
+              (agent-q-builtins-test--approval '(:denied "no") calls
+                (should (string-prefix-p "Refused: " (agent-q-builtins--read-file
+                                                      (agent-q-builtins-test--a "path" file))))
+                (should (= 1 (length calls)))))))
+      (delete-directory dir t)
+      (delete-directory home t))))
+
+;; S4: a remote path must not connect before the user approved.
+(ert-deftest agent-q-builtins-guard-remote-asks-before-connecting ()
+  (let ((calls nil) (processes 0) (remote "/ssh:agentq-test.invalid:/tmp/x"))
+    (cl-letf* ((real-make-process (symbol-function 'make-process))
+               ((symbol-function 'make-process)
+                (lambda (&rest args) (cl-incf processes) (apply real-make-process args))))
+      (agent-q-builtins-test--approval '(:denied "no ssh") calls
+        (dolist (path (list remote "/ssh:agentq-test.invalid:~/x"))
+          (let ((out (agent-q-builtins--read-file (agent-q-builtins-test--a "path" path))))
+            (should (string-prefix-p "Refused: " out))
+            (should (string-match-p "remote file" out))))
+        (let ((default-directory "/ssh:agentq-test.invalid:/tmp/"))
+          (should (string-match-p "remote file" (agent-q-builtins--read-file
+                                                 (agent-q-builtins-test--a "path" "x")))))
+        (should (= 3 (length calls)))
+        (should (equal (list :path remote) (nth 1 (car (last calls)))))))
+    (should (zerop processes))))
 
 ;;;; read_file
 
@@ -677,7 +729,46 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
                                   (concat (make-string 3000 ?y) "\nshort\n"))
     (let* ((agent-q-builtins-page-chars 1000)
            (out (agent-q-builtins--read-file (agent-q-builtins-test--a "path" "long.txt"))))
-      (should (string-match-p "Line 1 is longer than one page; only its first 1000 characters" out)))))
+      (should (string-match-p "Line 1 is longer than one page (3000 characters); columns 0-999 are shown. Call read_file with offset 1 and column 1000 to read on." out))
+      ;; The rest of the line is reachable with column.
+      (let ((rest (agent-q-builtins--read-file
+                   (agent-q-builtins-test--a "path" "long.txt" "column" 1000))))
+        (should (string-match-p "(lines 1-1 of 2, line 1 from column 1000)" rest))
+        (should (string-match-p "columns 1000-1999 are shown.* column 2000 to read on" rest)))
+      (let ((last (agent-q-builtins--read-file
+                   (agent-q-builtins-test--a "path" "long.txt" "column" 2000))))
+        (should (string-match-p (concat "(lines 1-1 of 2, line 1 from column 2000)\n"
+                                        (make-string 1000 ?y)
+                                        "\n\n\\[Page size limit reached: lines 2-2 not shown")
+                                last)))
+      (should (string-prefix-p "Column 3001 is past the end of line 1"
+                               (agent-q-builtins--read-file
+                                (agent-q-builtins-test--a "path" "long.txt" "column" 3001))))
+      (should (string-prefix-p "Invalid column -1"
+                               (agent-q-builtins--read-file
+                                (agent-q-builtins-test--a "path" "long.txt" "column" -1)))))))
+
+;; C2: agent-q-max-result-chars 0 means no cap, so pages keep their size.
+(ert-deftest agent-q-builtins-page-size-follows-result-cap ()
+  (defvar agent-q-max-result-chars)
+  (let ((agent-q-builtins-page-chars 15000))
+    (let ((agent-q-max-result-chars 0))
+      (should (= 15000 (agent-q-builtins--page-chars))))
+    (let ((agent-q-max-result-chars 20000))
+      (should (= 15000 (agent-q-builtins--page-chars))))
+    (let ((agent-q-max-result-chars 5000))
+      (should (= 4000 (agent-q-builtins--page-chars))))
+    (let ((agent-q-max-result-chars 600))
+      (should (= 300 (agent-q-builtins--page-chars))))))
+
+;; E2: limits that must not be negative are natnums.
+(ert-deftest agent-q-builtins-limits-are-natnums ()
+  (dolist (var '(agent-q-builtins-max-value-chars agent-q-builtins-page-chars
+                 agent-q-builtins-page-lines agent-q-builtins-max-file-size
+                 agent-q-builtins-apropos-limit agent-q-builtins-search-limit
+                 agent-q-builtins-package-symbols-limit agent-q-builtins-history-size
+                 agent-q-builtins-backtrace-frames))
+    (should (eq 'natnum (get var 'custom-type)))))
 
 (ert-deftest agent-q-builtins-read-file-unsaved-buffer ()
   (agent-q-builtins-test--with-dir dir
@@ -742,9 +833,9 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
     (insert "abcdefghij")
     (narrow-to-region 3 5)
     (let ((name (buffer-name)))
-      (should (equal (format "Buffer: %s (characters 1-11 of 10)\nabcdefghij" name)
+      (should (equal (format "Buffer: %s (characters 1-10 of 10)\nabcdefghij" name)
                      (agent-q-builtins--read-buffer (agent-q-builtins-test--a "buffer" name))))
-      (should (equal (format "Buffer: %s (characters 2-4 of 10)\nbc" name)
+      (should (equal (format "Buffer: %s (characters 2-3 of 10)\nbc" name)
                      (agent-q-builtins--read-buffer
                       (agent-q-builtins-test--a "buffer" name "start" 2 "end" 4)))))))
 
@@ -753,8 +844,12 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
     (insert (make-string 2500 ?a))
     (let* ((agent-q-builtins-page-chars 1000)
            (out (agent-q-builtins--read-buffer (agent-q-builtins-test--a "buffer" (buffer-name)))))
-      (should (string-match-p "(characters 1-1001 of 2500)" out))
-      (should (string-match-p "characters 1001-2501 not shown. Call read_buffer with start 1001" out)))))
+      (should (string-match-p "(characters 1-1000 of 2500)" out))
+      (should (string-match-p "characters 1001-2500 not shown. Call read_buffer with start 1001" out))))
+  (with-temp-buffer
+    (should (string-match-p "(no characters: the range is empty; the buffer has 0)"
+                            (agent-q-builtins--read-buffer
+                             (agent-q-builtins-test--a "buffer" (buffer-name)))))))
 
 (ert-deftest agent-q-builtins-read-buffer-errors ()
   (with-temp-buffer
@@ -808,6 +903,29 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
                 (should-not (string-match-p "id_rsa" out))
                 (should (= 1 (length calls)))))
           (kill-buffer buffer))))))
+
+;; S3: an indirect buffer shows its base buffer's file.
+(ert-deftest agent-q-builtins-indirect-buffer-is-guarded-as-its-base ()
+  (agent-q-builtins-test--with-dir dir
+    (let ((file (expand-file-name ".authinfo" dir))
+          (calls nil))
+      (agent-q-builtins-test--write file "machine x password hunter2\n")
+      (let* ((base (find-file-noselect file))
+             (clone (with-current-buffer base (clone-indirect-buffer "agent-q-auth-clone" nil))))
+        (unwind-protect
+            (agent-q-builtins-test--approval '(:denied "no") calls
+              (should (null (buffer-file-name clone)))
+              (let ((out (agent-q-builtins--read-buffer
+                          (agent-q-builtins-test--a "buffer" (buffer-name clone)))))
+                (should (string-prefix-p "Refused: " out))
+                (should-not (string-match-p "hunter2" out)))
+              (let ((out (agent-q-builtins--search-in-buffer
+                          (agent-q-builtins-test--a "buffer" (buffer-name clone)
+                                                    "pattern" "password"))))
+                (should (string-prefix-p "Refused: " out))
+                (should-not (string-match-p "hunter2" out)))
+              (should (equal '("search_in_buffer" "read_buffer") (mapcar #'car calls))))
+          (kill-buffer clone))))))
 
 ;;;; search_in_buffer
 
@@ -997,7 +1115,8 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
 
 (ert-deftest agent-q-builtins-propose-file-edit-delegates ()
   (require 'agent-q-tools nil t)
-  (let ((seen nil))
+  (let ((seen nil)
+        (agent-q-allowed-directories '("/tmp/")))
     (cl-letf (((symbol-function 'agent-q-tools-review-edit)
                (lambda (&rest args) (setq seen args) "Applied 1 of 1 hunks")))
       (let ((default-directory "/tmp/"))
@@ -1010,6 +1129,37 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
                                (agent-q-builtins--propose-file-edit
                                 (agent-q-builtins-test--a "path" "" "original" "a"
                                                           "modified" "b" "description" "")))))))
+
+;; S1: propose_file_edit reads the file, so it passes the read guard first.
+(ert-deftest agent-q-builtins-propose-file-edit-guards-the-file ()
+  (require 'agent-q-tools nil t)
+  (agent-q-builtins-test--with-dir dir
+    (let ((file (expand-file-name ".env" dir))
+          (outside (make-temp-file "agent-q-outside" nil ".txt" "far\n"))
+          (calls nil) (reviewed nil))
+      (agent-q-builtins-test--write file "TOKEN=hunter2\n")
+      (unwind-protect
+          (cl-letf (((symbol-function 'agent-q-tools-review-edit)
+                     (lambda (&rest args) (push args reviewed) "reviewed")))
+            (agent-q-builtins-test--approval '(:denied "keep out") calls
+              (dolist (path (list file outside))
+                (let ((out (agent-q-builtins--propose-file-edit
+                            (agent-q-builtins-test--a "path" path "original" "X"
+                                                      "modified" "Y" "description" "d"))))
+                  (should (string-prefix-p "Refused: propose_file_edit must read the file" out))
+                  (should (string-match-p "keep out" out))
+                  (should (string-match-p "No change made to " out))
+                  (should-not (string-match-p "hunter2\\|far" out))))
+              (should-not reviewed)
+              (should (equal (list "read_file" (list :path outside)) (butlast (car calls))))
+              (should (= 2 (length calls))))
+            (agent-q-builtins-test--approval (list :approved (list :path file)) calls
+              (should (equal "reviewed" (agent-q-builtins--propose-file-edit
+                                         (agent-q-builtins-test--a "path" file "original" "X"
+                                                                   "modified" "Y"
+                                                                   "description" "d"))))
+              (should (equal (list file "X" "Y" "d") (car reviewed)))))
+        (delete-file outside)))))
 
 (ert-deftest agent-q-builtins-xref-tools-delegate ()
   (require 'agent-q-xref nil t)

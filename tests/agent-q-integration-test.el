@@ -17,6 +17,7 @@
 (declare-function agent-q-tools-review-accept "agent-q-tools" ())
 (declare-function agent-q-tools-review-reject "agent-q-tools" ())
 (declare-function agent-q-tools-review-finish "agent-q-tools" ())
+(declare-function agent-q-tools-review-reject-all "agent-q-tools" ())
 
 (defun agent-q-integration-test--call (name arguments)
   "Execute one call of tool NAME with ARGUMENTS; return the result plist."
@@ -73,6 +74,7 @@
   (let* ((file (make-temp-file "agent-q-it" nil ".txt"))
          (old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 30) ""))
          (new (replace-regexp-in-string "line \\(2\\|15\\|28\\)\n" "LINE \\1!\n" old))
+         (agent-q-allowed-directories (list (file-name-directory file)))
          (agent-q-tools--review-driver
           (lambda (buffer)
             (with-current-buffer buffer
@@ -95,6 +97,83 @@
           (with-current-buffer buffer (set-buffer-modified-p nil))
           (kill-buffer buffer)))
       (delete-file file))))
+
+;; S1: propose_file_edit is not prompted by the minibuffer approval (its review is
+;; its approval), so its handler must guard the file before the review reads it.
+(ert-deftest agent-q-integration-test-propose-file-edit-guards-sensitive-files ()
+  (let* ((dir (make-temp-file "agent-q-it" t))
+         (secret (expand-file-name ".ssh/id_rsa" dir))
+         (asked nil)
+         (agent-q-allowed-directories (list dir))
+         (agent-q-tools--review-driver
+          (lambda (_) (ert-fail "the review must not open for a refused file"))))
+    (unwind-protect
+        (progn
+          (make-directory (file-name-directory secret))
+          (with-temp-file secret (insert "KEY-LINE-1\nKEY-LINE-2\nKEY-LINE-3\n"))
+          (let ((agent-q-approval-function
+                 (lambda (name args)
+                   (push (list name args (plist-get agent-q-approval-context :reason)) asked)
+                   (if (equal name "propose_file_edit") :approved :denied))))
+            ;; A wrong original would quote the file; a right one would show it in the review.
+            (dolist (original '("X" "KEY-LINE-2\n"))
+              (let* ((r (agent-q-integration-test--call
+                         "propose_file_edit" (list :path secret :original original
+                                                   :modified "Y\n" :description "d")))
+                     (content (plist-get r :content)))
+                (should (string-prefix-p "Refused: propose_file_edit must read the file" content))
+                (should (string-match-p "sensitive file pattern" content))
+                (should-not (string-match-p "KEY-LINE-[13]" content))))
+            (should (equal '("read_file" "propose_file_edit" "read_file" "propose_file_edit")
+                           (mapcar #'car asked)))
+            (should (equal (list :path secret) (nth 1 (car asked))))
+            (should (string-match-p "sensitive" (nth 2 (car asked)))))
+          ;; The product path: the minibuffer approval asks about the read, "n" refuses.
+          (let ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
+                (prompts nil))
+            (cl-letf (((symbol-function 'read-key) (lambda (prompt &rest _) (push prompt prompts) ?n)))
+              (let ((content (plist-get (agent-q-integration-test--call
+                                         "propose_file_edit"
+                                         (list :path secret :original "KEY-LINE-2\n"
+                                               :modified "Y\n" :description "d"))
+                                        :content)))
+                (should (string-prefix-p "Refused: " content))
+                (should-not (string-match-p "KEY-LINE-[13]" content))))
+            (should (= 1 (length prompts)))
+            (should (string-match-p "read_file.*sensitive" (car prompts))))
+          (should (equal "KEY-LINE-1\nKEY-LINE-2\nKEY-LINE-3\n"
+                         (with-temp-buffer (insert-file-contents secret) (buffer-string)))))
+      (delete-directory dir t))))
+
+;; S1: the result of a review lists only the proposal's own removed and added lines.
+(ert-deftest agent-q-integration-test-not-applied-quotes-no-context ()
+  (let* ((dir (make-temp-file "agent-q-it" t))
+         (file (expand-file-name "notes.txt" dir))
+         (old (mapconcat (lambda (i) (format "private %d\n" i)) (number-sequence 1 9) ""))
+         (agent-q-allowed-directories (list dir))
+         (agent-q-approval-function (lambda (&rest _) :approved))
+         (agent-q-tools--review-driver
+          (lambda (buffer)
+            (with-current-buffer buffer
+              (agent-q-tools-review-reject-all)
+              (agent-q-tools-review-finish)))))
+    (unwind-protect
+        (progn
+          (with-temp-file file (insert old))
+          (let ((content (plist-get (agent-q-integration-test--call
+                                     "propose_file_edit"
+                                     (list :path file :original "private 5\n"
+                                           :modified "public 5\nadded\n" :description "d"))
+                                    :content)))
+            (should (string-match-p "Applied 0 of 1 hunks" content))
+            (should (string-match-p
+                     "Not applied.*:\nHunk 1:\n@@ -5,1 \\+5,2 @@\n-private 5\n\\+public 5\n\\+added\n\\'"
+                     content))
+            (dolist (n '(2 3 4 6 7 8))
+              (should-not (string-match-p (format "private %d" n) content)))))
+      (let ((buffer (find-buffer-visiting file)))
+        (when buffer (kill-buffer buffer)))
+      (delete-directory dir t))))
 
 (provide 'agent-q-integration-test)
 

@@ -163,6 +163,8 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
                                           :modified ,(agent-q-tmux-test--edited '(2 15 28))
                                           :description "Three scattered edits")))
                  out
+                 ;; The file is outside the allowed directories: reading it is asked first.
+                 "propose_file_edit must read the file" '("y")
                  "Progress: 0 accepted, 0 rejected, 3 pending"
                  '("a") '("r") '("a")
                  "Progress: 2 accepted, 1 rejected, 0 pending"

@@ -363,7 +363,8 @@ DESCRIPTION is the proposal's description."
                        file)
                result))
       ;; The rejected hunk's text is in the result.
-      (should (string-match-p "Not applied:\n@@ -17,7 \\+17,7 @@\n line 17" result))
+      (should (string-match-p "Not applied.*:\nHunk 2:\n@@ -20,1 \\+20,1 @@\n-line 20\n" result))
+      (should-not (string-match-p "^ line 17" result))
       (should (string-match-p "\n-line 20\n\\+LINE TWENTY\n" result))
       (should-not (string-match-p "LINE TWO" result)))))
 
