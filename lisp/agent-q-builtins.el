@@ -1572,7 +1572,7 @@ review that follows is the approval of the edit itself."
       (:name "end" :type :integer :description "Position after the last character to read (exclusive); default the end."))
      ("buffer") :safe (:buffer) agent-q-builtins--read-buffer)
     ("search_in_buffer"
-     ,(concat "Search an Emacs buffer for a string (or a regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column and position of each match and the line's text. "
+     ,(concat "Search an Emacs buffer for a string (or an Emacs regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column and position of each match and the line's text. Regexps run in linear time; back-references (\\1) and \\= are not supported. "
               "For a buffer visiting a file, the same rule as read_file applies: "
               agent-q-builtins--read-guard-note)
      ((:name "pattern" :type :string :description "The text to find, or an Emacs regexp when regex is true.")
