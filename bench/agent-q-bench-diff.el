@@ -158,7 +158,8 @@ same arguments (seeded `random')."
             (agent-q-bench-compare "3. apply accepted hunks (every other one)"
                                    (nreverse apply-candidates)
                                    :unit "line")
-            (agent-q-bench-diff--verdicts benchmarks))
+            (agent-q-bench-diff--verdicts benchmarks)
+            (agent-q-bench-include "analysis-diff.md"))
         (dolist (f files) (ignore-errors (delete-file f)))
         (dolist (b buffers) (kill-buffer b))
         (when (get-buffer " *agent-q-bench-diff*")

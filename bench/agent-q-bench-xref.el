@@ -375,11 +375,12 @@ most suspect class of its occurrences."
               (agent-q-bench-note "")
               (agent-q-bench-note "**Targets** (GC in, wall clock):")
               (agent-q-bench-xref--verdicts benchmarks)
+              (agent-q-bench-xref--explain benchmarks)
               (agent-q-bench-note "")
               (agent-q-bench-note "**Agreement check** (untimed; rg's matches are lines, so hits are compared as file:line):")
               (pcase-dolist (`(,name ,kind ,what) agent-q-bench-xref-queries)
                 (agent-q-bench-xref--check files dir name kind what))
-              (agent-q-bench-xref--explain benchmarks))
+              (agent-q-bench-include "analysis-xref.md"))
           (delete-directory copy t)))))))
 
 (agent-q-bench-define-section
