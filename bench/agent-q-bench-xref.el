@@ -242,7 +242,7 @@ most suspect class of its occurrences."
   (format "2. %s %s (%s)" (if (eq kind 'call) "who_calls" "who_references") name what))
 
 (defun agent-q-bench-xref--check (files dir name kind what)
-  "Check that the scans agree for NAME of KIND (WHAT); add notes."
+  "Check that the scans of FILES under DIR agree for NAME of KIND (WHAT)."
   (let* ((native (agent-q-bench-xref--native files name kind))
          (elisp (agent-q-bench-xref-elisp-scan files name nil))
          (literal (agent-q-bench-xref-elisp-scan files name t))
