@@ -11,36 +11,195 @@
 
 ;;; Commentary:
 
-;; PLACE FOR BENCHMARK 3 (issue 5): files of 1,000, 10,000 and 100,000
-;; lines with 1% of the lines changed in scattered places (seeded
-;; `random', so every run diffs the same texts), three ways:
+;; Benchmark 3 (issue 5): files of 1,000, 10,000 and 100,000 lines with
+;; 1% of the lines changed in scattered places (seeded `random', so
+;; every run diffs the same texts), wall clock (subprocesses):
 ;;
-;;   1. `diff -u' run as a subprocess on two files (what Agent-Q did) --
-;;      the baseline;
-;;   2. the module's diff and hunk model (agent-q--core-diff-hunks and
-;;      agent-q--core-diff-unified on the two strings);
-;;   3. Emacs's `diff-no-select'.
+;;   1. `diff -u' run as a subprocess on two files (what Agent-Q did),
+;;      its output read into a buffer -- the baseline.  The two files
+;;      are written once, untimed: diff gets its input for free;
+;;   2. Emacs's `diff-no-select' on two buffers (it writes them to
+;;      temporary files, runs diff and fills a `diff-mode' buffer);
+;;   3. `agent-q--core-diff-unified' on the two strings (the same text
+;;      as `diff -u': the like-for-like comparison);
+;;   4. `agent-q--core-diff-hunks' on the two strings (the hunk model
+;;      propose_file_edit uses, with word refinement);
+;;   5. a diagnostic row: `agent-q--core-diff-unified' on two identical
+;;      texts, i.e. the cost of passing the strings to the module and
+;;      splitting them into lines, without any diffing.
 ;;
-;; Plus the application of the accepted hunks (agent-q--core-diff-apply
-;; with every hunk accepted) at each size, whose growth must be linear:
-;; use `agent-q-bench-growth' as bench/agent-q-bench-scale.el does.
-;; Targets: no slower than GNU diff at every size.  Use :clock 'wall
-;; (subprocesses), and check with `agent-q-bench-note' that the module's
-;; hunks equal GNU diff's.  The diff branch's
-;; tests/fixtures/diff/bench-diff.el already has the text generator and
-;; the equality check for 100,000 lines; move them here.
+;; Plus the application of accepted hunks (`agent-q--core-diff-apply',
+;; every other hunk accepted) at each size, per line, with its growth
+;; exponent: it must be linear.
 ;;
-;; Until then the section reports itself as pending: no numbers are
-;; made up.
+;; Before timing, the module's unified diff is compared with GNU diff's
+;; (same hunks, headers aside) and applying all / no hunks must give the
+;; new / old text.
 
 ;;; Code:
 
 (require 'agent-q-bench)
+(require 'cl-lib)
+(require 'diff)
+
+(declare-function agent-q--core-diff-hunks "agent-q-core" (old new))
+(declare-function agent-q--core-diff-unified "agent-q-core" (old new old-label new-label))
+(declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
+
+(defconst agent-q-bench-diff-sizes '(1000 10000 100000)
+  "The sizes of the texts, in lines.")
+
+(defun agent-q-bench-diff-text (lines changed)
+  "Return a text of LINES lines; the lines whose index is in CHANGED differ.
+CHANGED is a hash table; the text is the same on every call with the
+same arguments (seeded `random')."
+  (let ((words ["alpha" "beta" "gamma" "delta" "epsilon" "zeta" "eta" "theta"]))
+    (random "agent-q-bench")
+    (mapconcat
+     (lambda (i)
+       (let ((line (format "%06d %s %s %s %s %s" i
+                           (aref words (random 8)) (aref words (random 8))
+                           (aref words (random 8)) (aref words (random 8))
+                           (aref words (random 8)))))
+         (if (gethash i changed)
+             (concat line " CHANGED\n")
+           (concat line "\n"))))
+     (number-sequence 0 (1- lines)) "")))
+
+(defun agent-q-bench-diff-pair (lines)
+  "Return (OLD . NEW): texts of LINES lines, 1% of them changed in NEW."
+  (let ((changed (make-hash-table)))
+    (random "agent-q-bench-changes")
+    (while (< (hash-table-count changed) (max 1 (/ lines 100)))
+      (puthash (random lines) t changed))
+    (cons (agent-q-bench-diff-text lines (make-hash-table))
+          (agent-q-bench-diff-text lines changed))))
+
+(defun agent-q-bench-diff-gnu (old-file new-file)
+  "The output of `diff -u OLD-FILE NEW-FILE'."
+  (with-temp-buffer
+    (call-process "diff" nil t nil "-u" old-file new-file)
+    (buffer-string)))
+
+(defun agent-q-bench-diff--body (unified)
+  "UNIFIED diff text without its two header lines."
+  (replace-regexp-in-string "\\`---[^\n]*\n\\+\\+\\+[^\n]*\n" "" unified))
+
+(defun agent-q-bench-diff--decisions (count)
+  "COUNT decisions: every other hunk accepted, starting with the first."
+  (let (decisions)
+    (dotimes (i count) (push (if (cl-evenp i) 'accept 'reject) decisions))
+    (nreverse decisions)))
+
+(defun agent-q-bench-diff--check (lines old new gnu)
+  "Check the module against GNU diff output GNU for OLD and NEW of LINES lines."
+  (let* ((ours (agent-q--core-diff-unified old new "a" "b"))
+         (hunks (agent-q--core-diff-hunks old new))
+         (gnu-hunks (with-temp-buffer
+                      (insert gnu)
+                      (count-matches "^@@ " (point-min) (point-max))))
+         (same (equal (agent-q-bench-diff--body ours) (agent-q-bench-diff--body gnu)))
+         (all (agent-q--core-diff-apply old new (make-list (length hunks) 'accept)))
+         (none (agent-q--core-diff-apply old new (make-list (length hunks) 'reject))))
+    (agent-q-bench-note
+     "- %d lines (%d changed, %.1f MB each): %d hunks (GNU diff: %d); module's unified diff %s GNU `diff -u`'s (headers aside); applying all hunks gives the new text: %s; none: the old text: %s."
+     lines (max 1 (/ lines 100)) (/ (string-bytes old) 1e6) (length hunks) gnu-hunks
+     (if same "**identical** to" "**DIFFERENT** from")
+     (if (equal all new) "yes" "**NO**") (if (equal none old) "yes" "**NO**"))
+    (length hunks)))
 
 (defun agent-q-bench-diff-run ()
-  "Benchmark 3: module diff vs diff -u vs `diff-no-select' (not written yet)."
-  (agent-q-bench-pending
-   "The diff engine is being written on another branch; this section is the place for it (see bench/agent-q-bench-diff.el and bench/README.md)."))
+  "Benchmark 3: module diff vs diff -u vs `diff-no-select'; hunk application."
+  (cond
+   ((not (executable-find "diff"))
+    (agent-q-bench-pending "GNU diff is not installed: scripts/ensure-deps.sh --bench."))
+   ((not (require 'agent-q-core nil t))
+    (agent-q-bench-pending "The agent-q-core module is not built."))
+   (t
+    (let ((files nil) (buffers nil) (apply-candidates nil) (benchmarks nil))
+      (unwind-protect
+          (progn
+            (agent-q-bench-note "**Checks** (before timing):")
+            (dolist (lines agent-q-bench-diff-sizes)
+              (let* ((pair (agent-q-bench-diff-pair lines))
+                     (old (car pair)) (new (cdr pair))
+                     (old-file (make-temp-file "agent-q-bench-old-" nil ".txt" old))
+                     (new-file (make-temp-file "agent-q-bench-new-" nil ".txt" new))
+                     (old-buffer (generate-new-buffer " *agent-q-bench-old*"))
+                     (new-buffer (generate-new-buffer " *agent-q-bench-new*"))
+                     (benchmark (format "3. diff of %d lines (1%% changed)" lines))
+                     (count (agent-q-bench-diff--check
+                             lines old new (agent-q-bench-diff-gnu old-file new-file)))
+                     (decisions (agent-q-bench-diff--decisions count)))
+                (push old-file files) (push new-file files)
+                (push old-buffer buffers) (push new-buffer buffers)
+                (with-current-buffer old-buffer (insert old))
+                (with-current-buffer new-buffer (insert new))
+                (push benchmark benchmarks)
+                (agent-q-bench-compare
+                 benchmark
+                 (list (list :label "diff -u (subprocess, files ready)"
+                             :run (lambda (_) (agent-q-bench-diff-gnu old-file new-file)))
+                       (list :label "diff-no-select (buffers)"
+                             :run (lambda (_)
+                                    (diff-no-select old-buffer new-buffer "-u" t
+                                                    (get-buffer-create " *agent-q-bench-diff*"))))
+                       (list :label "agent-q--core-diff-unified"
+                             :run (lambda (_) (agent-q--core-diff-unified old new "a" "b")))
+                       (list :label "agent-q--core-diff-hunks"
+                             :run (lambda (_) (agent-q--core-diff-hunks old new)))
+                       (list :label "(diagnostic) unified on identical texts"
+                             :run (lambda (_) (agent-q--core-diff-unified old old "a" "b"))))
+                 :clock 'wall :unit "diff")
+                (push (list :label (format "diff-apply, %d lines" lines) :n lines
+                            :run (lambda (_) (agent-q--core-diff-apply old new decisions)))
+                      apply-candidates)))
+            (setq benchmarks (nreverse benchmarks))
+            (agent-q-bench-compare "3. apply accepted hunks (every other one)"
+                                   (nreverse apply-candidates)
+                                   :unit "line")
+            (agent-q-bench-diff--verdicts benchmarks)
+            (agent-q-bench-include "analysis-diff.md"))
+        (dolist (f files) (ignore-errors (delete-file f)))
+        (dolist (b buffers) (kill-buffer b))
+        (when (get-buffer " *agent-q-bench-diff*")
+          (kill-buffer " *agent-q-bench-diff*")))))))
+
+(defun agent-q-bench-diff--verdicts (benchmarks)
+  "Notes with the target verdicts of BENCHMARKS and the apply growth."
+  (agent-q-bench-note "")
+  (agent-q-bench-note "**Targets** (wall clock; ratio = time / `diff -u`'s, below 1 is faster):")
+  (dolist (gc '(out in))
+    (dolist (b benchmarks)
+      (let ((base (agent-q-bench-row-time
+                   (agent-q-bench-find b "diff -u (subprocess, files ready)" gc))))
+        (agent-q-bench-note
+         "- GC %s, %s: unified %.2f× (%s), hunks %.2f× (%s), `diff-no-select` %.2f×; passing the strings and splitting lines alone: %.2f×."
+         gc b
+         (/ (agent-q-bench-row-time (agent-q-bench-find b "agent-q--core-diff-unified" gc)) base)
+         (if (<= (agent-q-bench-row-time (agent-q-bench-find b "agent-q--core-diff-unified" gc)) base)
+             "met" "**missed**")
+         (/ (agent-q-bench-row-time (agent-q-bench-find b "agent-q--core-diff-hunks" gc)) base)
+         (if (<= (agent-q-bench-row-time (agent-q-bench-find b "agent-q--core-diff-hunks" gc)) base)
+             "met" "**missed**")
+         (/ (agent-q-bench-row-time (agent-q-bench-find b "diff-no-select (buffers)" gc)) base)
+         (/ (agent-q-bench-row-time
+             (agent-q-bench-find b "(diagnostic) unified on identical texts" gc))
+            base)))))
+  (dolist (gc '(out in))
+    (let* ((rows (mapcar (lambda (lines)
+                           (agent-q-bench-find "3. apply accepted hunks (every other one)"
+                                               (format "diff-apply, %d lines" lines) gc))
+                         agent-q-bench-diff-sizes))
+           (totals (cl-mapcar (lambda (row lines) (* lines (agent-q-bench-row-time row)))
+                              rows agent-q-bench-diff-sizes))
+           (k (agent-q-bench-growth agent-q-bench-diff-sizes totals)))
+      (agent-q-bench-note
+       "- Apply, GC %s: %s µs per line at %s lines; growth exponent k = %.2f (%s)."
+       gc
+       (mapconcat (lambda (row) (agent-q-bench--us (agent-q-bench-row-time row))) rows " / ")
+       (mapconcat (lambda (n) (format "%d" n)) agent-q-bench-diff-sizes " / ")
+       k (agent-q-bench-growth-word k)))))
 
 (agent-q-bench-define-section
  3 "diff" "3. Diffs for propose_file_edit" #'agent-q-bench-diff-run)
