@@ -238,8 +238,20 @@ fn check_size(what: &'static str, text: &str) -> Result<(), DiffError> {
 }
 
 /// Lines of TEXT, each with its terminating `\n` if it has one.
+///
+/// memchr finds the newlines several times faster than `split_inclusive`, which matters at
+/// 100,000 lines; slicing after a `\n` always falls on a character boundary.
 fn split_lines(text: &str) -> Vec<&str> {
-    text.split_inclusive('\n').collect()
+    let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        lines.push(&text[start..=end]);
+        start = end + 1;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
 }
 
 /// Byte offset of the start of each line, plus the text length at the end.
@@ -462,6 +474,11 @@ fn push_line(lines: &mut Vec<HunkLine>, tag: LineTag, line: &str, refinement: Ve
 ///
 /// Identical texts give no hunks.
 pub fn hunks(old: &str, new: &str) -> Result<Vec<Hunk>, DiffError> {
+    build_hunks(old, new, true)
+}
+
+/// The hunks, with word refinement only when REFINE (a unified diff has no use for it).
+fn build_hunks(old: &str, new: &str, refine: bool) -> Result<Vec<Hunk>, DiffError> {
     let diff = LineDiff::new(old, new)?;
     let refine_deadline = Instant::now() + REFINE_BUDGET;
     let mut hunks = Vec::with_capacity(diff.groups.len());
@@ -488,8 +505,11 @@ pub fn hunks(old: &str, new: &str) -> Result<Vec<Hunk>, DiffError> {
                 similar::DiffTag::Replace => {
                     let old_block = &old[diff.old_bytes(&o)];
                     let new_block = &new[diff.new_bytes(&n)];
-                    let (mut old_ref, mut new_ref) =
-                        refine_block(old_block, new_block, refine_deadline).unwrap_or_default();
+                    let (mut old_ref, mut new_ref) = if refine {
+                        refine_block(old_block, new_block, refine_deadline).unwrap_or_default()
+                    } else {
+                        Default::default()
+                    };
                     old_ref.resize_with(o.len(), Vec::new);
                     new_ref.resize_with(n.len(), Vec::new);
                     for (line, r) in diff.old_lines[o].iter().zip(old_ref) {
@@ -565,7 +585,7 @@ pub fn apply(old: &str, new: &str, decisions: &[Decision]) -> Result<String, Dif
 /// A unified diff of OLD and NEW (`---`/`+++` header lines with the given labels, then the
 /// hunks), or the empty string when the texts are identical, as `diff -u` prints it.
 pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result<String, DiffError> {
-    let hunks = hunks(old, new)?;
+    let hunks = build_hunks(old, new, false)?;
     let mut out = String::new();
     if hunks.is_empty() {
         return Ok(out);
