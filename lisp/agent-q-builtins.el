@@ -812,16 +812,25 @@ PREFIX is text put before the result (compiler warnings)."
     (agent-q-builtins--record tool form-string text)
     (concat (or prefix "") text)))
 
+(defun agent-q-builtins--read-for (tool string)
+  "Read the one form in STRING for TOOL: (:ok FORM) or (:error TEXT).
+A form that cannot be read is recorded, as TOOL's last error and in the
+history, and TEXT is the result to return."
+  (let ((read (agent-q-builtins--read-one-form string)))
+    (if (not (eq (car read) :error))
+        read
+      (let ((text (format "Error: %s" (cadr read))))
+        (agent-q-builtins--remember-failure tool string
+                                        (list 'invalid-read-syntax (cadr read)) nil)
+        (agent-q-builtins--record tool string text)
+        (list :error text)))))
+
 (defun agent-q-builtins--eval-form (args)
   "Evaluate the one form in ARGS (\"form\") with lexical binding."
   (let* ((string (agent-q-builtins--arg args "form"))
-         (read (agent-q-builtins--read-one-form string)))
+         (read (agent-q-builtins--read-for "eval_form" string)))
     (if (eq (car read) :error)
-        (let ((text (format "Error: %s" (cadr read))))
-          (agent-q-builtins--remember-failure "eval_form" string
-                                          (list 'invalid-read-syntax (cadr read)) nil)
-          (agent-q-builtins--record "eval_form" string text)
-          text)
+        (cadr read)
       (let ((form (cadr read)))
         (agent-q-builtins--format-run
          "eval_form" string
@@ -851,13 +860,9 @@ Return (COMPILED . WARNINGS) or signal the compiler's error."
 (defun agent-q-builtins--compile-form (args)
   "Byte-compile the form in ARGS (\"form\"), report warnings, then run it."
   (let* ((string (agent-q-builtins--arg args "form"))
-         (read (agent-q-builtins--read-one-form string)))
+         (read (agent-q-builtins--read-for "compile_form" string)))
     (if (eq (car read) :error)
-        (let ((text (format "Error: %s" (cadr read))))
-          (agent-q-builtins--remember-failure "compile_form" string
-                                          (list 'invalid-read-syntax (cadr read)) nil)
-          (agent-q-builtins--record "compile_form" string text)
-          text)
+        (cadr read)
       (let* ((form (cadr read))
              (compiled (agent-q-builtins--call-capturing
                         (lambda () (agent-q-builtins--compile form)))))
