@@ -507,8 +507,6 @@ An error in one is reported and does not stop the others."
 
 ;;;; The approval UI and the built-in tools
 
-(provide 'agent-q)
-
 (require 'agent-q-tools)
 (require 'agent-q-builtins)
 
@@ -517,5 +515,7 @@ An error in one is reported and does not stop the others."
 
 (when agent-q-register-builtin-tools-on-load
   (agent-q-register-builtin-tools))
+
+(provide 'agent-q)
 
 ;;; agent-q.el ends here
