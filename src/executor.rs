@@ -163,38 +163,6 @@ impl ToolResult {
             modified: false,
         }
     }
-
-    /// The result plist: `(:id ID :success t :content C :metadata (:execution_time_ms F
-    /// :safety_level "safe" :approved t))`, with `:error C` added on failure and `:modified t`
-    /// in the metadata when the user changed the arguments.
-    pub fn to_sexp(&self) -> Value {
-        let mut meta = vec![("execution_time_ms", Value::from(self.execution_time_ms))];
-        if let Some(level) = self.safety_level {
-            meta.push(("safety_level", Value::string(level.as_str())));
-        }
-        meta.push(("approved", bool_sexp(self.approved)));
-        if self.modified {
-            meta.push(("modified", Value::symbol("t")));
-        }
-        let mut pairs = vec![
-            ("id", self.id.as_deref().map(Value::string).unwrap_or(Value::Null)),
-            ("success", bool_sexp(self.success)),
-            ("content", Value::string(self.content.as_str())),
-        ];
-        if !self.success {
-            pairs.push(("error", Value::string(self.content.as_str())));
-        }
-        pairs.push(("metadata", sexp::plist(meta)));
-        sexp::plist(pairs)
-    }
-}
-
-fn bool_sexp(b: bool) -> Value {
-    if b {
-        Value::symbol("t")
-    } else {
-        Value::Null
-    }
 }
 
 /// One line of the audit log.
@@ -720,13 +688,7 @@ mod tests {
         assert_eq!((r.id.as_deref(), r.content.as_str()), (Some("c1"), "path=/tmp/a"));
         assert!(r.approved && host.asked.is_empty() && host.audit.is_empty());
         assert_eq!(host.events, vec!["before:read_it:", "after:read_it:true"]);
-        let sexp = r.to_sexp();
-        assert_eq!(
-            sexp::describe(&sexp::plist_get(&sexp, "metadata").unwrap().clone())
-                .split(' ')
-                .nth(2),
-            Some(":safety_level")
-        );
+        assert_eq!(r.safety_level, Some(SafetyLevel::Safe));
     }
 
     #[test]

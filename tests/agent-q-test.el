@@ -364,6 +364,12 @@
                                       '(:id "c" :name "greet" :arguments "{\"who\": \"Bob\", \"loud\": true}"))))
       (should (equal (mapcar (lambda (r) (plist-get r :id)) results) '("a" "b" "c")))
       (let ((ok (nth 0 results)))
+        ;; The exact shape, key order included, the time aside.
+        (should (equal (plist-put (copy-tree ok) :metadata
+                                  (plist-put (copy-sequence (plist-get ok :metadata))
+                                             :execution_time_ms 0.0))
+                       '(:id "a" :success t :content "Hello, Ada."
+                         :metadata (:execution_time_ms 0.0 :safety_level "safe" :approved t))))
         (should (eq (plist-get ok :success) t))
         (should (equal (plist-get ok :content) "Hello, Ada."))
         (should-not (plist-get ok :error))
@@ -371,6 +377,9 @@
           (should (floatp (plist-get meta :execution_time_ms)))
           (should (equal (plist-get meta :safety_level) "safe"))
           (should (eq (plist-get meta :approved) t))))
+      (should (equal (plist-put (copy-tree (nth 1 results)) :metadata nil)
+                     '(:id "b" :success nil :content "Unknown tool: missing"
+                       :error "Unknown tool: missing" :metadata nil)))
       (should (equal (plist-get (nth 1 results) :content) "Unknown tool: missing"))
       (should (equal (plist-get (nth 1 results) :error) "Unknown tool: missing"))
       (should-not (plist-get (nth 1 results) :success))

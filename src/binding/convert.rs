@@ -376,7 +376,8 @@ pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<V
     Ok(table)
 }
 
-/// A tool result as the plist `ToolResult::to_sexp` describes, built directly with the symbols
+/// A tool result as the plist `(:id ID :success t :content C [:error C] :metadata
+/// (:execution_time_ms F :safety_level "safe" :approved t [:modified t]))`, built directly with the symbols
 /// kept as global references: going through an s-expression (allocated, converted, then freed)
 /// and interning each keyword again was the largest single part of the executor's cost per
 /// call for a trivial tool.
