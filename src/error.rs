@@ -106,3 +106,34 @@ pub enum ConvertError {
     #[error("invalid JSON: {0}")]
     Json(String),
 }
+
+/// A file the module cannot (or must not) read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FileError {
+    /// Not a regular file: reading it could block Emacs or never end.
+    #[error("{} is {kind}, not a regular file; it was not read", .path.display())]
+    NotRegular {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What it is instead ("a FIFO (named pipe)", "a device", ...).
+        kind: &'static str,
+    },
+    /// Larger than the limit.
+    #[error("{} is too large to read ({size} bytes; the limit is {limit})", .path.display())]
+    TooLarge {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The system's error.
+    #[error("{}: {message}", .path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The system's message.
+        message: String,
+    },
+}
