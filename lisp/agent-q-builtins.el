@@ -61,11 +61,12 @@
 (declare-function agent-q-request-approval "agent-q"
                   (tool-name args-plist reason))
 (declare-function agent-q-xref-who-calls-handler "agent-q-xref" (args))
+(declare-function agent-q--error-message "agent-q" (condition))
 (declare-function agent-q-xref-who-references-handler "agent-q-xref" (args))
 (declare-function agent-q--core-regex-search "agent-q-core"
                   (text pattern case-fold max))
-(declare-function agent-q-tools-review-edit "agent-q-tools"
-                  (path original modified description))
+(declare-function agent-q-tools-review-edit-async "agent-q-tools"
+                  (path original modified description callback &optional client))
 (declare-function eieio--class-precedence-list "eieio-core" (class))
 (declare-function eieio--class-p "eieio-core" (object))
 (declare-function eieio--class-initarg-tuples "eieio-core" (class))
@@ -76,6 +77,7 @@
 (declare-function cl--class-p "cl-preloaded" (object))
 
 (defvar agent-q-max-result-chars)
+(defvar agent-q-call-context)
 
 ;;;; Customization
 
@@ -190,11 +192,14 @@ executor; a result that stops early says how to read the next page."
             (substring string 0 max) (- (length string) max))))
 
 (defun agent-q-builtins--print (value)
-  "Return VALUE printed readably, with bounded length and depth."
+  "Return VALUE printed readably, with bounded length and depth.
+`print-circle' stays off: its pre-pass in Emacs 28 recurses on the
+value's depth, ignoring `print-level', and a deeply nested value would
+overflow the stack.  Within the bounds, cycles print as #N."
   (let ((print-length 100)
         (print-level 10)
         (print-escape-newlines t)
-        (print-circle t))
+        (print-circle nil))
     (agent-q-builtins--truncate (prin1-to-string value)
                                 agent-q-builtins-max-value-chars)))
 
@@ -297,7 +302,7 @@ than whitespace and comments is an error."
        (list :error "Incomplete form: the text ends before the form is complete (unbalanced parentheses or an unterminated string?)."))
       (error
        (list :error (format "Cannot read the form: %s"
-                            (error-message-string err))))))))
+                            (agent-q--error-message err))))))))
 
 ;;;; Introspection: describe_symbol
 
@@ -369,7 +374,7 @@ where it is defined, or \"Symbol X not found\" with close matches."
                 (file (agent-q-builtins--definition-file sym nil))
                 (doc (condition-case err (documentation sym)
                        (error (format "[documentation unavailable: %s]"
-                                      (error-message-string err))))))
+                                      (agent-q--error-message err))))))
             (when sig
               (push (format "Signature: %s" (car sig)) out)
               (when (cdr sig)
@@ -713,7 +718,7 @@ ARGS holds \"package\" and optionally \"include_internal\"."
                 (format "Expansion (%s):\n%s"
                         (if full "macroexpand-all" "one step, macroexpand-1")
                         text)))
-          (error (format "Error while expanding: %s" (error-message-string err))))))))
+          (error (format "Error while expanding: %s" (agent-q--error-message err))))))))
 
 ;;;; Execution: eval_form, compile_form, history and last error
 
@@ -737,12 +742,12 @@ Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
   "Record CONDITION raised by FORM in TOOL, with BACKTRACE, as the last error."
   (setq agent-q-builtins--last-error
         (list :tool tool :form form :condition condition
-              :message (error-message-string condition)
+              :message (agent-q--error-message condition)
               :backtrace backtrace :time (current-time))))
 
 (defun agent-q-builtins--frame-string (fun args)
   "Return the backtrace frame FUN applied to ARGS as one short line."
-  (let ((print-length 8) (print-level 3) (print-escape-newlines t))
+  (let ((print-length 8) (print-level 3) (print-escape-newlines t) (print-circle nil))
     (truncate-string-to-width (prin1-to-string (cons fun args))
                               200 nil nil "...")))
 
@@ -803,7 +808,7 @@ PREFIX is text put before the result (compiler warnings)."
           (agent-q-builtins--remember-failure tool form-string condition
                                           (plist-get outcome :backtrace))
           (setq text (format "Error: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
-                             (error-message-string condition)
+                             (agent-q--error-message condition)
                              (agent-q-builtins--print condition))))
       (setq text (format "Value: %s" (agent-q-builtins--print (plist-get outcome :value)))))
     (unless (string-empty-p output)
@@ -871,7 +876,7 @@ Return (COMPILED . WARNINGS) or signal the compiler's error."
               (agent-q-builtins--remember-failure "compile_form" string condition
                                               (plist-get compiled :backtrace))
               (let ((text (format "Compilation failed: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
-                                  (error-message-string condition)
+                                  (agent-q--error-message condition)
                                   (agent-q-builtins--print condition))))
                 (agent-q-builtins--record "compile_form" string text)
                 text))
@@ -1007,7 +1012,7 @@ arguments, or (:denied TEXT) with the refusal to return to the model."
                          (condition-case err
                              (agent-q-request-approval tool args-plist reason)
                            (error (list :denied (format "approval failed: %s"
-                                                        (error-message-string err)))))
+                                                        (agent-q--error-message err)))))
                        (list :denied "approval is unavailable (agent-q is not loaded)"))))
         (if (eq (car-safe answer) :approved)
             (list :ok (or (cadr answer) args-plist))
@@ -1144,7 +1149,7 @@ TEXT comes from the buffer visiting FILE when it has unsaved changes."
                 (cons nil (format "File %s looks binary (it contains NUL bytes); not shown." file))
               (cons (buffer-substring-no-properties (point-min) (point-max)) "")))
         (error (cons nil (format "Error reading %s: %s" file
-                                 (error-message-string err)))))))))
+                                 (agent-q--error-message err)))))))))
 
 (defun agent-q-builtins--read-file-1 (file offset limit &optional column)
   "Return the page of FILE starting at line OFFSET with LIMIT lines.
@@ -1334,7 +1339,7 @@ START and END are character positions; the whole buffer (widened) by default."
                                   starts (mapcar (lambda (m) (+ (point-min) (car m)))
                                                  (cdr found))))
                         (agent-q-search-error (setq failure (cadr err)))
-                        (error (setq failure (error-message-string err))))
+                        (error (setq failure (agent-q--error-message err))))
                     (while (and (or all (zerop count))
                                 (search-forward pattern nil t))
                       (cl-incf count)
@@ -1451,7 +1456,7 @@ unmodified visiting buffer after writing."
              (when (and temp (file-exists-p temp))
                (ignore-errors (delete-file temp)))
              (format "Error: writing %s failed: %s. %s"
-                     file (error-message-string err)
+                     file (agent-q--error-message err)
                      (if existed "The file was left unchanged."
                        "No file was created.")))))))))))
 
@@ -1471,8 +1476,10 @@ unmodified visiting buffer after writing."
       (agent-q-xref-who-references-handler args)
     "Error: who_references is unavailable (agent-q-xref is not installed)."))
 
-(defun agent-q-builtins--propose-file-edit (args)
-  "Open the per-hunk review of the edit in ARGS and return its outcome.
+(defun agent-q-builtins--propose-file-edit (callback args)
+  "Open the per-hunk review of the edit in ARGS; CALLBACK gets its outcome.
+An asynchronous handler: it returns at once and the review, when the
+user finishes it, calls CALLBACK with the result text and its status.
 The review reads the file (and quotes it when original does not match),
 so the file first passes the read guard of read_file: outside the
 allowed directories, remote or sensitive, the user is asked, as for
@@ -1483,21 +1490,24 @@ review that follows is the approval of the edit itself."
   (let* ((path (agent-q-builtins--arg args "path"))
          (file (agent-q-builtins--guarded-name path)))
     (cond
-     ((not (fboundp 'agent-q-tools-review-edit))
-      "Error: propose_file_edit is unavailable (agent-q-tools is not installed).")
+     ((not (fboundp 'agent-q-tools-review-edit-async))
+      (funcall callback "Error: propose_file_edit is unavailable (agent-q-tools is not installed)."
+               :failure))
      ((null file)
-      "Error: no path given.")
+      (funcall callback "Error: no path given." :failure))
      (t
       (let ((check (agent-q-builtins--check-file
                     "read_file" file (list :path file)
                     "propose_file_edit must read the file to show the edit: ")))
         (if (eq (car check) :denied)
-            (format "%s  No change made to %s." (cadr check) path)
-          (agent-q-tools-review-edit
+            (funcall callback (format "%s  No change made to %s." (cadr check) path) :denied)
+          (agent-q-tools-review-edit-async
            (expand-file-name (or (plist-get (cadr check) :path) file))
            (agent-q-builtins--arg args "original" "")
            (agent-q-builtins--arg args "modified" "")
-           (agent-q-builtins--arg args "description" ""))))))))
+           (agent-q-builtins--arg args "description" "")
+           callback
+           (plist-get agent-q-call-context :client))))))))
 
 ;;;; The tool table
 
@@ -1597,10 +1607,12 @@ review that follows is the approval of the edit itself."
       (:name "modified" :type :string :description "The new text that replaces original.")
       (:name "description" :type :string :description "A short explanation of the change, shown to the user."))
      ("path" "original" "modified" "description") :dangerous (:diff :buffer)
-     agent-q-builtins--propose-file-edit))
+     agent-q-builtins--propose-file-edit (:async t)))
   "The built-in tools.
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
-CATEGORIES HANDLER).  The first category is the tool's primary one.")
+CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary
+one.  KEYS are more keyword arguments of `agent-q-define-tool' (:async,
+:guard).")
 
 (defun agent-q-register-builtin-tools (&optional registry)
   "Register the 18 built-in tools in REGISTRY (default: the global one).
@@ -1609,14 +1621,16 @@ identical definitions keep their registrations."
   (unless (and (fboundp 'agent-q-define-tool) (fboundp 'agent-q-register-tool))
     (error "The agent-q core is not loaded: (require 'agent-q) first"))
   (let ((count 0))
-    (pcase-dolist (`(,name ,description ,parameters ,required ,safety ,categories ,handler)
+    (pcase-dolist (`(,name ,description ,parameters ,required ,safety ,categories ,handler
+                           . ,keys)
                    agent-q-builtin-tools)
       (agent-q-register-tool
-       (agent-q-define-tool name description parameters
-                            :required required
-                            :safety-level safety
-                            :categories categories
-                            :handler handler)
+       (apply #'agent-q-define-tool name description parameters
+              :required required
+              :safety-level safety
+              :categories categories
+              :handler handler
+              (car keys))
        registry)
       (cl-incf count))
     count))

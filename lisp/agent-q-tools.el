@@ -47,6 +47,7 @@
 (declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
 (declare-function agent-q--core-diff-locate "agent-q-core" (current original))
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
+(declare-function agent-q--wait-for "agent-q" (predicate))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -94,7 +95,10 @@ A file name given as :path is never shortened."
 ;;;; Minibuffer approval
 
 (defvar agent-q-tools--session-approved nil
-  "Tool names the user approved for the rest of the session with \"a\".")
+  "Ids of the tools the user approved for the rest of the session with \"a\".
+An id names one registration of one tool in one registry: a tool
+replaced or re-registered with another handler has a new id, so it
+is asked about again.")
 
 (defun agent-q-tools--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.
@@ -125,11 +129,17 @@ The result is a cons (SHORTENED . CHANGED)."
 (defun agent-q-tools--path-note (args)
   "Return a note naming the file the :path in ARGS designates, or an empty string.
 The approval prompt shows it whole, after the arguments, so a long or
-relative path, or a symlink, cannot hide which file a tool will touch."
+relative path, or a symlink, cannot hide which file a tool will touch.
+A remote file (or a relative name in a remote `default-directory') is
+named as given, never resolved: resolving it would contact the remote
+host before the user answered."
   (let ((path (and (listp args) (plist-get args :path))))
     (cond
      ((not (stringp path)) "")
      ((file-remote-p path) (format " [remote file: %s]" path))
+     ((and (not (file-name-absolute-p path)) (file-remote-p default-directory))
+      (format " [remote file: %s in %s, not resolved before you answer]"
+              path default-directory))
      (t (let* ((full (expand-file-name path))
                (true (file-truename full)))
           (if (equal true full)
@@ -198,24 +208,28 @@ buffer stays), \\[agent-q-tools-arguments-cancel] cancels the edit and
 returns to this prompt.
 
 The executor calls this only for calls that need approval (dangerous
-ones, and those at the levels in `agent-q-confirm-safety-levels'), so
-it always asks, with two exceptions, neither of which applies when the
-context has a :reason (a safe tool asking to read a sensitive or
-outside file, which is always asked):
+ones, those at the levels in `agent-q-confirm-safety-levels', and
+those whose tool's guard gave a reason), so it always asks, with two
+exceptions, neither of which applies when the context has a :reason
+\(a guard asking to read a sensitive or outside file, which is always
+asked):
 
-- a tool the user approved for the session with \"a\";
-- \"propose_file_edit\": its approval is the per-hunk review run by its
-  handler through `agent-q-tools-review-edit', which applies nothing
-  unless the user accepts hunks.
+- a tool the user approved for the session with \"a\" (the approval
+  belongs to that registration of the tool, its :tool-id);
+- a tool whose own review is the approval (:review in the context,
+  which the executor sets only for the built-in handler of
+  \"propose_file_edit\", never for a tool that merely has its name):
+  its per-hunk review applies nothing unless the user accepts hunks.
 
 A :path argument is never shortened, and the prompt names the file it
 really designates (resolving links)."
   (let ((level (agent-q-tools--context-get :safety-level))
-        (reason (agent-q-tools--context-get :reason)))
+        (reason (agent-q-tools--context-get :reason))
+        (id (agent-q-tools--context-get :tool-id)))
     (cond
      ((and (not reason)
-           (or (equal tool-name "propose_file_edit")
-               (member tool-name agent-q-tools--session-approved)))
+           (or (agent-q-tools--context-get :review)
+               (and id (memql id agent-q-tools--session-approved))))
       :approved)
      (t
       (condition-case nil
@@ -230,7 +244,9 @@ LEVEL is the safety level, REASON the context's reason or nil."
       (let* ((short (agent-q-tools--shorten args))
              (printed (agent-q-tools--print (car short)))
              (cut (> (length printed) agent-q-tools--max-prompt-arguments))
-             (prompt (format "agent-q: run %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+             (client (agent-q-tools--context-get :client))
+             (prompt (format "agent-q: %srun %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+                             (if client (format "%s wants to " client) "")
                              tool-name
                              (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
                              (if reason (format " (%s)" reason) "")
@@ -246,7 +262,8 @@ LEVEL is the safety level, REASON the context's reason or nil."
         (pcase key
           (?y (setq answer :approved))
           (?n (setq answer :denied))
-          (?a (cl-pushnew tool-name agent-q-tools--session-approved :test #'equal)
+          (?a (let ((id (agent-q-tools--context-get :tool-id)))
+                (when id (cl-pushnew id agent-q-tools--session-approved)))
               (setq answer :approved))
           (?r (let ((text (read-string (format "Reason for denying %s: " tool-name))))
                 (setq answer (if (string-empty-p (string-trim text))
@@ -344,21 +361,23 @@ Return (:ok PLIST) or (:error MESSAGE)."
 
 (cl-defstruct (agent-q-tools--review (:constructor agent-q-tools--make-review)
                                      (:copier nil))
-  "State of one review of a proposed file edit."
+  "State of one review of a proposed file edit.
+CALLBACK is called once the review is finished, with the result text
+and its status (`:success', `:denied' or `:failure')."
   path file current proposal description hunks decisions
-  buffer depth done cancelled headers)
+  buffer done cancelled headers callback client)
 
 (defvar-local agent-q-tools--this-review nil
   "The review shown in the current review buffer.")
 
 (defvar agent-q-tools--review-driver nil
   "For tests: when non-nil, a function called with the review buffer.
-It replaces the recursive edit: it is expected to call the review
-commands in that buffer until the review is finished.  Production code
-leaves this nil.")
+It is called as soon as the review buffer is ready, instead of showing
+it: it is expected to call the review commands in that buffer until the
+review is finished.  Production code leaves this nil.")
 
 (defvar agent-q-tools--open-reviews nil
-  "Reviews waiting in a recursive edit, innermost first.")
+  "Reviews shown and not yet finished, newest first.")
 
 (defvar agent-q-tools-review-mode-map
   (let ((map (make-sparse-keymap)))
@@ -751,26 +770,33 @@ leaves the hunk as it was."
 
 ;;;;; Finishing
 
-(defun agent-q-tools--exit-if-innermost ()
-  "Leave the recursive edit of the innermost open review once it is done."
-  (let ((review (car agent-q-tools--open-reviews)))
-    (when (and review
-               (agent-q-tools--review-done review)
-               (eql (agent-q-tools--review-depth review) (recursion-depth)))
-      (exit-recursive-edit))))
-
-(defun agent-q-tools--finish (review &optional cancelled no-exit)
-  "Mark REVIEW finished; CANCELLED non-nil rejects every hunk first.
-Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
-`post-command-hook' or a timer leaves it)."
-  (when cancelled
-    (setf (agent-q-tools--review-cancelled review) t)
-    (fillarray (agent-q-tools--review-decisions review) 'reject))
-  (setf (agent-q-tools--review-done review) t)
-  (if no-exit
-      (run-at-time 0 nil #'agent-q-tools--exit-if-innermost)
-    (when (eq review (car agent-q-tools--open-reviews))
-      (agent-q-tools--exit-if-innermost))))
+(defun agent-q-tools--finish (review &optional cancelled killing)
+  "Finish REVIEW: apply its accepted hunks and report the outcome.
+CANCELLED non-nil rejects every hunk first.  KILLING non-nil means the
+review buffer is being killed already.  The review buffer goes away and
+REVIEW's callback gets the result.  Finishing twice does nothing."
+  (unless (agent-q-tools--review-done review)
+    (when cancelled
+      (setf (agent-q-tools--review-cancelled review) t)
+      (fillarray (agent-q-tools--review-decisions review) 'reject))
+    (setf (agent-q-tools--review-done review) t)
+    (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
+    (let ((outcome (condition-case err
+                       (agent-q-tools--apply-review review)
+                     (error (cons :failure
+                                  (format "Error while applying the reviewed hunks to %s: %s"
+                                          (agent-q-tools--review-path review)
+                                          (error-message-string err))))))
+          (buffer (agent-q-tools--review-buffer review)))
+      (when (and (not killing) (buffer-live-p buffer))
+        (let ((window (get-buffer-window buffer)))
+          (with-current-buffer buffer
+            (setq agent-q-tools--this-review nil))
+          (if (window-live-p window)
+              (quit-window t window)
+            (kill-buffer buffer))))
+      (when-let ((callback (agent-q-tools--review-callback review)))
+        (funcall callback (cdr outcome) (car outcome))))))
 
 (defun agent-q-tools-review-finish ()
   "Finish the review: apply the accepted hunks; pending hunks are not applied."
@@ -801,8 +827,21 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
   "Reject everything when a review buffer is killed before finishing."
   (let ((review agent-q-tools--this-review))
     (when (and review (not (agent-q-tools--review-done review)))
-      ;; Leaving the recursive edit from inside `kill-buffer' would abort the kill.
       (agent-q-tools--finish review t t))))
+
+(defun agent-q-tools-cancel-review (review)
+  "Withdraw REVIEW: close it and apply nothing.
+Its callback is told the call was cancelled."
+  (unless (agent-q-tools--review-done review)
+    (setf (agent-q-tools--review-callback review)
+          (let ((callback (agent-q-tools--review-callback review)))
+            (lambda (_text _status)
+              (when callback
+                (funcall callback
+                         (format "The review of the edit to %s was withdrawn before the user finished it; no change was made."
+                                 (agent-q-tools--review-path review))
+                         :cancelled)))))
+    (agent-q-tools--finish review t)))
 
 (defun agent-q-tools--numbers (indices)
   "Return INDICES (0-based) as \"1\", \"1 and 3\" or \"1, 2 and 4\"."
@@ -868,7 +907,10 @@ send, and the result must not quote them."
     (undo-boundary)))
 
 (defun agent-q-tools--apply-review (review)
-  "Apply the accepted hunks of REVIEW and return the result text."
+  "Apply the accepted hunks of REVIEW; return (STATUS . TEXT).
+STATUS is `:success' when hunks were applied, `:denied' when the user
+accepted none (rejected or cancelled the edit), and `:failure' when the
+file's buffer changed during the review, so nothing could be applied."
   (let* ((path (agent-q-tools--review-path review))
          (file (agent-q-tools--review-file review))
          (hunks (agent-q-tools--review-hunks review))
@@ -915,7 +957,9 @@ send, and the result must not quote them."
                     (with-current-buffer buffer (save-buffer))
                     (setq saved t))
                 (error (setq saved (error-message-string err))))))))
-      (concat
+      (cons
+       (cond (stale :failure) (accepted :success) (t :denied))
+       (concat
        (cond
         (stale
          (format "Applied 0 of %d hunks to %s: the file's buffer changed during the review, so nothing was applied (%s).  Read the file again and propose the edit again."
@@ -941,49 +985,81 @@ send, and the result must not quote them."
                                 (format "Hunk %d:\n%s" (1+ i)
                                         (agent-q-tools--hunk-text (aref hunks i))))
                               (sort (append rejected pending nil) #'<) ""))
-         "")))))
+         ""))))))
 
-(defun agent-q-tools--run-review (review)
-  "Show REVIEW, wait until the user finishes it, apply it; return the result."
+(defun agent-q-tools--start-review (review)
+  "Show REVIEW in a review buffer and return at once.
+Finishing the review (\\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-finish], \\[agent-q-tools-review-cancel], killing the buffer...) calls
+its callback."
   (let* ((name (format "*agent-q-diff: %s*"
                        (file-name-nondirectory (agent-q-tools--review-file review))))
-         (buffer (generate-new-buffer name))
-         (config (current-window-configuration)))
+         (buffer (generate-new-buffer name)))
     (setf (agent-q-tools--review-buffer review) buffer)
     (with-current-buffer buffer
       (agent-q-tools-review-mode)
       (setq agent-q-tools--this-review review)
       (agent-q-tools--render review))
-    (unwind-protect
-        (if agent-q-tools--review-driver
-            (progn
-              (funcall agent-q-tools--review-driver buffer)
-              (unless (agent-q-tools--review-done review)
-                (agent-q-tools--finish review t)))
-          (pop-to-buffer buffer)
-          (setf (agent-q-tools--review-depth review) (1+ (recursion-depth)))
-          (push review agent-q-tools--open-reviews)
-          (add-hook 'post-command-hook #'agent-q-tools--exit-if-innermost)
-          (condition-case nil
-              (while (not (agent-q-tools--review-done review))
-                (recursive-edit))
-            (quit (agent-q-tools--finish review t))))
-      (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
-      (unless agent-q-tools--open-reviews
-        (remove-hook 'post-command-hook #'agent-q-tools--exit-if-innermost))
-      (unless (agent-q-tools--review-done review)
-        (agent-q-tools--finish review t))
-      (when (buffer-live-p buffer)
-        (kill-buffer buffer))
-      (unless agent-q-tools--review-driver
-        (set-window-configuration config)))
-    (agent-q-tools--apply-review review)))
+    (push review agent-q-tools--open-reviews)
+    (if agent-q-tools--review-driver
+        (progn
+          (funcall agent-q-tools--review-driver buffer)
+          (unless (agent-q-tools--review-done review)
+            (agent-q-tools--finish review t)))
+      (pop-to-buffer buffer))
+    review))
+
+(defun agent-q-tools--prepare-review (path original modified description)
+  "Prepare the review of replacing ORIGINAL by MODIFIED in PATH.
+Return a review, or (STATUS . TEXT) when there is nothing to review:
+ORIGINAL does not match the current text, or the proposal changes
+nothing (both failures, with the explanation).  DESCRIPTION goes into
+the review's header."
+  (unless (fboundp 'agent-q--core-diff-hunks)
+    (error "The agent-q-core module is not loaded"))
+  (let* ((file (expand-file-name path))
+         (current (car (agent-q-tools--current-text file)))
+         (span (condition-case err
+                   (agent-q--core-diff-locate current original)
+                 (agent-q-diff-error (format "%s" (cadr err))))))
+    (if (stringp span)
+        (cons :failure (format "No change made to %s: %s" path span))
+      (let* ((proposal (if (plist-get span :whole)
+                           modified
+                         (concat (substring current 0 (plist-get span :start))
+                                 modified
+                                 (substring current (plist-get span :end)))))
+             (hunks (agent-q--core-diff-hunks current proposal)))
+        (if (null hunks)
+            (cons :failure
+                  (format "No change made to %s: the proposal is identical to the current text."
+                          path))
+          (agent-q-tools--make-review
+           :path path :file file :current current :proposal proposal
+           :description description :hunks (vconcat hunks)
+           :decisions (make-vector (length hunks) nil)))))))
+
+(defun agent-q-tools-review-edit-async (path original modified description callback
+                                             &optional client)
+  "Open the review of replacing ORIGINAL by MODIFIED in PATH; return at once.
+CALLBACK is called once, with the result text and its status
+\(`:success', `:denied' or `:failure'), when the user finishes the
+review -- or at once when there is nothing to review (see
+`agent-q-tools-review-edit').  CLIENT, when non-nil, names where the
+proposal comes from in the review's header.  DESCRIPTION is shown in
+the header.  Return the review, or nil when none opened."
+  (let ((review (agent-q-tools--prepare-review path original modified description)))
+    (if (consp review)
+        (progn (funcall callback (cdr review) (car review)) nil)
+      (setf (agent-q-tools--review-callback review) callback
+            (agent-q-tools--review-client review) client)
+      (agent-q-tools--start-review review))))
 
 (defun agent-q-tools-review-edit (path original modified &optional description)
-  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return a result.
-This is what the handler of the \"propose_file_edit\" tool calls: the
-review IS the approval of that tool (the minibuffer approval function
-approves \"propose_file_edit\" without asking), and nothing is changed
+  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return the result.
+This waits for the review in a recursive edit (Emacs stays usable) and
+returns the result text; `agent-q-tools-review-edit-async' is the
+same without waiting, which is how the \"propose_file_edit\" tool
+runs.  The review IS the approval of that tool: nothing is changed
 unless the user accepts hunks here.
 
 The current text is that of the buffer visiting PATH (unsaved edits
@@ -994,40 +1070,28 @@ string explains the mismatch, with the current text around the closest
 match.
 
 Otherwise the buffer *agent-q-diff: FILE* shows the diff hunk by hunk
-\(see `agent-q-tools-review-mode') and this function waits in a
-recursive edit, during which the user can go on using Emacs.
-Finishing applies exactly the accepted hunks to the buffer visiting
-PATH (opened if needed) as one undo step, saved only when
-`agent-q-diff-save-after-apply' is non-nil.  Killing the review buffer
-or \\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
+\(see `agent-q-tools-review-mode').  Finishing applies exactly the
+accepted hunks to the buffer visiting PATH (opened if needed) as one
+undo step, saved only when `agent-q-diff-save-after-apply' is non-nil.
+Killing the review buffer or
+\\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
 in it rejects everything.  DESCRIPTION is shown in the header.
 
 The returned string says how many hunks were applied, which were
 accepted, edited or rejected, the text of the hunks not applied, and
 whether the buffer was saved."
-  (unless (fboundp 'agent-q--core-diff-hunks)
-    (error "The agent-q-core module is not loaded"))
-  (let* ((file (expand-file-name path))
-         (current (car (agent-q-tools--current-text file)))
-         (span (condition-case err
-                   (agent-q--core-diff-locate current original)
-                 (agent-q-diff-error (format "%s" (cadr err))))))
-    (if (stringp span)
-        (format "No change made to %s: %s" path span)
-      (let* ((proposal (if (plist-get span :whole)
-                           modified
-                         (concat (substring current 0 (plist-get span :start))
-                                 modified
-                                 (substring current (plist-get span :end)))))
-             (hunks (agent-q--core-diff-hunks current proposal)))
-        (if (null hunks)
-            (format "No change made to %s: the proposal is identical to the current text."
-                    path)
-          (agent-q-tools--run-review
-           (agent-q-tools--make-review
-            :path path :file file :current current :proposal proposal
-            :description description :hunks (vconcat hunks)
-            :decisions (make-vector (length hunks) nil))))))))
+  (let* ((answer (list nil))
+         (review (agent-q-tools-review-edit-async
+                  path original modified description
+                  (lambda (text _status) (setcar answer text)))))
+    (when (and review (not (car answer)))
+      (unwind-protect
+          (condition-case nil
+              (agent-q--wait-for (lambda () (car answer)))
+            (quit (agent-q-tools--finish review t)))
+        (unless (agent-q-tools--review-done review)
+          (agent-q-tools--finish review t))))
+    (car answer)))
 
 (provide 'agent-q-tools)
 ;;; agent-q-tools.el ends here

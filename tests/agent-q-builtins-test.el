@@ -1113,22 +1113,32 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
 
 ;;;; Delegating handlers
 
+(defun agent-q-builtins-test--propose (args)
+  "Run the propose_file_edit handler on ARGS; return (TEXT STATUS)."
+  (let ((answer nil))
+    (agent-q-builtins--propose-file-edit
+     (lambda (text &optional status) (setq answer (list text status)))
+     args)
+    answer))
+
 (ert-deftest agent-q-builtins-propose-file-edit-delegates ()
   (require 'agent-q-tools nil t)
   (let ((seen nil)
         (agent-q-allowed-directories '("/tmp/")))
-    (cl-letf (((symbol-function 'agent-q-tools-review-edit)
-               (lambda (&rest args) (setq seen args) "Applied 1 of 1 hunks")))
+    (cl-letf (((symbol-function 'agent-q-tools-review-edit-async)
+               (lambda (path original modified description callback &optional _client)
+                 (setq seen (list path original modified description))
+                 (funcall callback "Applied 1 of 1 hunks" :success))))
       (let ((default-directory "/tmp/"))
-        (should (equal "Applied 1 of 1 hunks"
-                       (agent-q-builtins--propose-file-edit
+        (should (equal '("Applied 1 of 1 hunks" :success)
+                       (agent-q-builtins-test--propose
                         (agent-q-builtins-test--a "path" "x.el" "original" "a"
                                                   "modified" "b" "description" "why")))))
       (should (equal '("/tmp/x.el" "a" "b" "why") seen))
-      (should (string-prefix-p "Error: no path given"
-                               (agent-q-builtins--propose-file-edit
-                                (agent-q-builtins-test--a "path" "" "original" "a"
-                                                          "modified" "b" "description" "")))))))
+      (should (equal '("Error: no path given." :failure)
+                     (agent-q-builtins-test--propose
+                      (agent-q-builtins-test--a "path" "" "original" "a"
+                                                "modified" "b" "description" "")))))))
 
 ;; S1: propose_file_edit reads the file, so it passes the read guard first.
 (ert-deftest agent-q-builtins-propose-file-edit-guards-the-file ()
@@ -1139,13 +1149,16 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
           (calls nil) (reviewed nil))
       (agent-q-builtins-test--write file "TOKEN=hunter2\n")
       (unwind-protect
-          (cl-letf (((symbol-function 'agent-q-tools-review-edit)
-                     (lambda (&rest args) (push args reviewed) "reviewed")))
+          (cl-letf (((symbol-function 'agent-q-tools-review-edit-async)
+                     (lambda (path original modified description callback &optional _client)
+                       (push (list path original modified description) reviewed)
+                       (funcall callback "reviewed" :success))))
             (agent-q-builtins-test--approval '(:denied "keep out") calls
               (dolist (path (list file outside))
-                (let ((out (agent-q-builtins--propose-file-edit
-                            (agent-q-builtins-test--a "path" path "original" "X"
-                                                      "modified" "Y" "description" "d"))))
+                (pcase-let ((`(,out ,status) (agent-q-builtins-test--propose
+                                              (agent-q-builtins-test--a "path" path "original" "X"
+                                                                        "modified" "Y" "description" "d"))))
+                  (should (eq status :denied))
                   (should (string-prefix-p "Refused: propose_file_edit must read the file" out))
                   (should (string-match-p "keep out" out))
                   (should (string-match-p "No change made to " out))
@@ -1154,10 +1167,11 @@ Each call's (TOOL ARGS REASON) is pushed onto the variable CALLS."
               (should (equal (list "read_file" (list :path outside)) (butlast (car calls))))
               (should (= 2 (length calls))))
             (agent-q-builtins-test--approval (list :approved (list :path file)) calls
-              (should (equal "reviewed" (agent-q-builtins--propose-file-edit
-                                         (agent-q-builtins-test--a "path" file "original" "X"
-                                                                   "modified" "Y"
-                                                                   "description" "d"))))
+              (should (equal '("reviewed" :success)
+                             (agent-q-builtins-test--propose
+                              (agent-q-builtins-test--a "path" file "original" "X"
+                                                        "modified" "Y"
+                                                        "description" "d"))))
               (should (equal (list file "X" "Y" "d") (car reviewed)))))
         (delete-file outside)))))
 

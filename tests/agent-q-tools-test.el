@@ -32,12 +32,13 @@
          (mapcar (lambda (p) (if (stringp p) (listify-key-sequence (kbd p)) p))
                  parts)))
 
-(defmacro agent-q-tools-test--approve (keys level reason tool args)
+(defmacro agent-q-tools-test--approve (keys level reason tool args &rest context)
   "Call the minibuffer approval of TOOL with ARGS, typing KEYS.
-LEVEL and REASON make the approval context.  Return (RESULT . UNREAD),
-UNREAD being the events left unread."
+LEVEL and REASON make the approval context, with the keys and values
+of CONTEXT.  Return (RESULT . UNREAD), UNREAD being the events left
+unread."
   `(let ((unread-command-events ,keys)
-         (agent-q-approval-context (list :safety-level ,level :reason ,reason))
+         (agent-q-approval-context (list :safety-level ,level :reason ,reason ,@context))
          (result nil))
      (setq result (agent-q-approve-in-minibuffer ,tool ,args))
      (cons result unread-command-events)))
@@ -180,19 +181,23 @@ DESCRIPTION is the proposal's description."
 (ert-deftest agent-q-tools-test-a-remembers-the-tool ()
   (let ((agent-q-tools--session-approved nil))
     (should (equal (agent-q-tools-test--approve (list ?a) :dangerous nil
-                                                "run_shell" '(:command "ls"))
+                                                "run_shell" '(:command "ls") :tool-id 41)
                    '(:approved)))
     ;; Second call: not asked, the pending "n" stays unread.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
-                                                "run_shell" '(:command "rm x"))
+                                                "run_shell" '(:command "rm x") :tool-id 41)
                    (list :approved ?n)))
     ;; Another tool is still asked.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
-                                                "write_file" '(:path "x"))
+                                                "write_file" '(:path "x") :tool-id 42)
+                   '(:denied)))
+    ;; The same name in another registry, or re-registered (another id): asked.
+    (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                                "run_shell" '(:command "ls") :tool-id 43)
                    '(:denied)))
     ;; A :reason is always asked, even for a remembered tool.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous "sensitive file"
-                                                "run_shell" '(:command "ls"))
+                                                "run_shell" '(:command "ls") :tool-id 41)
                    '(:denied)))))
 
 (ert-deftest agent-q-tools-test-c-g-denies ()
@@ -251,11 +256,18 @@ DESCRIPTION is the proposal's description."
                                   (nth 1 prompts))))
       (delete-directory dir t))))
 
-(ert-deftest agent-q-tools-test-propose-file-edit-is-not-prompted ()
+(ert-deftest agent-q-tools-test-a-self-reviewing-tool-is-not-prompted ()
+  ;; The executor marks the built-in review handler with :review.
+  (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                              "propose_file_edit"
+                                              '(:path "x" :original "a" :modified "b")
+                                              :review t)
+                 (list :approved ?n)))
+  ;; The name alone earns nothing: any tool may be registered under it.
   (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
                                               "propose_file_edit"
                                               '(:path "x" :original "a" :modified "b"))
-                 (list :approved ?n))))
+                 '(:denied))))
 
 (ert-deftest agent-q-tools-test-long-strings-shortened-and-v-shows-all ()
   (let* ((long (make-string 500 ?z))
