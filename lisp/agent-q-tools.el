@@ -48,6 +48,7 @@
 (declare-function agent-q--core-diff-locate "agent-q-core" (current original))
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
 (declare-function agent-q--wait-for "agent-q" (predicate))
+(declare-function agent-q-when-cancelled "agent-q-async" (function))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -198,6 +199,8 @@ shortened with a note.  Keys:
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
   a  approve, and approve TOOL-NAME for the rest of the session
+  l  later: leave it pending (asynchronous calls only, see
+     `agent-q-pending')         -> `:later'
   \\<global-map>\\[keyboard-quit]  deny                     -> `:denied'
 
 The \"e\" buffer shows ARGS pretty-printed as a plist:
@@ -245,7 +248,10 @@ LEVEL is the safety level, REASON the context's reason or nil."
              (printed (agent-q-tools--print (car short)))
              (cut (> (length printed) agent-q-tools--max-prompt-arguments))
              (client (agent-q-tools--context-get :client))
-             (prompt (format "agent-q: %srun %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+             (later (agent-q-tools--context-get :async))
+             (waiting (agent-q-tools--context-get :waiting))
+             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s: "
+                             (if (and waiting (> waiting 0)) (format " (%d more waiting)" waiting) "")
                              (if client (format "%s wants to " client) "")
                              tool-name
                              (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
@@ -257,8 +263,10 @@ LEVEL is the safety level, REASON the context's reason or nil."
                              (agent-q-tools--path-note args)
                              (if (or cut (cdr short))
                                  " [long arguments shortened; v shows all]"
-                               "")))
-             (key (read-char-choice-with-read-key prompt '(?y ?n ?r ?e ?v ?a))))
+                               "")
+                             (if later " (l)ater" "")))
+             (key (read-char-choice-with-read-key
+                   prompt (if later '(?y ?n ?r ?e ?v ?a ?l) '(?y ?n ?r ?e ?v ?a)))))
         (pcase key
           (?y (setq answer :approved))
           (?n (setq answer :denied))
@@ -270,6 +278,7 @@ LEVEL is the safety level, REASON the context's reason or nil."
                                  :denied
                                (list :denied text)))))
           (?v (agent-q-tools--show-call tool-name args))
+          (?l (setq answer :later))
           (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
                 (setq answer (list :modified new)))))))
     answer))
@@ -1052,6 +1061,8 @@ the header.  Return the review, or nil when none opened."
         (progn (funcall callback (cdr review) (car review)) nil)
       (setf (agent-q-tools--review-callback review) callback
             (agent-q-tools--review-client review) client)
+      (when (fboundp 'agent-q-when-cancelled)
+        (agent-q-when-cancelled (lambda () (agent-q-tools-cancel-review review))))
       (agent-q-tools--start-review review))))
 
 (defun agent-q-tools-review-edit (path original modified &optional description)

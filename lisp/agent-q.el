@@ -682,6 +682,7 @@ An error in one is reported and does not stop the others."
 ;;;; The approval UI and the built-in tools
 
 (require 'agent-q-tools)
+(require 'agent-q-async)
 (require 'agent-q-builtins)
 
 (defvar agent-q-register-builtin-tools-on-load)

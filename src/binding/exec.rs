@@ -184,23 +184,27 @@ impl<'e> EmacsHost<'e> {
         ))
     }
 
-    /// The context of a decision, bound to `agent-q-approval-context'.
+    /// The context of a decision, bound to `agent-q-approval-context':
+    /// (:tool :safety-level :reason :review :tool-id :client :id).
     fn ask_context(&self, ask: &Ask, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
-        env.list((
+        let items = [
+            keyword(env, "tool")?,
+            ask.tool.as_str().into_lisp(env)?,
             keyword(env, "safety-level")?,
             level_keyword(env, ask.level)?,
             keyword(env, "reason")?,
             opt_string(env, ask.reason.as_deref())?,
             keyword(env, "review")?,
-            ask.review,
+            ask.review.into_lisp(env)?,
             keyword(env, "tool-id")?,
-            i64::try_from(ask.tool_id).unwrap_or(i64::MAX),
+            i64::try_from(ask.tool_id).unwrap_or(i64::MAX).into_lisp(env)?,
             keyword(env, "client")?,
             opt_string(env, ask.client.as_deref())?,
             keyword(env, "id")?,
             opt_string(env, call.id())?,
-        ))
+        ];
+        env.list(&items)
     }
 
     fn outcome_of(&self, result: Result<Value<'e>>) -> Outcome {
