@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 use similar::{Algorithm, DiffOp};
 use thiserror::Error;
 
+mod closest;
+use closest::Budget;
+
 /// Lines of unchanged context around each change, as `diff -u`.
 pub const CONTEXT: usize = 3;
 
@@ -48,6 +51,18 @@ const LISTED_OCCURRENCES: usize = 10;
 const MISMATCH_CONTEXT: usize = 2;
 /// Longest excerpt of current text shown for a mismatch, in lines.
 const MISMATCH_MAX_LINES: usize = 12;
+/// Longest line of current text shown in full in a mismatch excerpt, in characters.
+const MISMATCH_MAX_LINE_CHARS: usize = 1000;
+/// Time [`locate`] may spend explaining a mismatch (from its start), so that a stale
+/// `original` never freezes Emacs: the closest match is then the best found so far.
+const CLOSEST_MATCH_TIME: Duration = Duration::from_millis(50);
+/// Work the closest-match search may do, in character steps (about 20–40 ms here); it makes
+/// the cut deterministic on a machine fast enough not to hit the deadline first.
+const CLOSEST_MATCH_WORK: u64 = 30_000_000;
+/// Bytes compared while counting occurrences of an ambiguous excerpt before giving up counting.
+const OCCURRENCE_WORK: usize = 64 * 1024 * 1024;
+/// Lines handled between two looks at the clock while voting.
+const VOTE_CLOCK_EVERY: usize = 4096;
 
 /// Errors of the diff concern.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -106,6 +121,20 @@ pub struct Mismatch {
     pub excerpt: String,
     /// What differs at the closest match (first differing line, whitespace, line endings).
     pub detail: String,
+    /// Set when the search for the closest match ran out of its time or work budget: the
+    /// match is then the best found so far.
+    pub cut_short: Option<SearchCut>,
+}
+
+/// How far a closest-match search got before its budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchCut {
+    /// Lines dealt with.
+    pub done: usize,
+    /// Lines there were to deal with.
+    pub total: usize,
+    /// What `done` counts: lines of the current text scanned, or similar-looking lines compared.
+    pub what: &'static str,
 }
 
 impl std::fmt::Display for Mismatch {
@@ -114,15 +143,27 @@ impl std::fmt::Display for Mismatch {
             f,
             "`original` does not match the current text (it may have changed since it was read)."
         )?;
+        let cut = self.cut_short.map(|c| {
+            format!(
+                "the search was cut short after {} of {} {}, to keep Emacs responsive",
+                c.done, c.total, c.what
+            )
+        });
         match self.line {
             Some(line) => {
                 write!(f, " Closest match at line {line}")?;
+                if let Some(cut) = cut {
+                    write!(f, " (the best found before {cut}; a closer one may exist)")?;
+                }
                 if !self.detail.is_empty() {
                     write!(f, "; {}", self.detail)?;
                 }
                 write!(f, ". Current text there:\n{}", self.excerpt)
             }
-            None => write!(f, " No similar lines were found in the current text."),
+            None => match cut {
+                Some(cut) => write!(f, " No similar lines were found before {cut}."),
+                None => write!(f, " No similar lines were found in the current text."),
+            },
         }
     }
 }
@@ -607,7 +648,16 @@ pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result
 ///
 /// Errors: [`DiffError::NotFound`] with the closest match, [`DiffError::Ambiguous`] with the
 /// occurrences, [`DiffError::EmptyOriginal`], [`DiffError::TooLarge`].
+///
+/// Bounded: explaining a mismatch takes at most about [`CLOSEST_MATCH_TIME`] plus linear work
+/// (the closest match is then the best found so far, and the explanation says so), and
+/// counting the occurrences of an ambiguous excerpt stops after [`OCCURRENCE_WORK`] bytes.
 pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
+    locate_until(current, original, Instant::now() + CLOSEST_MATCH_TIME)
+}
+
+/// [`locate`], with the closest-match search (if any) ending at DEADLINE at the latest.
+fn locate_until(current: &str, original: &str, deadline: Instant) -> Result<Span, DiffError> {
     check_size("the current text", current)?;
     check_size("`original`", original)?;
     if original == current {
@@ -622,21 +672,15 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
     }
     if original.is_empty() {
         return Err(DiffError::EmptyOriginal {
-            lines: split_lines(current).len(),
+            lines: count_lines(current),
         });
     }
-    let step = original.chars().next().map_or(1, char::len_utf8);
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(i) = current.get(from..).and_then(|rest| rest.find(original)) {
-        found.push(from + i);
-        if found.len() >= MAX_OCCURRENCES {
-            break;
-        }
-        from += i + step;
-    }
+    let (found, truncated) = occurrences(current, original);
     match found.as_slice() {
-        [] => Err(DiffError::NotFound(Box::new(mismatch(current, original)))),
+        [] => {
+            let budget = Budget::new(deadline, CLOSEST_MATCH_WORK);
+            Err(DiffError::NotFound(Box::new(mismatch(current, original, budget))))
+        }
         [byte_start] => {
             let prefix = &current[..*byte_start];
             let start = prefix.chars().count();
@@ -645,7 +689,7 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
                 end: start + original.chars().count(),
                 byte_start: *byte_start,
                 byte_end: byte_start + original.len(),
-                line: prefix.bytes().filter(|&b| b == b'\n').count() + 1,
+                line: memchr::memchr_iter(b'\n', prefix.as_bytes()).count() + 1,
                 whole: false,
             })
         }
@@ -654,28 +698,56 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
             let mut line = 1;
             let mut counted = 0;
             for &at in found.iter().take(LISTED_OCCURRENCES) {
-                line += current[counted..at].bytes().filter(|&b| b == b'\n').count();
+                line += memchr::memchr_iter(b'\n', &current.as_bytes()[counted..at]).count();
                 counted = at;
                 lines.push(line);
             }
             Err(DiffError::Ambiguous {
                 count: found.len(),
-                truncated: found.len() >= MAX_OCCURRENCES,
+                truncated,
                 lines,
             })
         }
     }
 }
 
-/// The closest match of ORIGINAL in CURRENT and what differs there.
-fn mismatch(current: &str, original: &str) -> Mismatch {
+/// Lines of TEXT, as [`split_lines`] counts them.
+fn count_lines(text: &str) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+/// Byte offsets of the occurrences of NEEDLE in HAYSTACK, overlapping ones included, and
+/// whether counting stopped early: at [`MAX_OCCURRENCES`], or once two are known and the
+/// comparisons exceed [`OCCURRENCE_WORK`] bytes (a long excerpt repeated many times over).
+fn occurrences(haystack: &str, needle: &str) -> (Vec<usize>, bool) {
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let step = needle.chars().next().map_or(1, char::len_utf8);
+    let mut found = Vec::new();
+    let mut from = 0;
+    let mut work = 0usize;
+    while let Some(i) = haystack.as_bytes().get(from..).and_then(|rest| finder.find(rest)) {
+        found.push(from + i);
+        work = work.saturating_add(i + needle.len());
+        if found.len() >= MAX_OCCURRENCES || (found.len() >= 2 && work > OCCURRENCE_WORK) {
+            return (found, true);
+        }
+        from += i + step;
+    }
+    (found, false)
+}
+
+/// The closest match of ORIGINAL in CURRENT and what differs there, searched within BUDGET.
+fn mismatch(current: &str, original: &str, mut budget: Budget) -> Mismatch {
     let cur_lines = split_lines(current);
     let orig_lines = split_lines(original);
-    let Some(start) = closest_start(&cur_lines, &orig_lines) else {
+    let (start, cut_short) = closest_start(&cur_lines, &orig_lines, &mut budget);
+    let Some(start) = start else {
         return Mismatch {
             line: None,
             excerpt: String::new(),
             detail: String::new(),
+            cut_short,
         };
     };
     // The excerpt: the window the original would cover, with a little context, capped.
@@ -684,7 +756,20 @@ fn mismatch(current: &str, original: &str) -> Mismatch {
     let shown_end = window_end.min(first + MISMATCH_MAX_LINES);
     let mut excerpt = String::new();
     for (i, line) in cur_lines[first..shown_end].iter().enumerate() {
-        let _ = writeln!(excerpt, "{:>6}: {}", first + i + 1, strip_newline(line));
+        let line = strip_newline(line);
+        let _ = write!(
+            excerpt,
+            "{:>6}: {}",
+            first + i + 1,
+            shorten(line, MISMATCH_MAX_LINE_CHARS)
+        );
+        if line.len() > MISMATCH_MAX_LINE_CHARS {
+            let more = line.chars().count().saturating_sub(MISMATCH_MAX_LINE_CHARS);
+            if more > 0 {
+                let _ = write!(excerpt, " [{more} more characters]");
+            }
+        }
+        excerpt.push('\n');
     }
     if shown_end < window_end {
         let _ = writeln!(excerpt, "   ...");
@@ -733,35 +818,74 @@ fn mismatch(current: &str, original: &str) -> Mismatch {
         line: Some(start + 1),
         excerpt,
         detail,
+        cut_short,
     }
 }
 
 fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        text.to_string()
-    } else {
-        let mut s: String = text.chars().take(max_chars).collect();
-        s.push('…');
-        s
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((end, _)) => {
+            let mut s = text[..end].to_string();
+            s.push('…');
+            s
+        }
     }
 }
 
-/// The 0-based line of CURRENT where ORIGINAL most plausibly starts: each line of ORIGINAL that
-/// appears (trimmed) in CURRENT votes for the start it implies; lines common in ORIGINAL do not
-/// vote. Without votes, the line most similar to ORIGINAL's first non-blank line.
-fn closest_start(cur_lines: &[&str], orig_lines: &[&str]) -> Option<usize> {
+/// Bits of the filter that spares hashing lines that cannot vote.
+const VOTE_FILTER_BITS: usize = 1 << 16;
+
+/// The filter bit of a trimmed line: from its length and its first and last bytes.
+fn vote_filter_bit(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    let (first, last) = (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+    let key = (line.len() as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(u64::from(first) << 8 | u64::from(last))
+        .wrapping_mul(0xff51_afd7_ed55_8ccd);
+    (key >> 48) as usize % VOTE_FILTER_BITS
+}
+
+/// The 0-based line of CURRENT where ORIGINAL most plausibly starts, within BUDGET: each line
+/// of ORIGINAL that appears (trimmed) in CURRENT votes for the start it implies; lines common in
+/// ORIGINAL do not vote. Without votes, the line most similar to ORIGINAL's first non-blank
+/// line ([`closest::closest_line`]). Also says how far the search got if it was cut short.
+fn closest_start(cur_lines: &[&str], orig_lines: &[&str], budget: &mut Budget) -> (Option<usize>, Option<SearchCut>) {
     const MAX_REPEATS: usize = 4;
+    let scan_cut = |done: usize, total: usize| SearchCut {
+        done,
+        total,
+        what: closest::SCANNED,
+    };
+    // A filter on (length, first byte, last byte) spares hashing most lines of CURRENT.
+    let mut filter = vec![0u64; VOTE_FILTER_BITS / 64];
     let mut positions: HashMap<&str, Vec<usize>> = HashMap::new();
     for (j, line) in orig_lines.iter().enumerate() {
+        if j % VOTE_CLOCK_EVERY == 0 && !budget.in_time() {
+            return (None, Some(scan_cut(0, cur_lines.len())));
+        }
         let t = line.trim();
         if !t.is_empty() {
+            let bit = vote_filter_bit(t);
+            filter[bit / 64] |= 1 << (bit % 64);
             positions.entry(t).or_default().push(j);
         }
     }
     let mut votes = vec![0u32; cur_lines.len()];
     let mut any = false;
+    let mut cut = None;
     for (i, line) in cur_lines.iter().enumerate() {
-        if let Some(js) = positions.get(line.trim()) {
+        if i % VOTE_CLOCK_EVERY == 0 && !budget.in_time() {
+            cut = Some(scan_cut(i, cur_lines.len()));
+            break;
+        }
+        let t = line.trim();
+        let bit = vote_filter_bit(t);
+        if filter[bit / 64] & (1 << (bit % 64)) == 0 {
+            continue;
+        }
+        if let Some(js) = positions.get(t) {
             if js.len() <= MAX_REPEATS {
                 for &j in js {
                     if let Some(v) = i.checked_sub(j).and_then(|s| votes.get_mut(s)) {
@@ -772,32 +896,26 @@ fn closest_start(cur_lines: &[&str], orig_lines: &[&str]) -> Option<usize> {
             }
         }
     }
-    if any {
+    if any || cut.is_some() {
         let mut best = 0;
         for (i, &v) in votes.iter().enumerate() {
             if v > votes[best] {
                 best = i;
             }
         }
-        return Some(best);
+        return (any.then_some(best), cut);
     }
     // No line matches exactly: the line most similar to the first non-blank line of ORIGINAL.
-    let (j, target) = orig_lines
+    let Some((j, target)) = orig_lines
         .iter()
         .enumerate()
         .map(|(j, l)| (j, l.trim()))
-        .find(|(_, l)| !l.is_empty())?;
-    if cur_lines.len() > 200_000 || target.len() > 1000 {
-        return None;
-    }
-    let trimmed: Vec<&str> = cur_lines.iter().map(|l| l.trim()).filter(|l| l.len() <= 1000).collect();
-    let best = similar::get_close_matches(target, &trimmed, 1, 0.5);
-    let found = best.first()?;
-    let i = cur_lines.iter().position(|l| {
-        let t = l.trim();
-        std::ptr::eq(t.as_ptr(), found.as_ptr()) && t.len() == found.len()
-    })?;
-    Some(i.saturating_sub(j))
+        .find(|(_, l)| !l.is_empty())
+    else {
+        return (None, None);
+    };
+    let found = closest::closest_line(cur_lines, target, budget);
+    (found.line.map(|i| i.saturating_sub(j)), found.cut_short)
 }
 
 #[cfg(test)]
@@ -1134,6 +1252,137 @@ mod tests {
         assert!(m.detail.contains("CRLF"));
         // Empty original against a non-empty text.
         assert_eq!(locate("a\nb\n", "").unwrap_err(), DiffError::EmptyOriginal { lines: 2 });
+    }
+
+    /// Texts of LINES lines of about WIDTH characters of words, the same for the same SEED.
+    fn long_lines(lines: usize, width: usize, seed: u64) -> String {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            words[(state % 8) as usize]
+        };
+        let mut text = String::new();
+        for i in 0..lines {
+            let start = text.len();
+            let _ = write!(text, "{i:06}");
+            while text.len() - start < width {
+                text.push(' ');
+                text.push_str(next());
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    /// No deadline: large-input tests must not depend on the machine's speed (the benchmark
+    /// times the real `locate`); the work budget still applies.
+    fn locate_untimed(current: &str, original: &str) -> Result<Span, DiffError> {
+        locate_until(current, original, Instant::now() + Duration::from_secs(3600))
+    }
+
+    /// The case of the freeze: a stale excerpt of a 2 MB text of 2,000 long lines, every line of
+    /// it edited, so that no line votes and the closest line must be searched.
+    #[test]
+    fn stale_excerpt_of_long_lines_finds_the_edited_place() {
+        let current = long_lines(2000, 1000, 11);
+        let original: String = current
+            .split_inclusive('\n')
+            .skip(1200)
+            .take(3)
+            .map(|l| l.replacen("a", "A", 1))
+            .collect();
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, Some(1201));
+        assert_eq!(m.cut_short, None);
+        assert!(m.excerpt.contains("  1201: 001200 "), "{}", m.excerpt);
+        assert!(m.excerpt.contains("  1199: 001198 "));
+        assert!(m.detail.starts_with("line 1201 is `001200 "), "{}", m.detail);
+        // Long lines are shortened in the excerpt, saying by how much.
+        let long = "x".repeat(5000);
+        let text = format!("a\n{long}\nb\n");
+        let DiffError::NotFound(m) = locate_untimed(&text, "a\nc\n").unwrap_err() else {
+            panic!()
+        };
+        assert!(m.excerpt.contains("[4000 more characters]"), "{}", m.excerpt);
+    }
+
+    /// Every line a permutation of the same words: the bounds cannot prune, the work budget
+    /// cuts the search short, and the result is still the edited line, saying it was cut.
+    #[test]
+    fn adversarial_stale_excerpt_is_cut_short_with_a_sensible_match() {
+        let mut words: Vec<String> = (0..120).map(|i| format!("w{i:03}")).collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut current = String::new();
+        for _ in 0..12_000 {
+            for i in (1..words.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                words.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            current.push_str(&words.join(" "));
+            current.push('\n');
+        }
+        let line = current.split_inclusive('\n').nth(9000).unwrap();
+        let original = format!("{}#{}", &line[..300], &line[301..]);
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, Some(9001));
+        let cut = m.cut_short.expect("the work budget runs out");
+        assert_eq!(cut.what, closest::COMPARED);
+        assert!(cut.done < cut.total);
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!(
+                "Closest match at line 9001 (the best found before the search was cut short after {} of {} similar-looking lines compared",
+                cut.done, cut.total
+            )),
+            "{message}"
+        );
+        assert!(message.contains("Current text there:\n  8999: "));
+    }
+
+    #[test]
+    fn a_search_out_of_time_says_so() {
+        let current = long_lines(300, 80, 5);
+        let original = current.lines().nth(100).unwrap().replacen("a", "A", 1);
+        let err = locate_until(&current, &original, Instant::now()).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, None);
+        assert_eq!(m.cut_short.map(|c| (c.done, c.what)), Some((0, closest::SCANNED)));
+        assert!(err
+            .to_string()
+            .ends_with("No similar lines were found before the search was cut short after 0 of 300 lines scanned, to keep Emacs responsive."));
+    }
+
+    /// Counting the occurrences of a long repeated excerpt stops once it has compared enough.
+    #[test]
+    fn counting_long_overlapping_occurrences_is_bounded() {
+        let current = "a".repeat(1_000_000);
+        let original = "a".repeat(100_000);
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::Ambiguous {
+            count,
+            truncated,
+            lines,
+        } = &err
+        else {
+            panic!("expected Ambiguous, got {err:?}");
+        };
+        assert!(truncated);
+        assert!((2..MAX_OCCURRENCES).contains(count), "{count}");
+        assert_eq!(lines, &vec![1; LISTED_OCCURRENCES]);
+        assert!(err.to_string().contains(&format!("occurs {count} or more times")));
     }
 
     #[test]
