@@ -24,6 +24,7 @@ use similar::{Algorithm, DiffOp};
 use thiserror::Error;
 
 mod closest;
+mod lines;
 use closest::Budget;
 
 /// Lines of unchanged context around each change, as `diff -u`.
@@ -295,66 +296,281 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// Byte offset of the start of each line, plus the text length at the end.
-fn line_offsets(lines: &[&str]) -> Vec<usize> {
-    let mut offsets = Vec::with_capacity(lines.len() + 1);
-    let mut pos = 0;
-    offsets.push(0);
-    for line in lines {
-        pos += line.len();
-        offsets.push(pos);
-    }
-    offsets
-}
-
-/// The line diff of two texts, grouped into hunks (before rendering).
-struct LineDiff<'a> {
-    old_lines: Vec<&'a str>,
-    new_lines: Vec<&'a str>,
-    old_offsets: Vec<usize>,
-    new_offsets: Vec<usize>,
+/// The line diff of two texts grouped into hunks as `diff -u` groups them.
+///
+/// It keeps both texts (borrowed, or owned for a review that outlives the call) and the line
+/// operations, not the hunks' lines: [`LineDiff::summary`] is cheap, [`LineDiff::hunk`] builds
+/// one hunk's lines and word refinement when asked, and [`LineDiff::apply`] applies decisions
+/// without diffing again.
+#[derive(Debug, Clone)]
+pub struct LineDiff<S: AsRef<str> = String> {
+    old: S,
+    new: S,
+    old_starts: Vec<usize>,
+    new_starts: Vec<usize>,
     groups: Vec<Vec<DiffOp>>,
 }
 
-impl<'a> LineDiff<'a> {
-    fn new(old: &'a str, new: &'a str) -> Result<Self, DiffError> {
-        check_size("the old text", old)?;
-        check_size("the new text", new)?;
-        let old_lines = split_lines(old);
-        let new_lines = split_lines(new);
+/// Where a hunk is, without its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HunkSummary {
+    /// 0-based position of the hunk in the diff.
+    pub index: usize,
+    /// First old line, 1-based (the line before, possibly 0, when `old_lines` is 0), as `diff -u`.
+    pub old_start: usize,
+    /// Number of old lines covered.
+    pub old_lines: usize,
+    /// First new line, 1-based (the line before when `new_lines` is 0).
+    pub new_start: usize,
+    /// Number of new lines covered.
+    pub new_lines: usize,
+    /// `@@ -a,b +c,d @@`, with `,1` omitted as `diff -u` does.
+    pub header: String,
+}
+
+impl<S: AsRef<str>> LineDiff<S> {
+    /// The line diff from OLD to NEW. Errors: [`DiffError::TooLarge`].
+    pub fn new(old: S, new: S) -> Result<Self, DiffError> {
+        check_size("the old text", old.as_ref())?;
+        check_size("the new text", new.as_ref())?;
+        let old_starts = lines::line_starts(old.as_ref());
+        let new_starts = lines::line_starts(new.as_ref());
         let deadline = Instant::now().checked_add(LINE_DIFF_TIMEOUT);
-        let ops = similar::capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
+        let ops = lines::line_ops(
+            lines::Side {
+                text: old.as_ref(),
+                starts: &old_starts,
+            },
+            lines::Side {
+                text: new.as_ref(),
+                starts: &new_starts,
+            },
+            deadline,
+        );
         let groups = similar::group_diff_ops(ops, CONTEXT);
         Ok(LineDiff {
-            old_offsets: line_offsets(&old_lines),
-            new_offsets: line_offsets(&new_lines),
-            old_lines,
-            new_lines,
+            old,
+            new,
+            old_starts,
+            new_starts,
             groups,
         })
     }
 
-    /// Old and new line ranges (0-based, half-open) of each hunk.
-    fn ranges(&self) -> Vec<(Range<usize>, Range<usize>)> {
-        self.groups
-            .iter()
-            .filter_map(|group| {
-                let first = group.first()?;
-                let last = group.last()?;
-                Some((
-                    first.old_range().start..last.old_range().end,
-                    first.new_range().start..last.new_range().end,
-                ))
-            })
-            .collect()
+    /// The old text.
+    pub fn old_text(&self) -> &str {
+        self.old.as_ref()
+    }
+
+    /// The new text.
+    pub fn new_text(&self) -> &str {
+        self.new.as_ref()
+    }
+
+    /// Number of hunks.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// True when the texts are identical (no hunks).
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Old and new line ranges (0-based, half-open) of hunk INDEX.
+    fn ranges(&self, index: usize) -> Option<(Range<usize>, Range<usize>)> {
+        let group = self.groups.get(index)?;
+        let (first, last) = (group.first()?, group.last()?);
+        Some((
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        ))
+    }
+
+    fn old_line(&self, i: usize) -> &str {
+        &self.old.as_ref()[self.old_starts[i]..self.old_starts[i + 1]]
+    }
+
+    fn new_line(&self, i: usize) -> &str {
+        &self.new.as_ref()[self.new_starts[i]..self.new_starts[i + 1]]
     }
 
     fn old_bytes(&self, lines: &Range<usize>) -> Range<usize> {
-        self.old_offsets[lines.start]..self.old_offsets[lines.end]
+        self.old_starts[lines.start]..self.old_starts[lines.end]
     }
 
     fn new_bytes(&self, lines: &Range<usize>) -> Range<usize> {
-        self.new_offsets[lines.start]..self.new_offsets[lines.end]
+        self.new_starts[lines.start]..self.new_starts[lines.end]
+    }
+
+    /// Where hunk INDEX is, or `None` past the last hunk.
+    pub fn summary(&self, index: usize) -> Option<HunkSummary> {
+        let (old_range, new_range) = self.ranges(index)?;
+        let start_number = |range: &Range<usize>| {
+            if range.is_empty() {
+                range.start
+            } else {
+                range.start + 1
+            }
+        };
+        Some(HunkSummary {
+            index,
+            old_start: start_number(&old_range),
+            old_lines: old_range.len(),
+            new_start: start_number(&new_range),
+            new_lines: new_range.len(),
+            header: format!(
+                "@@ -{} +{} @@",
+                header_range(old_range.start, old_range.len()),
+                header_range(new_range.start, new_range.len())
+            ),
+        })
+    }
+
+    /// Hunk INDEX with its lines, or `None` past the last hunk. Replaced lines are refined
+    /// word by word until REFINE_DEADLINE (not at all when it is `None`).
+    pub fn hunk(&self, index: usize, refine_deadline: Option<Instant>) -> Option<Hunk> {
+        let summary = self.summary(index)?;
+        let (old_range, new_range) = self.ranges(index)?;
+        let mut lines = Vec::new();
+        for op in &self.groups[index] {
+            let (o, n) = (op.old_range(), op.new_range());
+            match op.tag() {
+                similar::DiffTag::Equal => {
+                    for i in o {
+                        push_line(&mut lines, LineTag::Context, self.old_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Delete => {
+                    for i in o {
+                        push_line(&mut lines, LineTag::Removed, self.old_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Insert => {
+                    for i in n {
+                        push_line(&mut lines, LineTag::Added, self.new_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Replace => {
+                    let (mut old_ref, mut new_ref) = match refine_deadline {
+                        Some(deadline) => refine_block(
+                            &self.old.as_ref()[self.old_bytes(&o)],
+                            &self.new.as_ref()[self.new_bytes(&n)],
+                            deadline,
+                        )
+                        .unwrap_or_default(),
+                        None => Default::default(),
+                    };
+                    old_ref.resize_with(o.len(), Vec::new);
+                    new_ref.resize_with(n.len(), Vec::new);
+                    for (i, r) in o.zip(old_ref) {
+                        push_line(&mut lines, LineTag::Removed, self.old_line(i), r);
+                    }
+                    for (i, r) in n.zip(new_ref) {
+                        push_line(&mut lines, LineTag::Added, self.new_line(i), r);
+                    }
+                }
+            }
+        }
+        Some(Hunk {
+            index,
+            old_start: summary.old_start,
+            old_lines: summary.old_lines,
+            new_start: summary.new_start,
+            new_lines: summary.new_lines,
+            header: summary.header,
+            lines,
+            old_text: self.old.as_ref()[self.old_bytes(&old_range)].to_string(),
+            new_text: self.new.as_ref()[self.new_bytes(&new_range)].to_string(),
+        })
+    }
+
+    /// All the hunks, refined word by word within [`REFINE_BUDGET`] (later hunks unrefined).
+    pub fn hunks(&self) -> Vec<Hunk> {
+        let deadline = Instant::now() + REFINE_BUDGET;
+        (0..self.len()).filter_map(|i| self.hunk(i, Some(deadline))).collect()
+    }
+
+    /// The text obtained from the old text by applying DECISIONS, one per hunk: the new side,
+    /// the old side or an edited new side. Linear in the size of the texts.
+    pub fn apply(&self, decisions: &[Decision]) -> Result<String, DiffError> {
+        if self.len() != decisions.len() {
+            return Err(DiffError::DecisionCount {
+                expected: self.len(),
+                got: decisions.len(),
+            });
+        }
+        let (old, new) = (self.old.as_ref(), self.new.as_ref());
+        let extra: usize = decisions
+            .iter()
+            .map(|d| match d {
+                Decision::Edit(text) => text.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut out = String::with_capacity(old.len().max(new.len()) + extra);
+        let mut pos = 0;
+        for (index, decision) in decisions.iter().enumerate() {
+            let Some((old_range, new_range)) = self.ranges(index) else {
+                continue;
+            };
+            let old_bytes = self.old_bytes(&old_range);
+            out.push_str(&old[pos..old_bytes.start]);
+            match decision {
+                Decision::Accept => out.push_str(&new[self.new_bytes(&new_range)]),
+                Decision::Reject => out.push_str(&old[old_bytes.clone()]),
+                Decision::Edit(text) => out.push_str(text),
+            }
+            pos = old_bytes.end;
+        }
+        out.push_str(&old[pos..]);
+        Ok(out)
+    }
+
+    /// The unified diff (`---`/`+++` header lines with the given labels, then the hunks), or
+    /// the empty string when the texts are identical, as `diff -u` prints it.
+    pub fn unified(&self, old_label: &str, new_label: &str) -> String {
+        let mut out = String::new();
+        if self.is_empty() {
+            return out;
+        }
+        let changed: usize = self
+            .groups
+            .iter()
+            .flatten()
+            .map(|op| self.old_bytes(&op.old_range()).len() + self.new_bytes(&op.new_range()).len())
+            .sum();
+        out.reserve(changed + 64 * self.len());
+        let _ = writeln!(out, "--- {old_label}\n+++ {new_label}");
+        let put = |out: &mut String, prefix: char, line: &str| {
+            out.push(prefix);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push('\n');
+                out.push_str(NO_NEWLINE_MARKER);
+                out.push('\n');
+            }
+        };
+        for index in 0..self.len() {
+            let Some(summary) = self.summary(index) else {
+                continue;
+            };
+            out.push_str(&summary.header);
+            out.push('\n');
+            for op in &self.groups[index] {
+                let (o, n) = (op.old_range(), op.new_range());
+                match op.tag() {
+                    similar::DiffTag::Equal => o.for_each(|i| put(&mut out, ' ', self.old_line(i))),
+                    similar::DiffTag::Delete => o.for_each(|i| put(&mut out, '-', self.old_line(i))),
+                    similar::DiffTag::Insert => n.for_each(|i| put(&mut out, '+', self.new_line(i))),
+                    similar::DiffTag::Replace => {
+                        o.for_each(|i| put(&mut out, '-', self.old_line(i)));
+                        n.for_each(|i| put(&mut out, '+', self.new_line(i)));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -515,133 +731,19 @@ fn push_line(lines: &mut Vec<HunkLine>, tag: LineTag, line: &str, refinement: Ve
 ///
 /// Identical texts give no hunks.
 pub fn hunks(old: &str, new: &str) -> Result<Vec<Hunk>, DiffError> {
-    build_hunks(old, new, true)
-}
-
-/// The hunks, with word refinement only when REFINE (a unified diff has no use for it).
-fn build_hunks(old: &str, new: &str, refine: bool) -> Result<Vec<Hunk>, DiffError> {
-    let diff = LineDiff::new(old, new)?;
-    let refine_deadline = Instant::now() + REFINE_BUDGET;
-    let mut hunks = Vec::with_capacity(diff.groups.len());
-    for (index, (group, (old_range, new_range))) in diff.groups.iter().zip(diff.ranges()).enumerate() {
-        let mut lines = Vec::new();
-        for op in group {
-            let (o, n) = (op.old_range(), op.new_range());
-            match op.tag() {
-                similar::DiffTag::Equal => {
-                    for line in &diff.old_lines[o] {
-                        push_line(&mut lines, LineTag::Context, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Delete => {
-                    for line in &diff.old_lines[o] {
-                        push_line(&mut lines, LineTag::Removed, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Insert => {
-                    for line in &diff.new_lines[n] {
-                        push_line(&mut lines, LineTag::Added, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Replace => {
-                    let old_block = &old[diff.old_bytes(&o)];
-                    let new_block = &new[diff.new_bytes(&n)];
-                    let (mut old_ref, mut new_ref) = if refine {
-                        refine_block(old_block, new_block, refine_deadline).unwrap_or_default()
-                    } else {
-                        Default::default()
-                    };
-                    old_ref.resize_with(o.len(), Vec::new);
-                    new_ref.resize_with(n.len(), Vec::new);
-                    for (line, r) in diff.old_lines[o].iter().zip(old_ref) {
-                        push_line(&mut lines, LineTag::Removed, line, r);
-                    }
-                    for (line, r) in diff.new_lines[n].iter().zip(new_ref) {
-                        push_line(&mut lines, LineTag::Added, line, r);
-                    }
-                }
-            }
-        }
-        let header = format!(
-            "@@ -{} +{} @@",
-            header_range(old_range.start, old_range.len()),
-            header_range(new_range.start, new_range.len())
-        );
-        let start_number = |range: &Range<usize>| {
-            if range.is_empty() {
-                range.start
-            } else {
-                range.start + 1
-            }
-        };
-        hunks.push(Hunk {
-            index,
-            old_start: start_number(&old_range),
-            old_lines: old_range.len(),
-            new_start: start_number(&new_range),
-            new_lines: new_range.len(),
-            header,
-            lines,
-            old_text: old[diff.old_bytes(&old_range)].to_string(),
-            new_text: new[diff.new_bytes(&new_range)].to_string(),
-        });
-    }
-    Ok(hunks)
+    Ok(LineDiff::new(old, new)?.hunks())
 }
 
 /// The text obtained from OLD by applying, for each hunk of the diff from OLD to NEW, its
 /// decision: the new side, the old side or an edited new side. Linear in the size of the texts.
 pub fn apply(old: &str, new: &str, decisions: &[Decision]) -> Result<String, DiffError> {
-    let diff = LineDiff::new(old, new)?;
-    let ranges = diff.ranges();
-    if ranges.len() != decisions.len() {
-        return Err(DiffError::DecisionCount {
-            expected: ranges.len(),
-            got: decisions.len(),
-        });
-    }
-    let extra: usize = decisions
-        .iter()
-        .map(|d| match d {
-            Decision::Edit(text) => text.len(),
-            _ => 0,
-        })
-        .sum();
-    let mut out = String::with_capacity(old.len().max(new.len()) + extra);
-    let mut pos = 0;
-    for ((old_range, new_range), decision) in ranges.iter().zip(decisions) {
-        let old_bytes = diff.old_bytes(old_range);
-        out.push_str(&old[pos..old_bytes.start]);
-        match decision {
-            Decision::Accept => out.push_str(&new[diff.new_bytes(new_range)]),
-            Decision::Reject => out.push_str(&old[old_bytes.clone()]),
-            Decision::Edit(text) => out.push_str(text),
-        }
-        pos = old_bytes.end;
-    }
-    out.push_str(&old[pos..]);
-    Ok(out)
+    LineDiff::new(old, new)?.apply(decisions)
 }
 
 /// A unified diff of OLD and NEW (`---`/`+++` header lines with the given labels, then the
 /// hunks), or the empty string when the texts are identical, as `diff -u` prints it.
 pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result<String, DiffError> {
-    let hunks = build_hunks(old, new, false)?;
-    let mut out = String::new();
-    if hunks.is_empty() {
-        return Ok(out);
-    }
-    let _ = writeln!(out, "--- {old_label}\n+++ {new_label}");
-    for hunk in &hunks {
-        out.push_str(&hunk.header);
-        out.push('\n');
-        for line in &hunk.lines {
-            out.push_str(line.tag.prefix());
-            out.push_str(&line.text);
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    Ok(LineDiff::new(old, new)?.unified(old_label, new_label))
 }
 
 /// Where ORIGINAL is in CURRENT: the whole text, or its only occurrence as an excerpt.
