@@ -38,8 +38,11 @@ pub const NO_NEWLINE_MARKER: &str = "\\ No newline at end of file";
 
 /// Time after which the line diff stops looking for a minimal diff and approximates.
 const LINE_DIFF_TIMEOUT: Duration = Duration::from_secs(2);
-/// Total time spent on word refinement for one call; later hunks go unrefined.
-const REFINE_BUDGET: Duration = Duration::from_millis(300);
+/// Total time spent on word refinement of all the hunks at once ([`LineDiff::hunks`]); later
+/// hunks go unrefined.
+const REFINE_BUDGET: Duration = Duration::from_millis(100);
+/// Time spent on word refinement of one hunk built on demand ([`hunk_refine_deadline`]).
+const HUNK_REFINE_BUDGET: Duration = Duration::from_millis(50);
 /// A replaced block larger than this (bytes, either side) is not refined word by word.
 const REFINE_MAX_BYTES: usize = 32 * 1024;
 /// Below this similarity the lines are too different for word highlighting to help.
@@ -485,6 +488,46 @@ impl<S: AsRef<str>> LineDiff<S> {
         })
     }
 
+    /// The changed lines of hunk INDEX as a unified diff without context, or `None` past the
+    /// last hunk: each run of removed (`-`) and added (`+`) lines (with their `\ No newline`
+    /// markers) under its own `@@ -A,B +C,D @@` header, numbered as `diff -U0` numbers them
+    /// (an empty side names the line before), counts always written; every line ends in `\n`.
+    pub fn changes(&self, index: usize) -> Option<String> {
+        let hunk = self.hunk(index, None)?;
+        let (old_range, new_range) = self.ranges(index)?;
+        // 1-based numbers of the next old and new lines.
+        let (mut old, mut new) = (old_range.start + 1, new_range.start + 1);
+        let mut out = String::new();
+        let mut lines = hunk.lines.iter().peekable();
+        while let Some(line) = lines.next() {
+            if line.tag == LineTag::Context {
+                old += 1;
+                new += 1;
+                continue;
+            }
+            let mut run = vec![line];
+            while let Some(next) = lines.next_if(|l| l.tag != LineTag::Context) {
+                run.push(next);
+            }
+            let count = |tag| run.iter().filter(|l| l.tag == tag).count();
+            let (removed, added) = (count(LineTag::Removed), count(LineTag::Added));
+            let _ = writeln!(
+                out,
+                "@@ -{},{removed} +{},{added} @@",
+                if removed == 0 { old - 1 } else { old },
+                if added == 0 { new - 1 } else { new }
+            );
+            for l in run {
+                out.push_str(l.tag.prefix());
+                out.push_str(&l.text);
+                out.push('\n');
+            }
+            old += removed;
+            new += added;
+        }
+        Some(out)
+    }
+
     /// All the hunks, refined word by word within [`REFINE_BUDGET`] (later hunks unrefined).
     pub fn hunks(&self) -> Vec<Hunk> {
         let deadline = Instant::now() + REFINE_BUDGET;
@@ -725,6 +768,11 @@ fn push_line(lines: &mut Vec<HunkLine>, tag: LineTag, line: &str, refinement: Ve
             refinement: Vec::new(),
         });
     }
+}
+
+/// The refinement deadline for one hunk built now, as a review builds the hunk it shows.
+pub fn hunk_refine_deadline() -> Instant {
+    Instant::now() + HUNK_REFINE_BUDGET
 }
 
 /// The hunks of the line diff from OLD to NEW, with word refinement of changed lines.
@@ -1276,6 +1324,72 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A diff kept owned gives, hunk by hunk and on demand, what `hunks` gives all at once,
+    /// and applies decisions as `apply` does.
+    #[test]
+    fn line_diff_on_demand_matches_all_at_once() {
+        let old = numbered(60);
+        let new = replace_line(&replace_line(&old, 2, "line two"), 40, "line forty").replace("line 20\n", "") + "tail";
+        let all = hunks(&old, &new).unwrap();
+        let diff = LineDiff::new(old.clone(), new.clone()).unwrap();
+        assert_eq!(diff.len(), all.len());
+        assert_eq!(diff.len(), 4);
+        for (i, expected) in all.iter().enumerate() {
+            let summary = diff.summary(i).unwrap();
+            assert_eq!(
+                (
+                    summary.index,
+                    summary.old_start,
+                    summary.old_lines,
+                    summary.new_start,
+                    summary.new_lines
+                ),
+                (
+                    expected.index,
+                    expected.old_start,
+                    expected.old_lines,
+                    expected.new_start,
+                    expected.new_lines
+                )
+            );
+            assert_eq!(summary.header, expected.header);
+            assert_eq!(&diff.hunk(i, Some(hunk_refine_deadline())).unwrap(), expected);
+        }
+        assert_eq!(diff.summary(4), None);
+        assert_eq!(diff.hunk(4, None), None);
+        let decisions = [
+            Decision::Accept,
+            Decision::Reject,
+            Decision::Edit("x\n".into()),
+            Decision::Accept,
+        ];
+        assert_eq!(diff.apply(&decisions).unwrap(), apply(&old, &new, &decisions).unwrap());
+        assert_eq!(diff.old_text(), old);
+        assert_eq!(diff.new_text(), new);
+        assert_eq!(diff.unified("a", "b"), unified(&old, &new, "a", "b").unwrap());
+    }
+
+    #[test]
+    fn changes_are_the_hunk_without_context() {
+        let old = numbered(20);
+        let new = replace_line(&old, 5, "five").replace("line 8\n", "line 8\nnew A\nnew B\n");
+        let diff = LineDiff::new(old.as_str(), new.as_str()).unwrap();
+        assert_eq!(diff.len(), 1);
+        assert_eq!(
+            diff.changes(0).unwrap(),
+            "@@ -5,1 +5,1 @@\n-line 5\n+five\n@@ -8,0 +9,2 @@\n+new A\n+new B\n"
+        );
+        assert_eq!(diff.changes(1), None);
+        // A removed last line without a newline keeps its marker; an emptied text.
+        let diff = LineDiff::new("a\nb", "a\n").unwrap();
+        assert_eq!(
+            diff.changes(0).unwrap(),
+            format!("@@ -2,1 +1,0 @@\n-b\n{NO_NEWLINE_MARKER}\n")
+        );
+        let diff = LineDiff::new("", "x\n").unwrap();
+        assert_eq!(diff.changes(0).unwrap(), "@@ -0,0 +1,1 @@\n+x\n");
     }
 
     #[test]
