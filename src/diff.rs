@@ -331,6 +331,41 @@ pub struct HunkSummary {
     pub header: String,
 }
 
+/// Where the text of a line of a [`HunkLayout`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSource {
+    /// Line N (0-based) of the old text.
+    Old(usize),
+    /// Line N (0-based) of the new text.
+    New(usize),
+    /// The [`NO_NEWLINE_MARKER`].
+    Marker,
+}
+
+/// One line of a [`HunkLayout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRef {
+    /// What the line is.
+    pub tag: LineTag,
+    /// Where its text is.
+    pub source: LineSource,
+    /// Changed words: half-open CHARACTER ranges within the line's text.
+    pub refinement: Vec<(usize, usize)>,
+}
+
+/// A hunk as line numbers: what [`Hunk`] holds, without copying any text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HunkLayout {
+    /// Where the hunk is.
+    pub summary: HunkSummary,
+    /// Its lines, in unified-diff order.
+    pub lines: Vec<LineRef>,
+    /// The old lines it covers (0-based, half-open).
+    pub old_range: Range<usize>,
+    /// The new lines it covers (0-based, half-open).
+    pub new_range: Range<usize>,
+}
+
 impl<S: AsRef<str>> LineDiff<S> {
     /// The line diff from OLD to NEW. Errors: [`DiffError::TooLarge`].
     pub fn new(old: S, new: S) -> Result<Self, DiffError> {
@@ -433,25 +468,70 @@ impl<S: AsRef<str>> LineDiff<S> {
     /// Hunk INDEX with its lines, or `None` past the last hunk. Replaced lines are refined
     /// word by word until REFINE_DEADLINE (not at all when it is `None`).
     pub fn hunk(&self, index: usize, refine_deadline: Option<Instant>) -> Option<Hunk> {
+        let layout = self.layout(index, refine_deadline)?;
+        let lines = layout
+            .lines
+            .into_iter()
+            .map(|line| HunkLine {
+                tag: line.tag,
+                text: match line.source {
+                    LineSource::Old(i) => strip_newline(self.old_line(i)).to_string(),
+                    LineSource::New(i) => strip_newline(self.new_line(i)).to_string(),
+                    LineSource::Marker => NO_NEWLINE_MARKER.to_string(),
+                },
+                refinement: line.refinement,
+            })
+            .collect();
+        let summary = layout.summary;
+        Some(Hunk {
+            index,
+            old_start: summary.old_start,
+            old_lines: summary.old_lines,
+            new_start: summary.new_start,
+            new_lines: summary.new_lines,
+            header: summary.header,
+            lines,
+            old_text: self.old.as_ref()[self.old_bytes(&layout.old_range)].to_string(),
+            new_text: self.new.as_ref()[self.new_bytes(&layout.new_range)].to_string(),
+        })
+    }
+
+    /// Hunk INDEX as line numbers rather than texts, or `None` past the last hunk (see
+    /// [`LineDiff::hunk`]): for callers that take the texts from elsewhere.
+    pub fn layout(&self, index: usize, refine_deadline: Option<Instant>) -> Option<HunkLayout> {
         let summary = self.summary(index)?;
         let (old_range, new_range) = self.ranges(index)?;
         let mut lines = Vec::new();
+        let mut push = |tag: LineTag, source: LineSource, text: &str, refinement: Vec<(usize, usize)>| {
+            lines.push(LineRef {
+                tag,
+                source,
+                refinement,
+            });
+            if !text.ends_with('\n') {
+                lines.push(LineRef {
+                    tag: LineTag::NoNewline,
+                    source: LineSource::Marker,
+                    refinement: Vec::new(),
+                });
+            }
+        };
         for op in &self.groups[index] {
             let (o, n) = (op.old_range(), op.new_range());
             match op.tag() {
                 similar::DiffTag::Equal => {
                     for i in o {
-                        push_line(&mut lines, LineTag::Context, self.old_line(i), Vec::new());
+                        push(LineTag::Context, LineSource::Old(i), self.old_line(i), Vec::new());
                     }
                 }
                 similar::DiffTag::Delete => {
                     for i in o {
-                        push_line(&mut lines, LineTag::Removed, self.old_line(i), Vec::new());
+                        push(LineTag::Removed, LineSource::Old(i), self.old_line(i), Vec::new());
                     }
                 }
                 similar::DiffTag::Insert => {
                     for i in n {
-                        push_line(&mut lines, LineTag::Added, self.new_line(i), Vec::new());
+                        push(LineTag::Added, LineSource::New(i), self.new_line(i), Vec::new());
                     }
                 }
                 similar::DiffTag::Replace => {
@@ -467,25 +547,30 @@ impl<S: AsRef<str>> LineDiff<S> {
                     old_ref.resize_with(o.len(), Vec::new);
                     new_ref.resize_with(n.len(), Vec::new);
                     for (i, r) in o.zip(old_ref) {
-                        push_line(&mut lines, LineTag::Removed, self.old_line(i), r);
+                        push(LineTag::Removed, LineSource::Old(i), self.old_line(i), r);
                     }
                     for (i, r) in n.zip(new_ref) {
-                        push_line(&mut lines, LineTag::Added, self.new_line(i), r);
+                        push(LineTag::Added, LineSource::New(i), self.new_line(i), r);
                     }
                 }
             }
         }
-        Some(Hunk {
-            index,
-            old_start: summary.old_start,
-            old_lines: summary.old_lines,
-            new_start: summary.new_start,
-            new_lines: summary.new_lines,
-            header: summary.header,
+        Some(HunkLayout {
+            summary,
             lines,
-            old_text: self.old.as_ref()[self.old_bytes(&old_range)].to_string(),
-            new_text: self.new.as_ref()[self.new_bytes(&new_range)].to_string(),
+            old_range,
+            new_range,
         })
+    }
+
+    /// Byte offsets of the starts of the old text's lines, plus its length at the end.
+    pub fn old_line_starts(&self) -> &[usize] {
+        &self.old_starts
+    }
+
+    /// Byte offsets of the starts of the new text's lines, plus its length at the end.
+    pub fn new_line_starts(&self) -> &[usize] {
+        &self.new_starts
     }
 
     /// The changed lines of hunk INDEX as a unified diff without context, or `None` past the
@@ -530,7 +615,7 @@ impl<S: AsRef<str>> LineDiff<S> {
 
     /// All the hunks, refined word by word within [`REFINE_BUDGET`] (later hunks unrefined).
     pub fn hunks(&self) -> Vec<Hunk> {
-        let deadline = Instant::now() + REFINE_BUDGET;
+        let deadline = refine_deadline();
         (0..self.len()).filter_map(|i| self.hunk(i, Some(deadline))).collect()
     }
 
@@ -755,19 +840,9 @@ fn ranges_per_line(tokens: &[&str], changed: &[bool]) -> LineRanges {
     lines
 }
 
-fn push_line(lines: &mut Vec<HunkLine>, tag: LineTag, line: &str, refinement: Vec<(usize, usize)>) {
-    lines.push(HunkLine {
-        tag,
-        text: strip_newline(line).to_string(),
-        refinement,
-    });
-    if !line.ends_with('\n') {
-        lines.push(HunkLine {
-            tag: LineTag::NoNewline,
-            text: NO_NEWLINE_MARKER.to_string(),
-            refinement: Vec::new(),
-        });
-    }
+/// The refinement deadline for all the hunks of a diff built now, as [`LineDiff::hunks`] uses.
+pub fn refine_deadline() -> Instant {
+    Instant::now() + REFINE_BUDGET
 }
 
 /// The refinement deadline for one hunk built now, as a review builds the hunk it shows.

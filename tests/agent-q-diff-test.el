@@ -87,6 +87,19 @@ a line added, and the last line changed and given a newline.")
                        (added . "the thé au lait"))))
       (should (equal (plist-get last :refine) '((3 4 8) (5 4 7)))))))
 
+(ert-deftest agent-q-diff-test-hunks-texts-are-plain-strings ()
+  ;; The texts come from the caller's strings; their text properties do not.
+  (let* ((old (propertize "a\nthe café\nb\n" 'face 'bold))
+         (hunk (car (agent-q--core-diff-hunks old "a\nthe thé\nb\n"))))
+    (should (equal (plist-get hunk :lines)
+                   '((context . "a") (removed . "the café") (added . "the thé") (context . "b"))))
+    (should (equal (plist-get hunk :old-text) "a\nthe café\nb\n"))
+    (dolist (text (cons (plist-get hunk :old-text) (mapcar #'cdr (plist-get hunk :lines))))
+      (should-not (text-properties-at 0 text)))
+    ;; Modifying a result does not modify the caller's string.
+    (aset (plist-get hunk :old-text) 0 ?z)
+    (should (equal (substring-no-properties old) "a\nthe café\nb\n"))))
+
 (ert-deftest agent-q-diff-test-session-applies-without-diffing-again ()
   (let ((session (agent-q--core-diff-session agent-q-diff-test--old agent-q-diff-test--new)))
     (dolist (decisions '((accept accept accept accept)

@@ -6,7 +6,7 @@
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::errors::{self, Kind};
-use crate::diff::{self, Decision, DiffError, Hunk, HunkSummary, LineDiff, LineTag};
+use crate::diff::{self, Decision, DiffError, Hunk, HunkLayout, HunkSummary, LineDiff, LineSource, LineTag};
 
 /// Most decisions read from a Lisp list (guards against circular lists).
 const MAX_DECISIONS: usize = 10_000_000;
@@ -116,6 +116,114 @@ impl<'e> Symbols<'e> {
     }
 }
 
+/// A Lisp string argument with the character positions of its lines, so that the hunks' texts
+/// can be taken from it with `substring-no-properties`.
+///
+/// Why: in Emacs 28 a module makes each string twice (unibyte, then decoded), so building the
+/// hunks' lines and sides as new strings made twice the garbage that substrings of the caller's
+/// strings make, and that garbage is what the collector then spends its time on.
+struct LispText<'e, 't> {
+    value: Value<'e>,
+    /// Character position of the start of each line, plus the length at the end.
+    char_starts: Vec<usize>,
+    /// The text, as Rust has it.
+    text: &'t str,
+    byte_starts: &'t [usize],
+}
+
+impl<'e, 't> LispText<'e, 't> {
+    /// VALUE, whose text is TEXT with lines at BYTE_STARTS; `None` when Emacs does not count its
+    /// characters as Rust does (then positions would not match).
+    fn new(env: &'e Env, value: Value<'e>, text: &'t str, byte_starts: &'t [usize]) -> Result<Option<Self>> {
+        let char_starts: Vec<usize> = if text.is_ascii() {
+            byte_starts.to_vec()
+        } else {
+            let mut chars = 0;
+            let mut starts = Vec::with_capacity(byte_starts.len());
+            starts.push(0);
+            for pair in byte_starts.windows(2) {
+                chars += text[pair[0]..pair[1]].chars().count();
+                starts.push(chars);
+            }
+            starts
+        };
+        let length: usize = env.call("length", [value])?.into_rust()?;
+        if char_starts.last() != Some(&length) {
+            return Ok(None);
+        }
+        Ok(Some(LispText {
+            value,
+            char_starts,
+            text,
+            byte_starts,
+        }))
+    }
+
+    fn substring(&self, env: &'e Env, from: usize, to: usize) -> Result<Value<'e>> {
+        env.call("substring-no-properties", (self.value, from, to))
+    }
+
+    /// Line I without its newline.
+    fn line(&self, env: &'e Env, i: usize) -> Result<Value<'e>> {
+        let newline = self.text.as_bytes()[..self.byte_starts[i + 1]].last() == Some(&b'\n');
+        self.substring(env, self.char_starts[i], self.char_starts[i + 1] - usize::from(newline))
+    }
+
+    /// Lines RANGE, newlines included.
+    fn lines(&self, env: &'e Env, range: &std::ops::Range<usize>) -> Result<Value<'e>> {
+        self.substring(env, self.char_starts[range.start], self.char_starts[range.end])
+    }
+}
+
+impl<'e> Symbols<'e> {
+    /// The plist of LAYOUT (as [`Symbols::hunk`] makes it), its texts taken from OLD and NEW.
+    fn hunk_from(
+        &self,
+        env: &'e Env,
+        layout: &HunkLayout,
+        old: &LispText<'e, '_>,
+        new: &LispText<'e, '_>,
+    ) -> Result<Value<'e>> {
+        let mut lines = Vec::with_capacity(layout.lines.len());
+        let mut refine = Vec::new();
+        for (i, line) in layout.lines.iter().enumerate() {
+            let text = match line.source {
+                LineSource::Old(n) => old.line(env, n)?,
+                LineSource::New(n) => new.line(env, n)?,
+                LineSource::Marker => diff::NO_NEWLINE_MARKER.into_lisp(env)?,
+            };
+            lines.push(env.cons(self.tag(line.tag), text)?);
+            for &(start, end) in &line.refinement {
+                refine.push(env.list((i, start, end))?);
+            }
+        }
+        let s = &layout.summary;
+        let plist = [
+            self.index,
+            s.index.into_lisp(env)?,
+            self.header,
+            s.header.as_str().into_lisp(env)?,
+            self.old_start,
+            s.old_start.into_lisp(env)?,
+            self.old_lines,
+            s.old_lines.into_lisp(env)?,
+            self.new_start,
+            s.new_start.into_lisp(env)?,
+            self.new_lines,
+            s.new_lines.into_lisp(env)?,
+            self.lines,
+            env.list(&lines[..])?,
+            self.refine,
+            env.list(&refine[..])?,
+            self.old_text,
+            old.lines(env, &layout.old_range)?,
+            self.new_text,
+            new.lines(env, &layout.new_range)?,
+        ];
+        env.list(&plist[..])
+    }
+}
+
 /// Return the hunks of the line diff from OLD to NEW, a list of plists (nil when identical).
 ///
 /// Each hunk is (:index I :header "@@ -a,b +c,d @@" :old-start A :old-lines B :new-start C
@@ -129,15 +237,30 @@ impl<'e> Symbols<'e> {
 /// This builds every hunk at once; a review of a large diff should use
 /// `agent-q--core-diff-session' and build hunks as they are shown.
 #[defun]
-fn diff_hunks<'e>(env: &'e Env, old: String, new: String) -> Result<Value<'e>> {
-    let diff = match LineDiff::new(old.as_str(), new.as_str()) {
+fn diff_hunks<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>) -> Result<Value<'e>> {
+    let old_text: String = old.into_rust()?;
+    let new_text: String = new.into_rust()?;
+    let diff = match LineDiff::new(old_text.as_str(), new_text.as_str()) {
         Ok(diff) => diff,
         Err(e) => return fail(env, e),
     };
     let symbols = Symbols::new(env)?;
     let mut result = Vec::with_capacity(diff.len());
-    for hunk in diff.hunks() {
-        result.push(symbols.hunk(env, &hunk)?);
+    let texts = (
+        LispText::new(env, old, &old_text, diff.old_line_starts())?,
+        LispText::new(env, new, &new_text, diff.new_line_starts())?,
+    );
+    if let (Some(old), Some(new)) = &texts {
+        let deadline = diff::refine_deadline();
+        for index in 0..diff.len() {
+            if let Some(layout) = diff.layout(index, Some(deadline)) {
+                result.push(symbols.hunk_from(env, &layout, old, new)?);
+            }
+        }
+    } else {
+        for hunk in diff.hunks() {
+            result.push(symbols.hunk(env, &hunk)?);
+        }
     }
     env.list(&result[..])
 }
