@@ -326,7 +326,8 @@ pub struct Session {
 
 /// Return a diff session for the line diff from OLD to NEW: an opaque object.
 ///
-/// The diff is computed once; the session keeps both texts, and its hunks' lines and word
+/// The diff is computed once (a reordering of a whole large file is approximated after 80 ms,
+/// so that opening a review never freezes Emacs); the session keeps both texts, and its hunks' lines and word
 /// refinement are built only when asked for. Use `agent-q--core-diff-session-count' and
 /// `agent-q--core-diff-session-summary' to list the hunks, `agent-q--core-diff-session-hunk'
 /// for one hunk's details, `agent-q--core-diff-session-apply' to apply decisions and
@@ -334,7 +335,7 @@ pub struct Session {
 /// when it is garbage-collected. Signal `agent-q-diff-error' when a text is too large.
 #[defun(user_ptr)]
 fn diff_session(env: &Env, old: String, new: String) -> Result<Session> {
-    match LineDiff::new(old, new) {
+    match LineDiff::within(old, new, diff::SESSION_LINE_DIFF_TIME) {
         Ok(diff) => Ok(Session { diff }),
         Err(e) => fail(env, e),
     }
