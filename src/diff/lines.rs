@@ -1,8 +1,9 @@
 //! The line diff itself: which lines of the old text match which lines of the new one.
 //!
 //! similar's Myers, given the lines as `&str`, hashes every line with SipHash and compares
-//! strings; at 100,000 lines that was most of the time of a diff. Here each line is hashed
-//! once, with a fast keyed hash, and the diff runs on the 64-bit hashes:
+//! strings; at 100,000 lines that was most of the time of a diff. Here the lines equal at
+//! both ends are set aside by comparing them, each line in between is hashed once, with a fast
+//! keyed hash, and the diff runs on the 64-bit hashes:
 //!
 //! 1. lines that occur nowhere in the other text (per a small presence filter, which can only
 //!    err by keeping a line) cannot be part of any common subsequence, so they are set aside
@@ -177,25 +178,37 @@ impl DiffHook for MatchedRuns<'_> {
 /// The line diff operations (as `similar::capture_diff_slices_deadline` with Myers returns
 /// them) from OLD to NEW, approximated after DEADLINE.
 pub fn line_ops(old: Side, new: Side, deadline: Option<Instant>) -> Vec<DiffOp> {
+    // Lines equal at both ends need no hashing: an edit in one place of a large file hashes
+    // only the lines between its first and last change.
+    let shorter = old.lines().min(new.lines());
+    let prefix = (0..shorter).take_while(|&i| old.line(i) == new.line(i)).count();
+    let suffix = (0..shorter - prefix)
+        .take_while(|&k| old.line(old.lines() - 1 - k) == new.line(new.lines() - 1 - k))
+        .count();
+    let old_middle = prefix..old.lines() - suffix;
+    let new_middle = prefix..new.lines() - suffix;
     let key = key();
-    let old_ids: Vec<u64> = (0..old.lines()).map(|i| hash(old.line(i), key)).collect();
-    let new_ids: Vec<u64> = (0..new.lines()).map(|i| hash(new.line(i), key)).collect();
-    let ops = ops_of_ids(&old_ids, &new_ids, deadline);
+    let old_ids: Vec<u64> = old_middle.clone().map(|i| hash(old.line(i), key)).collect();
+    let new_ids: Vec<u64> = new_middle.clone().map(|j| hash(new.line(j), key)).collect();
+    let runs = matched_runs(&old_ids, &new_ids, prefix, deadline);
+    let ops = shape(old, new, prefix, &runs, suffix);
     if verified(&ops, old, new) {
         return ops;
     }
     // Two different lines with the same hash: number the lines exactly and diff again.
     let mut numbers: HashMap<&[u8], u64> = HashMap::new();
-    let mut ids = Vec::with_capacity(old.lines() + new.lines());
-    for line in (0..old.lines())
+    let mut ids = Vec::with_capacity(old_middle.len() + new_middle.len());
+    for line in old_middle
+        .clone()
         .map(|i| old.line(i))
-        .chain((0..new.lines()).map(|j| new.line(j)))
+        .chain(new_middle.map(|j| new.line(j)))
     {
         let next = numbers.len() as u64;
         ids.push(*numbers.entry(line).or_insert(next));
     }
-    let (old_ids, new_ids) = ids.split_at(old.lines());
-    ops_of_ids(old_ids, new_ids, deadline)
+    let (old_ids, new_ids) = ids.split_at(old_middle.len());
+    let runs = matched_runs(old_ids, new_ids, prefix, deadline);
+    shape(old, new, prefix, &runs, suffix)
 }
 
 /// Whether every `Equal` operation of OPS covers identical bytes in OLD and NEW.
@@ -210,8 +223,14 @@ fn verified(ops: &[DiffOp], old: Side, new: Side) -> bool {
     })
 }
 
-/// The diff operations between two sequences of line identities.
-fn ops_of_ids(old_ids: &[u64], new_ids: &[u64], deadline: Option<Instant>) -> Vec<DiffOp> {
+/// Runs `(old, new, len)` of matched lines between two sequences of line identities that
+/// start at line OFFSET of both texts, in line numbers of the texts.
+fn matched_runs(
+    old_ids: &[u64],
+    new_ids: &[u64],
+    offset: usize,
+    deadline: Option<Instant>,
+) -> Vec<(usize, usize, usize)> {
     let in_new = PresenceFilter::new(new_ids);
     let in_old = PresenceFilter::new(old_ids);
     let old_kept: Vec<usize> = (0..old_ids.len()).filter(|&i| in_new.may_contain(old_ids[i])).collect();
@@ -231,16 +250,34 @@ fn ops_of_ids(old_ids: &[u64], new_ids: &[u64], deadline: Option<Instant>) -> Ve
         0..new_reduced.len(),
         deadline,
     );
-    // The full edit script, shaped as similar's `capture_diff` shapes Myers' output.
-    let mut hook = Compact::new(Replace::new(Capture::new()), old_ids, new_ids);
+    matched
+        .runs
+        .into_iter()
+        .map(|(o, n, len)| (o + offset, n + offset, len))
+        .collect()
+}
+
+impl std::ops::Index<usize> for Side<'_> {
+    type Output = [u8];
+
+    fn index(&self, i: usize) -> &[u8] {
+        self.line(i)
+    }
+}
+
+/// The full edit script from PREFIX equal lines, the matched RUNS and SUFFIX equal lines,
+/// shaped as similar's `capture_diff` shapes Myers' output (`Compact`, then `Replace`).
+fn shape(old: Side, new: Side, prefix: usize, runs: &[(usize, usize, usize)], suffix: usize) -> Vec<DiffOp> {
+    let mut hook = Compact::new(Replace::new(Capture::new()), &old, &new);
+    let (n, m) = (old.lines(), new.lines());
+    let ends = [(n - suffix, m - suffix, suffix)];
     let (mut i, mut j) = (0, 0);
-    let ends = [(old_ids.len(), new_ids.len(), 0)];
-    for &(o, n, len) in matched.runs.iter().chain(&ends) {
-        let Ok(()) = emit_gap(&mut hook, i..o, j..n);
+    for &(o, p, len) in [(0, 0, prefix)].iter().chain(runs).chain(&ends) {
+        let Ok(()) = emit_gap(&mut hook, i..o, j..p);
         if len > 0 {
-            let Ok(()) = hook.equal(o, n, len);
+            let Ok(()) = hook.equal(o, p, len);
         }
-        (i, j) = (o + len, n + len);
+        (i, j) = (o + len, p + len);
     }
     let Ok(()) = hook.finish();
     hook.into_inner().into_inner().into_ops()
@@ -428,8 +465,9 @@ mod tests {
         let new = "a\nB\nc\n";
         let (os, ns) = (line_starts(old), line_starts(new));
         let (o, n) = (Side { text: old, starts: &os }, Side { text: new, starts: &ns });
-        let colliding = ops_of_ids(&[7, 7, 7], &[7, 7, 7], None);
-        assert!(!verified(&colliding, o, n));
+        let runs = matched_runs(&[7, 7, 7], &[7, 7, 7], 0, None);
+        assert_eq!(runs, vec![(0, 0, 3)]);
+        assert!(!verified(&shape(o, n, 0, &runs, 0), o, n));
         assert_eq!(
             ops(old, new),
             vec![
