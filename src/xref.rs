@@ -239,12 +239,19 @@ pub enum XrefError {
 /// Why one file could not be scanned.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    /// Opening or reading the file failed.
+    /// Reading the file failed.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),
-    /// The path is a directory or another non-regular file.
-    #[error("not a regular file")]
-    NotAFile,
+    /// Opening the file failed (it does not exist, permission denied...).
+    #[error("cannot open: {0}")]
+    Open(String),
+    /// The path is a directory, a FIFO, a device or another non-regular file: it is not opened
+    /// for reading (a FIFO would block the scan until a writer appears, a device never ends).
+    #[error("{kind}, not a regular file; not read")]
+    NotRegular {
+        /// What it is ("a FIFO (named pipe)", "a directory"...).
+        kind: &'static str,
+    },
     /// The file (decompressed, for gzip) is larger than the limit.
     #[error("larger than the limit of {limit} bytes")]
     TooLarge {
@@ -1353,12 +1360,14 @@ pub fn read_source(path: &Path, limit: u64, buf: &mut Vec<u8>, compressed: &mut 
     read_open_source(&mut file, limit, buf, compressed)
 }
 
+/// Open the source file PATH through [`crate::fsutil::open_regular`]: a FIFO, socket, device or
+/// directory among the files is refused without blocking, checked on the opened descriptor.
 fn open_source(path: &Path, limit: u64) -> Result<(File, Stamp), ReadError> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(ReadError::NotAFile);
-    }
+    let (file, meta) = crate::fsutil::open_regular(path).map_err(|e| match e {
+        crate::error::FileError::NotRegular { kind, .. } => ReadError::NotRegular { kind },
+        crate::error::FileError::Io { message, .. } => ReadError::Open(message),
+        other => ReadError::Open(other.to_string()),
+    })?;
     if meta.len() > limit {
         return Err(ReadError::TooLarge { limit });
     }
@@ -1865,9 +1874,12 @@ mod tests {
             assert_eq!(report.files_scanned, 2);
             let errors: Vec<_> = report.errors.iter().map(|e| e.file.clone()).collect();
             assert_eq!(errors, vec![dir.clone(), bad_gz.clone(), missing.clone()]);
-            assert!(matches!(report.errors[0].error, ReadError::NotAFile));
+            assert!(matches!(
+                report.errors[0].error,
+                ReadError::NotRegular { kind: "a directory" }
+            ));
             assert!(matches!(report.errors[1].error, ReadError::Gzip(_)));
-            assert!(matches!(report.errors[2].error, ReadError::Io(_)));
+            assert!(matches!(report.errors[2].error, ReadError::Open(_)));
         }
         let small = ScanOptions {
             max_file_size: 100,
@@ -1887,6 +1899,67 @@ mod tests {
         };
         let report = scan_files(&[bomb], "foo", Kind::Call, &limited).unwrap();
         assert!(matches!(report.errors[0].error, ReadError::TooLarge { .. }));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// Run F on another thread; fail (instead of hanging the test run) when it has not returned
+    /// within a minute: the bug this guards against is a scan that never returns.
+    fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the scan never returned: it blocked")
+    }
+
+    #[test]
+    fn a_fifo_among_the_files_is_an_error_and_does_not_block() {
+        let dir = temp_dir("fifo");
+        let before = dir.join("a.el");
+        let after = dir.join("z.el");
+        std::fs::write(&before, "(defun a () (foo))\n").unwrap();
+        std::fs::write(&after, "(defun z () (foo))\n").unwrap();
+        let fifo = dir.join("m.el");
+        mkfifo(&fifo);
+        let files = vec![before.clone(), fifo.clone(), after.clone()];
+        let (scan_files_arg, fifo_arg) = (files.clone(), fifo.clone());
+        let report = within_a_minute(move || {
+            let options = ScanOptions {
+                threads: 1,
+                ..ScanOptions::default()
+            };
+            scan_files(&scan_files_arg, "foo", Kind::Call, &options).unwrap()
+        });
+        let hit_files: Vec<_> = report.hits.iter().map(|h| h.file.clone()).collect();
+        assert_eq!(hit_files, vec![before.clone(), after.clone()]);
+        assert_eq!(report.files_scanned, 2);
+        assert_eq!(report.errors.len(), 1);
+        assert_eq!(report.errors[0].file, fifo_arg);
+        assert_eq!(
+            report.errors[0].error.to_string(),
+            "a FIFO (named pipe), not a regular file; not read"
+        );
+        // The cached scan and the background indexer skip it too.
+        let (cached_files, index_files_arg) = (files.clone(), files.clone());
+        let (cached, indexed) = within_a_minute(move || {
+            let mut cache = ScanCache::new();
+            let report = scan_files_cached(&cached_files, "foo", Kind::Call, &ScanOptions::default(), &mut cache);
+            let shared = Mutex::new(ScanCache::new());
+            (
+                report.unwrap(),
+                index_files(&shared, &index_files_arg, DEFAULT_MAX_FILE_SIZE),
+            )
+        });
+        assert_eq!(cached.hits.len(), 2);
+        assert_eq!(cached.errors.len(), 1);
+        assert_eq!(indexed, 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -276,6 +276,41 @@ afterwards, so they do not show up in the other tests' results."
       (while (agent-q--core-xref-indexing-p) (sleep-for 0.01))
       (should (= 2 (length (car (agent-q--core-xref-scan files target 'call))))))))
 
+;; The bug this guards against is a scan that never returns, so it runs in a
+;; child Emacs under timeout(1): a hang fails the test instead of the suite.
+(ert-deftest agent-q-xref-test-fifo-is-an-error-not-a-hang ()
+  "A FIFO among the files is reported as unreadable; the others are scanned."
+  (agent-q-xref-test--with-dir dir
+    (let ((before (expand-file-name "a.el" dir))
+          (fifo (expand-file-name "m.el" dir))
+          (after (expand-file-name "z.el" dir))
+          (emacs (expand-file-name invocation-name invocation-directory))
+          (lisp-dir (file-name-directory (locate-library "agent-q-xref"))))
+      (with-temp-file before (insert "(defun xref-fifo-a () (xref-fifo-target))\n"))
+      (with-temp-file after (insert "(defun xref-fifo-z ()\n  (xref-fifo-target))\n"))
+      (should (zerop (call-process "mkfifo" nil nil nil fifo)))
+      (with-temp-buffer
+        (let* ((form `(progn
+                        (require 'agent-q-core)
+                        (require 'agent-q-xref)
+                        (let ((files (list ,before ,fifo ,after)))
+                          ;; The indexer first: a scan indexes what it parses.
+                          (prin1 (list (agent-q--core-xref-index files nil)
+                                       (agent-q-xref-find "xref-fifo-target" 'call files))))))
+               (status (call-process "timeout" nil (list t nil) nil "60"
+                                     emacs "--batch" "-Q" "-L" lisp-dir
+                                     "--eval" (prin1-to-string form))))
+          (should (eq status 0))
+          (pcase-let ((`(,indexed ,found) (car (read-from-string (buffer-string)))))
+            (should (equal (mapcar (lambda (hit) (list (nth 0 hit) (nth 1 hit) (nth 3 hit)))
+                                   (plist-get found :hits))
+                           (list (list before 1 "xref-fifo-a")
+                                 (list after 2 "xref-fifo-z"))))
+            (should (equal (plist-get found :errors)
+                           (list (cons fifo "a FIFO (named pipe), not a regular file; not read"))))
+            ;; The indexer skipped it too, and indexed the two others.
+            (should (equal indexed 2))))))))
+
 (ert-deftest agent-q-xref-test-module-argument-errors ()
   "The module signals `agent-q-xref-error' for invalid arguments."
   (should-error (agent-q--core-xref-scan '(1) "x" 'call) :type 'agent-q-xref-error)
