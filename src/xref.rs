@@ -39,9 +39,11 @@
 //!   `cl-case`/`pcase` clauses (so a `(pred NAME)` pattern is not seen), condition names in
 //!   `condition-case` handlers, the parents of a `defclass`, the slot names of `defclass` and
 //!   `cl-defstruct` (their default/initform expressions are code).
-//! - Argument lists of `defun`, `lambda`, `cl-defun`, `cl-destructuring-bind`... (including the
-//!   default-value forms of `cl-defun` optional arguments), and the local function names of
-//!   `cl-flet`/`cl-labels`.
+//! - The parameters in argument lists of `defun`, `lambda`, `cl-defun`,
+//!   `cl-destructuring-bind`, `cl-flet` entries... and the local function names of
+//!   `cl-flet`/`cl-labels`. (The default-value forms of `&optional`, `&key` and `&aux` entries,
+//!   `(VAR DEFAULT SVAR)`, are code and are read as such, in nested destructuring lists too, as
+//!   is the EXPR of a `cl-defmethod` `&context (EXPR SPECIALIZER)`.)
 //! - A quoted `'NAME` given to a function that is not in the tables above (e.g. a package's own
 //!   `(my-bind-key "k" 'NAME)`): it cannot be told from data.
 //!
@@ -486,6 +488,25 @@ enum Ctx {
     Clauses,
     /// One `cl-flet` entry: element 0 a name, element 1 an argument list.
     FletEntry,
+    /// An argument list (`defun`, `lambda`, `cl-defun`...): symbols are parameters; after
+    /// `&optional`, `&key` or `&aux` a list is a `(VAR DEFAULT SVAR)` entry, before them a
+    /// destructuring argument list, after `&context` an `(EXPR SPECIALIZER)` entry.
+    ArgList,
+    /// `(VAR DEFAULT SVAR)` after `&optional`/`&key`/`&aux`: DEFAULT is an expression.
+    ArgDefault,
+    /// `(EXPR SPECIALIZER)` after `cl-defmethod`'s `&context`: EXPR is an expression.
+    ArgContext,
+}
+
+/// Where an [`Ctx::ArgList`] is, which decides what a list in it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgMode {
+    /// Required parameters (or after `&rest`/`&body`): a list is a nested argument list.
+    Required,
+    /// After `&optional`, `&key` or `&aux`: a list is `(VAR DEFAULT SVAR)`.
+    Defaults,
+    /// After `&context`: a list is `(EXPR SPECIALIZER)`.
+    Context,
 }
 
 /// What a symbol at some place means.
@@ -519,6 +540,8 @@ struct Frame<'a> {
     count: u32,
     def_name: Option<&'a [u8]>,
     arglist_seen: bool,
+    /// In an argument list, which lambda-list keyword came last.
+    arg_mode: ArgMode,
     /// This list is `(NAME OPTIONS...)` of the enclosing `cl-defstruct`: NAME names it.
     names_parent: bool,
 }
@@ -532,6 +555,7 @@ impl<'a> Frame<'a> {
             count: 0,
             def_name: None,
             arglist_seen: false,
+            arg_mode: ArgMode::Required,
             names_parent: false,
         }
     }
@@ -665,8 +689,22 @@ impl<'a> Scanner<'a> {
             Ctx::FletBindings => Ctx::FletEntry,
             Ctx::Clauses => Ctx::Clause,
             Ctx::FletEntry => match p {
-                0 | 1 => Ctx::Data,
+                0 => Ctx::Data,
+                1 => Ctx::ArgList,
                 _ => Ctx::Code,
+            },
+            Ctx::ArgList => match parent.arg_mode {
+                ArgMode::Required => Ctx::ArgList,
+                ArgMode::Defaults => Ctx::ArgDefault,
+                ArgMode::Context => Ctx::ArgContext,
+            },
+            Ctx::ArgDefault => match p {
+                1 => Ctx::Code,
+                _ => Ctx::Data,
+            },
+            Ctx::ArgContext => match p {
+                0 => Ctx::Code,
+                _ => Ctx::Data,
             },
             Ctx::Code => {
                 if p == 0 {
@@ -679,17 +717,18 @@ impl<'a> Scanner<'a> {
                     Head::CondCase if p >= 3 => Ctx::Clause,
                     Head::Cond => Ctx::Exprs,
                     Head::Case if p >= 2 => Ctx::Clause,
-                    Head::Lambda if p == 1 => Ctx::Data,
+                    Head::Lambda if p == 1 => Ctx::ArgList,
                     Head::Flet if p == 1 => Ctx::FletBindings,
                     Head::Struct if p == 1 => Ctx::Data,
                     Head::Struct => Ctx::Clause,
                     Head::Class if p <= 2 => Ctx::Data,
                     Head::Class if p == 3 => Ctx::Clauses,
-                    Head::Defun if p <= 2 => Ctx::Data,
+                    Head::Defun if p == 1 => Ctx::Data,
+                    Head::Defun if p == 2 => Ctx::ArgList,
                     Head::DefMethod if p == 1 => Ctx::Data,
                     Head::DefMethod if !parent.arglist_seen => {
                         parent.arglist_seen = true;
-                        Ctx::Data
+                        Ctx::ArgList
                     }
                     _ => Ctx::Code,
                 }
@@ -744,7 +783,21 @@ impl<'a> Scanner<'a> {
                         Role::Reference
                     }
                 }
-                Ctx::FletBindings | Ctx::Clauses => Role::None,
+                Ctx::FletBindings | Ctx::Clauses | Ctx::ArgList => Role::None,
+                Ctx::ArgDefault => {
+                    if p == 1 {
+                        Role::Reference
+                    } else {
+                        Role::None
+                    }
+                }
+                Ctx::ArgContext => {
+                    if p == 0 {
+                        Role::Reference
+                    } else {
+                        Role::None
+                    }
+                }
                 Ctx::FletEntry => {
                     if p <= 1 {
                         Role::None
@@ -789,6 +842,17 @@ impl<'a> Scanner<'a> {
         let slot = self.take_slot();
         if self.overflow > 0 {
             return;
+        }
+        if token.first() == Some(&b'&') && slot.prefix.is_none() {
+            let top = self.top();
+            if top.ctx == Ctx::ArgList {
+                top.arg_mode = match token {
+                    b"&optional" | b"&key" | b"&aux" => ArgMode::Defaults,
+                    b"&context" => ArgMode::Context,
+                    b"&rest" | b"&body" | b"&whole" | b"&environment" => ArgMode::Required,
+                    _ => top.arg_mode,
+                };
+            }
         }
         let depth = self.stack.len();
         if slot.pos == 0 && self.stack[depth - 1].names_parent && depth >= 3 {
@@ -1687,6 +1751,45 @@ mod tests {
         let src = "(cl-destructuring-bind (foo b) (foo) foo)";
         assert_eq!(lines(src, "foo", Kind::Call), vec![1]);
         assert_eq!(lines(src, "foo", Kind::Reference), vec![1]);
+    }
+
+    #[test]
+    fn default_values_in_argument_lists_are_code() {
+        // Emacs's textmodes/rst.el line 4321, the miss the benchmark found.
+        let src = "(cl-defun rst-compile (&optional (fmt \"%s\")\n  &aux (bufname (file-name-nondirectory buffer-file-name)))\n  bufname)";
+        assert_eq!(lines(src, "buffer-file-name", Kind::Reference), vec![2]);
+        assert_eq!(
+            found(src, "file-name-nondirectory", Kind::Call),
+            vec![(2, 18, d("rst-compile"))]
+        );
+        let src = "(cl-defun f (a &optional (x (foo)) (y bar y-p) &key (z (foo)) ((:k kk) (foo)) &aux (w (foo)))\n  (list a x y z kk w))\n\
+                   (cl-destructuring-bind (a &optional (b (foo))) l b)\n\
+                   (cl-flet ((g (&optional (x (foo))) x)) (g))\n\
+                   (cl-defmacro m ((a &optional (b (foo))) &rest body) body)\n\
+                   (lambda (&optional (x (foo))) x)\n\
+                   (cl-defmethod meth ((obj integer) &optional (n (foo))) n)";
+        assert_eq!(lines(src, "foo", Kind::Call), vec![1, 1, 1, 1, 3, 4, 5, 6, 7]);
+        assert_eq!(lines(src, "bar", Kind::Reference), vec![1]);
+        // Parameters, supplied-p variables and keyword names are still not references, and a
+        // list before `&optional` is a destructuring list, not a call.
+        assert_eq!(lines(src, "x", Kind::Reference), vec![2, 4, 6]);
+        assert_eq!(lines(src, "a", Kind::Reference), vec![2]);
+        assert_eq!(lines(src, "n", Kind::Reference), vec![7]);
+        assert_eq!(lines(src, "kk", Kind::Reference), vec![2]);
+        assert_eq!(lines(src, "body", Kind::Reference), vec![5]);
+        assert!(lines(src, "y-p", Kind::Reference).is_empty());
+        assert!(lines(src, ":k", Kind::Reference).is_empty());
+        assert!(lines(src, "obj", Kind::Reference).is_empty());
+        assert!(lines("(cl-defun f ((foo a)) a)", "foo", Kind::Call).is_empty());
+        assert!(lines("(cl-defmethod f ((x foo)) x)", "foo", Kind::Reference).is_empty());
+        assert_eq!(
+            found("(defun f (&optional foo) foo)", "foo", Kind::Reference),
+            vec![(1, 26, d("f"))]
+        );
+        // `&context (EXPR SPECIALIZER)`: EXPR is evaluated.
+        let src = "(cl-defmethod m (x &context (major-mode (eql foo-mode)) (window-system (eql x))) x)";
+        assert_eq!(lines(src, "major-mode", Kind::Reference), vec![1]);
+        assert!(lines(src, "foo-mode", Kind::Reference).is_empty());
     }
 
     #[test]
