@@ -84,8 +84,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use memchr::memmem;
 
@@ -305,6 +305,11 @@ pub struct ScanReport {
     pub errors: Vec<FileError>,
     /// How many files were read successfully.
     pub files_scanned: usize,
+    /// How many distinct files were to be scanned.
+    pub files_total: usize,
+    /// The scan was cancelled ([`ScanOptions::cancel`]) before every file was scanned: the
+    /// hits and errors are those of the files done by then.
+    pub interrupted: bool,
 }
 
 /// Options of [`scan_files`].
@@ -314,6 +319,9 @@ pub struct ScanOptions {
     pub max_file_size: u64,
     /// The number of worker threads (at least 1 is used).
     pub threads: usize,
+    /// When set (by another thread), the scan stops before its next file and reports what it
+    /// found so far, marked [`ScanReport::interrupted`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for ScanOptions {
@@ -321,6 +329,7 @@ impl Default for ScanOptions {
         ScanOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            cancel: None,
         }
     }
 }
@@ -585,7 +594,14 @@ struct Scanner<'a> {
     scratch: Vec<u8>,
     /// When building a [`SymbolIndex`], the hashes of every symbol token read.
     collect: Option<Vec<u64>>,
+    /// Set by another thread to stop reading (checked every [`CANCEL_CHECK_BYTES`]).
+    cancel: Option<&'a AtomicBool>,
+    /// The read stopped because of [`Scanner::cancel`].
+    cancelled: bool,
 }
+
+/// How many bytes a scan reads between two checks of its cancel flag.
+const CANCEL_CHECK_BYTES: usize = 256 * 1024;
 
 /// Remove the reader's `\` escapes from a symbol token.
 fn unescape_into(token: &[u8], out: &mut Vec<u8>) {
@@ -616,6 +632,8 @@ impl<'a> Scanner<'a> {
             hits: Vec::new(),
             scratch: Vec::new(),
             collect: None,
+            cancel: None,
+            cancelled: false,
         }
     }
 
@@ -952,7 +970,15 @@ impl<'a> Scanner<'a> {
         let src = self.src;
         let len = src.len();
         let mut i = 0;
+        let mut next_check = CANCEL_CHECK_BYTES;
         while i < len {
+            if i >= next_check {
+                if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    self.cancelled = true;
+                    return;
+                }
+                next_check = i.saturating_add(CANCEL_CHECK_BYTES);
+            }
             let b = src[i];
             match b {
                 _ if b <= b' ' => {
@@ -1197,20 +1223,30 @@ pub fn may_contain(src: &[u8], name: &str) -> bool {
 /// Find the occurrences of the symbol NAME of KIND in the Emacs Lisp source SRC (any bytes;
 /// invalid UTF-8 is decoded lossily in the reported lines). Returns them in source order.
 pub fn scan_source(src: &[u8], name: &str, kind: Kind) -> Vec<SourceHit> {
-    scan_source_indexed(src, name, kind, false).0
+    scan_source_indexed(src, name, kind, false, None).map_or_else(Vec::new, |(hits, _)| hits)
 }
 
 /// [`scan_source`], and with INDEX the [`SymbolIndex`] of SRC when SRC had to be read anyway
-/// (NAME occurs in it).
-fn scan_source_indexed(src: &[u8], name: &str, kind: Kind, index: bool) -> (Vec<SourceHit>, Option<SymbolIndex>) {
+/// (NAME occurs in it). `None` when CANCEL was set before the read was done.
+fn scan_source_indexed(
+    src: &[u8],
+    name: &str,
+    kind: Kind,
+    index: bool,
+    cancel: Option<&AtomicBool>,
+) -> Option<(Vec<SourceHit>, Option<SymbolIndex>)> {
     if name.is_empty() || !may_contain(src, name) {
-        return (Vec::new(), None);
+        return Some((Vec::new(), None));
     }
     let mut scanner = Scanner::new(src, name.as_bytes(), kind);
+    scanner.cancel = cancel;
     if index {
         scanner.collect = Some(Vec::with_capacity(src.len() / 8));
     }
     scanner.run();
+    if scanner.cancelled {
+        return None;
+    }
     let symbol_index = scanner.collect.take().map(SymbolIndex::new);
     let mut hits = Vec::with_capacity(scanner.hits.len());
     let mut line = 1;
@@ -1229,7 +1265,7 @@ fn scan_source_indexed(src: &[u8], name: &str, kind: Kind, index: bool) -> (Vec<
             text: line_text(&src[line_start..line_end]),
         });
     }
-    (hits, symbol_index)
+    Some((hits, symbol_index))
 }
 
 /// The [`SymbolIndex`] of the source SRC (a full read of it).
@@ -1512,23 +1548,31 @@ fn scan(
     let use_cache = cache.is_some();
     let known = cache.as_deref();
     let limit = options.max_file_size;
+    let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
     let work = || {
         let mut part = Part::default();
         let mut buf = Vec::new();
         let mut compressed = Vec::new();
         loop {
+            if cancelled() {
+                break;
+            }
             let idx = next.fetch_add(1, Ordering::Relaxed);
             let Some(&file) = files.get(idx) else { break };
+            // Ok(false): cancelled while reading this file, which is then not counted.
             let result = open_source(file, limit).and_then(|(mut handle, stamp)| {
                 let cached = known.and_then(|c| c.files.get(file)).filter(|(s, _)| *s == stamp);
                 if let Some((_, index)) = cached {
                     if !index.may_contain(name.as_bytes()) {
-                        return Ok(());
+                        return Ok(true);
                     }
                 }
                 read_open_source(&mut handle, limit, &mut buf, &mut compressed)?;
                 let build = use_cache && cached.is_none();
-                let (hits, index) = scan_source_indexed(&buf, name, kind, build);
+                let Some((hits, index)) = scan_source_indexed(&buf, name, kind, build, options.cancel.as_deref())
+                else {
+                    return Ok(false);
+                };
                 part.hits.extend(hits.into_iter().map(|hit| Hit {
                     file: file.clone(),
                     hit,
@@ -1536,10 +1580,11 @@ fn scan(
                 if let Some(index) = index {
                     part.indexed.push((file.clone(), stamp, index));
                 }
-                Ok(())
+                Ok(true)
             });
             match result {
-                Ok(()) => part.scanned += 1,
+                Ok(true) => part.scanned += 1,
+                Ok(false) => break,
                 Err(error) => part.errors.push(FileError {
                     file: file.clone(),
                     error,
@@ -1571,7 +1616,10 @@ fn scan(
                 .collect()
         })
     };
-    let mut report = ScanReport::default();
+    let mut report = ScanReport {
+        files_total: files.len(),
+        ..ScanReport::default()
+    };
     for part in parts {
         report.hits.extend(part.hits);
         report.errors.extend(part.errors);
@@ -1586,6 +1634,7 @@ fn scan(
         .hits
         .sort_by(|a, b| (&a.file, a.hit.line, a.hit.column).cmp(&(&b.file, b.hit.line, b.hit.column)));
     report.errors.sort_by(|a, b| a.file.cmp(&b.file));
+    report.interrupted = cancelled() && report.files_scanned + report.errors.len() < report.files_total;
     Ok(report)
 }
 
@@ -1987,6 +2036,7 @@ mod tests {
         let small = ScanOptions {
             max_file_size: 100,
             threads: 1,
+            cancel: None,
         };
         let report = scan_files(std::slice::from_ref(&big), "foo", Kind::Call, &small).unwrap();
         assert!(matches!(report.errors[0].error, ReadError::TooLarge { limit: 100 }));
@@ -1999,6 +2049,7 @@ mod tests {
         let limited = ScanOptions {
             max_file_size: 10_000,
             threads: 1,
+            cancel: None,
         };
         let report = scan_files(&[bomb], "foo", Kind::Call, &limited).unwrap();
         assert!(matches!(report.errors[0].error, ReadError::TooLarge { .. }));
@@ -2063,6 +2114,38 @@ mod tests {
         assert_eq!(cached.hits.len(), 2);
         assert_eq!(cached.errors.len(), 1);
         assert_eq!(indexed, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cancelled_scan_stops_and_says_so() {
+        let dir = temp_dir("cancel");
+        let files: Vec<PathBuf> = (0..50)
+            .map(|i| {
+                let path = dir.join(format!("f{i:02}.el"));
+                std::fs::write(&path, format!("(defun f{i} () (foo))\n")).unwrap();
+                path
+            })
+            .collect();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let options = ScanOptions {
+            threads: 2,
+            cancel: Some(cancel.clone()),
+            ..ScanOptions::default()
+        };
+        let report = scan_files(&files, "foo", Kind::Call, &options).unwrap();
+        assert!(!report.interrupted);
+        assert_eq!(
+            (report.files_scanned, report.files_total, report.hits.len()),
+            (50, 50, 50)
+        );
+        cancel.store(true, Ordering::Relaxed);
+        let report = scan_files(&files, "foo", Kind::Call, &options).unwrap();
+        assert!(report.interrupted);
+        assert_eq!(
+            (report.files_scanned, report.files_total, report.hits.len()),
+            (0, 50, 0)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -2184,7 +2267,7 @@ mod tests {
             let t = std::time::Instant::now();
             let n: usize = texts
                 .iter()
-                .map(|s| scan_source_indexed(s, "save-buffer", Kind::Call, true).0.len())
+                .map(|s| scan_source_indexed(s, "save-buffer", Kind::Call, true, None).map_or(0, |r| r.0.len()))
                 .sum();
             println!("scan+index every file: {n} hits {:?}", t.elapsed());
         }
