@@ -45,7 +45,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind))
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
 (declare-function agent-q--core-xref-clear-cache "agent-q-core" ())
 (declare-function agent-q--core-xref-cache-info "agent-q-core" ())
@@ -127,7 +127,7 @@ Return a list of (FILE . LINE)."
 (defun agent-q-bench-xref--native (files name kind)
   "The native scan's hits for NAME of KIND in FILES, as (FILE . LINE)."
   (mapcar (lambda (hit) (cons (nth 0 hit) (nth 1 hit)))
-          (car (agent-q--core-xref-scan files name kind))))
+          (plist-get (agent-q--core-xref-scan files name kind nil) :hits)))
 
 (defun agent-q-bench-xref--key (hit)
   "HIT (FILE . LINE) as a string key."
@@ -361,15 +361,15 @@ most suspect class of its occurrences."
                           :run (lambda (_) (agent-q-bench-xref-rg name copy)))
                     (list :label "agent-q native, first scan (cache cleared)"
                           :setup #'agent-q--core-xref-clear-cache
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind)))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil)))
                     (list :label "agent-q native, repeat scan"
                           :setup (lambda ()
                                    (agent-q--core-xref-clear-cache)
-                                   (agent-q--core-xref-scan files name kind))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind)))
+                                   (agent-q--core-xref-scan files name kind nil))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil)))
                     (list :label "agent-q native, all files indexed"
                           :setup (lambda () (agent-q--core-xref-index files nil))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind))))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil))))
                    :clock 'wall :gc '(in) :unit "query")))
               (setq benchmarks (nreverse benchmarks))
               (agent-q-bench-note "")
