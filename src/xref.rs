@@ -26,6 +26,9 @@
 //!   `(setq NAME ...)`, `(foo NAME)`, a `cond` clause `(NAME ...)`;
 //! - the variable bound by `let`-like forms, `dolist`/`dotimes` and `when-let`:
 //!   `(let ((NAME ...)) ...)`, `(let (NAME) ...)`;
+//! - the value of `:enable`, `:visible`, `:included` or `:selected` in a `(menu-item NAME
+//!   BINDING PROPS...)` menu entry, even quoted: the menu evaluates it (and the BINDING and a
+//!   `:filter` function are calls);
 //! - a quoted symbol `'NAME` passed to a known function that takes a variable, at that argument
 //!   position ([`VARIABLE_ARGS`]: `set`, `symbol-value`, `boundp`, `add-hook`'s first argument,
 //!   `make-local-variable`, `add-to-list`...).
@@ -447,6 +450,8 @@ impl Head {
             b"cl-defmethod" | b"defmethod" => Head::DefMethod,
             // Functions whose name starts like a definition but whose first argument is code.
             b"define-key" | b"define-key-after" | b"define-abbrev" | b"default-value" => Head::Other,
+            // `bindings--define-key`, `evil-define-key`...: key bindings, not definitions.
+            _ if head.ends_with(b"define-key") || head.ends_with(b"define-key-after") => Head::Other,
             b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup" | b"defalias"
             | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"declare-function"
             | b"defvar-keymap" => Head::Def,
@@ -505,6 +510,10 @@ enum Ctx {
     ArgDefault,
     /// `(EXPR SPECIALIZER)` after `cl-defmethod`'s `&context`: EXPR is an expression.
     ArgContext,
+    /// A `(menu-item NAME BINDING PROPS...)` list in data (a keymap's menu entry): BINDING is
+    /// a command, the values of `:enable`, `:visible`, `:included` and `:selected` are
+    /// expressions the menu evaluates, the value of `:filter` a function.
+    MenuItem,
 }
 
 /// Where an [`Ctx::ArgList`] is, which decides what a list in it is.
@@ -553,6 +562,11 @@ struct Frame<'a> {
     arg_mode: ArgMode,
     /// This list is `(NAME OPTIONS...)` of the enclosing `cl-defstruct`: NAME names it.
     names_parent: bool,
+    /// In a [`Ctx::MenuItem`], the position of the next property value that is an
+    /// expression (0: none).
+    expr_at: u32,
+    /// In a [`Ctx::MenuItem`], the position of the next property value that is a function.
+    function_at: u32,
 }
 
 impl<'a> Frame<'a> {
@@ -565,6 +579,8 @@ impl<'a> Frame<'a> {
             def_name: None,
             arglist_seen: false,
             arg_mode: ArgMode::Required,
+            expr_at: 0,
+            function_at: 0,
             names_parent: false,
         }
     }
@@ -724,6 +740,13 @@ impl<'a> Scanner<'a> {
                 0 => Ctx::Code,
                 _ => Ctx::Data,
             },
+            Ctx::MenuItem => {
+                if p > 0 && p == parent.expr_at {
+                    Ctx::Code
+                } else {
+                    Ctx::Data
+                }
+            }
             Ctx::Code => {
                 if p == 0 {
                     return Ctx::Code;
@@ -816,6 +839,15 @@ impl<'a> Scanner<'a> {
                         Role::None
                     }
                 }
+                Ctx::MenuItem => {
+                    if p > 0 && p == parent.expr_at {
+                        Role::Reference
+                    } else if p == 2 || (p > 0 && p == parent.function_at) {
+                        Role::Call
+                    } else {
+                        Role::None
+                    }
+                }
                 Ctx::FletEntry => {
                     if p <= 1 {
                         Role::None
@@ -860,6 +892,18 @@ impl<'a> Scanner<'a> {
         let slot = self.take_slot();
         if self.overflow > 0 {
             return;
+        }
+        if slot.prefix.is_none() && self.top().ctx == Ctx::Data && slot.pos == 0 && token == b"menu-item" {
+            self.top().ctx = Ctx::MenuItem;
+            return;
+        }
+        if self.top().ctx == Ctx::MenuItem && slot.prefix.is_none() && token.first() == Some(&b':') {
+            let top = self.top();
+            match token {
+                b":enable" | b":visible" | b":included" | b":selected" => top.expr_at = slot.pos + 1,
+                b":filter" => top.function_at = slot.pos + 1,
+                _ => {}
+            }
         }
         if token.first() == Some(&b'&') && slot.prefix.is_none() {
             let top = self.top();
@@ -1839,6 +1883,25 @@ mod tests {
         let src = "(cl-defmethod m (x &context (major-mode (eql foo-mode)) (window-system (eql x))) x)";
         assert_eq!(lines(src, "major-mode", Kind::Reference), vec![1]);
         assert!(lines(src, "foo-mode", Kind::Reference).is_empty());
+    }
+
+    #[test]
+    fn menu_items_evaluate_their_conditions() {
+        // Emacs's international/mule-cmds.el, line 102.
+        let src = "(defun m (map)\n  (bindings--define-key map [revert]\n    '(menu-item \"Revert\" revert-buffer-with-coding-system\n      :enable buffer-file-name\n      :visible (foo-p) :filter my-filter :help \"buffer-file-name\")))";
+        assert_eq!(found(src, "buffer-file-name", Kind::Reference), vec![(4, 15, d("m"))]);
+        assert_eq!(lines(src, "foo-p", Kind::Call), vec![5]);
+        assert_eq!(lines(src, "revert-buffer-with-coding-system", Kind::Call), vec![3]);
+        assert_eq!(lines(src, "my-filter", Kind::Call), vec![5]);
+        // Other quoted data stays data; `menu-item` elsewhere is not special.
+        let src = "(list '(foo buffer-file-name :enable buffer-file-name) '(x menu-item :enable buffer-file-name))";
+        assert!(lines(src, "buffer-file-name", Kind::Reference).is_empty());
+        assert!(lines(
+            "'(menu-item \"x\" cmd :help buffer-file-name)",
+            "buffer-file-name",
+            Kind::Reference
+        )
+        .is_empty());
     }
 
     #[test]
