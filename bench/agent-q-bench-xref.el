@@ -45,13 +45,20 @@
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits))
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
 (declare-function agent-q--core-xref-clear-cache "agent-q-core" ())
 (declare-function agent-q--core-xref-cache-info "agent-q-core" ())
 
+(declare-function elisp-refs--contents-buffer "elisp-refs" (path))
+(declare-function elisp-refs--read-and-find "elisp-refs" (buffer symbol match-p))
+(declare-function elisp-refs--sexp-positions "elisp-refs" (buffer start-pos end-pos))
+(declare-function elisp-refs--function-p "elisp-refs" (symbol form path))
+(declare-function elisp-refs--variable-p "elisp-refs" (symbol form path))
+
 (defvar jka-compr-verbose)
 (defvar emacs-lisp-mode-syntax-table)
+(defvar elisp-refs-verbose)
 
 (defconst agent-q-bench-xref-queries
   '(("save-buffer" call "a common function")
@@ -124,10 +131,73 @@ Return a list of (FILE . LINE)."
         (push (cons (match-string 1 line) (string-to-number (match-string 2 line))) hits)))
     (nreverse hits)))
 
+(defconst agent-q-bench-xref--elpa-directory "/usr/share/emacs/site-lisp/elpa"
+  "Where Debian's elpa-* packages (elpa-elisp-refs and its dependencies) live.")
+
+(defun agent-q-bench-xref--load-elisp-refs ()
+  "Load elisp-refs; return non-nil when it is available.
+With `emacs -Q' Debian's elpa packages are not on `load-path': their
+directories are added first."
+  (or (featurep 'elisp-refs)
+      (progn
+        (unless (locate-library "elisp-refs")
+          (when (file-directory-p agent-q-bench-xref--elpa-directory)
+            (dolist (dir (directory-files agent-q-bench-xref--elpa-directory t "\\`[^.]"))
+              (when (file-directory-p dir)
+                (add-to-list 'load-path dir t)))))
+        (require 'elisp-refs nil t))))
+
+(defun agent-q-bench-xref--elisp-refs-positions (buffer match symbol kind)
+  "The positions in BUFFER of SYMBOL's occurrences in elisp-refs' MATCH.
+MATCH is (FORM START END).  A variable match is the symbol itself; a
+call match is the form (SYMBOL ...) or, when the call is #\='SYMBOL
+or \='SYMBOL given to `funcall' or `apply', the form holding that
+argument: then the argument's own position, which may be on another
+line than the form's start."
+  (pcase-let ((`(,form ,start ,end) match))
+    (if (or (eq kind 'reference) (not (consp form)) (eq (car form) symbol))
+        (list start)
+      (let ((wanted (list (list 'function symbol) (list 'quote symbol)))
+            (found nil))
+        (cl-loop for sub in form
+                 for position in (elisp-refs--sexp-positions buffer (1+ start) end)
+                 when (member sub wanted)
+                 do (push (car position) found))
+        (or (nreverse found) (list start))))))
+
+(defun agent-q-bench-xref-elisp-refs (files name kind)
+  "Find the symbol NAME of KIND in FILES with elisp-refs.
+KIND `call' uses `elisp-refs-function''s matcher, `reference'
+`elisp-refs-variable''s.  Each file is read as those commands read it
+\(`elisp-refs--contents-buffer', `elisp-refs--read-and-find', with
+their `gc-cons-percentage' of 0.8); only the display of the results
+is left out.  Return (HITS . ERRORS): HITS a list of (FILE . LINE),
+ERRORS the files elisp-refs failed on."
+  (let ((symbol (intern name))
+        (match-p (if (eq kind 'call) #'elisp-refs--function-p #'elisp-refs--variable-p))
+        (elisp-refs-verbose nil)
+        (jka-compr-verbose nil)
+        (gc-cons-percentage 0.8)
+        (hits nil)
+        (errors nil))
+    (dolist (file files)
+      (let ((buffer (elisp-refs--contents-buffer file)))
+        (unwind-protect
+            (condition-case nil
+                (dolist (match (elisp-refs--read-and-find buffer symbol match-p))
+                  (dolist (position (agent-q-bench-xref--elisp-refs-positions
+                                     buffer match symbol kind))
+                    (push (cons file (with-current-buffer buffer
+                                       (line-number-at-pos position)))
+                          hits)))
+              (error (push file errors)))
+          (kill-buffer buffer))))
+    (cons (nreverse hits) (nreverse errors))))
+
 (defun agent-q-bench-xref--native (files name kind)
   "The native scan's hits for NAME of KIND in FILES, as (FILE . LINE)."
   (mapcar (lambda (hit) (cons (nth 0 hit) (nth 1 hit)))
-          (plist-get (agent-q--core-xref-scan files name kind nil) :hits)))
+          (plist-get (agent-q--core-xref-scan files name kind nil nil) :hits)))
 
 (defun agent-q-bench-xref--key (hit)
   "HIT (FILE . LINE) as a string key."
@@ -361,15 +431,15 @@ most suspect class of its occurrences."
                           :run (lambda (_) (agent-q-bench-xref-rg name copy)))
                     (list :label "agent-q native, first scan (cache cleared)"
                           :setup #'agent-q--core-xref-clear-cache
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil)))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
                     (list :label "agent-q native, repeat scan"
                           :setup (lambda ()
                                    (agent-q--core-xref-clear-cache)
-                                   (agent-q--core-xref-scan files name kind nil))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil)))
+                                   (agent-q--core-xref-scan files name kind nil nil))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
                     (list :label "agent-q native, all files indexed"
                           :setup (lambda () (agent-q--core-xref-index files nil))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil))))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil))))
                    :clock 'wall :gc '(in) :unit "query")))
               (setq benchmarks (nreverse benchmarks))
               (agent-q-bench-note "")

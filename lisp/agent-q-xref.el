@@ -53,8 +53,9 @@
 ;; stay absolute, so they can be passed to read_file as they are.
 ;;
 ;; The scan runs on a native thread while Emacs waits in 10 ms slices
-;; checking for quit: C-g stops it, and the result says it was
-;; interrupted and lists what was found until then.  At most
+;; checking for quit: C-g stops it, and so does the time limit
+;; `agent-q-xref-max-seconds'; the result then says it was interrupted
+;; and lists what was found until then.  At most
 ;; `agent-q-xref-max-results' hits are turned into Lisp values.
 ;;
 ;; Lines are quoted only from public sources: files under Emacs's own
@@ -75,7 +76,7 @@
 (require 'seq)
 (require 'subr-x)
 
-(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits))
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
 (declare-function agent-q-builtins--allowed-directories "agent-q-builtins" ())
 (declare-function agent-q-builtins--sensitive-pattern "agent-q-builtins" (&rest names))
@@ -88,6 +89,15 @@
   "Most hits listed by `who_calls' and `who_references'.
 The result says how many more were found but left out."
   :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-xref-max-seconds 20
+  "Longest time, in seconds, that one `who_calls' or `who_references' scans.
+Emacs waits for the scan (interruptibly: \[keyboard-quit] stops it);
+after this long the scan stops and the result lists what was found
+until then, saying it is incomplete.  nil means no limit.  A first
+scan of all of Emacs's own sources takes about a second."
+  :type '(choice (const :tag "No limit" nil) number)
   :group 'agent-q)
 
 (defcustom agent-q-xref-background-index t
@@ -176,24 +186,25 @@ are in neither list."
     (unless (require 'agent-q-core nil t)
       (error "The agent-q-core module is not available; build it with `cargo build --release'"))))
 
-(defun agent-q-xref-find (name kind &optional files max-hits)
+(defun agent-q-xref-find (name kind &optional files max-hits max-seconds)
   "Find the occurrences of the symbol named NAME of KIND.
 KIND is `call' or `reference'.  FILES are the source files to
 search; when nil, those of the loaded libraries.  MAX-HITS, when
-non-nil, is the most hits returned.  Return a plist
+non-nil, is the most hits returned; MAX-SECONDS, when non-nil, the
+longest the scan may take.  Return a plist
 \(:hits HITS :total TOTAL :errors ERRORS :missing MISSING
 :interrupted INTERRUPTED :scanned SCANNED :files NFILES): HITS a
 list of (FILE LINE COLUMN DEFINITION LINE-TEXT) sorted by file and
 line, TOTAL how many were found (HITS may hold fewer), ERRORS a
 list of (FILE . MESSAGE) for unreadable files, MISSING the names of
 loaded libraries whose source is not installed (only when FILES is
-nil).  INTERRUPTED is t when the user quit (\[keyboard-quit])
-during the scan: HITS and ERRORS are then those of the SCANNED
-files of NFILES."
+nil).  INTERRUPTED is `quit' when the user quit (\[keyboard-quit])
+during the scan, `timeout' when MAX-SECONDS passed: HITS and ERRORS
+are then those of the SCANNED files of NFILES."
   (agent-q-xref--ensure-module)
   (let* ((libraries (unless files (agent-q-xref-library-sources)))
          (searched (or files (car libraries)))
-         (result (agent-q--core-xref-scan searched name kind max-hits)))
+         (result (agent-q--core-xref-scan searched name kind max-hits max-seconds)))
     (when (and agent-q-xref-background-index
                (not (plist-get result :interrupted)))
       (agent-q--core-xref-index searched t))
@@ -325,16 +336,21 @@ FOUND is a plist as returned by `agent-q-xref-find'."
 (defun agent-q-xref--report (name kind limit)
   "Return the result string for the occurrences of NAME of KIND.
 KIND is `call' or `reference'.  List at most LIMIT hits."
-  (let* ((found (agent-q-xref-find name kind nil limit))
+  (let* ((found (agent-q-xref-find name kind nil limit agent-q-xref-max-seconds))
          (hits (plist-get found :hits))
          (total (plist-get found :total))
          (shown (seq-take hits limit))
          (policy (agent-q-xref--quote-policy (mapcar #'car shown)))
          (lines nil))
-    (when (plist-get found :interrupted)
-      (push (format "Interrupted by the user (C-g) after scanning %d of %d files: the results are incomplete."
-                    (plist-get found :scanned) (plist-get found :files))
-            lines))
+    (pcase (plist-get found :interrupted)
+      ('quit
+       (push (format "Interrupted by the user (C-g) after scanning %d of %d files: the results are incomplete."
+                     (plist-get found :scanned) (plist-get found :files))
+             lines))
+      ('timeout
+       (push (format "Stopped after %s s (agent-q-xref-max-seconds) having scanned %d of %d files: the results are incomplete."
+                     agent-q-xref-max-seconds (plist-get found :scanned) (plist-get found :files))
+             lines)))
     (if (null hits)
         (push (format (if (eq kind 'call)
                           "No callers found for %s"

@@ -267,18 +267,18 @@ show up in the other tests' results."
       (with-temp-file other (insert (format "(defun xref-idx-b () (%s))\n" target)))
       (should (= 2 (agent-q--core-xref-index files nil)))
       (should (= 0 (agent-q--core-xref-index files nil)))
-      (should (equal (mapcar #'car (plist-get (agent-q--core-xref-scan files target 'call nil) :hits))
+      (should (equal (mapcar #'car (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits))
                      (list other)))
       ;; FILE did not contain the name when indexed; now it does.
       (with-temp-file file
         (insert (format "(defun xref-idx-a ()\n  (%s 1))\n" target)))
       (should (equal (mapcar (lambda (hit) (list (car hit) (nth 1 hit)))
-                             (plist-get (agent-q--core-xref-scan files target 'call nil) :hits))
+                             (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits))
                      (list (list file 2) (list other 1))))
       (should (consp (agent-q--core-xref-cache-info)))
       (should (memq (agent-q--core-xref-index files t) '(t nil)))
       (while (agent-q--core-xref-indexing-p) (sleep-for 0.01))
-      (should (= 2 (length (plist-get (agent-q--core-xref-scan files target 'call nil) :hits)))))))
+      (should (= 2 (length (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits)))))))
 
 ;; The bug this guards against is a scan that never returns, so it runs in a
 ;; child Emacs under timeout(1): a hang fails the test instead of the suite.
@@ -379,29 +379,56 @@ show up in the other tests' results."
                         (agent-q-xref--public-directories)))
       (delete-directory package-user-dir t))))
 
+(defun agent-q-xref-test--big-tree (dir links)
+  "Write a 5 MB library into DIR under 1 + LINKS hard-linked names.
+Every name has one call of `xref-big-target', on line 1.  Scanning
+them all reads 5 MB per name (disk and page cache hold it once), so
+1,500 names take minutes.  Return the file names."
+  (let ((big (expand-file-name "big-0000.el" dir))
+        (files nil))
+    (with-temp-file big
+      (insert "(defun xref-big-caller () (xref-big-target))\n")
+      (dotimes (i 60000)
+        (insert (format "(defun xref-big-fill-%d (x) (let ((y (* x 2))) (when (> y 3) (message \"%%s\" y))))\n" i))))
+    (push big files)
+    (dotimes (i links)
+      (let ((link (expand-file-name (format "big-%04d.el" (1+ i)) dir)))
+        (add-name-to-file big link)
+        (push link files)))
+    (nreverse files)))
+
+(ert-deftest agent-q-xref-test-time-limit-stops-a-long-scan ()
+  "A scan longer than `agent-q-xref-max-seconds' stops and says so."
+  (agent-q-xref-test--with-dir dir
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
+           (found (agent-q-xref-find "xref-big-target" 'call files nil 0.2)))
+      (should (eq (plist-get found :interrupted) 'timeout))
+      (should (= (plist-get found :files) 1501))
+      (should (< (plist-get found :scanned) 1501))
+      (should (= (plist-get found :total) (length (plist-get found :hits))))
+      (should (= (plist-get found :total) (plist-get found :scanned)))
+      (let ((agent-q-xref-max-seconds 0.2))
+        (cl-letf (((symbol-function 'agent-q-xref-library-sources)
+                   (lambda () (cons files nil))))
+          (intern "xref-big-target")
+          (should (string-match-p
+                   "\\`Stopped after 0.2 s (agent-q-xref-max-seconds) having scanned [0-9]+ of 1501 files: the results are incomplete\\.\nFunctions calling xref-big-target:\n.*big-[0-9]+\\.el:1: in xref-big-caller: (defun xref-big-caller () (xref-big-target))"
+                   (agent-q-xref-who-calls-handler
+                    (agent-q-xref-test--args "function" "xref-big-target")))))))))
+
 ;; C-g in a real terminal Emacs (tmux), during a scan of about 7 GB
-;; of source text (one 5 MB file under 1,500 hard-linked names: disk and
-;; page cache hold it once) that would take minutes to finish.
+;; of source text that would take minutes to finish.
 (ert-deftest agent-q-xref-test-c-g-interrupts-a-long-scan ()
   "C-g stops a scan; the result says so and lists what was found until then."
   (require 'agent-q-tmux-test)
   (agent-q-tmux-test--ensure-tmux)
   (agent-q-xref-test--with-dir dir
-    (let* ((big (expand-file-name "big-0000.el" dir))
-           (files (list big))
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
            (out (expand-file-name "out.eld" dir))
            (setup (expand-file-name "setup.el" dir))
            (session (format "agent-q-xref-cg-%d-%d" (emacs-pid) (random 100000)))
            (emacs (expand-file-name invocation-name invocation-directory))
            (lisp-dir (file-name-directory (locate-library "agent-q-xref"))))
-      (with-temp-file big
-        (insert "(defun xref-big-caller () (xref-big-target))\n")
-        (dotimes (i 60000)
-          (insert (format "(defun xref-big-fill-%d (x) (let ((y (* x 2))) (when (> y 3) (message \"%%s\" y))))\n" i))))
-      (dotimes (i 1500)
-        (let ((link (expand-file-name (format "big-%04d.el" (1+ i)) dir)))
-          (add-name-to-file big link)
-          (push link files)))
       (with-temp-file setup
         (prin1 `(progn
                   (require 'cl-lib)
@@ -449,13 +476,16 @@ show up in the other tests' results."
 
 (ert-deftest agent-q-xref-test-module-argument-errors ()
   "The module signals `agent-q-xref-error' for invalid arguments."
-  (should-error (agent-q--core-xref-scan '(1) "x" 'call nil) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "" 'call nil) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "x" 'calls nil) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan "file.el" "x" 'call nil) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "x" 'call -1) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "x" 'call "10") :type 'agent-q-xref-error)
-  (should (equal (agent-q--core-xref-scan nil "x" 'reference nil)
+  (should-error (agent-q--core-xref-scan '(1) "x" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'calls nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan "file.el" "x" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call -1 nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call "10" nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil -1) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil 1.0e+INF) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil "1") :type 'agent-q-xref-error)
+  (should (equal (agent-q--core-xref-scan nil "x" 'reference nil 10)
                  '(:hits nil :errors nil :total 0 :scanned 0 :files 0 :interrupted nil))))
 
 (provide 'agent-q-xref-test)

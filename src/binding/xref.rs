@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
@@ -90,15 +90,26 @@ fn quit_requested(env: &Env) -> bool {
     }
 }
 
+/// Why a scan stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The user quit (`C-g`).
+    Quit,
+    /// The time limit passed.
+    Timeout,
+}
+
 /// Run the scan on a worker thread while the Emacs thread waits in slices of [`POLL`], asking
-/// Emacs whether the user quit. On a quit the scan is cancelled and what it found by then is
-/// returned, marked interrupted. `Err` holds a message for `agent-q-xref-error`.
+/// Emacs whether the user quit. On a quit, or when MAX_WAIT has passed, the scan is cancelled
+/// and what it found by then is returned with why it stopped. `Err` holds a message for
+/// `agent-q-xref-error`.
 fn scan_off_main_thread(
     env: &Env,
     files: Vec<PathBuf>,
     name: String,
     kind: Kind,
-) -> std::result::Result<ScanReport, String> {
+    max_wait: Option<Duration>,
+) -> std::result::Result<(ScanReport, Option<Stop>), String> {
     let cancel = Arc::new(AtomicBool::new(false));
     let options = ScanOptions {
         cancel: Some(cancel.clone()),
@@ -115,22 +126,31 @@ fn scan_off_main_thread(
         })
         .map_err(|e| format!("cannot start the scan thread: {e}"))?;
     let lost = || "internal error: the scan thread ended without a result".to_string();
+    let deadline = max_wait.and_then(|d| Instant::now().checked_add(d));
     loop {
         match rx.recv_timeout(POLL) {
-            Ok(report) => return report.map_err(|e| e.to_string()),
+            Ok(report) => return report.map(|r| (r, None)).map_err(|e| e.to_string()),
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(lost()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if quit_requested(env) {
-                    cancel.store(true, Ordering::Relaxed);
-                    return Ok(match rx.recv_timeout(DRAIN) {
-                        Ok(Ok(report)) => report,
-                        _ => ScanReport {
-                            files_total: total,
-                            interrupted: true,
-                            ..ScanReport::default()
-                        },
-                    });
-                }
+                let stop = if quit_requested(env) {
+                    Stop::Quit
+                } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                    Stop::Timeout
+                } else {
+                    continue;
+                };
+                cancel.store(true, Ordering::Relaxed);
+                let report = match rx.recv_timeout(DRAIN) {
+                    Ok(Ok(report)) => report,
+                    _ => ScanReport {
+                        files_total: total,
+                        interrupted: true,
+                        ..ScanReport::default()
+                    },
+                };
+                // A scan that ended just as it was stopped is complete.
+                let stopped = report.interrupted.then_some(stop);
+                return Ok((report, stopped));
             }
         }
     }
@@ -139,15 +159,16 @@ fn scan_off_main_thread(
 /// Scan the Emacs Lisp source FILES (`.el` or `.el.gz`) for the symbol NAME.
 ///
 /// KIND is the symbol `call` (call sites and function references) or `reference` (variable
-/// references). MAX-HITS, an integer, is the most hits returned (nil: all). Returns a plist
-/// (:hits HITS :errors ERRORS :total TOTAL :scanned SCANNED :files FILES :interrupted FLAG):
+/// references). MAX-HITS, an integer, is the most hits returned (nil: all). MAX-SECONDS, a
+/// number, is the longest the scan may run (nil: no limit). Returns a plist
+/// (:hits HITS :errors ERRORS :total TOTAL :scanned SCANNED :files FILES :interrupted STOP):
 /// HITS a list of (FILE LINE COLUMN DEFINITION LINE-TEXT) sorted by file then line, DEFINITION
 /// the enclosing definition's name or nil; ERRORS a list of (FILE . MESSAGE) for the files that
 /// could not be read (a FIFO, device or directory among them is never opened for reading);
 /// TOTAL the number of hits found (HITS may be fewer); SCANNED the files read; FILES the files
-/// to scan; FLAG t when the user quit (`C-g`) before the scan was done, HITS and ERRORS then
-/// being those of the files done. Signals `agent-q-xref-error` for an invalid NAME, KIND,
-/// MAX-HITS or FILES.
+/// to scan; STOP nil when the scan was done, `quit` when the user quit (`C-g`) before, `timeout`
+/// when MAX-SECONDS passed before, HITS and ERRORS then being those of the files done. Signals
+/// `agent-q-xref-error` for an invalid NAME, KIND, MAX-HITS, MAX-SECONDS or FILES.
 ///
 /// The scan runs on a worker thread; Emacs's thread waits in 10 ms slices, checking for quit,
 /// and converts only the hits it returns.
@@ -162,6 +183,7 @@ fn xref_scan<'e>(
     name: String,
     kind: Value<'e>,
     max_hits: Value<'e>,
+    max_seconds: Value<'e>,
 ) -> Result<Value<'e>> {
     let kind_name: String = env
         .call("symbol-name", (kind,))
@@ -182,9 +204,32 @@ fn xref_scan<'e>(
     } else {
         usize::MAX
     };
+    let max_wait = if max_seconds.is_not_nil() {
+        let seconds = env
+            .call("numberp", (max_seconds,))?
+            .is_not_nil()
+            .then(|| {
+                env.call("float", (max_seconds,))
+                    .and_then(|v| v.into_rust::<f64>())
+                    .ok()
+            })
+            .flatten();
+        match seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+            Some(d) => Some(d),
+            None => {
+                return errors::signal(
+                    env,
+                    ErrorKind::Xref,
+                    "MAX-SECONDS must be nil or a non-negative number of seconds",
+                )
+            }
+        }
+    } else {
+        None
+    };
     let files = file_list(env, files)?;
-    let report = match scan_off_main_thread(env, files, name, kind) {
-        Ok(report) => report,
+    let (report, stop) = match scan_off_main_thread(env, files, name, kind, max_wait) {
+        Ok(done) => done,
         Err(message) => return errors::signal(env, ErrorKind::Xref, message),
     };
     let mut errors_list = ().into_lisp(env)?;
@@ -226,7 +271,11 @@ fn xref_scan<'e>(
         env.intern(":files")?,
         count(report.files_total),
         env.intern(":interrupted")?,
-        report.interrupted,
+        match stop {
+            None => env.intern("nil")?,
+            Some(Stop::Quit) => env.intern("quit")?,
+            Some(Stop::Timeout) => env.intern("timeout")?,
+        },
     ))
 }
 
