@@ -42,6 +42,7 @@
 ;;; Code:
 
 (require 'agent-q-bench)
+(require 'agent-q-xref)
 (require 'cl-lib)
 (require 'subr-x)
 
@@ -349,6 +350,183 @@ most suspect class of its occurrences."
     (dolist (h (seq-take not-in-rg 3))
       (agent-q-bench-note "  - NOT IN RG: `%s`" (agent-q-bench-xref--key h)))))
 
+(defconst agent-q-bench-xref-elisp-refs-runs
+  (max 1 (string-to-number (or (getenv "AGENT_Q_BENCH_ELISP_REFS_RUNS") "1")))
+  "Runs of the elisp-refs comparison: one elisp-refs query takes about a minute.")
+
+(defvar agent-q-bench-xref--elisp-refs-hits nil
+  "The elisp-refs results of the timed runs: an alist (NAME . (HITS . ERRORS)).")
+
+(defun agent-q-bench-xref--elisp-refs-benchmark (name kind)
+  "The benchmark name of the elisp-refs comparison for NAME of KIND."
+  (format "2. %s %s: elisp-refs" (if (eq kind 'call) "who_calls" "who_references") name))
+
+(defun agent-q-bench-xref--compare-elisp-refs (files name kind)
+  "Time elisp-refs and agent-q's first scan on FILES for NAME of KIND."
+  (let ((agent-q-bench-runs agent-q-bench-xref-elisp-refs-runs))
+    (agent-q-bench-compare
+     (agent-q-bench-xref--elisp-refs-benchmark name kind)
+     (list
+      (list :label (if (eq kind 'call)
+                       "elisp-refs (elisp-refs-function's search)"
+                     "elisp-refs (elisp-refs-variable's search)")
+            :run (lambda (_)
+                   (setf (alist-get name agent-q-bench-xref--elisp-refs-hits nil nil #'equal)
+                         (agent-q-bench-xref-elisp-refs files name kind))))
+      (list :label "agent-q native, first scan (cache cleared)"
+            :setup #'agent-q--core-xref-clear-cache
+            :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil))))
+     :clock 'wall :gc '(in) :unit "query")))
+
+(defun agent-q-bench-xref--elisp-refs-verdicts (benchmarks)
+  "Notes with the elisp-refs target verdicts; BENCHMARKS are the main ones."
+  (pcase-dolist (`(,name ,kind ,_what) agent-q-bench-xref-queries)
+    (let* ((b (agent-q-bench-xref--elisp-refs-benchmark name kind))
+           (refs (agent-q-bench-row-time (car (cl-remove-if-not
+                                                (lambda (r) (equal (plist-get r :benchmark) b))
+                                                (plist-get agent-q-bench--current :rows)))))
+           (same-run (agent-q-bench-row-time
+                      (agent-q-bench-find b "agent-q native, first scan (cache cleared)" 'in)))
+           (main (cl-find-if (lambda (m) (string-prefix-p
+                                          (format "2. %s %s " (if (eq kind 'call) "who_calls" "who_references") name)
+                                          m))
+                             benchmarks))
+           (median (agent-q-bench-row-time
+                    (agent-q-bench-find main "agent-q native, first scan (cache cleared)" 'in))))
+      (agent-q-bench-note
+       "- %s: elisp-refs %.1f s; agent-q's first scan %.0f ms beside it (%.0f ms median in the main table): **%.0f× faster** (%.0f× by the median; target ≥ 10: **%s**)."
+       b refs (* 1000 same-run) (* 1000 median) (/ refs same-run) (/ refs median)
+       (if (>= (/ refs (max same-run median)) 10) "met" "missed")))))
+
+(defun agent-q-bench-xref--line-text (file line)
+  "The text of LINE in FILE (decompressed), trimmed."
+  (let ((jka-compr-verbose nil))
+    (with-temp-buffer
+      (insert-file-contents file)
+      (goto-char (point-min))
+      (forward-line (1- line))
+      (string-trim (buffer-substring-no-properties (point) (line-end-position))))))
+
+(defun agent-q-bench-xref--refs-only-class (hit name native-set)
+  "Classify HIT (FILE . LINE), found by elisp-refs and not by agent-q, for NAME.
+NATIVE-SET holds agent-q's hits.  Return (CLASS . NOTE)."
+  (let ((text (agent-q-bench-xref--line-text (car hit) (cdr hit)))
+        (re (agent-q-bench-xref--regexp name)))
+    (cond
+     ((not (string-match-p re text))
+      (let ((near (cl-find-if (lambda (l) (gethash (format "%s:%d" (car hit) l) native-set))
+                              (number-sequence (cdr hit) (+ (cdr hit) 5)))))
+        (cons 'misplaced
+              (if near (format "agent-q reports it on line %d" near) "no agent-q hit nearby"))))
+     ((string-match-p (concat "(\\(?:cl-\\)?\\(?:def[^ \t\n()]*\\|gv-define[^ \t\n()]*\\|declare-function\\)[ \t]+['#]*"
+                              (regexp-quote name) "\\_>")
+                      text)
+      (cons 'definition text))
+     (t (cons 'unexplained text)))))
+
+(defun agent-q-bench-xref--native-only-class (hit name)
+  "Classify HIT (FILE . LINE), found by agent-q and not by elisp-refs, for NAME.
+By the first occurrence of NAME on the line: what precedes it."
+  (let* ((text (agent-q-bench-xref--line-text (car hit) (cdr hit)))
+         (start (string-match (agent-q-bench-xref--regexp name) text))
+         (before (and start (substring text (max 0 (- start 2)) start))))
+    (cond ((null start) 'elsewhere)
+          ((string-suffix-p "#'" before) 'function-quote)
+          ((string-suffix-p "'" before) 'quote)
+          ((string-suffix-p "(" before) 'form)
+          (t 'bare))))
+
+(defconst agent-q-bench-xref--native-only-names
+  '((quote . "'NAME given to a higher-order or key-binding function (define-key, add-hook, mapcar...; elisp-refs counts 'NAME only after funcall/apply)")
+    (function-quote . "#'NAME")
+    (form . "(NAME ...) on the line: a let binding or a call elisp-refs's walk does not reach")
+    (bare . "bare NAME (a variable use, or a menu-item's :enable value)")
+    (elsewhere . "NAME not on that line"))
+  "What each class of agent-q-only hits means, for the notes.")
+
+(defun agent-q-bench-xref--check-elisp-refs (files dir name kind)
+  "Compare agent-q's hits for NAME of KIND in FILES (under DIR) with elisp-refs'."
+  (let* ((refs (alist-get name agent-q-bench-xref--elisp-refs-hits nil nil #'equal))
+         (native (agent-q-bench-xref--native files name kind))
+         (native-set (agent-q-bench-xref--set native))
+         (refs-set (agent-q-bench-xref--set (car refs)))
+         (refs-only (cl-remove-duplicates
+                     (cl-remove-if (lambda (h) (gethash (agent-q-bench-xref--key h) native-set))
+                                   (car refs))
+                     :test #'equal))
+         (native-only (cl-remove-duplicates
+                       (cl-remove-if (lambda (h) (gethash (agent-q-bench-xref--key h) refs-set))
+                                     native)
+                       :test #'equal)))
+    (agent-q-bench-note
+     "- **%s %s**: elisp-refs %d hits on %d lines (%d files it could not read); agent-q %d lines. elisp-refs lines agent-q lacks: **%d**; agent-q lines elisp-refs lacks: %d."
+     (if (eq kind 'call) "who_calls" "who_references") name
+     (length (car refs)) (hash-table-count refs-set) (length (cdr refs))
+     (hash-table-count native-set) (length refs-only) (length native-only))
+    (dolist (h refs-only)
+      (pcase-let ((`(,class . ,note) (agent-q-bench-xref--refs-only-class h name native-set)))
+        (agent-q-bench-note "  - elisp-refs only, %s: `%s:%d`: `%s`" class
+                            (file-relative-name (car h) dir) (cdr h)
+                            (truncate-string-to-width (replace-regexp-in-string "`" "'" note)
+                                                      90 nil nil "…"))))
+    (let ((classes nil))
+      (dolist (h native-only)
+        (push h (alist-get (agent-q-bench-xref--native-only-class h name) classes)))
+      (pcase-dolist (`(,class . ,meaning) agent-q-bench-xref--native-only-names)
+        (let ((hits (alist-get class classes)))
+          (when hits
+            (agent-q-bench-note "  - agent-q only, %d × %s, e.g. `%s:%d`" (length hits) meaning
+                                (file-relative-name (car (car (last hits))) dir)
+                                (cdr (car (last hits))))))))))
+
+(defconst agent-q-bench-xref-freeze-queries
+  '(("car" call) ("setq" call) ("point" call))
+  "Ubiquitous names whose scans are timed for freezes: (NAME KIND).")
+
+(defun agent-q-bench-xref--freezes (files)
+  "Time scans of ubiquitous names over FILES.
+How long Emacs waits for them, and how much comes back."
+  (let ((limit (if (boundp 'agent-q-xref-max-results) agent-q-xref-max-results 100))
+        (benchmarks nil)
+        (sizes nil))
+    (pcase-dolist (`(,name ,kind) agent-q-bench-xref-freeze-queries)
+      (let ((b (format "2f. who_calls %s (ubiquitous)" name))
+            (handler (lambda ()
+                       (cl-letf (((symbol-function 'agent-q-xref-library-sources)
+                                  (lambda () (cons files nil))))
+                         (let ((agent-q-xref-background-index nil))
+                           (agent-q-xref-who-calls-handler
+                            (let ((args (make-hash-table :test #'equal)))
+                              (puthash "function" name args)
+                              args)))))))
+        (push b benchmarks)
+        (agent-q-bench-compare
+         b
+         (list
+          (list :label "module scan, every hit to Lisp (uncapped), first scan"
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
+          (list :label (format "module scan, %d hits to Lisp (capped), first scan" limit)
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (agent-q--core-xref-scan files name kind limit nil)))
+          (list :label (format "module scan, %d hits to Lisp (capped), all files indexed" limit)
+                :setup (lambda () (agent-q--core-xref-index files nil))
+                :run (lambda (_) (agent-q--core-xref-scan files name kind limit nil)))
+          (list :label "who_calls handler (whole tree, capped), first scan"
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (funcall handler)))
+          (list :label "who_calls handler (whole tree, capped), all files indexed"
+                :setup (lambda () (agent-q--core-xref-index files nil))
+                :run (lambda (_) (funcall handler))))
+         :clock 'wall :gc '(in) :unit "query")
+        (let ((scan (agent-q--core-xref-scan files name kind limit nil)))
+          (push (list name (plist-get scan :total) (length (funcall handler))) sizes))))
+    (agent-q-bench-note "")
+    (agent-q-bench-note "**Freezes** (rows 2f, wall clock): Emacs's thread waits for the whole time of a row, but in 10 ms slices that check for `C-g`, which stops the scan (and `agent-q-xref-max-seconds` bounds it); only the conversion of the returned hits to Lisp runs on it. Result sizes:")
+    (pcase-dolist (`(,name ,total ,chars) (nreverse sizes))
+      (agent-q-bench-note "- who_calls %s: %d hits in the tree; the module returns %d (agent-q-xref-max-results) and the tool's result is %d characters, saying how many more were found." name total (min total limit) chars))
+    (nreverse benchmarks)))
+
 (defun agent-q-bench-xref--verdicts (benchmarks)
   "Notes with the target verdicts of BENCHMARKS (names)."
   (dolist (b benchmarks)
@@ -404,7 +582,9 @@ most suspect class of its occurrences."
       (let* ((files (directory-files-recursively dir "\\.el\\(?:\\.gz\\)?\\'"))
              (copy (agent-q-bench-xref--decompressed-copy files dir))
              (agent-q-bench-runs (min agent-q-bench-runs agent-q-bench-xref-max-runs))
+             (refs (agent-q-bench-xref--load-elisp-refs))
              (benchmarks nil))
+        (setq agent-q-bench-xref--elisp-refs-hits nil)
         (unwind-protect
             (progn
               (agent-q-bench-note
@@ -440,7 +620,9 @@ most suspect class of its occurrences."
                     (list :label "agent-q native, all files indexed"
                           :setup (lambda () (agent-q--core-xref-index files nil))
                           :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil))))
-                   :clock 'wall :gc '(in) :unit "query")))
+                   :clock 'wall :gc '(in) :unit "query")
+                  (when refs
+                    (agent-q-bench-xref--compare-elisp-refs files name kind))))
               (setq benchmarks (nreverse benchmarks))
               (agent-q-bench-note "")
               (agent-q-bench-note "**Targets** (GC in, wall clock):")
@@ -450,6 +632,15 @@ most suspect class of its occurrences."
               (agent-q-bench-note "**Agreement check** (untimed; rg's matches are lines, so hits are compared as file:line):")
               (pcase-dolist (`(,name ,kind ,what) agent-q-bench-xref-queries)
                 (agent-q-bench-xref--check files dir name kind what))
+              (agent-q-bench-note "")
+              (if (not refs)
+                  (agent-q-bench-note "**elisp-refs**: not installed (Debian's elpa-elisp-refs; scripts/ensure-deps.sh --bench installs it): not compared.")
+                (agent-q-bench-note "**elisp-refs** (the %d-run rows above; the same files and queries; hits compared as file:line):"
+                                    agent-q-bench-xref-elisp-refs-runs)
+                (agent-q-bench-xref--elisp-refs-verdicts benchmarks)
+                (pcase-dolist (`(,name ,kind ,_what) agent-q-bench-xref-queries)
+                  (agent-q-bench-xref--check-elisp-refs files dir name kind)))
+              (agent-q-bench-xref--freezes files)
               (agent-q-bench-include "analysis-xref.md"))
           (delete-directory copy t)))))))
 
