@@ -158,6 +158,20 @@ removed."
         (substring name 0 (match-beginning 0))
       name)))
 
+(defvar agent-q-xref--source-cache (make-hash-table :test #'equal)
+  "Loaded file names mapped to the source files found for them.
+Only found sources are kept: looking a source up costs two file
+system calls, and a session has hundreds of libraries.  A source
+deleted since is reported by the scan as unreadable.")
+
+(defun agent-q-xref--cached-source-file (file)
+  "Return `agent-q-xref--source-file' of FILE, remembered once found."
+  (or (gethash file agent-q-xref--source-cache)
+      (let ((source (agent-q-xref--source-file file)))
+        (when source
+          (puthash file source agent-q-xref--source-cache))
+        source)))
+
 (defun agent-q-xref-library-sources ()
   "Return the sources of the libraries in `load-history'.
 The value is (SOURCES . MISSING): SOURCES a list of the readable
@@ -171,7 +185,7 @@ are in neither list."
       (let ((file (car-safe entry)))
         (when (and (stringp file)
                    (not (agent-q-xref--module-file-p file)))
-          (let ((source (agent-q-xref--source-file file)))
+          (let ((source (agent-q-xref--cached-source-file file)))
             (cond ((null source)
                    (push (agent-q-xref--library-name file) missing))
                   ((not (gethash source seen))

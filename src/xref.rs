@@ -325,6 +325,9 @@ pub struct ScanOptions {
     /// When set (by another thread), the scan stops before its next file and reports what it
     /// found so far, marked [`ScanReport::interrupted`].
     pub cancel: Option<Arc<AtomicBool>>,
+    /// When set, the number of files done so far (scanned, skipped by the index or failed) is
+    /// kept there, for another thread to show progress.
+    pub progress: Option<Arc<AtomicUsize>>,
 }
 
 impl Default for ScanOptions {
@@ -333,6 +336,7 @@ impl Default for ScanOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             cancel: None,
+            progress: None,
         }
     }
 }
@@ -1626,6 +1630,9 @@ fn scan(
                 }
                 Ok(true)
             });
+            if let Some(progress) = &options.progress {
+                progress.fetch_add(1, Ordering::Relaxed);
+            }
             match result {
                 Ok(true) => part.scanned += 1,
                 Ok(false) => break,
@@ -2100,6 +2107,7 @@ mod tests {
             max_file_size: 100,
             threads: 1,
             cancel: None,
+            progress: None,
         };
         let report = scan_files(std::slice::from_ref(&big), "foo", Kind::Call, &small).unwrap();
         assert!(matches!(report.errors[0].error, ReadError::TooLarge { limit: 100 }));
@@ -2113,6 +2121,7 @@ mod tests {
             max_file_size: 10_000,
             threads: 1,
             cancel: None,
+            progress: None,
         };
         let report = scan_files(&[bomb], "foo", Kind::Call, &limited).unwrap();
         assert!(matches!(report.errors[0].error, ReadError::TooLarge { .. }));
@@ -2198,6 +2207,13 @@ mod tests {
         };
         let report = scan_files(&files, "foo", Kind::Call, &options).unwrap();
         assert!(!report.interrupted);
+        let progress = Arc::new(AtomicUsize::new(0));
+        let counted = ScanOptions {
+            progress: Some(progress.clone()),
+            ..options.clone()
+        };
+        scan_files(&files, "foo", Kind::Call, &counted).unwrap();
+        assert_eq!(progress.load(Ordering::Relaxed), 50);
         assert_eq!(
             (report.files_scanned, report.files_total, report.hits.len()),
             (50, 50, 50)

@@ -401,20 +401,42 @@ them all reads 5 MB per name (disk and page cache hold it once), so
   "A scan longer than `agent-q-xref-max-seconds' stops and says so."
   (agent-q-xref-test--with-dir dir
     (let* ((files (agent-q-xref-test--big-tree dir 1500))
-           (found (agent-q-xref-find "xref-big-target" 'call files nil 0.2)))
+           (found (agent-q-xref-find "xref-big-target" 'call files nil 1.0)))
       (should (eq (plist-get found :interrupted) 'timeout))
       (should (= (plist-get found :files) 1501))
       (should (< (plist-get found :scanned) 1501))
       (should (= (plist-get found :total) (length (plist-get found :hits))))
       (should (= (plist-get found :total) (plist-get found :scanned)))
-      (let ((agent-q-xref-max-seconds 0.2))
+      (let ((agent-q-xref-max-seconds 1.0))
         (cl-letf (((symbol-function 'agent-q-xref-library-sources)
                    (lambda () (cons files nil))))
           (intern "xref-big-target")
           (should (string-match-p
-                   "\\`Stopped after 0.2 s (agent-q-xref-max-seconds) having scanned [0-9]+ of 1501 files: the results are incomplete\\.\nFunctions calling xref-big-target:\n.*big-[0-9]+\\.el:1: in xref-big-caller: (defun xref-big-caller () (xref-big-target))"
+                   "\\`Stopped after 1.0 s (agent-q-xref-max-seconds) having scanned [0-9]+ of 1501 files: the results are incomplete\\.\nFunctions calling xref-big-target:\n.*big-[0-9]+\\.el:1: in xref-big-caller: (defun xref-big-caller () (xref-big-target))"
                    (agent-q-xref-who-calls-handler
                     (agent-q-xref-test--args "function" "xref-big-target")))))))))
+
+(ert-deftest agent-q-xref-test-long-scan-shows-progress ()
+  "A scan longer than a second says in the echo area how far it got."
+  (agent-q-xref-test--with-dir dir
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
+           (stderr (expand-file-name "stderr.txt" dir))
+           (emacs (expand-file-name invocation-name invocation-directory))
+           (lisp-dir (file-name-directory (locate-library "agent-q-xref")))
+           (form `(progn
+                    (require 'agent-q-core)
+                    (require 'agent-q-xref)
+                    (prin1 (plist-get (agent-q-xref-find "xref-big-target" 'call ',files nil 1.8)
+                                      :interrupted)))))
+      (with-temp-buffer
+        (should (eq 0 (call-process emacs nil (list t stderr) nil "--batch" "-Q" "-L" lisp-dir
+                                    "--eval" (prin1-to-string form))))
+        (should (equal (buffer-string) "timeout")))
+      (with-temp-buffer
+        (insert-file-contents stderr)
+        (should (re-search-forward
+                 "^Scanning for callers of xref-big-target: [0-9]+ of 1501 files (C-g to stop)\\.\\.\\.$"
+                 nil t))))))
 
 ;; C-g in a real terminal Emacs (tmux), during a scan of about 7 GB
 ;; of source text that would take minutes to finish.

@@ -1,7 +1,7 @@
 //! `agent-q--core-xref-scan`: the Emacs side of [`crate::xref`].
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,12 @@ const POLL: Duration = Duration::from_millis(10);
 /// before its next file; one file takes well under this to parse.
 const DRAIN: Duration = Duration::from_millis(200);
 
+/// After this long, the wait shows its progress in the echo area...
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
+/// ...every so often.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
 /// `emacs_process_input_quit` from emacs-module.h (Emacs 27+), which the crate does not re-export.
 const PROCESS_INPUT_QUIT: u32 = 1;
 
@@ -111,11 +117,20 @@ fn scan_off_main_thread(
     max_wait: Option<Duration>,
 ) -> std::result::Result<(ScanReport, Option<Stop>), String> {
     let cancel = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(AtomicUsize::new(0));
     let options = ScanOptions {
         cancel: Some(cancel.clone()),
+        progress: Some(progress.clone()),
         ..ScanOptions::default()
     };
     let total = files.len();
+    let what = format!(
+        "Scanning for {} {name}",
+        match kind {
+            Kind::Call => "callers of",
+            Kind::Reference => "references to",
+        }
+    );
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("agent-q-xref-scan".into())
@@ -126,19 +141,40 @@ fn scan_off_main_thread(
         })
         .map_err(|e| format!("cannot start the scan thread: {e}"))?;
     let lost = || "internal error: the scan thread ended without a result".to_string();
-    let deadline = max_wait.and_then(|d| Instant::now().checked_add(d));
+    let started = Instant::now();
+    let deadline = max_wait.and_then(|d| started.checked_add(d));
+    let mut next_progress = started + PROGRESS_AFTER;
+    let mut shown = false;
+    let clear = |shown: bool| {
+        if shown {
+            let _ = env.call("message", ((),));
+        }
+    };
     loop {
         match rx.recv_timeout(POLL) {
-            Ok(report) => return report.map(|r| (r, None)).map_err(|e| e.to_string()),
+            Ok(report) => {
+                clear(shown);
+                return report.map(|r| (r, None)).map_err(|e| e.to_string());
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(lost()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
                 let stop = if quit_requested(env) {
                     Stop::Quit
-                } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                } else if deadline.is_some_and(|d| now >= d) {
                     Stop::Timeout
                 } else {
+                    if now >= next_progress {
+                        // `message' shows at once, even while Emacs is busy; in batch it goes
+                        // to stderr. A failure to show progress is not worth failing the scan.
+                        let done = progress.load(Ordering::Relaxed).min(total);
+                        let text = format!("{what}: {done} of {total} files (C-g to stop)...");
+                        shown |= env.call("message", ("%s", text)).is_ok();
+                        next_progress = now + PROGRESS_EVERY;
+                    }
                     continue;
                 };
+                clear(shown);
                 cancel.store(true, Ordering::Relaxed);
                 let report = match rx.recv_timeout(DRAIN) {
                     Ok(Ok(report)) => report,
