@@ -76,6 +76,9 @@
 //!   and modification time are unchanged: later scans skip, without reading them, the files
 //!   that cannot contain the name. Scans index the files they parse; [`index_files`] indexes
 //!   the rest, meant for a background thread.
+//! - [`ScanOptions::cancel`] stops a scan from another thread (checked before each file and
+//!   every 256 KiB inside one), which then reports the files done so far, and
+//!   [`ScanOptions::progress`] counts the files done, for a progress message.
 //!
 //! Invalid UTF-8 is no problem: the scanner works on bytes and decodes the reported line
 //! lossily. Malformed input (unbalanced parentheses, unterminated strings, binary data) gives

@@ -116,6 +116,10 @@ fn scan_off_main_thread(
     kind: Kind,
     max_wait: Option<Duration>,
 ) -> std::result::Result<(ScanReport, Option<Stop>), String> {
+    // The scan reads each file once; so does the count shown in progress messages.
+    let mut files = files;
+    files.sort();
+    files.dedup();
     let cancel = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(AtomicUsize::new(0));
     let options = ScanOptions {
