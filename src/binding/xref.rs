@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::errors::{self, Kind as ErrorKind};
+use super::quit::quit_requested;
 use crate::xref::{self, Kind, ScanCache, ScanOptions, ScanReport};
 
 /// The symbol indexes of the files scanned so far (see [`ScanCache`]), kept across calls.
@@ -70,31 +71,6 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 
 /// ...every so often.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
-
-/// `emacs_process_input_quit` from emacs-module.h (Emacs 27+), which the crate does not re-export.
-const PROCESS_INPUT_QUIT: u32 = 1;
-
-/// Whether the user has asked to quit (`C-g`) since the module function was called.
-///
-/// `process_input` leaves a pending quit signal on ENV when it answers quit; it is cleared here,
-/// because the caller reports the interruption in its result instead of unwinding.
-fn quit_requested(env: &Env) -> bool {
-    let raw = env.raw();
-    // SAFETY: `raw` is the live env of the current module call, used on the Emacs thread;
-    // process_input and non_local_exit_clear exist in the Emacs 28 env this module requires.
-    unsafe {
-        let Some(process_input) = (*raw).process_input else {
-            return false;
-        };
-        if process_input(raw) != PROCESS_INPUT_QUIT {
-            return false;
-        }
-        if let Some(clear) = (*raw).non_local_exit_clear {
-            clear(raw);
-        }
-        true
-    }
-}
 
 /// Why a scan stopped before its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
