@@ -150,6 +150,433 @@ SERVER the fake server answering RESPONSES."
 (ert-deftest agent-q-gptel-test-read-file-reaches-the-model-streaming ()
   (agent-q-gptel-test--read-file t))
 
+;;;; Dangerous calls: asked, denied, approved
+
+(defun agent-q-gptel-test--write-file (key)
+  "write_file through gptel answered with KEY at agent-q's real prompt.
+Return (RUN FILE-CONTENT TOOL-MESSAGES AUDIT-IDS)."
+  (agent-q-gptel-test--with-file file "old text\n"
+    (agent-q-gptel-test--with (reg server
+                                   (list `((tool_calls . [,(agent-q-bridge-tool-call
+                                                            "call_write_7" "write_file"
+                                                            `((path . ,file)
+                                                              (content . "new text\n")))]))
+                                         '((content . "Done."))))
+      (let* ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
+             (prompts nil)
+             (run (cl-letf* ((read-char-choice (symbol-function 'read-char-choice-with-read-key))
+                             ((symbol-function 'read-char-choice-with-read-key)
+                              (lambda (prompt chars &rest rest)
+                                (push prompt prompts)
+                                (apply read-char-choice prompt chars rest))))
+                    (setq unread-command-events (list key))
+                    (prog1 (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))
+                      (agent-q-bridge-wait (lambda () (= (length (agent-q-bridge-requests server)) 2))
+                                           30 "the follow-up request")))))
+        (should (eq (agent-q-gptel-test--finish run) 'DONE))
+        ;; The prompt said who asks, for what, and the call.
+        (should (= (length prompts) 1))
+        (should (string-match-p "\\`agent-q: gptel wants to run write_file \\[dangerous\\]"
+                                (car prompts)))
+        (list run (agent-q-bridge-file file) (agent-q-gptel-test--follow-up server)
+              (agent-q-bridge-audit-ids))))))
+
+(ert-deftest agent-q-gptel-test-write-file-denied ()
+  (pcase-let ((`(,_run ,content ,messages ,audit) (agent-q-gptel-test--write-file ?n)))
+    (should (equal content "old text\n"))
+    (should (equal (plist-get (car messages) :tool_call_id) "call_write_7"))
+    (should (equal (plist-get (car messages) :content) "error User denied tool execution"))
+    (should audit)
+    (should (cl-every (lambda (id) (equal id "call_write_7")) audit))))
+
+(ert-deftest agent-q-gptel-test-write-file-approved-and-audited-with-gptels-id ()
+  (pcase-let ((`(,_run ,content ,messages ,audit) (agent-q-gptel-test--write-file ?y)))
+    (should (equal content "new text\n"))
+    (should (equal (plist-get (car messages) :tool_call_id) "call_write_7"))
+    (should (string-match-p "\\`Wrote 9 characters" (plist-get (car messages) :content)))
+    ;; Every audit line of the call carries gptel's tool-call id.
+    (should (>= (length audit) 2))
+    (should (cl-every (lambda (id) (equal id "call_write_7")) audit))))
+
+(ert-deftest agent-q-gptel-test-two-dangerous-calls-asked-one-after-the-other ()
+  (let ((files (list (make-temp-name (expand-file-name "agent-q-gptel-a" temporary-file-directory))
+                     (make-temp-name (expand-file-name "agent-q-gptel-b" temporary-file-directory)))))
+    (unwind-protect
+        (agent-q-gptel-test--with (reg server
+                                       (list `((tool_calls
+                                                . [,(agent-q-bridge-tool-call
+                                                     "call_a" "touch" `((path . ,(nth 0 files))))
+                                                   ,(agent-q-bridge-tool-call
+                                                     "call_b" "touch" `((path . ,(nth 1 files))))]))
+                                             '((content . "Both done."))))
+          (let* ((depth 0) (max-depth 0) (asked nil)
+                 (agent-q-approval-function
+                  (lambda (_tool args)
+                    (cl-incf depth)
+                    (setq max-depth (max max-depth depth))
+                    (push (list (plist-get agent-q-approval-context :id)
+                                (plist-get agent-q-approval-context :client)
+                                (file-exists-p (nth 0 files)))
+                          asked)
+                    ;; The user takes a moment: events run meanwhile.
+                    (accept-process-output nil 0.1)
+                    (cl-decf depth)
+                    (ignore args)
+                    :approved))
+                 (run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+            (should (eq (agent-q-gptel-test--finish run) 'DONE))
+            (should (= max-depth 1))
+            ;; In order; the second asked after the first had run.
+            (should (equal (reverse asked) '(("call_a" "gptel" nil) ("call_b" "gptel" t))))
+            (should (cl-every #'file-exists-p files))
+            (let ((messages (agent-q-gptel-test--follow-up server)))
+              (should (equal (mapcar (lambda (m) (plist-get m :tool_call_id)) messages)
+                             '("call_a" "call_b")))
+              (should (equal (mapcar (lambda (m) (plist-get m :content)) messages)
+                             '("touched" "touched"))))))
+      (dolist (f files) (when (file-exists-p f) (delete-file f))))))
+
+(ert-deftest agent-q-gptel-test-quit-at-the-prompt-from-a-process-sentinel ()
+  (let ((file (make-temp-name (expand-file-name "agent-q-gptel-q" temporary-file-directory)))
+        (dispatch-inhibit-quit :unknown))
+    (unwind-protect
+        (agent-q-gptel-test--with (reg server
+                                       (list `((tool_calls . [,(agent-q-bridge-tool-call
+                                                                "call_q" "touch"
+                                                                `((path . ,file)))]))
+                                             '((content . "Understood."))))
+          (let ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
+                (probe (lambda (&rest _) (setq dispatch-inhibit-quit inhibit-quit))))
+            (advice-add 'gptel--handle-tool-use :before probe)
+            (unwind-protect
+                (let ((run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+                  ;; C-g typed at agent-q's prompt.
+                  (setq unread-command-events (list ?\C-g))
+                  (should (eq (agent-q-gptel-test--finish run) 'DONE))
+                  ;; gptel dispatched the call from curl's process sentinel.
+                  (should (eq dispatch-inhibit-quit t))
+                  (should-not (file-exists-p file))
+                  (should (equal (plist-get (car (agent-q-gptel-test--follow-up server)) :content)
+                                 "error User denied tool execution"))
+                  ;; Emacs is not stuck: nothing waits, timers and commands run.
+                  (should-not agent-q--pending)
+                  (should (= (recursion-depth) 0))
+                  (let ((fired nil))
+                    (run-at-time 0 nil (lambda () (setq fired t)))
+                    (agent-q-bridge-wait (lambda () fired) 5 "a timer after the quit")))
+              (advice-remove 'gptel--handle-tool-use probe))))
+      (when (file-exists-p file) (delete-file file)))))
+
+;;;; The review, while gptel waits
+
+(ert-deftest agent-q-gptel-test-propose-file-edit-reviewed-while-gptel-waits ()
+  (let ((old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 40) "")))
+    (agent-q-gptel-test--with-file file old
+      (let ((new (replace-regexp-in-string "^line \\(2\\|20\\|38\\)$" "LINE \\1" old)))
+        (agent-q-gptel-test--with (reg server
+                                       (list `((tool_calls . [,(agent-q-bridge-tool-call
+                                                                "call_edit" "propose_file_edit"
+                                                                `((path . ,file) (original . ,old)
+                                                                  (modified . ,new)
+                                                                  (description . "Three hunks")))]))
+                                             '((content . "Edited."))))
+          (let* ((run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg)))
+                 (review (agent-q-bridge-wait
+                          (lambda () (cl-find-if (lambda (b) (string-prefix-p "*agent-q-diff: "
+                                                                              (buffer-name b)))
+                                                 (buffer-list)))
+                          30 "the review buffer")))
+            ;; gptel waits: one request so far, the request in its TOOL state.
+            (accept-process-output nil 0.2)
+            (should (= (length (agent-q-bridge-requests server)) 1))
+            (should (eq (gptel-fsm-state (agent-q-gptel-test--run-fsm run)) 'TOOL))
+            (should (= (recursion-depth) 0))
+            ;; The user reviews with the keys: a, r, a, C-c C-c.
+            (save-window-excursion
+              (switch-to-buffer review)
+              (execute-kbd-macro (kbd "a r a C-c C-c")))
+            (should (eq (agent-q-gptel-test--finish run) 'DONE))
+            (let ((content (plist-get (car (agent-q-gptel-test--follow-up server)) :content)))
+              (should (string-match-p
+                       "\\`Applied 2 of 3 hunks to .*(hunks 1 and 3 accepted; hunk 2 rejected)"
+                       content)))
+            (with-current-buffer (find-buffer-visiting file)
+              (should (equal (buffer-string)
+                             (replace-regexp-in-string "^line \\(2\\|38\\)$" "LINE \\1" old))))))))))
+
+;;;; Failures reach the model as failures
+
+(ert-deftest agent-q-gptel-test-failures-are-marked-as-tool-errors ()
+  (agent-q-gptel-test--with (reg server
+                                 (list `((tool_calls
+                                          . [,(agent-q-bridge-tool-call "call_gone" "touch"
+                                                                        '((path . "/nonexistent/x")))
+                                             ,(agent-q-bridge-tool-call "call_bad" "read_file"
+                                                                        '((path . 42)))
+                                             ,(agent-q-bridge-tool-call "call_err" "fail_always"
+                                                                        '((why . "on purpose")))
+                                             ,(agent-q-bridge-tool-call "call_ok" "describe_symbol"
+                                                                        '((symbol . "car")))
+                                             ,(agent-q-bridge-tool-call "call_unknown" "format_disk"
+                                                                        '((now . t)))]))
+                                       '((content . "I see."))))
+    (let* ((tools (agent-q-gptel-tools :registry reg))
+           (uses nil)
+           (probe (lambda (fsm) (setq uses (plist-get (gptel-fsm-info fsm) :tool-use)))))
+      ;; The tool goes away from agent-q after gptel got its list.
+      (agent-q-remove-tool "touch" reg)
+      (let ((run (unwind-protect
+                     (progn (advice-add 'gptel--handle-tool-result :before probe)
+                            (prog1 (agent-q-gptel-test--start server tools)
+                              (agent-q-bridge-wait (lambda () uses) 30 "the tool results")))
+                   (advice-remove 'gptel--handle-tool-result probe))))
+        (should (eq (agent-q-gptel-test--finish run) 'DONE))
+        (let ((messages (agent-q-gptel-test--follow-up server)))
+          (should (equal (mapcar (lambda (m) (plist-get m :tool_call_id)) messages)
+                         '("call_gone" "call_bad" "call_err" "call_ok" "call_unknown")))
+          (pcase-let ((`(,gone ,bad ,err ,ok ,unknown) (mapcar (lambda (m) (plist-get m :content))
+                                                               messages)))
+            (should (equal gone "error Unknown tool: touch"))
+            (should (string-match-p
+                     "\\`error Invalid arguments for read_file: field 'path': expected type \"string\""
+                     bad))
+            (should (equal err "error Tool error: It broke: on purpose"))
+            (should (string-match-p "\\`Symbol: car\nKind: function" ok))
+            ;; A tool gptel was never given is answered by gptel itself.
+            (should (string-match-p "\\`Error: Tool 'format_disk' is not available" unknown))))
+        ;; agent-q's failures are flagged on gptel's calls: a backend with
+        ;; an error flag (Anthropic's is_error) sends it.
+        (progn
+          (should (equal (mapcar (lambda (c) (and (plist-get c :error) t)) uses)
+                         '(t t t nil nil)))
+          (require 'gptel-anthropic)
+          (let ((parsed (gptel--parse-tool-results
+                         (gptel-make-anthropic "agent-q-fake-anthropic" :key "k") uses)))
+            (should (equal (mapcar (lambda (r) (plist-get r :is_error))
+                                   (append (plist-get parsed :content) nil))
+                           '(t t t nil nil)))))))))
+
+;;;; Arguments exactly as the model sent them
+
+(ert-deftest agent-q-gptel-test-arguments-arrive-exactly ()
+  (agent-q-gptel-test--with (reg server
+                                 (list `((tool_calls
+                                          . [,(agent-q-bridge-tool-call
+                                               "call_1" "echo_args"
+                                               "{\"s\": \"x\", \"b\": false, \"t\": true, \"arr\": [1, [2, 3]], \"obj\": {\"k\": \"v\", \"f\": false}}")
+                                             ,(agent-q-bridge-tool-call
+                                               "call_2" "echo_args" "{\"s\": \"y\", \"n\": null}")]))
+                                       '((content . "OK"))))
+    (let ((seen nil))
+      (agent-q-register-tool
+       (agent-q-define-tool "echo_args" "Echo."
+                            '((:name "s" :type :string)
+                              (:name "n" :type :integer)
+                              (:name "b" :type :boolean)
+                              (:name "t" :type :boolean)
+                              (:name "arr" :type :array)
+                              (:name "obj" :type :object))
+                            :required '("s")
+                            :handler (lambda (args)
+                                       (push (list (gethash "s" args)
+                                                   (gethash "n" args :absent)
+                                                   (gethash "b" args :absent)
+                                                   (gethash "t" args :absent)
+                                                   (gethash "arr" args :absent)
+                                                   (let ((obj (gethash "obj" args :absent)))
+                                                     (if (hash-table-p obj)
+                                                         (list (gethash "k" obj) (gethash "f" obj :absent))
+                                                       obj)))
+                                             seen)
+                                       "echoed"))
+       reg)
+      (let ((run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+        (should (eq (agent-q-gptel-test--finish run) 'DONE))
+        ;; Left out stays left out; false is false, not absent; arrays and
+        ;; objects keep their shape.
+        (should (equal seen '(("x" :absent nil t (1 (2 3)) ("v" nil)))))
+        ;; An explicit null is sent on as null, which the schema refuses.
+        (should (equal (mapcar (lambda (m) (plist-get m :content)) (agent-q-gptel-test--follow-up server))
+                       '("echoed" "error Invalid arguments for echo_args: field 'n': expected type \"integer\", got null")))))))
+
+(ert-deftest agent-q-gptel-test-a-call-outside-any-request-uses-the-values ()
+  ;; gptel's function called directly: no request to find the call in.
+  (agent-q-bridge-require-gptel)
+  (agent-q-bridge-with-registry reg
+    (let* ((seen nil)
+           (_ (agent-q-register-tool
+               (agent-q-define-tool "echo2" "Echo."
+                                    '((:name "s" :type :string) (:name "n" :type :integer)
+                                      (:name "b" :type :boolean) (:name "arr" :type :array))
+                                    :required '("s")
+                                    :handler (lambda (args)
+                                               (push (list (gethash "s" args) (gethash "n" args :absent)
+                                                           (gethash "b" args :absent)
+                                                           (gethash "arr" args :absent))
+                                                     seen)
+                                               "ok"))
+               reg))
+           (tool (cl-find "echo2" (agent-q-gptel-tools :registry reg)
+                          :key #'gptel-tool-name :test #'equal))
+           (answer nil))
+      (should (gptel-tool-async tool))
+      (should-not (gptel-tool-confirm tool))
+      (should (equal (mapcar (lambda (a) (plist-get a :name)) (gptel-tool-args tool))
+                     '("s" "n" "b" "arr")))
+      (funcall (gptel-tool-function tool) (lambda (text) (setq answer text))
+               "x" nil :json-false [1 2])
+      (agent-q-bridge-wait (lambda () answer) 5 "the answer")
+      (should (equal answer "ok"))
+      (should (equal seen '(("x" :absent nil (1 2))))))))
+
+;;;; Aborting
+
+(defun agent-q-gptel-test--abort (how)
+  "A dangerous call left pending, then the request ended by HOW.
+HOW is `abort' (gptel-abort) or `kill' (killing the request's buffer)."
+  (let ((file (make-temp-name (expand-file-name "agent-q-gptel-ab" temporary-file-directory))))
+    (unwind-protect
+        (agent-q-gptel-test--with (reg server
+                                       (list `((tool_calls . [,(agent-q-bridge-tool-call
+                                                                "call_ab" "touch"
+                                                                `((path . ,file)))]))
+                                             '((content . "Never sent."))))
+          ;; "Later": the call stays pending, as when the user has not answered yet.
+          (let* ((agent-q-approval-function (lambda (&rest _) :later))
+                 (run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+            (agent-q-bridge-wait (lambda () (and agent-q--pending
+                                                 (eq (agent-q--pending-state (car agent-q--pending))
+                                                     'deferred)))
+                                 30 "the pending call")
+            (pcase how
+              ('abort (gptel-abort (agent-q-gptel-test--run-buffer run)))
+              ('kill (kill-buffer (agent-q-gptel-test--run-buffer run))))
+            (should-not agent-q--pending)
+            (accept-process-output nil 0.5)
+            (should-not (file-exists-p file))
+            ;; No follow-up: the model is not asked again.
+            (should (= (length (agent-q-bridge-requests server)) 1))
+            (when (eq how 'abort)
+              (should (eq (gptel-fsm-state (agent-q-gptel-test--run-fsm run)) 'ABRT))
+              (should (memq 'abort (agent-q-gptel-test--run-events run))))))
+      (when (file-exists-p file) (delete-file file)))))
+
+(ert-deftest agent-q-gptel-test-gptel-abort-withdraws-pending-calls ()
+  (agent-q-gptel-test--abort 'abort))
+
+(ert-deftest agent-q-gptel-test-killing-the-buffer-withdraws-pending-calls ()
+  (agent-q-gptel-test--abort 'kill))
+
+;;;; gptel's own confirmation
+
+(defun agent-q-gptel-test--confirm-all (skip)
+  "A dangerous call with `gptel-confirm-tool-calls' t; SKIP sets the override.
+Return (EVENTS TOOL-MESSAGES AUDIT-IDS FILE-EXISTED)."
+  (let ((file (make-temp-name (expand-file-name "agent-q-gptel-c" temporary-file-directory))))
+    (unwind-protect
+        (agent-q-gptel-test--with (reg server
+                                       (list `((tool_calls . [,(agent-q-bridge-tool-call
+                                                                "call_conf" "touch"
+                                                                `((path . ,file)))]))
+                                             '((content . "Done."))))
+          (let* ((gptel-confirm-tool-calls t)
+                 (agent-q-gptel-skip-gptel-confirmation skip)
+                 (agent-q-approval-function (lambda (&rest _) :approved))
+                 (run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+            ;; gptel hands its confirmation to the callback; the user accepts.
+            (unless skip
+              (let ((asked (agent-q-bridge-wait
+                            (lambda () (cl-find-if (lambda (e) (eq (car-safe e) 'tool-call))
+                                                   (agent-q-gptel-test--run-events run)))
+                            30 "gptel's confirmation")))
+                (should-not (file-exists-p file))
+                (run-at-time 0 nil #'gptel--accept-tool-calls (cdr asked) nil)))
+            (should (eq (agent-q-gptel-test--finish run) 'DONE))
+            (list (agent-q-gptel-test--run-events run) (agent-q-gptel-test--follow-up server)
+                  (agent-q-bridge-audit-ids) (file-exists-p file))))
+      (when (file-exists-p file) (delete-file file)))))
+
+(ert-deftest agent-q-gptel-test-gptel-confirmation-t-asks-first-and-keeps-the-id ()
+  (pcase-let ((`(,events ,messages ,audit ,existed) (agent-q-gptel-test--confirm-all nil)))
+    (should (cl-find 'tool-call events :key #'car-safe))
+    (should existed)
+    ;; gptel called the tool later, outside its dispatch: the id was still found.
+    (should (equal (plist-get (car messages) :tool_call_id) "call_conf"))
+    (should (equal (plist-get (car messages) :content) "touched"))
+    (should audit)
+    (should (cl-every (lambda (id) (equal id "call_conf")) audit))))
+
+(ert-deftest agent-q-gptel-test-skipping-gptels-confirmation ()
+  (pcase-let ((`(,events ,messages ,_audit ,existed) (agent-q-gptel-test--confirm-all t)))
+    (should-not (cl-find 'tool-call events :key #'car-safe))
+    (should existed)
+    (should (equal (plist-get (car messages) :content) "touched"))))
+
+;;;; The global minor mode
+
+(ert-deftest agent-q-gptel-test-mode-adds-syncs-and-removes-exactly-its-tools ()
+  (agent-q-bridge-require-gptel)
+  (let* ((mine (gptel--make-tool :name "my_tool" :function #'ignore :description "Mine."
+                                 :category "buffer"))
+         (my-read (gptel--make-tool :name "read_file" :function #'ignore :description "Mine too."
+                                    :category "filesystem"))
+         (original-known (list (list "buffer" (cons "my_tool" mine))
+                               (list "filesystem" (cons "read_file" my-read))))
+         (gptel--known-tools (copy-tree original-known))
+         (gptel-tools (list mine my-read))
+         (names (lambda (tools) (mapcar #'gptel-tool-name tools)))
+         (known (lambda (category) (mapcar #'car (cdr (assoc category gptel--known-tools)))))
+         (local (generate-new-buffer "agent-q-gptel-local")))
+    (unwind-protect
+        (progn
+          (agent-q-gptel-mode 1)
+          ;; Every enabled tool once; the user's read_file keeps its place.
+          (should (equal (funcall names gptel-tools)
+                         (append '("my_tool" "read_file")
+                                 (remove "read_file" (agent-q-list-registered-tools)))))
+          (should (eq (cl-find "read_file" gptel-tools :key #'gptel-tool-name :test #'equal) my-read))
+          (should (equal (funcall known "buffer")
+                         '("my_tool" "read_buffer" "read_file" "search_in_buffer" "write_file")))
+          (should (equal (funcall known "filesystem") '("read_file")))
+          (should (equal (funcall known "diff") '("propose_file_edit")))
+          (should (= (length (funcall known "introspection")) 9))
+          ;; A buffer where the user chose some tools.
+          (with-current-buffer local
+            (setq-local gptel-tools (list mine (cl-find "describe_symbol" (default-value 'gptel-tools)
+                                                        :key #'gptel-tool-name :test #'equal))))
+          ;; The user deselects write_file globally.
+          (setq gptel-tools (cl-remove "write_file" gptel-tools :key #'gptel-tool-name :test #'equal))
+          ;; Registering: it comes; the user's choices stay.
+          (agent-q-deftool "agent_q_probe" "Probe." nil :categories '(:probe)
+            :handler (lambda (_) "probe"))
+          (should (member "agent_q_probe" (funcall names gptel-tools)))
+          (should-not (member "write_file" (funcall names gptel-tools)))
+          (should (equal (funcall known "probe") '("agent_q_probe")))
+          (with-current-buffer local
+            (should (equal (funcall names gptel-tools) '("my_tool" "describe_symbol")))
+            ;; Kept up to date: the same object as the global list's.
+            (should (eq (cadr gptel-tools)
+                        (cl-find "describe_symbol" (default-value 'gptel-tools)
+                                 :key #'gptel-tool-name :test #'equal))))
+          ;; Disabling removes it (and the category it alone made); enabling brings it back.
+          (agent-q-set-tool-enabled "agent_q_probe" nil)
+          (should-not (member "agent_q_probe" (funcall names gptel-tools)))
+          (should-not (assoc "probe" gptel--known-tools))
+          (agent-q-set-tool-enabled "agent_q_probe" t)
+          (should (member "agent_q_probe" (funcall names gptel-tools)))
+          (should (equal (funcall known "probe") '("agent_q_probe")))
+          (agent-q-remove-tool "agent_q_probe")
+          (should-not (member "agent_q_probe" (funcall names gptel-tools)))
+          ;; Off: exactly the user's tools are left.
+          (agent-q-gptel-mode -1)
+          (should (equal gptel-tools (list mine my-read)))
+          (should (equal gptel--known-tools original-known))
+          (with-current-buffer local
+            (should (equal gptel-tools (list mine)))))
+      (agent-q-gptel-mode -1)
+      (agent-q-remove-tool "agent_q_probe")
+      (kill-buffer local))))
+
 (provide 'agent-q-gptel-test)
 
 ;;; agent-q-gptel-test.el ends here
