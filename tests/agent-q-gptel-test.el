@@ -577,6 +577,96 @@ Return (EVENTS TOOL-MESSAGES AUDIT-IDS FILE-EXISTED)."
       (agent-q-remove-tool "agent_q_probe")
       (kill-buffer local))))
 
+;;;; In a terminal, as a user would
+
+(declare-function agent-q-tmux-test--ensure-tmux "agent-q-tmux-test")
+(declare-function agent-q-tmux-test--tmux "agent-q-tmux-test")
+(declare-function agent-q-tmux-test--wait-screen "agent-q-tmux-test")
+(declare-function agent-q-tmux-test--wait-file "agent-q-tmux-test")
+
+(ert-deftest agent-q-gptel-test-tmux-approve-with-y-while-typing-elsewhere ()
+  ;; emacs -nw under tmux: F5 sends a real gptel request; while the model
+  ;; "thinks" (the fake server waits 3 s) the user types into a buffer;
+  ;; agent-q's prompt comes, the user answers y; the file is written and
+  ;; the model told, and the typed text is in the buffer.
+  (agent-q-bridge-require-gptel)
+  (require 'agent-q-tmux-test)
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((target (make-temp-file "agent-q-gptel-tmux" nil ".txt" "old text\n"))
+         (out (make-temp-name (expand-file-name "agent-q-gptel-tmux-out" temporary-file-directory)))
+         (setup (make-temp-file "agent-q-gptel-tmux-setup" nil ".el"))
+         (session (format "agent-q-gptel-%d-%d" (emacs-pid) (random 100000)))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (dirs (delete-dups
+                (delq nil (mapcar (lambda (feature)
+                                    (let ((file (locate-library feature)))
+                                      (and file (file-name-directory file))))
+                                  '("agent-q" "gptel-request" "compat"))))))
+    (unwind-protect
+        (agent-q-bridge-with-server server
+            (list `((delay . 3)
+                    (tool_calls . [,(agent-q-bridge-tool-call
+                                     "call_tmux" "write_file"
+                                     `((path . ,target) (content . "new text\n")))]))
+                  '((content . "I wrote the file.")))
+          (with-temp-file setup
+            (prin1
+             `(progn
+                (setq load-path (append ',dirs load-path))
+                (setq agent-q-audit-file nil)
+                (require 'agent-q)
+                (require 'gptel)
+                (require 'gptel-openai)
+                (require 'agent-q-gptel)
+                (defun agent-q-gptel-tmux-report (text)
+                  (with-temp-file ,out
+                    (prin1 (list :text text
+                                 :notes (with-current-buffer "notes" (buffer-string)))
+                           (current-buffer)))
+                  (kill-emacs 0))
+                (defun agent-q-gptel-tmux-run ()
+                  (interactive)
+                  (switch-to-buffer (get-buffer-create "notes"))
+                  (let ((gptel-backend (gptel-make-openai "fake"
+                                         :host ,(format "127.0.0.1:%d"
+                                                        (agent-q-bridge-server-port server))
+                                         :protocol "http" :endpoint "/v1/chat/completions"
+                                         :key "test-key" :models '(fake-model)))
+                        (gptel-model 'fake-model)
+                        (gptel-stream nil)
+                        (gptel-tools (agent-q-gptel-tools)))
+                    (gptel-request "Please write the file."
+                      :buffer (get-buffer-create "*request*")
+                      :callback (lambda (response _info)
+                                  (when (stringp response)
+                                    (run-at-time 0 nil #'agent-q-gptel-tmux-report response))))))
+                (global-set-key (kbd "<f5>") #'agent-q-gptel-tmux-run))
+             (current-buffer)))
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument
+                      (list emacs "-nw" "-Q" "-l" setup) " "))
+          (agent-q-tmux-test--wait-screen session "scratch")
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+          (agent-q-tmux-test--wait-screen session "notes")
+          ;; The request is out; the user goes on typing in "notes".
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "-l" "typed while gptel waits")
+          (let ((screen (agent-q-tmux-test--wait-screen
+                         session "agent-q: gptel wants to run write_file \\[dangerous\\]")))
+            (should (string-match-p "typed while gptel waits" screen))
+            (should (string-match-p "\\[agent-q: 1 pending\\]" screen)))
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "y")
+          (let ((run (car (read-from-string (agent-q-tmux-test--wait-file out)))))
+            (should (equal (plist-get run :text) "I wrote the file."))
+            (should (equal (plist-get run :notes) "typed while gptel waits")))
+          (should (equal (agent-q-bridge-file target) "new text\n"))
+          (let ((message (car (agent-q-bridge-tool-messages
+                               (nth 1 (agent-q-bridge-requests server))))))
+            (should (equal (plist-get message :tool_call_id) "call_tmux"))
+            (should (string-match-p "\\`Wrote 9 characters" (plist-get message :content)))))
+      (call-process "tmux" nil nil nil "kill-session" "-t" session)
+      (dolist (f (list target out setup)) (when (file-exists-p f) (delete-file f))))))
+
 (provide 'agent-q-gptel-test)
 
 ;;; agent-q-gptel-test.el ends here

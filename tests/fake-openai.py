@@ -13,6 +13,8 @@ the Nth POST gets the Nth response, which is either
                                                            or a raw JSON string)
   {"content": "Some text"}
 
+either with an optional "delay" (seconds, at most 10) before it is sent.
+
 Every request is appended to --record as one JSON line {"path": ..., "body": ...}
 before it is answered, so a test can read the follow-up request a client sent
 with the tool results.  A request whose body has "stream": true is answered with
@@ -120,6 +122,9 @@ def main():
                                                "type": "server_error"}})
                 return
             response = responses[index]
+            # "delay": seconds to wait before answering (at most 10), so a
+            # test can act while the client waits for the model.
+            time.sleep(min(float(response.get("delay", 0)), 10.0))
             model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
             if isinstance(body, dict) and body.get("stream"):
                 self.send_response(200)
