@@ -577,6 +577,33 @@ Return (EVENTS TOOL-MESSAGES AUDIT-IDS FILE-EXISTED)."
       (agent-q-remove-tool "agent_q_probe")
       (kill-buffer local))))
 
+;;;; The demonstration's gptel part
+
+(declare-function agent-q-demo--gptel "agent-q-demo")
+
+(ert-deftest agent-q-gptel-test-the-demo-drives-a-real-request-offline ()
+  ;; `make run': part 4 sends a real gptel request to the scripted model
+  ;; the demo serves in-process, through the global registry's built-ins.
+  (agent-q-bridge-require-gptel)
+  (require 'agent-q-demo)
+  (let ((agent-q-audit-file nil)
+        (agent-q-approval-function (lambda (&rest _) :approved)))
+    (with-current-buffer (get-buffer-create "*agent-q-demo*")
+      (let ((inhibit-read-only t)) (erase-buffer)))
+    (unwind-protect
+        (progn
+          (agent-q-demo--gptel)
+          (agent-q-bridge-wait (lambda ()
+                                 (with-current-buffer "*agent-q-demo*"
+                                   (string-match-p "That is all" (buffer-string))))
+                               30 "the demo's gptel part")
+          (with-current-buffer "*agent-q-demo*"
+            (let ((text (buffer-string)))
+              (should (string-match-p "call_demo_1 -> Symbol: mapcar" text))
+              (should (string-match-p "call_demo_2 -> Wrote 23 characters" text))
+              (should (string-match-p "The note file holds: \"Written through gptel.\\\\n\"" text)))))
+      (kill-buffer "*agent-q-demo*"))))
+
 ;;;; In a terminal, as a user would
 
 (declare-function agent-q-tmux-test--ensure-tmux "agent-q-tmux-test")
