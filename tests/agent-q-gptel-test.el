@@ -577,6 +577,41 @@ Return (EVENTS TOOL-MESSAGES AUDIT-IDS FILE-EXISTED)."
       (agent-q-remove-tool "agent_q_probe")
       (kill-buffer local))))
 
+;;;; The init.el line
+
+(ert-deftest agent-q-gptel-test-one-init-line-before-gptel-loads ()
+  ;; A fresh Emacs: (require 'agent-q) then (agent-q-gptel-mode 1), gptel
+  ;; not loaded yet; once it loads, its requests have agent-q's tools.
+  (agent-q-bridge-require-gptel)
+  (let* ((dirs (delete-dups
+                (delq nil (mapcar (lambda (feature)
+                                    (let ((file (locate-library feature)))
+                                      (and file (file-name-directory file))))
+                                  '("agent-q" "gptel-request" "compat")))))
+         (output
+          (with-temp-buffer
+            (let ((status (apply #'call-process
+                                 (expand-file-name invocation-name invocation-directory)
+                                 nil t nil "--batch" "-Q"
+                                 (append
+                                  (mapcan (lambda (d) (list "-L" d)) dirs)
+                                  (list "--eval"
+                                        (prin1-to-string
+                                         '(progn
+                                            (require 'agent-q)
+                                            (agent-q-gptel-mode 1)
+                                            (princ (format "loaded-before:%s\n" (featurep 'gptel-request)))
+                                            (require 'gptel)
+                                            (princ (format "tools:%s\n" (mapconcat #'gptel-tool-name
+                                                                                   gptel-tools ",")))
+                                            (princ (format "menu:%S\n" (mapcar #'car gptel--known-tools))))))))))
+              (should (eq status 0))
+              (buffer-string)))))
+    (should (string-match-p "^loaded-before:nil$" output))
+    (should (string-match-p (concat "^tools:" (mapconcat #'identity (agent-q-list-registered-tools) ",") "$")
+                            output))
+    (should (string-match-p "^menu:(\"introspection\" \"execution\" \"diff\" \"buffer\")$" output))))
+
 ;;;; The demonstration's gptel part
 
 (declare-function agent-q-demo--gptel "agent-q-demo")
