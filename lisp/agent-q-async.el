@@ -52,6 +52,11 @@
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
+(declare-function agent-q--core-channel-open "agent-q-core" (process))
+(declare-function agent-q--core-channel-close "agent-q-core" ())
+(declare-function agent-q--core-channel-drained "agent-q-core" ())
+(declare-function agent-q--core-native-finished "agent-q-core" ())
+(declare-function agent-q--core-native-abort "agent-q-core" (ticket))
 (declare-function agent-q--approval-call "agent-q" (tool-name args context))
 (declare-function agent-q--error-message "agent-q" (condition))
 
@@ -100,6 +105,52 @@ CANCEL-FUNCTIONS are called if the call is withdrawn while running."
 (defvar agent-q--starting nil
   "The pending call whose asynchronous handler is being started, or nil.")
 
+(defvar agent-q--native-runs (make-hash-table)
+  "Native tools running off Emacs's main thread: ticket -> pending call.")
+
+;;;; The channel from the module's threads
+
+(defvar agent-q--channel nil
+  "The pipe process through which the module's threads wake Emacs, or nil.")
+
+(defvar agent-q--channel-drain-functions (list #'agent-q--drain-native-runs)
+  "Functions called, without arguments, when the module's threads wake Emacs.
+Each takes what its queue holds (finished native tools, requests to the
+MCP server...) and acts on it, on Emacs's main thread.")
+
+(defun agent-q--channel-filter (_process _output)
+  "Drain the module's queues: a thread has woken Emacs."
+  (agent-q--core-channel-drained)
+  (dolist (drain agent-q--channel-drain-functions)
+    (condition-case err
+        (funcall drain)
+      (error (message "agent-q: %s failed: %s" drain (agent-q--error-message err))))))
+
+(defun agent-q--ensure-channel ()
+  "Open the channel from the module's threads to Emacs, if it is not open."
+  (unless (process-live-p agent-q--channel)
+    (setq agent-q--channel
+          (make-pipe-process :name "agent-q-channel" :buffer nil :noquery t
+                             :coding 'binary :filter #'agent-q--channel-filter))
+    (agent-q--core-channel-open agent-q--channel)
+    (add-hook 'kill-emacs-hook #'agent-q--close-channel)))
+
+(defun agent-q--close-channel ()
+  "Close the channel from the module's threads."
+  (when agent-q--channel
+    (agent-q--core-channel-close)
+    (when (process-live-p agent-q--channel)
+      (delete-process agent-q--channel))
+    (setq agent-q--channel nil)))
+
+(defun agent-q--drain-native-runs ()
+  "Finish each call whose native tool is done."
+  (pcase-dolist (`(,ticket ,status ,text) (agent-q--core-native-finished))
+    (let ((pending (gethash ticket agent-q--native-runs)))
+      (remhash ticket agent-q--native-runs)
+      (when pending
+        (agent-q--finish-handler pending text status)))))
+
 ;;;; Running a batch
 
 (defun agent-q-execute-tool-calls-async (calls callback &optional registry)
@@ -129,6 +180,7 @@ AUDIT-ALL are the executor's options for this batch.  Return the batch."
     (unless length
       (signal 'agent-q-error
               (list "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run")))
+    (agent-q--ensure-channel)
     (let ((batch (agent-q--batch-create :results (make-vector length nil)
                                         :remaining length
                                         :callback callback)))
@@ -172,6 +224,19 @@ PENDING is the call's pending record when it already has one."
          (setq agent-q--pending (append agent-q--pending (list pending))))
        (agent-q--update-indicator)
        (agent-q--schedule)))
+    (`(:wait ,core ,ticket ,tool)
+     (let ((pending (or pending
+                        (agent-q--pending-create :core core :batch batch :index index))))
+       (setf (agent-q--pending-core pending) core
+             (agent-q--pending-tool pending) tool
+             (agent-q--pending-state pending) 'running)
+       (push (lambda () (agent-q--core-native-abort ticket)
+               (remhash ticket agent-q--native-runs))
+             (agent-q--pending-cancel-functions pending))
+       (unless (memq pending agent-q--pending)
+         (setq agent-q--pending (append agent-q--pending (list pending))))
+       (puthash ticket pending agent-q--native-runs)
+       (agent-q--update-indicator)))
     (`(:run ,core ,handler ,table ,context)
      (let ((pending (or pending
                         (agent-q--pending-create :core core :batch batch :index index
@@ -411,13 +476,34 @@ cancelled them).  Return how many were withdrawn."
     map)
   "Keymap of the pending-decisions indicator.")
 
+(defvar agent-q--progress-timer nil
+  "Timer updating the mode line while tools run off the main thread.")
+
+(defun agent-q--deciding-p (pending)
+  "Non-nil when PENDING waits for the user (a prompt or a review)."
+  (or (memq (agent-q--pending-state pending) '(queued deferred asking deciding))
+      (and (eq (agent-q--pending-state pending) 'running)
+           (agent-q--pending-review pending))))
+
 (defun agent-q--update-indicator ()
-  "Update the mode line's count of pending decisions."
-  (let ((n (cl-count-if-not (lambda (p) (eq (agent-q--pending-state p) 'done))
-                            agent-q--pending)))
+  "Update the mode line: decisions pending, and tools running for over a second."
+  (let* ((live (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done))
+                             agent-q--pending))
+         (deciding (cl-count-if #'agent-q--deciding-p live))
+         (running (cl-remove-if #'agent-q--deciding-p live))
+         (slow (cl-remove-if (lambda (p) (< (float-time (time-since (agent-q--pending-time p))) 1))
+                             running))
+         (parts (delq nil
+                      (list (and (> deciding 0) (format "%d pending" deciding))
+                            (and slow
+                                 (format "%s running %ds%s"
+                                         (or (agent-q--pending-tool (car slow)) "a tool")
+                                         (truncate (float-time (time-since
+                                                                (agent-q--pending-time (car slow)))))
+                                         (if (cdr slow) (format " (+%d)" (length (cdr slow))) "")))))))
     (setq agent-q--mode-line-string
-          (and agent-q-mode-line-indicator (> n 0)
-               (propertize (format " [agent-q: %d pending]" n)
+          (and agent-q-mode-line-indicator parts
+               (propertize (format " [agent-q: %s]" (string-join parts ", "))
                            'face 'warning
                            'help-echo "Tool calls waiting for you: mouse-1 or M-x agent-q-pending"
                            'mouse-face 'mode-line-highlight
@@ -428,6 +514,12 @@ cancelled them).  Return how many were withdrawn."
       ;; as *invalid* when it is the only element.
       (setq global-mode-string (append (or global-mode-string '(""))
                                        '(agent-q--mode-line-string))))
+    ;; While tools run, the elapsed time shows after a second and counts up.
+    (cond ((and running (not agent-q--progress-timer))
+           (setq agent-q--progress-timer (run-at-time 1 1 #'agent-q--update-indicator)))
+          ((and (not running) agent-q--progress-timer)
+           (cancel-timer agent-q--progress-timer)
+           (setq agent-q--progress-timer nil)))
     (force-mode-line-update t)))
 
 ;;;; M-x agent-q-pending

@@ -87,11 +87,11 @@ and this is non-nil."
      ((:name "function" :type :string :description "The function's name, e.g. \"string-trim\"."))
      ("function") :safe (:introspection) agent-q-builtins--function-arglist)
     ("who_calls"
-     "Find the call sites of a function in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see how a function is used or what a change would affect. Says which libraries could not be searched because their source is not installed."
+     "Find the call sites of a function in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see how a function is used or what a change would affect. Says which libraries could not be searched because their source is not installed. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "function" :type :string :description "The called function's name, e.g. \"string-trim\"."))
      ("function") :safe (:introspection :xref) agent-q-builtins--who-calls)
     ("who_references"
-     "Find the places where a variable is referenced in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see who reads or sets a variable. Says which libraries could not be searched."
+     "Find the places where a variable is referenced in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see who reads or sets a variable. Says which libraries could not be searched. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "variable" :type :string :description "The variable's name, e.g. \"fill-column\"."))
      ("variable") :safe (:introspection :xref) agent-q-builtins--who-references)
     ("list_package_symbols"

@@ -24,6 +24,8 @@ fi
 if [ "${1:-}" = "--bench" ]; then
   command -v rg >/dev/null 2>&1 || need+=(ripgrep)
   command -v diff >/dev/null 2>&1 || need+=(diffutils)
+  # Benchmark 2 compares the cross-reference scan with elisp-refs (helpful's "References").
+  compgen -G "/usr/share/emacs/site-lisp/elpa*/elisp-refs-*/elisp-refs.el" >/dev/null || need+=(elpa-elisp-refs)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

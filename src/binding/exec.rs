@@ -5,10 +5,12 @@
 //!   `agent-q-execute-tool-calls` has always worked.
 //! - `agent-q--core-call-start`, `-decide`, `-finish` and `-cancel` expose the same steps to the
 //!   asynchronous driver in agent-q.el: they run whatever can run at once (guards, synchronous
-//!   handlers, native tools) and stop at a step that needs waiting, returning it to Lisp:
-//!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed) or
-//!   `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started). PENDING is a
-//!   user pointer holding the call between steps.
+//!   handlers) and stop at a step that needs waiting, returning it to Lisp:
+//!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed),
+//!   `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started) or
+//!   `(:wait PENDING TICKET TOOL)` (a native tool runs off Emacs's main thread; its outcome comes back
+//!   through the channel of [`super::channel`], when one is open). PENDING is a user pointer
+//!   holding the call between steps.
 //!
 //! Lisp is called back for approval (`agent-q--approval-call`), handlers
 //! (`agent-q--call-handler`, `agent-q--call-handler-and-wait`), observers
@@ -508,6 +510,18 @@ fn advance<'e>(
             Step::Run(Handler::Lisp(tool)) if !tool.asynchronous => {
                 let outcome = host.run_handler(&tool, &call);
                 call.finish(registry, outcome, opts, &mut host).map(Step::Done)
+            }
+            Step::Run(Handler::Native(tool)) if super::channel::is_open() => {
+                // Off Emacs's main thread: the outcome comes back through the channel.
+                let name = call.tool().to_string();
+                let ticket = super::channel::start_native(tool, name.clone(), call.args().clone());
+                let p = park(env, registry, opts, call, pending)?;
+                return env.list((
+                    keyword(env, "wait")?,
+                    p,
+                    i64::try_from(ticket).unwrap_or(i64::MAX),
+                    name,
+                ));
             }
             Step::Run(Handler::Native(tool)) => {
                 let outcome = executor::run_native(tool.as_ref(), &call, || quit_requested(env));
