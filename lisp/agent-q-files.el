@@ -55,6 +55,7 @@
 (declare-function agent-q--core-file-open "agent-q-core" (path))
 (declare-function agent-q--core-file-info "agent-q-core" (handle))
 (declare-function agent-q--core-file-load "agent-q-core" (handle max gunzip))
+(declare-function agent-q--core-file-scan "agent-q-core" (handle max offset))
 (declare-function agent-q--core-file-page "agent-q-core"
                   (handle offset limit column max-chars))
 (declare-function agent-q--core-file-text "agent-q-core" (handle))
@@ -210,7 +211,7 @@ in `file-coding-system-alist', then detection.  Return it."
     (insert (decode-coding-string bytes coding t))
     last-coding-system-used))
 
-(defun agent-q-files-read (file fn &optional unchecked)
+(defun agent-q-files-read (file fn &optional unchecked offset)
   "Open FILE through one descriptor, check it, load it and call FN.
 FILE is an absolute local file name, the name the read guard checked.
 The file is opened once, without blocking (only a regular file opens);
@@ -219,7 +220,11 @@ what the descriptor designates is checked against the guard
 code reading on its own behalf, not a tool call's); then its bytes
 are read through it (at
 most `agent-q-builtins-max-file-size', gzip data decompressed for a
-.gz name).  FN is called with the handle, the bytes' description (see
+.gz name).  With OFFSET, a line number, the bytes are only scanned
+\(`agent-q--core-file-scan', locating that line for
+`agent-q--core-file-page'), not kept: FN loads them if it needs them
+\(`agent-q-files--load').  FN is called with the handle, the bytes'
+description (see
 `agent-q--core-file-load') and the coding name (the true name, without
 .gz).  Return FN's value; every problem ends the call with a failure.
 Text that looks binary is refused: an encrypted file, read this way,
@@ -238,7 +243,9 @@ is never decrypted."
           (when problem
             (agent-q-files--fail "%s" problem))
           (let ((analysis (condition-case err
-                              (agent-q--core-file-load handle agent-q-builtins-max-file-size gzip)
+                              (if (and offset (not gzip))
+                                  (agent-q--core-file-scan handle agent-q-builtins-max-file-size offset)
+                                (agent-q--core-file-load handle agent-q-builtins-max-file-size gzip))
                             (agent-q-file-error
                              (agent-q-files--fail "%s" (agent-q-files--open-failure err))))))
             (when (plist-get analysis :binary)
@@ -250,6 +257,16 @@ is never decrypted."
                                      "")))
             (funcall fn handle analysis name)))
       (agent-q--core-file-close handle))))
+
+(defun agent-q-files--load (handle name)
+  "Load the bytes of HANDLE, for the coding name NAME, unless loaded already.
+A .gz file was loaded (decompressed) by `agent-q-files-read'."
+  (unless (string-match-p "\\.gz\\'" (or (plist-get (agent-q--core-file-info handle) :true) ""))
+    (condition-case err
+        (agent-q--core-file-load handle agent-q-builtins-max-file-size nil)
+      (agent-q-file-error
+       (agent-q-files--fail "%s" (agent-q-files--open-failure err)))))
+  (ignore name))
 
 (defun agent-q-files-file-text (file &optional unchecked)
   "Return the whole text of the local FILE, decoded.
@@ -421,10 +438,12 @@ COLUMN characters of line OFFSET are skipped."
           (if (agent-q-files--utf8-as-is-p name analysis)
               (agent-q--core-file-page handle offset limit column
                                        (agent-q-builtins--page-chars))
+            (agent-q-files--load handle name)
             (with-temp-buffer
               (agent-q-files--decode-into-buffer handle name)
               (agent-q-builtins--page-buffer offset limit column)))
-          column))))))
+          column))
+       nil offset))))
 
 (defun agent-q-builtins--read-remote-file (file offset limit column)
   "Return the page of the remote FILE, which the user approved reading.

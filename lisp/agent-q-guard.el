@@ -135,8 +135,8 @@ component (repeatedly: #.env.bak# stands for .env.bak and .env); a
 name Emacs made for a backup or auto-save directory by replacing each
 / with ! (see `backup-directory-alist'), read back as the path it
 encodes; and FILE with each ! or : read as a directory separator, as
-archive buffers name their members (keys.tar!.ssh/id_rsa in tar-mode,
-keys.zip:id_rsa in archive-mode)."
+archive buffers name their members (keys.tar!.ssh/id_rsa in
+`tar-mode', keys.zip:id_rsa in `archive-mode')."
   (let ((queue (list file)) (seen nil) (case-fold-search t))
     (while (and queue (< (length seen) agent-q-guard--max-variants))
       (let ((name (pop queue)))

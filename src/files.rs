@@ -93,6 +93,275 @@ impl OpenedFile {
     }
 }
 
+/// Replace the content of the existing regular file PATH with BYTES, in place (same inode, so its
+/// mode, owner and other hard links are kept): for a file whose directory does not let it be
+/// replaced by a rename. The open never blocks and never creates a file, and the type is checked
+/// on the descriptor before anything is truncated: a FIFO or device swapped in is refused.
+pub fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ReadError::NotFound(path.to_path_buf())
+        } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+            ReadError::PermissionDenied(path.to_path_buf())
+        } else {
+            ReadError::File(crate::error::FileError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+        }
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ReadError::File(crate::error::FileError::NotRegular {
+            path: path.to_path_buf(),
+            kind: if meta.is_dir() {
+                "a directory"
+            } else {
+                "a FIFO, socket or device"
+            },
+        }));
+    }
+    file.set_len(0).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(())
+}
+
+/// Bytes read at a time by [`OpenedFile::scan`].
+const CHUNK: usize = 1 << 20;
+
+/// What one pass over a file found: [`Analysis`], line counts, and where line OFFSET is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// The bytes' description.
+    pub analysis: Analysis,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// The number of LF bytes.
+    pub newlines: u64,
+    /// Whether the last byte is LF.
+    pub ends_with_lf: bool,
+    /// The byte offset where line OFFSET starts; `None` when the file has fewer lines.
+    pub line_start: Option<u64>,
+    /// The byte offset of the LF ending line OFFSET; `None` when it is the last line.
+    pub line_end: Option<u64>,
+    /// The line (1-based) the scan located.
+    pub offset: usize,
+}
+
+impl Scan {
+    /// The number of lines as `count-lines' counts them.
+    pub fn total_lines(&self) -> usize {
+        let n = usize::try_from(self.newlines).unwrap_or(usize::MAX);
+        if self.size == 0 || self.ends_with_lf {
+            n
+        } else {
+            n.saturating_add(1)
+        }
+    }
+}
+
+impl OpenedFile {
+    /// Read the file once through the descriptor, in chunks, at most MAX bytes, without keeping
+    /// it: validate UTF-8, count lines and line ends, look for a byte order mark and coding
+    /// cookies, and note where line OFFSET (1-based) starts and ends. This is what a page of a
+    /// large UTF-8 file costs; [`OpenedFile::window_page`] then reads only the page.
+    pub fn scan(&self, max: u64, offset: usize) -> Result<Scan, ReadError> {
+        let io = |e: std::io::Error| {
+            ReadError::File(crate::error::FileError::Io {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })
+        };
+        let size = self.meta.len();
+        if size > max {
+            return Err(ReadError::File(crate::error::FileError::TooLarge {
+                path: self.path.clone(),
+                size,
+                limit: max,
+            }));
+        }
+        let target = u64::try_from(offset.max(1) - 1).unwrap_or(u64::MAX);
+        let mut buf = vec![0u8; CHUNK + 4];
+        let mut carry = 0usize;
+        let mut pos = 0u64;
+        let (mut utf8, mut newlines, mut crs, mut crlfs) = (true, 0u64, 0u64, 0u64);
+        let mut last = 0u8;
+        let mut line_start = if target == 0 { Some(0) } else { None };
+        let mut line_end = None;
+        let mut head = Vec::new();
+        loop {
+            let n = std::os::unix::fs::FileExt::read_at(&self.file, &mut buf[carry..carry + CHUNK], pos).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            if pos.saturating_add(n as u64) > max {
+                return Err(ReadError::File(crate::error::FileError::TooLarge {
+                    path: self.path.clone(),
+                    size: pos + n as u64,
+                    limit: max,
+                }));
+            }
+            let data = &buf[..carry + n];
+            let fresh = &data[carry..];
+            if pos == 0 {
+                head = fresh[..fresh.len().min(4096)].to_vec();
+            }
+            crs += memchr::memchr_iter(b'\r', fresh).count() as u64;
+            for i in memchr::memchr_iter(b'\n', fresh) {
+                let prev = if i > 0 { fresh[i - 1] } else { last };
+                if prev == b'\r' {
+                    crlfs += 1;
+                }
+                let at = pos + i as u64;
+                newlines += 1;
+                if newlines == target {
+                    line_start = Some(at + 1);
+                } else if line_end.is_none() && line_start.is_some_and(|s| at >= s) {
+                    line_end = Some(at);
+                }
+            }
+            last = fresh[fresh.len() - 1];
+            let mut next_carry = 0;
+            if utf8 {
+                if let Err(e) = std::str::from_utf8(data) {
+                    if e.error_len().is_none() {
+                        next_carry = data.len() - e.valid_up_to();
+                    } else {
+                        utf8 = false;
+                    }
+                }
+            }
+            buf.copy_within(carry + n - next_carry..carry + n, 0);
+            carry = next_carry;
+            pos += n as u64;
+        }
+        if carry > 0 {
+            utf8 = false;
+        }
+        // The analysis of the head and tail: the byte order mark, binary content, cookies.
+        let tail_len = pos.min(3072);
+        let mut tail = vec![0u8; usize::try_from(tail_len).unwrap_or(0)];
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut tail, pos - tail_len).map_err(io)?;
+        let mut analysis = analyze_parts(&head, &tail, utf8);
+        analysis.eol = if crs == 0 {
+            Eol::Unix
+        } else if newlines > 0 && crs == newlines && crlfs == newlines {
+            Eol::Dos
+        } else {
+            Eol::Other
+        };
+        Ok(Scan {
+            analysis,
+            size: pos,
+            newlines,
+            ends_with_lf: last == b'\n',
+            line_start,
+            line_end,
+            offset: offset.max(1),
+        })
+    }
+
+    /// Read LEN bytes at START through the descriptor (fewer at the end of the file).
+    pub fn read_range(&self, start: u64, len: u64) -> Result<Vec<u8>, ReadError> {
+        let mut out = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        let mut got = 0;
+        while got < out.len() {
+            let n =
+                std::os::unix::fs::FileExt::read_at(&self.file, &mut out[got..], start + got as u64).map_err(|e| {
+                    ReadError::File(crate::error::FileError::Io {
+                        path: self.path.clone(),
+                        message: e.to_string(),
+                    })
+                })?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        out.truncate(got);
+        Ok(out)
+    }
+
+    /// The page of a scanned UTF-8 file ([`page`]'s arguments), reading only the bytes it needs:
+    /// a window from the start of line OFFSET large enough to hold COLUMN + MAX_CHARS characters
+    /// and the next line end (four bytes a character at most), and line OFFSET again when it is
+    /// longer than the window (for its length).
+    pub fn window_page(
+        &self,
+        scan: &Scan,
+        offset: usize,
+        limit: usize,
+        column: usize,
+        max_chars: usize,
+    ) -> Result<Page, ReadError> {
+        let offset = offset.max(1);
+        debug_assert_eq!(offset, scan.offset, "the scan located another line");
+        let total = scan.total_lines();
+        let dos = scan.analysis.eol == Eol::Dos;
+        let Some(mut start) = scan.line_start else {
+            // Past the end: forward-line stops at the end of the buffer, on an empty line.
+            return Ok(Page {
+                text: String::new(),
+                first: offset,
+                last: offset - 1,
+                total,
+                cut: false,
+                long_line: false,
+                line_length: 0,
+                column_ok: column == 0,
+            });
+        };
+        if start == 0 && scan.analysis.bom {
+            start = 3;
+        }
+        let want = u64::try_from(column.saturating_add(max_chars).saturating_add(2))
+            .unwrap_or(u64::MAX)
+            .saturating_mul(4)
+            .saturating_add(8);
+        let end = scan.size.min(start.saturating_add(want));
+        let bytes = self.read_range(start, end - start)?;
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t,
+            // The window may end inside a character.
+            Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+        };
+        let mut p = page(text, dos, 1, limit, column, max_chars);
+        let line_end = scan.line_end.unwrap_or(scan.size);
+        if line_end > end {
+            // Line OFFSET goes on past the window: count its characters.
+            let mut chars = 0usize;
+            let mut at = start;
+            let mut prev = 0u8;
+            while at < line_end {
+                let chunk = self.read_range(at, (line_end - at).min(CHUNK as u64))?;
+                if chunk.is_empty() {
+                    break;
+                }
+                chars += chunk.iter().filter(|&&b| b & 0xC0 != 0x80).count();
+                prev = chunk[chunk.len() - 1];
+                at += chunk.len() as u64;
+            }
+            if dos && prev == b'\r' && scan.line_end.is_some() {
+                chars -= 1;
+            }
+            p.line_length = chars;
+            p.column_ok = column <= chars;
+        }
+        p.first = offset;
+        p.last = offset - 1 + p.last;
+        p.total = total;
+        Ok(p)
+    }
+}
+
 fn classify(path: &Path, e: crate::error::FileError) -> ReadError {
     use crate::error::FileError;
     if let FileError::Io { message, .. } = &e {
@@ -170,6 +439,27 @@ fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
 }
 
+/// The analysis from a file's HEAD (its first bytes) and TAIL (its last), given whether it is
+/// valid UTF-8; the line ends are left to the caller (`Eol::Unix` here).
+fn analyze_parts(head: &[u8], tail: &[u8], utf8: bool) -> Analysis {
+    let probe = &head[..head.len().min(BINARY_PROBE)];
+    let nul = memchr::memchr(0, probe).is_some();
+    let controls = probe
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1b))
+        .count();
+    Analysis {
+        utf8,
+        binary: nul || (!utf8 && controls * 20 > probe.len()),
+        eol: Eol::Unix,
+        bom: head.starts_with(b"\xEF\xBB\xBF"),
+        cookie: contains_ci(head, b"coding:")
+            || contains_ci(tail, b"coding:")
+            || contains_ci(head, b"<?xml")
+            || contains_ci(head, b"charset"),
+    }
+}
+
 /// Look at BYTES: validity as UTF-8, binary content, line ends, byte order mark, coding cookies.
 pub fn analyze(bytes: &[u8]) -> Analysis {
     let probe = &bytes[..bytes.len().min(BINARY_PROBE)];
@@ -226,8 +516,19 @@ pub struct Page {
 }
 
 /// The text of BYTES once decoded: a UTF-8 byte order mark dropped.
-fn body(text: &str) -> &str {
+pub fn body(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// The whole of TEXT as Emacs decodes it: the byte order mark dropped, DOS line ends (when DOS)
+/// made newlines.
+pub fn decoded(text: &str, dos: bool) -> std::borrow::Cow<'_, str> {
+    let text = body(text);
+    if dos {
+        std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// The number of lines of TEXT as Emacs's `count-lines' counts them on the whole buffer.
@@ -255,13 +556,13 @@ fn skip_chars(s: &str, n: usize) -> usize {
     s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
 }
 
-/// Cut a page of TEXT (valid UTF-8, DOS line ends when DOS) as read_file shows it: LIMIT lines
+/// Cut a page of TEXT (valid UTF-8 without its byte order mark, see [`body`]; DOS line ends
+/// when DOS) as read_file shows it: LIMIT lines
 /// from line OFFSET (1-based), skipping COLUMN characters of the first, at most MAX_CHARS
 /// characters. This is the Emacs Lisp pager's algorithm on the decoded text, in characters:
 /// lines are added while they fit; a line that alone does not fit is cut at MAX_CHARS (unless
 /// only its newline is over); an OFFSET past the end gives an empty page.
 pub fn page(text: &str, dos: bool, offset: usize, limit: usize, column: usize, max_chars: usize) -> Page {
-    let text = body(text);
     let bytes = text.as_bytes();
     let offset = offset.max(1);
     let max_chars = max_chars.max(1);
@@ -405,7 +706,7 @@ mod tests {
 
     #[test]
     fn dos_line_ends_and_bom_are_decoded() {
-        let p = page("\u{feff}ab\r\ncd\r\n", true, 1, 10, 0, 100);
+        let p = page(body("\u{feff}ab\r\ncd\r\n"), true, 1, 10, 0, 100);
         assert_eq!(p.text, "ab\ncd\n");
         assert_eq!((p.total, p.line_length), (2, 2));
     }
@@ -454,6 +755,97 @@ mod tests {
         ));
         std::fs::hard_link(&a, dir.join("hard")).expect("hard link");
         assert_eq!(OpenedFile::open(&a).expect("opens").identity().nlink, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_windowed_page_is_the_page_of_the_whole_text() {
+        let dir = temp_dir("window");
+        let texts = [
+            (1..=3000).map(|i| format!("ligne é {i}\n")).collect::<String>(),
+            (1..=50).map(|i| format!("{i}\r\n")).collect::<String>(),
+            format!("\u{feff}{}\nshort\nend", "λ".repeat(5000)),
+            format!("{}\r\n{}", "x".repeat(3000), "y".repeat(10)),
+            String::new(),
+            "\n\n\n".to_string(),
+            "no newline".to_string(),
+        ];
+        for (n, text) in texts.iter().enumerate() {
+            let path = dir.join(format!("t{n}"));
+            std::fs::write(&path, text).expect("write");
+            let opened = OpenedFile::open(&path).expect("opens");
+            for offset in [1, 2, 3, 1500, 2999, 3000, 3001, 4000] {
+                for column in [0, 1, 7, 1200, 4999] {
+                    for (limit, max) in [(400, 1000), (2, 7), (10, 15000)] {
+                        let scan = opened.scan(1 << 30, offset).expect("scans");
+                        let a = &scan.analysis;
+                        assert_eq!(*a, {
+                            let mut b = analyze(text.as_bytes());
+                            b.eol = a.eol;
+                            b
+                        });
+                        assert_eq!(a.eol, analyze(text.as_bytes()).eol);
+                        let dos = a.eol == Eol::Dos;
+                        let want = page(body(text), dos, offset, limit, column, max);
+                        let got = opened.window_page(&scan, offset, limit, column, max).expect("page");
+                        if want.column_ok {
+                            assert_eq!(got, want, "text {n} offset {offset} column {column} limit {limit}");
+                        } else {
+                            assert_eq!((got.column_ok, got.line_length), (false, want.line_length));
+                        }
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_scan_refuses_more_than_the_limit_and_finds_invalid_utf8_anywhere() {
+        let dir = temp_dir("scan");
+        let path = dir.join("big");
+        let mut bytes = "é".repeat(CHUNK).into_bytes();
+        std::fs::write(&path, &bytes).expect("write");
+        let opened = OpenedFile::open(&path).expect("opens");
+        assert!(
+            opened.scan(1 << 30, 1).expect("scans").analysis.utf8,
+            "characters across chunks"
+        );
+        assert!(matches!(
+            opened.scan(100, 1),
+            Err(ReadError::File(crate::error::FileError::TooLarge { .. }))
+        ));
+        bytes.push(0xff);
+        std::fs::write(&path, &bytes).expect("write");
+        assert!(
+            !OpenedFile::open(&path)
+                .expect("opens")
+                .scan(1 << 30, 1)
+                .expect("scans")
+                .analysis
+                .utf8
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn writes_in_place_only_regular_files() {
+        let dir = temp_dir("inplace");
+        let a = dir.join("a.txt");
+        std::fs::write(&a, b"old content").expect("write");
+        std::fs::hard_link(&a, dir.join("b.txt")).expect("link");
+        write_in_place(&a, b"new").expect("writes");
+        assert_eq!(std::fs::read(dir.join("b.txt")).expect("read"), b"new");
+        assert!(matches!(
+            write_in_place(&dir.join("none"), b"x"),
+            Err(ReadError::NotFound(_))
+        ));
+        let fifo = dir.join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // No reader: the non-blocking open fails at once instead of waiting for one.
+        assert!(write_in_place(&fifo, b"x").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -16,12 +16,13 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::errors;
 use crate::error::{FileError, ReadError};
-use crate::files::{self, Analysis, OpenedFile};
+use crate::files::{self, Analysis, OpenedFile, Scan};
 
-/// An open file and, once loaded, its bytes.
+/// An open file and, once loaded, its bytes, or once scanned, what the scan found.
 pub struct FileHandle {
     opened: Option<OpenedFile>,
     bytes: Option<(Vec<u8>, Analysis)>,
+    scan: Option<Scan>,
 }
 
 type Handle = RefCell<FileHandle>;
@@ -61,6 +62,7 @@ fn file_open(env: &Env, path: String) -> Result<Value<'_>> {
         Ok(opened) => RefCell::new(FileHandle {
             opened: Some(opened),
             bytes: None,
+            scan: None,
         })
         .into_lisp(env),
         Err(e) => signal(env, &e),
@@ -115,8 +117,14 @@ fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: i64, gunzip: Value<'e>) -
         Err(e) => return signal(env, &e),
     };
     let a = files::analyze(&bytes);
-    let size = int(bytes.len() as u64);
-    let result = env.list((
+    let result = analysis_plist(env, bytes.len() as u64, &a)?;
+    h.bytes = Some((bytes, a));
+    Ok(result)
+}
+
+fn analysis_plist<'e>(env: &'e Env, size: u64, a: &Analysis) -> Result<Value<'e>> {
+    let size = int(size);
+    env.list((
         kw(env, "size")?,
         size,
         kw(env, "utf8")?,
@@ -129,8 +137,28 @@ fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: i64, gunzip: Value<'e>) -
         a.bom,
         kw(env, "cookie")?,
         a.cookie,
-    ))?;
-    h.bytes = Some((bytes, a));
+    ))
+}
+
+/// Read HANDLE's file once through its descriptor, in chunks, without keeping it (at most MAX
+/// bytes), and describe it as `agent-q--core-file-load' does; remember where line OFFSET is.
+///
+/// For a page of a large UTF-8 file: `agent-q--core-file-page' then reads only the page. The
+/// scan validates UTF-8 and counts lines over the whole file, so the result is the same as
+/// after `agent-q--core-file-load'.
+#[defun]
+fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: i64, offset: i64) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let mut h = cell.borrow_mut();
+    let Some(opened) = h.opened.as_ref() else {
+        return closed(env);
+    };
+    let scan = match opened.scan(u64::try_from(max).unwrap_or(0), usize::try_from(offset).unwrap_or(1)) {
+        Ok(s) => s,
+        Err(e) => return signal(env, &e),
+    };
+    let result = analysis_plist(env, scan.size, &scan.analysis)?;
+    h.scan = Some(scan);
     Ok(result)
 }
 
@@ -151,21 +179,42 @@ fn file_page<'e>(
 ) -> Result<Value<'e>> {
     let cell: &Handle = handle.into_rust()?;
     let h = cell.borrow();
-    let Some((bytes, a)) = h.bytes.as_ref() else {
-        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not loaded");
-    };
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
-    };
     let size = |n: i64| usize::try_from(n).unwrap_or(0);
-    let p = files::page(
-        text,
-        a.eol == files::Eol::Dos,
-        size(offset),
-        size(limit),
-        size(column),
-        size(max_chars),
-    );
+    let p = match (h.bytes.as_ref(), h.scan.as_ref(), h.opened.as_ref()) {
+        (Some((bytes, a)), _, _) => {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
+            };
+            files::page(
+                files::body(text),
+                a.eol == files::Eol::Dos,
+                size(offset),
+                size(limit),
+                size(column),
+                size(max_chars),
+            )
+        }
+        (None, Some(scan), Some(opened)) if scan.analysis.utf8 => {
+            if size(offset).max(1) != scan.offset {
+                return errors::signal(
+                    env,
+                    errors::Kind::Generic,
+                    format!("agent-q: the file was scanned for line {}, not {offset}", scan.offset),
+                );
+            }
+            match opened.window_page(scan, size(offset), size(limit), size(column), size(max_chars)) {
+                Ok(p) => p,
+                Err(e) => return signal(env, &e),
+            }
+        }
+        _ => {
+            return errors::signal(
+                env,
+                errors::Kind::Generic,
+                "agent-q: the file is not loaded or not UTF-8",
+            )
+        }
+    };
     env.list((
         p.text,
         int(p.first as u64),
@@ -176,6 +225,33 @@ fn file_page<'e>(
         int(p.line_length as u64),
         p.column_ok,
     ))
+}
+
+/// The whole loaded UTF-8 text of HANDLE, decoded as Emacs would (DOS line ends and a byte order
+/// mark removed). Signals when the text is not valid UTF-8.
+#[defun]
+fn file_text<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let h = cell.borrow();
+    let Some((bytes, a)) = h.bytes.as_ref() else {
+        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not loaded");
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
+    };
+    files::decoded(text, a.eol == files::Eol::Dos).as_ref().into_lisp(env)
+}
+
+/// Replace the content of the existing regular file PATH with BYTES (a unibyte string), in
+/// place: for a file whose directory forbids replacing it by a rename. Never blocks, never
+/// creates a file; a FIFO, device or directory signals `agent-q-file-error'.
+#[defun]
+fn file_write_in_place<'e>(env: &'e Env, path: String, bytes: Value<'e>) -> Result<Value<'e>> {
+    let bytes: Vec<u8> = bytes.into_rust()?;
+    match files::write_in_place(Path::new(&path), &bytes) {
+        Ok(()) => env.intern("t"),
+        Err(e) => signal(env, &e),
+    }
 }
 
 /// The loaded bytes of HANDLE as a unibyte string, for Emacs to decode.
