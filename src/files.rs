@@ -356,7 +356,7 @@ impl OpenedFile {
             p.column_ok = column <= chars;
         }
         p.first = offset;
-        p.last = offset - 1 + p.last;
+        p.last += offset - 1;
         p.total = total;
         Ok(p)
     }
