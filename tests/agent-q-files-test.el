@@ -439,9 +439,11 @@ SECONDS (it is then killed): a hang must fail the test, not the run."
   "Call TOOL COUNT times while a shell flips a symlink; return the counts.
 ARGS-FN gives the arguments for a call.  The project holds link ->
 harmless.txt or -> a .authinfo outside it, flipped in a loop by a
-shell.  Return (SECRET-UNASKED SECRET-ASKED ASKS CHANGED) after
-checking that no read returned the secret without the guard having
-asked about that call."
+shell.  Return (SECRET-UNASKED SECRET-ASKED ASKS CHANGED): the calls
+that returned the secret without the user having been asked, for
+that call, about reading it (an ask with the guard's reason); those
+that returned it after such an ask; the asks; the calls refused
+because the file changed while it was being read."
   (agent-q-files-test--with-dir dir
     (let* ((registry (agent-q-files-test--registry))
            (outside (file-name-as-directory (make-temp-file "agent-q-secret" t)))
@@ -469,8 +471,9 @@ asked about that call."
                      (r (agent-q-files-test--call registry tool (funcall args-fn)
                                                   (if (cl-evenp i) :approved :denied) id))
                      (content (agent-q-files-test--content r))
-                     (was-asked (cl-find id agent-q-files-test--asks
-                                         :key (lambda (a) (nth 3 a)) :test #'equal)))
+                     ;; Asked about reading, for this call: the guard's reason.
+                     (was-asked (cl-find-if (lambda (a) (and (equal id (nth 3 a)) (nth 2 a)))
+                                            agent-q-files-test--asks)))
                 (when (string-match-p "changed while it was being read" content)
                   (cl-incf changed))
                 (when (string-search "SECRET-TOKEN" content)
@@ -495,7 +498,8 @@ asked about that call."
   (pcase-let ((`(,unasked ,_asked-secret ,asks ,_changed)
                (agent-q-files-test--race
                 "propose_file_edit"
-                (lambda () '(:path "link" :original "no such text anywhere" :modified "x"
+                ;; Close to the secret's line: a failed match quotes the closest line read.
+                (lambda () '(:path "link" :original "machine x passwd" :modified "x"
                                    :description "d"))
                 1000)))
     (should (zerop unasked))
