@@ -447,22 +447,18 @@ are applied to the buffer visiting the file, as one undo step."
               '(:eval (agent-q-tools--progress-string agent-q-tools--this-review)))
   (add-hook 'kill-buffer-hook #'agent-q-tools--review-killed nil t))
 
+(declare-function agent-q-files-current-text "agent-q-files" (file))
+
 (defun agent-q-tools--current-text (file)
   "Return the current text of FILE and the buffer visiting it, as a cons.
 The text is that buffer's (unsaved edits included) when one visits
-FILE, else the file's contents, else \"\" for a new file."
-  (let ((buffer (find-buffer-visiting file)))
-    (cons (cond
-           (buffer (with-current-buffer buffer
-                     (save-restriction
-                       (widen)
-                       (buffer-substring-no-properties (point-min) (point-max)))))
-           ((file-exists-p file)
-            (with-temp-buffer
-              (insert-file-contents file)
-              (buffer-string)))
-           (t ""))
-          buffer)))
+FILE, else the file's contents, else \"\" for a new file.  The file is
+read through one descriptor that never blocks (a FIFO is refused) and,
+during a tool call, is checked against what the read guard approved
+\(see `agent-q-files-current-text'); a problem signals
+`agent-q-tool-failure'."
+  (require 'agent-q-files)
+  (agent-q-files-current-text file))
 
 (defconst agent-q-tools--marker-width (length "[ACCEPTED, EDITED]")
   "Width of every hunk state marker.
