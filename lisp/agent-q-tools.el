@@ -993,11 +993,16 @@ file's buffer changed during the review, so nothing could be applied."
           (saved nil)
           (stale nil))
       (when accepted
-        (let* ((buffer (or (find-buffer-visiting file) (find-file-noselect file)))
-               (now (with-current-buffer buffer
-                      (save-restriction
-                        (widen)
-                        (buffer-substring-no-properties (point-min) (point-max))))))
+        (let* ((buffer (or (find-buffer-visiting file)
+                           ;; Something other than a regular file put there during the review
+                           ;; (a FIFO would block `find-file-noselect') counts as a change.
+                           (and (or (not (file-exists-p file)) (file-regular-p file))
+                                (find-file-noselect file))))
+               (now (and buffer
+                         (with-current-buffer buffer
+                           (save-restriction
+                             (widen)
+                             (buffer-substring-no-properties (point-min) (point-max)))))))
           (if (not (equal now (agent-q-tools--review-current review)))
               (setq stale t)
             (agent-q-tools--replace-contents
