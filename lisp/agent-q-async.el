@@ -283,6 +283,13 @@ PENDING is the call's pending record when it already has one."
 
 ;;;; Asynchronous handlers
 
+(defun agent-q-async-starting-p ()
+  "Return non-nil while the asynchronous executor is starting a handler.
+A handler that can work off Emacs's main thread does so then, and
+answers its callback later; under the synchronous executor it works at
+once (its caller waits anyway)."
+  (and agent-q--starting t))
+
 (defun agent-q-when-cancelled (function)
   "Call FUNCTION if the tool call whose handler is starting is withdrawn.
 An asynchronous handler calls this while it starts, to close what it

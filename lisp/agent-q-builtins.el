@@ -51,6 +51,7 @@
 (require 'agent-q-introspection)
 (require 'agent-q-execution)
 (require 'agent-q-files)
+(require 'agent-q-xref)
 
 (declare-function agent-q-define-tool "agent-q"
                   (name description parameters &rest keys))
@@ -89,11 +90,11 @@ and this is non-nil."
     ("who_calls"
      "Find the call sites of a function in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see how a function is used or what a change would affect. Says which libraries could not be searched because their source is not installed. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "function" :type :string :description "The called function's name, e.g. \"string-trim\"."))
-     ("function") :safe (:introspection :xref) agent-q-builtins--who-calls)
+     ("function") :safe (:introspection :xref) agent-q-xref-who-calls-async (:async t))
     ("who_references"
      "Find the places where a variable is referenced in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see who reads or sets a variable. Says which libraries could not be searched. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "variable" :type :string :description "The variable's name, e.g. \"fill-column\"."))
-     ("variable") :safe (:introspection :xref) agent-q-builtins--who-references)
+     ("variable") :safe (:introspection :xref) agent-q-xref-who-references-async (:async t))
     ("list_package_symbols"
      "List the symbols that a loaded library or feature defines (functions, macros, commands, variables, user options, faces, types), as \"Package P (N symbols):\" then \"  NAME [kind]\". Internal names (with \"--\") are left out unless include_internal is true. Use it to learn a package's public API. The library must already be loaded."
      ((:name "package" :type :string :description "Feature or library name, e.g. \"subr-x\" or \"project\".")

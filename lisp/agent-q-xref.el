@@ -78,6 +78,14 @@
 
 (declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
+(declare-function agent-q--core-xref-scan-start "agent-q-core"
+                  (files name kind max-hits max-seconds))
+(declare-function agent-q--core-xref-scan-finished "agent-q-core" ())
+(declare-function agent-q--core-xref-scan-cancel "agent-q-core" (ticket))
+(declare-function agent-q-async-starting-p "agent-q-async" ())
+(declare-function agent-q-when-cancelled "agent-q-async" (function))
+(declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
+(defvar agent-q--channel-drain-functions)
 (declare-function agent-q-builtins--allowed-directories "agent-q-builtins" ())
 (declare-function agent-q-builtins--sensitive-pattern "agent-q-builtins" (&rest names))
 
@@ -350,8 +358,13 @@ FOUND is a plist as returned by `agent-q-xref-find'."
 (defun agent-q-xref--report (name kind limit)
   "Return the result string for the occurrences of NAME of KIND.
 KIND is `call' or `reference'.  List at most LIMIT hits."
-  (let* ((found (agent-q-xref-find name kind nil limit agent-q-xref-max-seconds))
-         (hits (plist-get found :hits))
+  (agent-q-xref--format name kind limit
+                        (agent-q-xref-find name kind nil limit agent-q-xref-max-seconds)))
+
+(defun agent-q-xref--format (name kind limit found)
+  "Return the result text for FOUND, the occurrences of NAME of KIND.
+FOUND is a plist from `agent-q-xref-find'; at most LIMIT hits are listed."
+  (let* ((hits (plist-get found :hits))
          (total (plist-get found :total))
          (shown (seq-take hits limit))
          (policy (agent-q-xref--quote-policy (mapcar #'car shown)))
@@ -387,20 +400,88 @@ KIND is `call' or `reference'.  List at most LIMIT hits."
       (push note lines))
     (string-join (nreverse lines) "\n")))
 
-(defun agent-q-xref--handle (args key kind)
-  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND."
+(defun agent-q-xref--query (args key kind)
+  "The name and hit limit ARGS ask for under KEY, of KIND; or end the call.
+A missing name, or one that is not interned (no loaded code can then
+refer to it), ends the call as a failure with `agent-q-tool-fail'."
   (let ((name (and (hash-table-p args) (gethash key args)))
         (limit (if (hash-table-p args)
                    (gethash "limit" args agent-q-xref-max-results)
                  agent-q-xref-max-results)))
     (cond ((not (and (stringp name) (> (length name) 0)))
-           (format "Invalid arguments: '%s' must be a non-empty symbol name" key))
+           (agent-q-tool-fail "Invalid arguments: '%s' must be a non-empty symbol name" key))
           ;; `intern-soft' returns the symbol nil for "nil", which is interned.
           ((and (not (intern-soft name)) (not (equal name "nil")))
-           (format "Symbol %s not found: it is not interned, so no loaded code %s it."
-                   name (if (eq kind 'call) "calls" "references")))
-          (t (agent-q-xref--report name kind
-                                   (if (natnump limit) limit agent-q-xref-max-results))))))
+           (agent-q-tool-fail "Symbol %s not found: it is not interned, so no loaded code %s it."
+                              name (if (eq kind 'call) "calls" "references")))
+          (t (cons name (if (natnump limit) limit agent-q-xref-max-results))))))
+
+(defun agent-q-xref--handle (args key kind)
+  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND."
+  (pcase-let ((`(,name . ,limit) (agent-q-xref--query args key kind)))
+    (agent-q-xref--report name kind limit)))
+
+;;;; Off Emacs's main thread
+
+(defvar agent-q-xref--scans (make-hash-table)
+  "Asynchronous scans under way: ticket -> function to call with the found plist.")
+
+(defun agent-q-xref--drain-scans ()
+  "Hand each finished asynchronous scan to the function waiting for it."
+  (pcase-dolist (`(,ticket . ,found) (agent-q--core-xref-scan-finished))
+    (let ((continuation (gethash ticket agent-q-xref--scans)))
+      (remhash ticket agent-q-xref--scans)
+      (when continuation
+        (funcall continuation found)))))
+
+(defun agent-q-xref--handle-async (callback args key kind)
+  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND.
+CALLBACK gets the result.  Started by the asynchronous executor, the
+scan runs on worker threads and Emacs's thread is never held: the
+result arrives through the module's channel.  Otherwise (the
+synchronous executor) the scan runs at once, interruptible by
+\[keyboard-quit], and CALLBACK is called before this returns."
+  (condition-case err
+      (pcase-let ((`(,name . ,limit) (agent-q-xref--query args key kind)))
+        (if (not (and (fboundp 'agent-q-async-starting-p) (agent-q-async-starting-p)))
+            (funcall callback (agent-q-xref--report name kind limit))
+          (agent-q-xref--ensure-module)
+          (unless (memq #'agent-q-xref--drain-scans agent-q--channel-drain-functions)
+            (push #'agent-q-xref--drain-scans agent-q--channel-drain-functions))
+          (let* ((libraries (agent-q-xref-library-sources))
+                 (searched (car libraries))
+                 (ticket (agent-q--core-xref-scan-start searched name kind limit
+                                                        agent-q-xref-max-seconds)))
+            (agent-q-when-cancelled
+             (lambda ()
+               (remhash ticket agent-q-xref--scans)
+               (agent-q--core-xref-scan-cancel ticket)))
+            (puthash ticket
+                     (lambda (found)
+                       (if (plist-member found :error)
+                           (funcall callback (plist-get found :error) :failure)
+                         (when (and agent-q-xref-background-index
+                                    (not (plist-get found :interrupted)))
+                           (agent-q--core-xref-index searched t))
+                         (funcall callback
+                                  (agent-q-xref--format
+                                   name kind limit
+                                   (append (list :missing (cdr libraries)) found)))))
+                     agent-q-xref--scans))))
+    (agent-q-tool-failure (funcall callback (cadr err) :failure))
+    (error (funcall callback (format "Tool error: %s" (error-message-string err)) :failure))))
+
+(defun agent-q-xref-who-calls-async (callback args)
+  "Report to CALLBACK where the function named in ARGS is called.
+The asynchronous handler of the who_calls tool: see
+`agent-q-xref-who-calls-handler' and `agent-q-xref--handle-async'."
+  (agent-q-xref--handle-async callback args "function" 'call))
+
+(defun agent-q-xref-who-references-async (callback args)
+  "Report to CALLBACK where the variable named in ARGS is referenced.
+The asynchronous handler of the who_references tool: see
+`agent-q-xref-who-references-handler' and `agent-q-xref--handle-async'."
+  (agent-q-xref--handle-async callback args "variable" 'reference))
 
 (defun agent-q-xref-who-calls-handler (args)
   "Return where the function named in ARGS is called.

@@ -160,17 +160,23 @@ show up in the other tests' results."
              (format "No references found for %s\n" lonely)
              (agent-q-xref-who-references-handler
               (agent-q-xref-test--args "variable" lonely))))
-    (should (equal (agent-q-xref-who-calls-handler
-                    (agent-q-xref-test--args "function" ghost))
-                   (format "Symbol %s not found: it is not interned, so no loaded code calls it."
-                           ghost)))
+    ;; A name no code can refer to, or no name, is a failure of the call.
+    (let ((err (should-error (agent-q-xref-who-calls-handler
+                              (agent-q-xref-test--args "function" ghost))
+                             :type 'agent-q-tool-failure)))
+      (should (equal (cadr err)
+                     (format "Symbol %s not found: it is not interned, so no loaded code calls it."
+                             ghost))))
     (should (string-match-p
              "not interned, so no loaded code references it"
-             (agent-q-xref-who-references-handler
-              (agent-q-xref-test--args "variable" ghost))))
+             (cadr (should-error (agent-q-xref-who-references-handler
+                                  (agent-q-xref-test--args "variable" ghost))
+                                 :type 'agent-q-tool-failure))))
     (should (string-prefix-p
              "Invalid arguments"
-             (agent-q-xref-who-calls-handler (agent-q-xref-test--args "function" ""))))))
+             (cadr (should-error (agent-q-xref-who-calls-handler
+                                  (agent-q-xref-test--args "function" ""))
+                                 :type 'agent-q-tool-failure))))))
 
 (ert-deftest agent-q-xref-test-library-without-source ()
   "A loaded library whose source is gone is named as not searched."

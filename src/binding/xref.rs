@@ -201,6 +201,23 @@ fn xref_scan<'e>(
     max_hits: Value<'e>,
     max_seconds: Value<'e>,
 ) -> Result<Value<'e>> {
+    let (kind, max_hits, max_wait) = scan_arguments(env, &name, kind, max_hits, max_seconds)?;
+    let files = file_list(env, files)?;
+    let (report, stop) = match scan_off_main_thread(env, files, name, kind, max_wait) {
+        Ok(done) => done,
+        Err(message) => return errors::signal(env, ErrorKind::Xref, message),
+    };
+    report_value(env, &report, stop, max_hits)
+}
+
+/// Check a scan's KIND, NAME, MAX-HITS and MAX-SECONDS; signal `agent-q-xref-error` otherwise.
+fn scan_arguments<'e>(
+    env: &'e Env,
+    name: &str,
+    kind: Value<'e>,
+    max_hits: Value<'e>,
+    max_seconds: Value<'e>,
+) -> Result<(Kind, usize, Option<Duration>)> {
     let kind_name: String = env
         .call("symbol-name", (kind,))
         .and_then(|v| v.into_rust())
@@ -209,7 +226,7 @@ fn xref_scan<'e>(
         Ok(kind) => kind,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
     };
-    if let Err(e) = xref::validate_name(&name) {
+    if let Err(e) = xref::validate_name(name) {
         return errors::signal(env, ErrorKind::Xref, e.to_string());
     }
     let max_hits = if max_hits.is_not_nil() {
@@ -243,11 +260,11 @@ fn xref_scan<'e>(
     } else {
         None
     };
-    let files = file_list(env, files)?;
-    let (report, stop) = match scan_off_main_thread(env, files, name, kind, max_wait) {
-        Ok(done) => done,
-        Err(message) => return errors::signal(env, ErrorKind::Xref, message),
-    };
+    Ok((kind, max_hits, max_wait))
+}
+
+/// A scan's REPORT as the plist `agent-q--core-xref-scan' returns, with at most MAX_HITS hits.
+fn report_value<'e>(env: &'e Env, report: &ScanReport, stop: Option<Stop>, max_hits: usize) -> Result<Value<'e>> {
     let mut errors_list = ().into_lisp(env)?;
     for error in report.errors.iter().rev() {
         let entry = env.cons(error.file.to_string_lossy().into_owned(), error.error.to_string())?;
@@ -356,4 +373,129 @@ fn xref_index<'e>(env: &'e Env, files: Value<'e>, background: Value<'e>) -> Resu
 #[defun]
 fn xref_indexing_p() -> Result<bool> {
     Ok(INDEXING.load(Ordering::Acquire))
+}
+
+/// Scans started by `agent-q--core-xref-scan-start': running ones with their cancel flags, and
+/// finished ones waiting to be taken.
+#[derive(Default)]
+struct Scans {
+    running: std::collections::HashMap<u64, Arc<AtomicBool>>,
+    finished: Vec<(u64, ScanOutcome, usize)>,
+}
+
+/// How an asynchronous scan ended: its report and why it stopped early, or an error message.
+type ScanOutcome = std::result::Result<(ScanReport, Option<Stop>), String>;
+
+fn scans() -> MutexGuard<'static, Scans> {
+    static SCANS: OnceLock<Mutex<Scans>> = OnceLock::new();
+    SCANS
+        .get_or_init(|| Mutex::new(Scans::default()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Start scanning FILES for NAME of KIND on a worker thread and return at once with a ticket.
+///
+/// Arguments as for `agent-q--core-xref-scan'. When the scan ends (done, cancelled with
+/// `agent-q--core-xref-scan-cancel', or stopped after MAX-SECONDS), its plist is queued for
+/// `agent-q--core-xref-scan-finished' and Emacs is woken through the channel, which must be open
+/// (`agent-q--core-channel-open'). Emacs's thread is never held.
+#[defun]
+fn xref_scan_start<'e>(
+    env: &'e Env,
+    files: Value<'e>,
+    name: String,
+    kind: Value<'e>,
+    max_hits: Value<'e>,
+    max_seconds: Value<'e>,
+) -> Result<i64> {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let (kind, max_hits, max_wait) = scan_arguments(env, &name, kind, max_hits, max_seconds)?;
+    if !super::channel::is_open() {
+        return errors::signal(
+            env,
+            ErrorKind::Xref,
+            "no channel to Emacs is open for an asynchronous scan",
+        );
+    }
+    let mut files = file_list(env, files)?;
+    files.sort();
+    files.dedup();
+    let ticket = NEXT.fetch_add(1, Ordering::Relaxed);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    scans().running.insert(ticket, cancel.clone());
+    if let Some(wait) = max_wait {
+        let (cancel, timed_out) = (cancel.clone(), timed_out.clone());
+        let _ = std::thread::Builder::new()
+            .name("agent-q-xref-deadline".into())
+            .spawn(move || {
+                std::thread::sleep(wait);
+                timed_out.store(true, Ordering::Relaxed);
+                cancel.store(true, Ordering::Relaxed);
+            });
+    }
+    let options = ScanOptions {
+        cancel: Some(cancel),
+        ..ScanOptions::default()
+    };
+    let spawned = std::thread::Builder::new()
+        .name("agent-q-xref-scan".into())
+        .spawn(move || {
+            let result = xref::scan_files_cached(&files, &name, kind, &options, &mut cache())
+                .map(|report| {
+                    let stop = report.interrupted.then(|| {
+                        if timed_out.load(Ordering::Relaxed) {
+                            Stop::Timeout
+                        } else {
+                            Stop::Quit
+                        }
+                    });
+                    (report, stop)
+                })
+                .map_err(|e| e.to_string());
+            let mut s = scans();
+            // A cancelled scan's result is not wanted.
+            if s.running.remove(&ticket).is_some() {
+                s.finished.push((ticket, result, max_hits));
+                drop(s);
+                super::channel::wake();
+            }
+        });
+    if let Err(e) = spawned {
+        scans().running.remove(&ticket);
+        return errors::signal(env, ErrorKind::Xref, format!("cannot start the scan thread: {e}"));
+    }
+    Ok(i64::try_from(ticket).unwrap_or(i64::MAX))
+}
+
+/// The scans finished since the last call: a list of (TICKET . PLIST), PLIST as
+/// `agent-q--core-xref-scan' returns it, or (:error MESSAGE).
+#[defun]
+fn xref_scan_finished(env: &Env) -> Result<Value<'_>> {
+    let finished = std::mem::take(&mut scans().finished);
+    let mut items = Vec::with_capacity(finished.len());
+    for (ticket, result, max_hits) in finished {
+        let plist = match result {
+            Ok((report, stop)) => report_value(env, &report, stop, max_hits)?,
+            Err(message) => env.list((env.intern(":error")?, message))?,
+        };
+        items.push(env.cons(i64::try_from(ticket).unwrap_or(i64::MAX), plist)?);
+    }
+    env.list(&items)
+}
+
+/// Cancel the scan TICKET: it stops before its next file and its result is never delivered.
+/// Returns t if it was running.
+#[defun]
+fn xref_scan_cancel(ticket: i64) -> Result<bool> {
+    let cancel = scans().running.remove(&u64::try_from(ticket).unwrap_or(0));
+    Ok(match cancel {
+        Some(flag) => {
+            flag.store(true, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    })
 }
