@@ -276,11 +276,15 @@ fn a_cancelled_call_is_withdrawn_from_the_driver() {
     assert!(!fixture.hub.complete(key, Outcome::ok("too late")));
 
     // Cancelled before the driver took it: the call is removed from the queue, never seen.
+    // (Waits on the hub, not on a wake, which could be a late one of the first call's Cancel.)
     let handle = runtime
         .block_on(peer.send_cancellable_request(request("/queued"), PeerRequestOptions::no_options()))
         .unwrap();
-    fixture.wakes.recv_timeout(PATIENCE).expect("woken for the call");
-    assert_eq!(fixture.hub.pending_count(), 1);
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.hub.pending_count() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fixture.hub.pending_count(), 1, "the call is queued");
     runtime.block_on(handle.cancel(None)).unwrap();
     let deadline = Instant::now() + PATIENCE;
     while fixture.hub.pending_count() > 0 && Instant::now() < deadline {
