@@ -10,7 +10,9 @@
 ;; libraries, temporary files and buffers.
 ;;
 ;; Section 1 calls the handler functions directly with an arguments
-;; hash table, as the executor does; it needs only agent-q-builtins.el.
+;; hash table, as the executor does; it needs agent-q-builtins.el, and
+;; agent-q.el for the failures (`agent-q-tool-fail' signals
+;; `agent-q-tool-failure', an error the module defines).
 ;;
 ;; Section 2 (tests tagged `needs-core') registers the tools with the
 ;; real registry and runs them through the real executor: it needs
@@ -48,6 +50,15 @@
     table))
 
 (defalias 'agent-q-builtins-test--a #'agent-q-builtins-test--args)
+
+(defun agent-q-builtins-test--fails (handler args)
+  "Call HANDLER with ARGS; return its failure message, or fail the test.
+HANDLER must end with `agent-q-tool-fail'."
+  (require 'agent-q)
+  (condition-case err
+      (progn (funcall handler args)
+             (ert-fail (list "expected a failure from" handler)))
+    (agent-q-tool-failure (cadr err))))
 
 ;;;; describe_symbol
 
@@ -366,13 +377,16 @@
 (ert-deftest agent-q-builtins-eval-read-errors ()
   (agent-q-builtins-test--fresh-repl
     (should (string-prefix-p "Error: Expected exactly one form, but there is more text after it"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "(+ 1 2) (+ 3 4)"))))
     (should (string-prefix-p "Error: Incomplete form"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "(+ 1"))))
     (should (string-prefix-p "Error: The form is empty"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "  \n"))))
     (should (string-match-p "Backtrace: none (the form could not be read)"
                             (agent-q-builtins--get-last-error nil)))))
@@ -380,7 +394,8 @@
 (ert-deftest agent-q-builtins-eval-error-and-last-error ()
   (agent-q-builtins-test--fresh-repl
     (should (equal "No recent errors recorded." (agent-q-builtins--get-last-error nil)))
-    (let ((out (agent-q-builtins--eval-form
+    (let ((out (agent-q-builtins-test--fails
+                #'agent-q-builtins--eval-form
                 (agent-q-builtins-test--a "form" "(progn (princ \"before\") (car 1))"))))
       (should (string-prefix-p "Error: Wrong type argument: listp, 1" out))
       (should (string-match-p "Condition: (wrong-type-argument listp 1)" out))
@@ -395,8 +410,10 @@
 
 (ert-deftest agent-q-builtins-eval-errors-are-captured-repeatedly ()
   (agent-q-builtins-test--fresh-repl
-    (agent-q-builtins--eval-form (agent-q-builtins-test--a "form" "(car 1)"))
-    (agent-q-builtins--eval-form (agent-q-builtins-test--a "form" "(agent-q-no-such-function 2)"))
+    (agent-q-builtins-test--fails #'agent-q-builtins--eval-form
+                                  (agent-q-builtins-test--a "form" "(car 1)"))
+    (agent-q-builtins-test--fails #'agent-q-builtins--eval-form
+                                  (agent-q-builtins-test--a "form" "(agent-q-no-such-function 2)"))
     (let ((last (agent-q-builtins--get-last-error nil)))
       (should (string-match-p "void-function agent-q-no-such-function" last))
       (should (string-match-p "  (agent-q-no-such-function 2)" last)))))
@@ -404,7 +421,8 @@
 (ert-deftest agent-q-builtins-backtrace-is-bounded ()
   (agent-q-builtins-test--fresh-repl
     (let ((agent-q-builtins-backtrace-frames 5))
-      (agent-q-builtins--eval-form
+      (agent-q-builtins-test--fails
+       #'agent-q-builtins--eval-form
        (agent-q-builtins-test--a
         "form" "(cl-labels ((f (n) (if (= n 0) (car 1) (f (1- n))))) (f 40))"))
       (should (string-match-p "Backtrace (innermost first, 5 frame(s))"
@@ -425,13 +443,15 @@
 
 (ert-deftest agent-q-builtins-compile-runtime-error ()
   (agent-q-builtins-test--fresh-repl
-    (let ((out (agent-q-builtins--compile-form
+    (let ((out (agent-q-builtins-test--fails
+                #'agent-q-builtins--compile-form
                 (agent-q-builtins-test--a "form" "(car (list-no-such-zz))"))))
       (should (string-match-p "^Compiler warnings (1):\n  the function .list-no-such-zz. is not known to be defined\\.$" out))
       (should (string-match-p "^Error: Symbol.s function definition is void: list-no-such-zz" out)))
     (should (string-match-p "from compile_form" (agent-q-builtins--get-last-error nil)))
     (should (string-prefix-p "Error: Incomplete form"
-                             (agent-q-builtins--compile-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--compile-form
                               (agent-q-builtins-test--a "form" "(car"))))))
 
 (ert-deftest agent-q-builtins-history-newest-first-and-limits ()
@@ -447,7 +467,8 @@
                              (agent-q-builtins--get-repl-history
                               (agent-q-builtins-test--a "limit" 2))))
     (should (string-prefix-p "Invalid limit 0"
-                             (agent-q-builtins--get-repl-history
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--get-repl-history
                               (agent-q-builtins-test--a "limit" 0))))))
 
 (ert-deftest agent-q-builtins-history-at-most-50-and-bounded ()
