@@ -99,6 +99,9 @@ HANDLER must end with `agent-q-tool-fail'."
 
 (ert-deftest agent-q-builtins-describe-symbol-value-is-bounded ()
   (let* ((agent-q-builtins-test--big-value (make-string 20000 ?x))
+         ;; The variable is defined in this file: allowed, so shown.
+         (agent-q-allowed-directories
+          (list (file-name-directory (symbol-file 'agent-q-builtins-test--big-value 'defvar))))
          (agent-q-builtins-max-value-chars 500)
          (out (agent-q-builtins--describe-symbol
                (agent-q-builtins-test--a "symbol" "agent-q-builtins-test--big-value"))))
@@ -116,14 +119,16 @@ HANDLER must end with `agent-q-tool-fail'."
     (should (string-match-p "^Feature: provided (loaded)" feature))))
 
 (ert-deftest agent-q-builtins-describe-symbol-not-found-suggests ()
-  (let ((out (agent-q-builtins--describe-symbol
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--describe-symbol
               (agent-q-builtins-test--a "symbol" "string-trimx"))))
     (should (string-prefix-p "Symbol string-trimx not found" out))
     (should (string-match-p "Did you mean: .*string-trim" out))))
 
 (ert-deftest agent-q-builtins-describe-symbol-empty ()
   (should (string-prefix-p "No symbol given"
-                           (agent-q-builtins--describe-symbol
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--describe-symbol
                             (agent-q-builtins-test--a "symbol" "  ")))))
 
 ;;;; apropos_search
@@ -161,14 +166,17 @@ HANDLER must end with `agent-q-tool-fail'."
     (should (string-match-p "\\[\\.\\.\\. [0-9]+ more not shown" out))))
 
 (ert-deftest agent-q-builtins-apropos-errors ()
+  ;; No match is a successful (empty) answer; bad input is a failure.
   (should (string-prefix-p "No symbols matching 'zzqxqzz-none'"
                            (agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" "zzqxqzz-none"))))
   (should (string-prefix-p "No pattern given"
-                           (agent-q-builtins--apropos-search
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" ""))))
   (should (string-prefix-p "Unknown type 'macro'"
-                           (agent-q-builtins--apropos-search
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" "x" "type" "macro")))))
 
 ;;;; function_arglist
@@ -199,14 +207,21 @@ HANDLER must end with `agent-q-tool-fail'."
 
 (ert-deftest agent-q-builtins-arglist-errors ()
   (should (string-prefix-p "fill-column is not a function (it is a user option)"
-                           (agent-q-builtins--function-arglist
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
                             (agent-q-builtins-test--a "function" "fill-column"))))
-  (let ((out (agent-q-builtins--function-arglist
+  (should (string-prefix-p "nil is not a function (it is a constant)"
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
+                            (agent-q-builtins-test--a "function" "nil"))))
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--function-arglist
               (agent-q-builtins-test--a "function" "string-trimm"))))
     (should (string-prefix-p "Function string-trimm not found" out))
     (should (string-match-p "Did you mean: string-trim" out)))
   (should (string-prefix-p "No function given"
-                           (agent-q-builtins--function-arglist
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
                             (agent-q-builtins-test--a "function" "")))))
 
 ;;;; list_package_symbols
@@ -235,12 +250,14 @@ HANDLER must end with `agent-q-tool-fail'."
     (should (string-match-p "^  project-root \\[function\\]" all))))
 
 (ert-deftest agent-q-builtins-package-symbols-not-found ()
-  (let ((out (agent-q-builtins--list-package-symbols
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--list-package-symbols
               (agent-q-builtins-test--a "package" "no-such-package-zz"))))
     (should (string-prefix-p "Package no-such-package-zz not found" out))
     (should (string-match-p "(require 'no-such-package-zz)" out)))
   (should (string-prefix-p "No package given"
-                           (agent-q-builtins--list-package-symbols
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--list-package-symbols
                             (agent-q-builtins-test--a "package" "")))))
 
 ;;;; class_slots and class_hierarchy
@@ -282,13 +299,16 @@ HANDLER must end with `agent-q-tool-fail'."
 
 (ert-deftest agent-q-builtins-class-slots-errors ()
   (should (string-prefix-p "No class or struct type named no-such-class-zz"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "no-such-class-zz"))))
   (should (string-prefix-p "No class or struct type named car"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "car"))))
   (should (string-prefix-p "No class given"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "")))))
 
 (ert-deftest agent-q-builtins-class-hierarchy-eieio ()
@@ -317,7 +337,8 @@ HANDLER must end with `agent-q-tool-fail'."
 
 (ert-deftest agent-q-builtins-class-hierarchy-not-found ()
   (should (string-prefix-p "No class or struct type named no-such-class-zz"
-                           (agent-q-builtins--class-hierarchy
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-hierarchy
                             (agent-q-builtins-test--a "class" "no-such-class-zz")))))
 
 ;;;; macroexpand_form
@@ -344,10 +365,12 @@ HANDLER must end with `agent-q-tool-fail'."
                            (agent-q-builtins--macroexpand-form
                             (agent-q-builtins-test--a "form" "(car x)"))))
   (should (string-prefix-p "Error: Incomplete form"
-                           (agent-q-builtins--macroexpand-form
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--macroexpand-form
                             (agent-q-builtins-test--a "form" "(when a"))))
   (should (equal "Error while expanding: Expansion refused"
-                 (agent-q-builtins--macroexpand-form
+                 (agent-q-builtins-test--fails
+                  #'agent-q-builtins--macroexpand-form
                   (agent-q-builtins-test--a "form" "(agent-q-builtins-test--failing-macro)")))))
 
 ;;;; eval_form, compile_form, get_last_error, get_repl_history
