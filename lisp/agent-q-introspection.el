@@ -909,6 +909,25 @@ pretty-printed, which costs time in proportion to the text."
       (agent-q-xref-who-references-handler args)
     (agent-q-tool-fail "%s" "who_references is unavailable (agent-q-xref is not installed).")))
 
+;;;; Walks of the obarray run compiled
+
+(defconst agent-q-builtins--obarray-walkers
+  '(agent-q-builtins--defined-p
+    agent-q-builtins--constant-p
+    agent-q-builtins--apropos-collect
+    agent-q-builtins--close-matches)
+  "The functions that run a Lisp function on each of many interned symbols.
+Interpreted (agent-q loaded from its .el files, as the README's install
+does), apropos_search of \"-\" over 100,000 symbols takes about 2.7
+times as long as compiled, and more than 100 ms.")
+
+;; When this file was loaded from source, compile just these few
+;; functions in place (a few milliseconds, once).
+(unless (byte-code-function-p (symbol-function 'agent-q-builtins--apropos-collect))
+  (require 'bytecomp)
+  (let ((byte-compile-warnings nil))
+    (with-demoted-errors "agent-q: cannot compile the obarray walks: %S"
+      (mapc #'byte-compile agent-q-builtins--obarray-walkers))))
 
 (provide 'agent-q-introspection)
 
