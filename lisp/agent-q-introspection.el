@@ -19,8 +19,9 @@
 
 ;; The handlers of describe_symbol, apropos_search, function_arglist,
 ;; list_package_symbols, class_slots, class_hierarchy and
-;; macroexpand_form, and of who_calls and who_references, which
-;; delegate to agent-q-xref.el.
+;; macroexpand_form, and synchronous who_calls and who_references
+;; handlers that delegate to agent-q-xref.el (the registered tools use
+;; agent-q-xref's asynchronous handlers directly).
 ;;
 ;; Outcomes (the rule is in agent-q-support.el): a lookup of something
 ;; that does not exist fails -- a symbol not found, a name that is not
@@ -339,10 +340,13 @@ so are / and the home directory itself."
                      agent-q-builtins--own-directory)
                (and (boundp 'package-directory-list)
                     (symbol-value 'package-directory-list))
-               (seq-filter (lambda (d)
-                             (and (stringp d)
-                                  (string-match-p "/site-lisp\\(?:/\\|\\'\\)" d)))
-                           load-path)
+               ;; The whole site-lisp tree of each site-lisp directory
+               ;; on `load-path' (its elpa/ included), as who_calls does.
+               (delq nil (mapcar (lambda (d)
+                                   (and (stringp d)
+                                        (string-match "\\`\\(.*/site-lisp\\)\\(?:/\\|\\'\\)" d)
+                                        (match-string 1 d)))
+                                 load-path))
                agent-q-library-directories)))
     (seq-remove #'agent-q-builtins--too-broad-p
                 (delete-dups

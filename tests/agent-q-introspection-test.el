@@ -160,17 +160,22 @@ denies, and records each question in `agent-q-introspection-test--asked'."
     (should (= 1 (agent-q-introspection-test--metric reg "macroexpand_form" :failures)))))
 
 (ert-deftest agent-q-introspection-test-xref-unavailable-fails ()
-  (agent-q-introspection-test--with reg
-    (require 'agent-q-xref nil t)
-    (cl-letf (((symbol-function 'agent-q-xref-who-calls-handler) nil)
-              ((symbol-function 'agent-q-xref-who-references-handler) nil))
-      (should (string-match-p "who_calls is unavailable"
-                              (agent-q-introspection-test--failed
-                               (agent-q-introspection-test--call reg "who_calls" :function "car"))))
-      (should (string-match-p "who_references is unavailable"
-                              (agent-q-introspection-test--failed
-                               (agent-q-introspection-test--call
-                                reg "who_references" :variable "fill-column")))))))
+  ;; The synchronous delegators (the registered who_calls and
+  ;; who_references run agent-q-xref's asynchronous handlers directly).
+  (require 'agent-q-xref nil t)
+  (cl-letf (((symbol-function 'agent-q-xref-who-calls-handler) nil)
+            ((symbol-function 'agent-q-xref-who-references-handler) nil))
+    (dolist (case '((agent-q-builtins--who-calls "function" "who_calls is unavailable")
+                    (agent-q-builtins--who-references "variable" "who_references is unavailable")))
+      (pcase-let ((`(,handler ,key ,expected) case))
+        (should (string-match-p
+                 expected
+                 (condition-case err
+                     (progn (funcall handler (let ((h (make-hash-table :test #'equal)))
+                                               (puthash key "car" h)
+                                               h))
+                            nil)
+                   (agent-q-tool-failure (cadr err)))))))))
 
 ;;;; Secrets
 
