@@ -134,9 +134,11 @@ Into a temporary directory, which is deleted afterwards."
     (load (locate-library (concat name ".el")) nil t)))
 
 (defun agent-q-bench-freezes-introspection--cases (registry library)
-  "Return what to time in REGISTRY: a list of (LABEL SETUP CALL).
+  "Return what to time in REGISTRY: a list of (LABEL SETUP CALL [BASELINE]).
 LIBRARY is the name of the largest loaded library.  SETUP, when
-non-nil, runs once before the call is timed (untimed)."
+non-nil, runs once before the call is timed (untimed).  BASELINE, when
+present, is (LABEL . FUNCTION): the part of the work that is not the
+tool's (the macro's own expansion, reading the form), timed first."
   (let ((error-form "(car agent-q-bench-freezes-introspection--big-string)")
         (form-100k (format "(length '(%s))"
                            (mapconcat #'identity (make-list 20000 "word") " ")))
@@ -171,7 +173,9 @@ non-nil, runs once before the call is timed (untimed)."
        (:name "list_package_symbols" :arguments (:package ,library :include_internal t)))
       ("macroexpand_form, expansion of 1,000,000 elements" nil
        (:name "macroexpand_form"
-              :arguments (:form "(agent-q-bench-freezes-introspection--big-macro)")))
+              :arguments (:form "(agent-q-bench-freezes-introspection--big-macro)"))
+       ("macroexpand-1 alone (the macro's own work)"
+        . ,(lambda () (macroexpand-1 '(agent-q-bench-freezes-introspection--big-macro)))))
       ("eval_form, error carrying a 50 MB string" nil
        (:name "eval_form" :arguments (:form ,error-form)))
       ("get_last_error after it"
@@ -180,9 +184,11 @@ non-nil, runs once before the call is timed (untimed)."
            `((:id "e" :name "eval_form" :arguments (:form ,error-form))) registry))
        (:name "get_last_error"))
       ("eval_form, a 100 KB form" nil
-       (:name "eval_form" :arguments (:form ,form-100k)))
+       (:name "eval_form" :arguments (:form ,form-100k))
+       ("read-from-string and eval alone" . ,(lambda () (eval (car (read-from-string form-100k)) t))))
       ("eval_form, a 950 KB form (near the longest read)" nil
-       (:name "eval_form" :arguments (:form ,form-1m)))
+       (:name "eval_form" :arguments (:form ,form-1m))
+       ("read-from-string and eval alone" . ,(lambda () (eval (car (read-from-string form-1m)) t))))
       ("get_repl_history 50, entries of 100 KB forms and 1 MB output"
        ,(lambda ()
           (let ((form (format "(progn (princ (make-string 1000000 ?o)) '%s)"
@@ -194,7 +200,7 @@ non-nil, runs once before the call is timed (untimed)."
 
 (defun agent-q-bench-freezes-introspection--measure (registry cases variant)
   "Time each of CASES in REGISTRY; VARIANT names how the tools are loaded."
-  (pcase-dolist (`(,label ,setup ,call) cases)
+  (pcase-dolist (`(,label ,setup ,call ,baseline) cases)
     (let ((agent-q-builtins--history nil)
           (agent-q-builtins--last-error nil))
       ;; The big list lives only for its own case: with GC in, every
@@ -211,10 +217,13 @@ non-nil, runs once before the call is timed (untimed)."
                             (min 300 (length (plist-get result :content)))))))
       (agent-q-bench-compare
        label
-       (list (list :label variant
-                   :run (lambda (_)
-                          (agent-q-execute-tool-calls (list (cons :id (cons "c" call)))
-                                                      registry))))
+       (append
+        (and baseline
+             (list (list :label (car baseline) :run (lambda (_) (funcall (cdr baseline))))))
+        (list (list :label variant
+                    :run (lambda (_)
+                           (agent-q-execute-tool-calls (list (cons :id (cons "c" call)))
+                                                       registry)))))
        :gc '(in))))
   (setq agent-q-bench-freezes-introspection--big-list nil))
 
@@ -223,7 +232,9 @@ non-nil, runs once before the call is timed (untimed)."
   (let ((over nil))
     (dolist (row (plist-get agent-q-bench--current :rows))
       (let ((cpu (plist-get row :cpu)))
-        (when (> cpu agent-q-bench-freezes-introspection--target)
+        (when (and (member (plist-get row :label)
+                           '("from source (interpreted)" "byte-compiled"))
+                   (> cpu agent-q-bench-freezes-introspection--target))
           (push (format "%s (%s): %.0f ms" (plist-get row :benchmark)
                         (plist-get row :label) (* 1000 cpu))
                 over))))

@@ -266,12 +266,15 @@ of a symbol that began before it."
             (memq c '(?\( ?\) ?\[ ?\] ?\" ?\' ?` ?,))
             (and (= c ?@) (> pos 1) (= (aref string (- pos 2)) ?,))))))
 
-(defun agent-q-builtins--nesting-characters (string)
+(defun agent-q-builtins--nesting-characters (string limit)
   "Return how many characters of STRING could open a level of nesting.
-An upper bound of the depth of any form in STRING, counted in C."
-  (let ((n 0))
-    (dolist (c '(?\( ?\[ ?\' ?` ?,))
-      (setq n (+ n (- (length string) (length (delete c string))))))
+Counting stops above LIMIT.  An upper bound of the depth of any form
+in STRING; the search for each character is done in C, so a long form
+with few parentheses costs little."
+  (let ((n 0) (pos 0))
+    (while (and (<= n limit)
+                (setq pos (string-match "[[('`,]" string pos)))
+      (setq n (1+ n) pos (1+ pos)))
     n))
 
 (defun agent-q-builtins--too-deep-p (string limit)
@@ -354,7 +357,8 @@ than whitespace and comments is an error; so is a form longer than
    ((> (length string) agent-q-builtins-max-form-chars)
     (list :error (format "The form is %d characters long; at most %d are read (agent-q-builtins-max-form-chars)."
                          (length string) agent-q-builtins-max-form-chars)))
-   ((and (> (agent-q-builtins--nesting-characters string) agent-q-builtins-max-form-depth)
+   ((and (> (agent-q-builtins--nesting-characters string agent-q-builtins-max-form-depth)
+            agent-q-builtins-max-form-depth)
          (agent-q-builtins--too-deep-p string agent-q-builtins-max-form-depth))
     (list :error (format "The form nests deeper than %d levels (parentheses, brackets and quotes); it is not read."
                          agent-q-builtins-max-form-depth)))
