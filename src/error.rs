@@ -158,6 +158,7 @@ pub enum ReadError {
         /// The decoder's message.
         message: String,
     },
+}
 
 /// Failures of the MCP server (see [`crate::mcp`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
