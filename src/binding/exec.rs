@@ -17,9 +17,6 @@ use crate::spec::SafetyLevel;
 
 use super::convert::lisp::string;
 
-/// `emacs_process_input_quit` from emacs-module.h (Emacs 27+), which the crate does not re-export.
-const PROCESS_INPUT_QUIT: u32 = 1;
-
 struct EmacsHost<'e> {
     env: &'e Env,
 }
@@ -152,15 +149,7 @@ impl<'e> Host for EmacsHost<'e> {
     }
 
     fn should_quit(&mut self) -> bool {
-        let raw = self.env.raw();
-        // SAFETY: `raw` is the live env of the current module call; process_input exists in the
-        // Emacs 28 env structure this module requires.
-        unsafe {
-            match (*raw).process_input {
-                Some(f) => f(raw) == PROCESS_INPUT_QUIT,
-                None => false,
-            }
-        }
+        super::quit::requested(self.env)
     }
 }
 

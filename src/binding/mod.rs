@@ -9,6 +9,7 @@ pub mod convert;
 pub mod diff;
 pub mod errors;
 pub mod exec;
+pub mod quit;
 pub mod registry;
 pub mod search;
 pub mod xref;
