@@ -135,21 +135,14 @@ pub enum SearchError {
     /// long, unstoppable step (a pattern that can match across lines without bound, searched in
     /// one pass), so nothing it found can be reported.
     #[error(
-        "the search did not finish within its time limit of {} s, and could not be stopped at a \
-         clean point: this pattern can match across lines without a bound, so it is searched in \
-         one pass; no partial result is available (try a pattern that stays within a line)",
-        format_secs(*.0)
+        "the search did not stop at its time limit: this pattern can match across lines without \
+         a bound, so it is searched in one pass, which cannot be stopped midway; no partial result \
+         is available (try a pattern that stays within a line)"
     )]
-    Stuck(Duration),
+    Stuck,
     /// The worker thread could not be started or died (a bug).
     #[error("the search failed: {0}")]
     Failed(String),
-}
-
-/// D in seconds, without trailing zeros.
-fn format_secs(d: Duration) -> String {
-    let s = format!("{:.3}", d.as_secs_f64());
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A translated pattern, with the symbol-boundary checks to apply to each match.
@@ -166,7 +159,7 @@ pub struct Translation {
 /// Why a search stopped before the end of the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
-    /// [`Limits::max_counted`] matches were counted: there may be more.
+    /// [`Limits::max_counted`] matches were counted, and there are more.
     CountLimit,
     /// [`Limits::deadline`] passed.
     TimeLimit,
@@ -193,7 +186,7 @@ pub struct SearchResult {
 pub struct Limits {
     /// How many matches to list (with their offsets).
     pub max_listed: usize,
-    /// How many matches to count before stopping; 0 counts them all.
+    /// How many matches to count before stopping (when there is one more); 0 counts them all.
     pub max_counted: usize,
     /// When to stop, if ever.
     pub deadline: Option<Instant>,
@@ -949,6 +942,7 @@ fn run_windows(
     let mut size = first;
     let mut pos = 0;
     let mut handled = 0usize;
+    let mut counted_to = None;
     let stopped = 'search: loop {
         if pos > len {
             break None;
@@ -968,6 +962,11 @@ fn run_windows(
                 break;
             };
             if pattern.accepts(text, m.start(), m.end()) {
+                if let Some(at) = counted_to {
+                    // One match more than the limit: there are more than were counted.
+                    pos = at;
+                    break 'search Some(Stop::CountLimit);
+                }
                 result.total += 1;
                 if result.matches.len() < limits.max_listed {
                     let start = offsets.at(m.start());
@@ -978,8 +977,10 @@ fn run_windows(
                 } else {
                     m.end()
                 };
-                if limits.max_counted > 0 && result.total >= limits.max_counted {
-                    break 'search Some(Stop::CountLimit);
+                if limits.max_counted > 0 && result.total == limits.max_counted {
+                    // Look for one more (without counting it), so that a text with exactly
+                    // the limit's number of matches is not reported as having "at least" that.
+                    counted_to = Some(pos);
                 }
             } else {
                 pos = m.start() + char_len(text, m.start());
@@ -1136,7 +1137,7 @@ pub fn search_in_background(
         if let Some(deadline) = limits.deadline {
             if Instant::now() >= deadline + GRACE {
                 cancel.store(true, Ordering::Relaxed);
-                return Err(SearchError::Stuck(deadline.saturating_duration_since(started)));
+                return Err(SearchError::Stuck);
             }
         }
         if !slow_reported && started.elapsed() >= SLOW {
@@ -1619,9 +1620,15 @@ mod tests {
         let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
         assert_eq!(r.matches, vec![(0, 1), (2, 3), (4, 5)]);
         assert_eq!((r.total, r.stopped, r.searched), (10, Some(Stop::CountLimit), 19));
-        // Not reached: complete.
+        // Not reached, or reached by the last match: complete.
         let r = run(b"x x", &pattern("x"), &limits, &AtomicBool::new(false));
         assert_eq!((r.total, r.stopped, r.searched), (2, None, 3));
+        let text = "x\n".repeat(10);
+        let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (10, None, 20));
+        let text = "x\n".repeat(10) + "x";
+        let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (10, Some(Stop::CountLimit), 19));
     }
 
     #[test]
@@ -1792,7 +1799,7 @@ mod tests {
         // A few seconds in one step (a debug build is about 5 times slower).
         let size = if cfg!(debug_assertions) { 128 } else { 512 };
         let outcome = search_in_background(slow_text(size), query(stuck), limits, &WORKERS, || false, || {});
-        assert!(matches!(outcome, Err(SearchError::Stuck(_))), "{outcome:?}");
+        assert_eq!(outcome, Err(SearchError::Stuck));
         // The worker left behind still holds the only place.
         let outcome = search_in_background(b"x".to_vec(), query("x"), Limits::listing(1), &WORKERS, || false, || {});
         assert_eq!(outcome, Err(SearchError::Busy(1)));
