@@ -43,10 +43,16 @@
 
 ;;;; Module and agent-q.el functions (loaded by agent-q.el)
 
-(declare-function agent-q--core-diff-hunks "agent-q-core" (old new))
-(declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
+(declare-function agent-q--core-diff-session "agent-q-core" (old new))
+(declare-function agent-q--core-diff-session-count "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-summary "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-hunk "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-changes "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-apply "agent-q-core" (session decisions))
 (declare-function agent-q--core-diff-locate "agent-q-core" (current original))
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
+(declare-function agent-q--wait-for "agent-q" (predicate))
+(declare-function agent-q-when-cancelled "agent-q-async" (function))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -94,7 +100,10 @@ A file name given as :path is never shortened."
 ;;;; Minibuffer approval
 
 (defvar agent-q-tools--session-approved nil
-  "Tool names the user approved for the rest of the session with \"a\".")
+  "Ids of the tools the user approved for the rest of the session with \"a\".
+An id names one registration of one tool in one registry: a tool
+replaced or re-registered with another handler has a new id, so it
+is asked about again.")
 
 (defun agent-q-tools--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.
@@ -125,11 +134,17 @@ The result is a cons (SHORTENED . CHANGED)."
 (defun agent-q-tools--path-note (args)
   "Return a note naming the file the :path in ARGS designates, or an empty string.
 The approval prompt shows it whole, after the arguments, so a long or
-relative path, or a symlink, cannot hide which file a tool will touch."
+relative path, or a symlink, cannot hide which file a tool will touch.
+A remote file (or a relative name in a remote `default-directory') is
+named as given, never resolved: resolving it would contact the remote
+host before the user answered."
   (let ((path (and (listp args) (plist-get args :path))))
     (cond
      ((not (stringp path)) "")
      ((file-remote-p path) (format " [remote file: %s]" path))
+     ((and (not (file-name-absolute-p path)) (file-remote-p default-directory))
+      (format " [remote file: %s in %s, not resolved before you answer]"
+              path default-directory))
      (t (let* ((full (expand-file-name path))
                (true (file-truename full)))
           (if (equal true full)
@@ -188,6 +203,8 @@ shortened with a note.  Keys:
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
   a  approve, and approve TOOL-NAME for the rest of the session
+  l  later: leave it pending (asynchronous calls only, see
+     `agent-q-pending')         -> `:later'
   \\<global-map>\\[keyboard-quit]  deny                     -> `:denied'
 
 The \"e\" buffer shows ARGS pretty-printed as a plist:
@@ -198,24 +215,28 @@ buffer stays), \\[agent-q-tools-arguments-cancel] cancels the edit and
 returns to this prompt.
 
 The executor calls this only for calls that need approval (dangerous
-ones, and those at the levels in `agent-q-confirm-safety-levels'), so
-it always asks, with two exceptions, neither of which applies when the
-context has a :reason (a safe tool asking to read a sensitive or
-outside file, which is always asked):
+ones, those at the levels in `agent-q-confirm-safety-levels', and
+those whose tool's guard gave a reason), so it always asks, with two
+exceptions, neither of which applies when the context has a :reason
+\(a guard asking to read a sensitive or outside file, which is always
+asked):
 
-- a tool the user approved for the session with \"a\";
-- \"propose_file_edit\": its approval is the per-hunk review run by its
-  handler through `agent-q-tools-review-edit', which applies nothing
-  unless the user accepts hunks.
+- a tool the user approved for the session with \"a\" (the approval
+  belongs to that registration of the tool, its :tool-id);
+- a tool whose own review is the approval (:review in the context,
+  which the executor sets only for the built-in handler of
+  \"propose_file_edit\", never for a tool that merely has its name):
+  its per-hunk review applies nothing unless the user accepts hunks.
 
 A :path argument is never shortened, and the prompt names the file it
 really designates (resolving links)."
   (let ((level (agent-q-tools--context-get :safety-level))
-        (reason (agent-q-tools--context-get :reason)))
+        (reason (agent-q-tools--context-get :reason))
+        (id (agent-q-tools--context-get :tool-id)))
     (cond
      ((and (not reason)
-           (or (equal tool-name "propose_file_edit")
-               (member tool-name agent-q-tools--session-approved)))
+           (or (agent-q-tools--context-get :review)
+               (and id (memql id agent-q-tools--session-approved))))
       :approved)
      (t
       (condition-case nil
@@ -230,7 +251,12 @@ LEVEL is the safety level, REASON the context's reason or nil."
       (let* ((short (agent-q-tools--shorten args))
              (printed (agent-q-tools--print (car short)))
              (cut (> (length printed) agent-q-tools--max-prompt-arguments))
-             (prompt (format "agent-q: run %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways: "
+             (client (agent-q-tools--context-get :client))
+             (later (agent-q-tools--context-get :async))
+             (waiting (agent-q-tools--context-get :waiting))
+             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s: "
+                             (if (and waiting (> waiting 0)) (format " (%d more waiting)" waiting) "")
+                             (if client (format "%s wants to " client) "")
                              tool-name
                              (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
                              (if reason (format " (%s)" reason) "")
@@ -241,18 +267,22 @@ LEVEL is the safety level, REASON the context's reason or nil."
                              (agent-q-tools--path-note args)
                              (if (or cut (cdr short))
                                  " [long arguments shortened; v shows all]"
-                               "")))
-             (key (read-char-choice-with-read-key prompt '(?y ?n ?r ?e ?v ?a))))
+                               "")
+                             (if later " (l)ater" "")))
+             (key (read-char-choice-with-read-key
+                   prompt (if later '(?y ?n ?r ?e ?v ?a ?l) '(?y ?n ?r ?e ?v ?a)))))
         (pcase key
           (?y (setq answer :approved))
           (?n (setq answer :denied))
-          (?a (cl-pushnew tool-name agent-q-tools--session-approved :test #'equal)
+          (?a (let ((id (agent-q-tools--context-get :tool-id)))
+                (when id (cl-pushnew id agent-q-tools--session-approved)))
               (setq answer :approved))
           (?r (let ((text (read-string (format "Reason for denying %s: " tool-name))))
                 (setq answer (if (string-empty-p (string-trim text))
                                  :denied
                                (list :denied text)))))
           (?v (agent-q-tools--show-call tool-name args))
+          (?l (setq answer :later))
           (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
                 (setq answer (list :modified new)))))))
     answer))
@@ -344,21 +374,28 @@ Return (:ok PLIST) or (:error MESSAGE)."
 
 (cl-defstruct (agent-q-tools--review (:constructor agent-q-tools--make-review)
                                      (:copier nil))
-  "State of one review of a proposed file edit."
-  path file current proposal description hunks decisions
-  buffer depth done cancelled headers)
+  "State of one review of a proposed file edit.
+SESSION is the module's diff of CURRENT and PROPOSAL; SUMMARY a vector
+of each hunk's summary plist (:header :old-start ...); DETAILS a vector
+caching each hunk's full plist, built when first needed; HEADERS a
+vector of (HEADER-MARKER . STATE-MARKER) per hunk; RENDERED the number
+of hunk bodies inserted so far (in order).  CALLBACK is called once the
+review is finished, with the result text and its status (`:success',
+`:denied' or `:failure')."
+  path file current proposal description session summary details decisions
+  buffer done cancelled headers (rendered 0) timer callback client)
 
 (defvar-local agent-q-tools--this-review nil
   "The review shown in the current review buffer.")
 
 (defvar agent-q-tools--review-driver nil
   "For tests: when non-nil, a function called with the review buffer.
-It replaces the recursive edit: it is expected to call the review
-commands in that buffer until the review is finished.  Production code
-leaves this nil.")
+It is called as soon as the review buffer is ready, instead of showing
+it: it is expected to call the review commands in that buffer until the
+review is finished.  Production code leaves this nil.")
 
 (defvar agent-q-tools--open-reviews nil
-  "Reviews waiting in a recursive edit, innermost first.")
+  "Reviews shown and not yet finished, newest first.")
 
 (defvar agent-q-tools-review-mode-map
   (let ((map (make-sparse-keymap)))
@@ -410,28 +447,29 @@ are applied to the buffer visiting the file, as one undo step."
               '(:eval (agent-q-tools--progress-string agent-q-tools--this-review)))
   (add-hook 'kill-buffer-hook #'agent-q-tools--review-killed nil t))
 
+(declare-function agent-q-files-current-text "agent-q-files" (file))
+
 (defun agent-q-tools--current-text (file)
   "Return the current text of FILE and the buffer visiting it, as a cons.
 The text is that buffer's (unsaved edits included) when one visits
-FILE, else the file's contents, else \"\" for a new file."
-  (let ((buffer (find-buffer-visiting file)))
-    (cons (cond
-           (buffer (with-current-buffer buffer
-                     (save-restriction
-                       (widen)
-                       (buffer-substring-no-properties (point-min) (point-max)))))
-           ((file-exists-p file)
-            (with-temp-buffer
-              (insert-file-contents file)
-              (buffer-string)))
-           (t ""))
-          buffer)))
+FILE, else the file's contents, else \"\" for a new file.  The file is
+read through one descriptor that never blocks (a FIFO is refused) and,
+during a tool call, is checked against what the read guard approved
+\(see `agent-q-files-current-text'); a problem signals
+`agent-q-tool-failure'."
+  (require 'agent-q-files)
+  (agent-q-files-current-text file))
 
 (defconst agent-q-tools--marker-width (length "[ACCEPTED, EDITED]")
   "Width of every hunk state marker.
 All markers have this width, so updating one never moves the text after
-it and hunk positions can be plain integers (markers would make the
-rendering of many hunks quadratic).")
+it.")
+
+(defconst agent-q-tools--bodies-at-once 20
+  "Hunk bodies rendered when the review opens, and per idle batch after.
+The review opens with every hunk's header and the first bodies; the
+rest follow while Emacs is idle, or at once when the user moves to
+them, so even a diff of a 100,000-line file opens without a pause.")
 
 (defun agent-q-tools--put-face (start end face)
   "Give the text from START to END the face FACE.
@@ -474,52 +512,109 @@ with and without `font-lock-mode'."
       (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
               a r p (length (agent-q-tools--review-decisions review))))))
 
-(defun agent-q-tools--insert-hunk (index hunk)
-  "Insert HUNK, number INDEX, at point; return its positions.
-The value is (HEADER-START . MARKER-START)."
-  (let* ((start (point))
-         (lines (plist-get hunk :lines))
-         (line-starts (make-vector (length lines) 0))
-         (header-start (point))
-         marker-start)
-    (insert (agent-q-tools--with-face (plist-get hunk :header) 'diff-hunk-header) " ")
-    (setq marker-start (point))
+(defun agent-q-tools--hunk (review index)
+  "The full plist of hunk INDEX of REVIEW, built by the module when first needed."
+  (let ((details (agent-q-tools--review-details review)))
+    (or (aref details index)
+        (aset details index
+              (agent-q--core-diff-session-hunk (agent-q-tools--review-session review) index)))))
+
+(defun agent-q-tools--hunk-count (review)
+  "The number of hunks of REVIEW."
+  (length (agent-q-tools--review-summary review)))
+
+(defun agent-q-tools--insert-header (index summary)
+  "Insert the header line of hunk INDEX, from its SUMMARY; return its markers.
+The value is (HEADER-MARKER . STATE-MARKER).  Both advance when text is
+inserted at them, so a body inserted later before the next header
+leaves them on their header."
+  (let ((start (point))
+        state)
+    (insert (agent-q-tools--with-face (plist-get summary :header) 'diff-hunk-header) " ")
+    (setq state (point-marker))
     (insert (agent-q-tools--decision-marker nil))
     (insert (format "  hunk %d\n" (1+ index)))
-    (cl-loop for (tag . text) in lines
-             for i from 0
-             do (aset line-starts i (point))
-             (insert (agent-q-tools--with-face
-                      (concat (pcase tag
-                                ('context " ")
-                                ('removed "-")
-                                ('added "+")
-                                (_ ""))
-                              text "\n")
-                      (pcase tag
-                        ('context 'diff-context)
-                        ('removed 'diff-removed)
-                        ('added 'diff-added)
-                        (_ 'shadow)))))
+    (put-text-property start (point) 'agent-q-hunk index)
+    (let ((header (copy-marker start t)))
+      (set-marker-insertion-type state t)
+      (cons header state))))
+
+(defun agent-q-tools--body-string (index hunk)
+  "The body of HUNK, number INDEX, as one propertized string."
+  (let* ((lines (plist-get hunk :lines))
+         (starts (make-vector (length lines) 0))
+         (offset 0)
+         (body
+          (apply #'concat
+                 (cl-loop for (tag . text) in lines
+                          for i from 0
+                          collect (let ((line (agent-q-tools--with-face
+                                               (concat (pcase tag
+                                                         ('context " ")
+                                                         ('removed "-")
+                                                         ('added "+")
+                                                         (_ ""))
+                                                       text "\n")
+                                               (pcase tag
+                                                 ('context 'diff-context)
+                                                 ('removed 'diff-removed)
+                                                 ('added 'diff-added)
+                                                 (_ 'shadow)))))
+                                    (aset starts i offset)
+                                    (setq offset (+ offset (length line)))
+                                    line)))))
     (dolist (r (plist-get hunk :refine))
       (pcase-let* ((`(,line ,from ,to) r)
-                   (line-start (aref line-starts line))
-                   (removed (eq (car (nth line lines)) 'removed)))
-        (agent-q-tools--put-face (+ line-start 1 from) (+ line-start 1 to)
-                                 (if removed
-                                     '(diff-refine-removed diff-removed)
-                                   '(diff-refine-added diff-added)))))
-    (put-text-property start (point) 'agent-q-hunk index)
-    (cons header-start marker-start)))
+                   (start (+ (aref starts line) 1 from))
+                   (end (+ (aref starts line) 1 to))
+                   (face (if (eq (car (nth line lines)) 'removed)
+                             '(diff-refine-removed diff-removed)
+                           '(diff-refine-added diff-added))))
+        (add-text-properties start end (list 'face face 'font-lock-face face) body)))
+    (put-text-property 0 (length body) 'agent-q-hunk index body)
+    body))
+
+(defun agent-q-tools--render-bodies (review upto)
+  "Insert the bodies of REVIEW's hunks before hunk UPTO that are not in yet."
+  (let ((buffer (agent-q-tools--review-buffer review))
+        (upto (min upto (agent-q-tools--hunk-count review))))
+    (when (and (buffer-live-p buffer)
+               (< (agent-q-tools--review-rendered review) upto))
+      (with-current-buffer buffer
+        (let ((inhibit-read-only t)
+              (headers (agent-q-tools--review-headers review)))
+          (save-excursion
+            (while (< (agent-q-tools--review-rendered review) upto)
+              (let ((i (agent-q-tools--review-rendered review)))
+                (goto-char (car (aref headers i)))
+                (forward-line 1)
+                (insert (agent-q-tools--body-string i (agent-q-tools--hunk review i)))
+                (setf (agent-q-tools--review-rendered review) (1+ i))
+                (agent-q-tools--update-hunk review i)))))))))
+
+(defun agent-q-tools--render-more (review)
+  "Insert the next batch of REVIEW's hunk bodies, from an idle timer."
+  (if (or (agent-q-tools--review-done review)
+          (not (buffer-live-p (agent-q-tools--review-buffer review)))
+          (>= (agent-q-tools--review-rendered review) (agent-q-tools--hunk-count review)))
+      (when (agent-q-tools--review-timer review)
+        (cancel-timer (agent-q-tools--review-timer review))
+        (setf (agent-q-tools--review-timer review) nil))
+    (agent-q-tools--render-bodies review (+ (agent-q-tools--review-rendered review)
+                                            agent-q-tools--bodies-at-once))))
 
 (defun agent-q-tools--render (review)
-  "Fill the current buffer with REVIEW."
+  "Fill the current buffer with REVIEW: every header, the first bodies.
+The other bodies follow from an idle timer (see
+`agent-q-tools--bodies-at-once')."
   (let ((inhibit-read-only t)
         (headers nil))
     (erase-buffer)
     (insert (agent-q-tools--with-face
              (format "File: %s\n" (agent-q-tools--review-file review))
              'agent-q-diff-header))
+    (when-let ((client (agent-q-tools--review-client review)))
+      (insert (agent-q-tools--with-face (format "From: %s\n" client) 'agent-q-diff-header)))
     (insert (agent-q-tools--with-face
              (format "Description: %s\n" (or (agent-q-tools--review-description review) ""))
              'agent-q-diff-header))
@@ -529,32 +624,37 @@ The value is (HEADER-START . MARKER-START)."
             "C-c C-k reject all, q quit, ? help\n")
     (let ((name (file-name-nondirectory (agent-q-tools--review-file review))))
       (insert (format "--- a/%s\n+++ b/%s\n" name name)))
-    (cl-loop for hunk across (agent-q-tools--review-hunks review)
+    (cl-loop for summary across (agent-q-tools--review-summary review)
              for i from 0
-             do (push (agent-q-tools--insert-hunk i hunk) headers))
-    (setf (agent-q-tools--review-headers review) (vconcat (nreverse headers)))
-    (dotimes (i (length (agent-q-tools--review-hunks review)))
-      (agent-q-tools--update-hunk review i))
+             do (push (agent-q-tools--insert-header i summary) headers))
+    (setf (agent-q-tools--review-headers review) (vconcat (nreverse headers))
+          (agent-q-tools--review-rendered review) 0)
+    (agent-q-tools--render-bodies review agent-q-tools--bodies-at-once)
+    (when (< (agent-q-tools--review-rendered review) (agent-q-tools--hunk-count review))
+      (setf (agent-q-tools--review-timer review)
+            (run-with-idle-timer 0.05 t #'agent-q-tools--render-more review)))
     (goto-char (car (aref (agent-q-tools--review-headers review) 0)))))
 
 (defun agent-q-tools--update-hunk (review index)
   "Redisplay the state of hunk INDEX of REVIEW."
   (let* ((inhibit-read-only t)
-         (header (aref (agent-q-tools--review-headers review) index))
+         (headers (agent-q-tools--review-headers review))
          (decision (aref (agent-q-tools--review-decisions review) index))
-         (mstart (cdr header)))
+         (state (cdr (aref headers index)))
+         (mstart (marker-position state)))
     (save-excursion
       (goto-char mstart)
       (delete-region mstart (+ mstart agent-q-tools--marker-width))
       (insert (propertize (agent-q-tools--decision-marker decision) 'agent-q-hunk index))
-      ;; The rejected look covers the hunk body.
+      (set-marker state mstart)
+      ;; The rejected look covers the hunk body (once it is in).
       (let* ((body-start (progn (forward-line 1) (point)))
              (next (1+ index))
-             (body-end (if (< next (length (agent-q-tools--review-headers review)))
-                           (car (aref (agent-q-tools--review-headers review) next))
+             (body-end (if (< next (length headers))
+                           (marker-position (car (aref headers next)))
                          (point-max))))
         (remove-overlays body-start body-end 'agent-q-state t)
-        (when (eq decision 'reject)
+        (when (and (eq decision 'reject) (< body-start body-end))
           (let ((ov (make-overlay body-start body-end)))
             (overlay-put ov 'agent-q-state t)
             (overlay-put ov 'face 'agent-q-diff-rejected-hunk)))))
@@ -574,7 +674,8 @@ The value is (HEADER-START . MARKER-START)."
           (1- (length headers))))))
 
 (defun agent-q-tools--goto-hunk (review index)
-  "Move point to the header of hunk INDEX of REVIEW."
+  "Move point to the header of hunk INDEX of REVIEW, its body rendered."
+  (agent-q-tools--render-bodies review (+ index 2))
   (goto-char (car (aref (agent-q-tools--review-headers review) index))))
 
 (defun agent-q-tools--decide (decision &optional advance)
@@ -583,7 +684,7 @@ The value is (HEADER-START . MARKER-START)."
          (index (agent-q-tools--hunk-at-point review)))
     (aset (agent-q-tools--review-decisions review) index decision)
     (agent-q-tools--update-hunk review index)
-    (if (and advance (< (1+ index) (length (agent-q-tools--review-hunks review))))
+    (if (and advance (< (1+ index) (agent-q-tools--hunk-count review)))
         (agent-q-tools--goto-hunk review (1+ index))
       (agent-q-tools--goto-hunk review index))))
 
@@ -592,7 +693,7 @@ The value is (HEADER-START . MARKER-START)."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (last (1- (length (agent-q-tools--review-hunks review)))))
+         (last (1- (agent-q-tools--hunk-count review))))
     (agent-q-tools--goto-hunk
      review
      (if (< (point) (car (aref (agent-q-tools--review-headers review) 0)))
@@ -649,7 +750,7 @@ A pending or rejected hunk becomes accepted, an accepted one rejected."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (hunk (aref (agent-q-tools--review-summary review) index))
          (buffer (or (find-buffer-visiting (agent-q-tools--review-file review))
                      (find-file-noselect (agent-q-tools--review-file review))))
          (window (display-buffer buffer)))
@@ -696,7 +797,7 @@ leaves the hunk as it was."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (hunk (agent-q-tools--hunk review index))
          (decision (aref (agent-q-tools--review-decisions review) index))
          (review-buffer (current-buffer))
          (file-buffer (find-buffer-visiting (agent-q-tools--review-file review)))
@@ -727,7 +828,7 @@ leaves the hunk as it was."
       (with-current-buffer review-buffer
         (let ((review agent-q-tools--this-review))
           (when (and text review (not (agent-q-tools--review-done review)))
-            (let ((hunk (aref (agent-q-tools--review-hunks review) index)))
+            (let ((hunk (agent-q-tools--hunk review index)))
               (aset (agent-q-tools--review-decisions review) index
                     (if (equal text (plist-get hunk :new-text)) 'accept text)))
             (agent-q-tools--update-hunk review index)))))
@@ -751,26 +852,35 @@ leaves the hunk as it was."
 
 ;;;;; Finishing
 
-(defun agent-q-tools--exit-if-innermost ()
-  "Leave the recursive edit of the innermost open review once it is done."
-  (let ((review (car agent-q-tools--open-reviews)))
-    (when (and review
-               (agent-q-tools--review-done review)
-               (eql (agent-q-tools--review-depth review) (recursion-depth)))
-      (exit-recursive-edit))))
-
-(defun agent-q-tools--finish (review &optional cancelled no-exit)
-  "Mark REVIEW finished; CANCELLED non-nil rejects every hunk first.
-Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
-`post-command-hook' or a timer leaves it)."
-  (when cancelled
-    (setf (agent-q-tools--review-cancelled review) t)
-    (fillarray (agent-q-tools--review-decisions review) 'reject))
-  (setf (agent-q-tools--review-done review) t)
-  (if no-exit
-      (run-at-time 0 nil #'agent-q-tools--exit-if-innermost)
-    (when (eq review (car agent-q-tools--open-reviews))
-      (agent-q-tools--exit-if-innermost))))
+(defun agent-q-tools--finish (review &optional cancelled killing)
+  "Finish REVIEW: apply its accepted hunks and report the outcome.
+CANCELLED non-nil rejects every hunk first.  KILLING non-nil means the
+review buffer is being killed already.  The review buffer goes away and
+REVIEW's callback gets the result.  Finishing twice does nothing."
+  (unless (agent-q-tools--review-done review)
+    (when cancelled
+      (setf (agent-q-tools--review-cancelled review) t)
+      (fillarray (agent-q-tools--review-decisions review) 'reject))
+    (setf (agent-q-tools--review-done review) t)
+    (when (agent-q-tools--review-timer review)
+      (cancel-timer (agent-q-tools--review-timer review)))
+    (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
+    (let ((outcome (condition-case err
+                       (agent-q-tools--apply-review review)
+                     (error (cons :failure
+                                  (format "Error while applying the reviewed hunks to %s: %s"
+                                          (agent-q-tools--review-path review)
+                                          (error-message-string err))))))
+          (buffer (agent-q-tools--review-buffer review)))
+      (when (and (not killing) (buffer-live-p buffer))
+        (let ((window (get-buffer-window buffer)))
+          (with-current-buffer buffer
+            (setq agent-q-tools--this-review nil))
+          (if (window-live-p window)
+              (quit-window t window)
+            (kill-buffer buffer))))
+      (when-let ((callback (agent-q-tools--review-callback review)))
+        (funcall callback (cdr outcome) (car outcome))))))
 
 (defun agent-q-tools-review-finish ()
   "Finish the review: apply the accepted hunks; pending hunks are not applied."
@@ -801,8 +911,21 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
   "Reject everything when a review buffer is killed before finishing."
   (let ((review agent-q-tools--this-review))
     (when (and review (not (agent-q-tools--review-done review)))
-      ;; Leaving the recursive edit from inside `kill-buffer' would abort the kill.
       (agent-q-tools--finish review t t))))
+
+(defun agent-q-tools-cancel-review (review)
+  "Withdraw REVIEW: close it and apply nothing.
+Its callback is told the call was cancelled."
+  (unless (agent-q-tools--review-done review)
+    (setf (agent-q-tools--review-callback review)
+          (let ((callback (agent-q-tools--review-callback review)))
+            (lambda (_text _status)
+              (when callback
+                (funcall callback
+                         (format "The review of the edit to %s was withdrawn before the user finished it; no change was made."
+                                 (agent-q-tools--review-path review))
+                         :cancelled)))))
+    (agent-q-tools--finish review t)))
 
 (defun agent-q-tools--numbers (indices)
   "Return INDICES (0-based) as \"1\", \"1 and 3\" or \"1, 2 and 4\"."
@@ -815,37 +938,6 @@ Leave REVIEW's recursive edit unless NO-EXIT is non-nil (then
   "Return \"hunk N WHAT\" or \"hunks N and M WHAT\" for INDICES."
   (format "%s %s %s" (if (cdr indices) "hunks" "hunk")
           (agent-q-tools--numbers indices) what))
-
-(defun agent-q-tools--hunk-text (hunk)
-  "Return the changed lines of HUNK as a unified diff without context.
-Each run of removed (-) and added (+) lines gets its own
-\"@@ -A,B +C,D @@\" header, as `diff -U0' writes it.  Context lines
-are left out: they are the file's own text, which the model did not
-send, and the result must not quote them."
-  (let ((old (or (plist-get hunk :old-start) 1))
-        (new (or (plist-get hunk :new-start) 1))
-        (lines (plist-get hunk :lines))
-        (out nil))
-    (while lines
-      (if (memq (car (car lines)) '(removed added))
-          (let ((run nil) (removed 0) (added 0))
-            (while (and lines (not (eq (car (car lines)) 'context)))
-              (pcase (car (car lines))
-                ('removed (cl-incf removed) (push (concat "-" (cdr (car lines))) run))
-                ('added (cl-incf added) (push (concat "+" (cdr (car lines))) run))
-                (_ (push (cdr (car lines)) run)))
-              (setq lines (cdr lines)))
-            (push (format "@@ -%d,%d +%d,%d @@"
-                          (if (zerop removed) (1- old) old) removed
-                          (if (zerop added) (1- new) new) added)
-                  out)
-            (setq out (append run out)
-                  old (+ old removed)
-                  new (+ new added)))
-        (when (eq (car (car lines)) 'context)
-          (setq old (1+ old) new (1+ new)))
-        (setq lines (cdr lines))))
-    (mapconcat (lambda (line) (concat line "\n")) (nreverse out) "")))
 
 (defun agent-q-tools--replace-contents (buffer text)
   "Replace the whole (widened) text of BUFFER with TEXT as one undo step."
@@ -868,12 +960,16 @@ send, and the result must not quote them."
     (undo-boundary)))
 
 (defun agent-q-tools--apply-review (review)
-  "Apply the accepted hunks of REVIEW and return the result text."
+  "Apply the accepted hunks of REVIEW; return (STATUS . TEXT).
+STATUS is `:success' when hunks were applied, `:denied' when the user
+accepted none (rejected or cancelled the edit), and `:failure' when the
+file's buffer changed during the review, so nothing could be applied."
   (let* ((path (agent-q-tools--review-path review))
          (file (agent-q-tools--review-file review))
-         (hunks (agent-q-tools--review-hunks review))
+         (session (agent-q-tools--review-session review))
+         (summaries (agent-q-tools--review-summary review))
          (decisions (agent-q-tools--review-decisions review))
-         (total (length hunks))
+         (total (length summaries))
          accepted rejected pending edited)
     (dotimes (i total)
       (pcase (aref decisions i)
@@ -897,25 +993,31 @@ send, and the result must not quote them."
           (saved nil)
           (stale nil))
       (when accepted
-        (let* ((buffer (or (find-buffer-visiting file) (find-file-noselect file)))
-               (now (with-current-buffer buffer
-                      (save-restriction
-                        (widen)
-                        (buffer-substring-no-properties (point-min) (point-max))))))
+        (let* ((buffer (or (find-buffer-visiting file)
+                           ;; Something other than a regular file put there during the review
+                           ;; (a FIFO would block `find-file-noselect') counts as a change.
+                           (and (or (not (file-exists-p file)) (file-regular-p file))
+                                (find-file-noselect file))))
+               (now (and buffer
+                         (with-current-buffer buffer
+                           (save-restriction
+                             (widen)
+                             (buffer-substring-no-properties (point-min) (point-max)))))))
           (if (not (equal now (agent-q-tools--review-current review)))
               (setq stale t)
             (agent-q-tools--replace-contents
              buffer
-             (agent-q--core-diff-apply (agent-q-tools--review-current review)
-                                       (agent-q-tools--review-proposal review)
-                                       (mapcar (lambda (d) (or d 'reject)) decisions)))
+             (agent-q--core-diff-session-apply
+              session (mapcar (lambda (d) (or d 'reject)) decisions)))
             (when agent-q-diff-save-after-apply
               (condition-case err
                   (progn
                     (with-current-buffer buffer (save-buffer))
                     (setq saved t))
                 (error (setq saved (error-message-string err))))))))
-      (concat
+      (cons
+       (cond (stale :failure) (accepted :success) (t :denied))
+       (concat
        (cond
         (stale
          (format "Applied 0 of %d hunks to %s: the file's buffer changed during the review, so nothing was applied (%s).  Read the file again and propose the edit again."
@@ -931,7 +1033,7 @@ send, and the result must not quote them."
            (concat "\n\nEdited hunks as applied:\n"
                    (mapconcat (lambda (i)
                                 (format "Hunk %d (%s) now reads:\n%s" (1+ i)
-                                        (plist-get (aref hunks i) :header)
+                                        (plist-get (aref summaries i) :header)
                                         (aref decisions i)))
                               edited "\n"))
          "")
@@ -939,51 +1041,88 @@ send, and the result must not quote them."
            (concat "\n\nNot applied (the removed and added lines of each hunk):\n"
                    (mapconcat (lambda (i)
                                 (format "Hunk %d:\n%s" (1+ i)
-                                        (agent-q-tools--hunk-text (aref hunks i))))
+                                        (agent-q--core-diff-session-changes session i)))
                               (sort (append rejected pending nil) #'<) ""))
-         "")))))
+         ""))))))
 
-(defun agent-q-tools--run-review (review)
-  "Show REVIEW, wait until the user finishes it, apply it; return the result."
+(defun agent-q-tools--start-review (review)
+  "Show REVIEW in a review buffer and return at once.
+Finishing the review (\\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-finish], \\[agent-q-tools-review-cancel], killing the buffer...) calls
+its callback."
   (let* ((name (format "*agent-q-diff: %s*"
                        (file-name-nondirectory (agent-q-tools--review-file review))))
-         (buffer (generate-new-buffer name))
-         (config (current-window-configuration)))
+         (buffer (generate-new-buffer name)))
     (setf (agent-q-tools--review-buffer review) buffer)
     (with-current-buffer buffer
       (agent-q-tools-review-mode)
       (setq agent-q-tools--this-review review)
       (agent-q-tools--render review))
-    (unwind-protect
-        (if agent-q-tools--review-driver
-            (progn
-              (funcall agent-q-tools--review-driver buffer)
-              (unless (agent-q-tools--review-done review)
-                (agent-q-tools--finish review t)))
-          (pop-to-buffer buffer)
-          (setf (agent-q-tools--review-depth review) (1+ (recursion-depth)))
-          (push review agent-q-tools--open-reviews)
-          (add-hook 'post-command-hook #'agent-q-tools--exit-if-innermost)
-          (condition-case nil
-              (while (not (agent-q-tools--review-done review))
-                (recursive-edit))
-            (quit (agent-q-tools--finish review t))))
-      (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
-      (unless agent-q-tools--open-reviews
-        (remove-hook 'post-command-hook #'agent-q-tools--exit-if-innermost))
-      (unless (agent-q-tools--review-done review)
-        (agent-q-tools--finish review t))
-      (when (buffer-live-p buffer)
-        (kill-buffer buffer))
-      (unless agent-q-tools--review-driver
-        (set-window-configuration config)))
-    (agent-q-tools--apply-review review)))
+    (push review agent-q-tools--open-reviews)
+    (if agent-q-tools--review-driver
+        (progn
+          (funcall agent-q-tools--review-driver buffer)
+          (unless (agent-q-tools--review-done review)
+            (agent-q-tools--finish review t)))
+      (pop-to-buffer buffer))
+    review))
+
+(defun agent-q-tools--prepare-review (path original modified description)
+  "Prepare the review of replacing ORIGINAL by MODIFIED in PATH.
+Return a review, or (STATUS . TEXT) when there is nothing to review:
+ORIGINAL does not match the current text, or the proposal changes
+nothing (both failures, with the explanation).  DESCRIPTION goes into
+the review's header."
+  (unless (fboundp 'agent-q--core-diff-session)
+    (error "The agent-q-core module is not loaded"))
+  (let* ((file (expand-file-name path))
+         (current (car (agent-q-tools--current-text file)))
+         (span (condition-case err
+                   (agent-q--core-diff-locate current original)
+                 (agent-q-diff-error (format "%s" (cadr err))))))
+    (if (stringp span)
+        (cons :failure (format "No change made to %s: %s" path span))
+      (let* ((proposal (if (plist-get span :whole)
+                           modified
+                         (concat (substring current 0 (plist-get span :start))
+                                 modified
+                                 (substring current (plist-get span :end)))))
+             (session (agent-q--core-diff-session current proposal))
+             (count (agent-q--core-diff-session-count session)))
+        (if (zerop count)
+            (cons :failure
+                  (format "No change made to %s: the proposal is identical to the current text."
+                          path))
+          (agent-q-tools--make-review
+           :path path :file file :current current :proposal proposal
+           :description description :session session
+           :summary (agent-q--core-diff-session-summary session)
+           :details (make-vector count nil)
+           :decisions (make-vector count nil)))))))
+
+(defun agent-q-tools-review-edit-async (path original modified description callback
+                                             &optional client)
+  "Open the review of replacing ORIGINAL by MODIFIED in PATH; return at once.
+CALLBACK is called once, with the result text and its status
+\(`:success', `:denied' or `:failure'), when the user finishes the
+review -- or at once when there is nothing to review (see
+`agent-q-tools-review-edit').  CLIENT, when non-nil, names where the
+proposal comes from in the review's header.  DESCRIPTION is shown in
+the header.  Return the review, or nil when none opened."
+  (let ((review (agent-q-tools--prepare-review path original modified description)))
+    (if (consp review)
+        (progn (funcall callback (cdr review) (car review)) nil)
+      (setf (agent-q-tools--review-callback review) callback
+            (agent-q-tools--review-client review) client)
+      (when (fboundp 'agent-q-when-cancelled)
+        (agent-q-when-cancelled (lambda () (agent-q-tools-cancel-review review))))
+      (agent-q-tools--start-review review))))
 
 (defun agent-q-tools-review-edit (path original modified &optional description)
-  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return a result.
-This is what the handler of the \"propose_file_edit\" tool calls: the
-review IS the approval of that tool (the minibuffer approval function
-approves \"propose_file_edit\" without asking), and nothing is changed
+  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return the result.
+This waits for the review in a recursive edit (Emacs stays usable) and
+returns the result text; `agent-q-tools-review-edit-async' is the
+same without waiting, which is how the \"propose_file_edit\" tool
+runs.  The review IS the approval of that tool: nothing is changed
 unless the user accepts hunks here.
 
 The current text is that of the buffer visiting PATH (unsaved edits
@@ -994,40 +1133,28 @@ string explains the mismatch, with the current text around the closest
 match.
 
 Otherwise the buffer *agent-q-diff: FILE* shows the diff hunk by hunk
-\(see `agent-q-tools-review-mode') and this function waits in a
-recursive edit, during which the user can go on using Emacs.
-Finishing applies exactly the accepted hunks to the buffer visiting
-PATH (opened if needed) as one undo step, saved only when
-`agent-q-diff-save-after-apply' is non-nil.  Killing the review buffer
-or \\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
+\(see `agent-q-tools-review-mode').  Finishing applies exactly the
+accepted hunks to the buffer visiting PATH (opened if needed) as one
+undo step, saved only when `agent-q-diff-save-after-apply' is non-nil.
+Killing the review buffer or
+\\<agent-q-tools-review-mode-map>\\[agent-q-tools-review-keyboard-quit] \
 in it rejects everything.  DESCRIPTION is shown in the header.
 
 The returned string says how many hunks were applied, which were
 accepted, edited or rejected, the text of the hunks not applied, and
 whether the buffer was saved."
-  (unless (fboundp 'agent-q--core-diff-hunks)
-    (error "The agent-q-core module is not loaded"))
-  (let* ((file (expand-file-name path))
-         (current (car (agent-q-tools--current-text file)))
-         (span (condition-case err
-                   (agent-q--core-diff-locate current original)
-                 (agent-q-diff-error (format "%s" (cadr err))))))
-    (if (stringp span)
-        (format "No change made to %s: %s" path span)
-      (let* ((proposal (if (plist-get span :whole)
-                           modified
-                         (concat (substring current 0 (plist-get span :start))
-                                 modified
-                                 (substring current (plist-get span :end)))))
-             (hunks (agent-q--core-diff-hunks current proposal)))
-        (if (null hunks)
-            (format "No change made to %s: the proposal is identical to the current text."
-                    path)
-          (agent-q-tools--run-review
-           (agent-q-tools--make-review
-            :path path :file file :current current :proposal proposal
-            :description description :hunks (vconcat hunks)
-            :decisions (make-vector (length hunks) nil))))))))
+  (let* ((answer (list nil))
+         (review (agent-q-tools-review-edit-async
+                  path original modified description
+                  (lambda (text _status) (setcar answer text)))))
+    (when (and review (not (car answer)))
+      (unwind-protect
+          (condition-case nil
+              (agent-q--wait-for (lambda () (car answer)))
+            (quit (agent-q-tools--finish review t)))
+        (unless (agent-q-tools--review-done review)
+          (agent-q-tools--finish review t))))
+    (car answer)))
 
 (provide 'agent-q-tools)
 ;;; agent-q-tools.el ends here

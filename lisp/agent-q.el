@@ -132,7 +132,8 @@ The output goes to the buffer `*agent-q-build*'."
 (agent-q--load-module)
 
 (declare-function agent-q--core-make-registry "agent-q-core" ())
-(declare-function agent-q--core-register "agent-q-core" (registry definition handler source))
+(declare-function agent-q--core-register "agent-q-core"
+                  (registry definition handler source guard async))
 (declare-function agent-q--core-get "agent-q-core" (registry name))
 (declare-function agent-q--core-handler "agent-q-core" (registry name))
 (declare-function agent-q--core-names "agent-q-core" (registry include-disabled))
@@ -147,8 +148,40 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-validate "agent-q-core" (registry name args))
 (declare-function agent-q--core-decide "agent-q-core" (registry name decision args))
 (declare-function agent-q--core-execute "agent-q-core"
-                  (registry calls max-result-chars max-argument-bytes hooks confirm))
+                  (registry calls max-result-chars max-argument-bytes hooks confirm
+                            audit-all client))
+(declare-function agent-q--core-call-start "agent-q-core"
+                  (registry call max-result-chars max-argument-bytes hooks confirm
+                            audit-all client))
+(declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
+(declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
+(declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
+(declare-function agent-q--core-call-info "agent-q-core" (pending))
 (declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
+
+;;;; Reporting what a handler did
+
+;; The error symbols `agent-q-tool-failure' and `agent-q-tool-denied' are
+;; defined by the module, under `agent-q-error'.
+
+(defun agent-q-tool-fail (format-string &rest args)
+  "End the running tool call as a failure with a message for the model.
+The message is (apply #\='format-message FORMAT-STRING ARGS).  A handler
+calls this when it could not do its job (a file not found, a form that
+does not read...): the result has :success nil and the message as its
+content, and the audit log and metrics count a failure.  Returning a
+string, by contrast, is a success whatever the string says."
+  (signal 'agent-q-tool-failure
+          (list (apply #'format-message format-string args))))
+
+(defun agent-q-tool-deny (format-string &rest args)
+  "End the running tool call as denied by the user, with a message for the model.
+The message is (apply #\='format-message FORMAT-STRING ARGS).  For a
+handler that asked the user itself (with `agent-q-request-approval',
+or a review) and was refused: the result has :success nil and
+:approved nil, and the call counts as a denial."
+  (signal 'agent-q-tool-denied
+          (list (apply #'format-message format-string args))))
 
 ;;;; Options
 
@@ -171,7 +204,25 @@ confirm every call."
 
 (defvar agent-q-approval-context nil
   "Plist describing the call being approved, bound around the approval function.
-Keys: :safety-level (a keyword) and :reason (why a safe tool asks, or nil).")
+Keys: :safety-level (a keyword), :reason (why a guard asks, or nil),
+:review (non-nil when the tool's own review is the approval of what it
+changes: the built-in propose_file_edit), :tool-id (the registration's
+identity: it changes when the tool is replaced, so decisions such as
+\"always allow\" attach to it), :client (where the call comes from, or
+nil) and :id (the call's id).")
+
+(defvar agent-q-call-context nil
+  "Plist describing the tool call whose handler is running, bound around it.
+Keys: :id, :tool, :client, :approved (non-nil when the user approved
+this call) and :reason (the guard's reason for asking, when it asked).
+A handler whose guard asked checks with it that what it opens is what
+the user approved.")
+
+(defvar agent-q-client nil
+  "The client the tool calls being executed come from, or nil.
+A string such as \"gptel\" or an MCP client's name and version; the
+audit log and the approval prompt name it.  Bridges bind it; a call
+plist's own :client takes precedence.")
 
 (defcustom agent-q-tool-execution-functions nil
   "Functions called around each tool execution.
@@ -204,9 +255,11 @@ nil means keep no audit file (the `*agent-q-log*' buffer is still kept)."
                             (:copier nil))
   "A tool: what it is and what runs it.
 For a tool read back from a registry, PARAMETERS is its normalised
-JSON Schema (as a plist) and ENABLED, CREATED-AT and SOURCE are set."
+JSON Schema (as a plist) and ENABLED, CREATED-AT, SOURCE and ID are
+set."
   name description parameters required (safety-level :safe) categories
-  handler version tags output-schema source enabled created-at)
+  handler version tags output-schema source enabled created-at
+  guard async id)
 
 (defun agent-q-make-registry ()
   "Return a new, empty tool registry, independent of the global one.
@@ -215,7 +268,7 @@ Pass it as the REGISTRY argument of the other agent-q functions."
 
 (cl-defun agent-q-define-tool (name description parameters
                                     &key required safety-level categories handler
-                                    version tags output-schema source)
+                                    version tags output-schema source guard async)
   "Return a tool named NAME (snake_case) described by DESCRIPTION.
 PARAMETERS is a list of parameter plists such as
   (:name \"symbol\" :type :string :description \"...\")
@@ -227,13 +280,27 @@ required parameters.  SAFETY-LEVEL is :safe (default), :cautious or
 a hash table from parameter names to values.  VERSION, TAGS and
 OUTPUT-SCHEMA are optional.  SOURCE is the file the definition comes
 from, which lets re-evaluating it there redefine the tool.
-The definition is validated when it is registered."
+The definition is validated when it is registered.
+
+GUARD, when non-nil, is called with the same hash table before the
+tool runs (and before any prompt) and returns nil, or a string saying
+why these arguments need the user's approval even though the tool's
+level does not (a read of a file outside the project, say); the user is
+then asked as for a dangerous tool.  A guard must be quick and must not
+change anything or contact another host.
+
+ASYNC non-nil means HANDLER answers through a callback: it is called
+with CALLBACK and the hash table and returns at once; CALLBACK must be
+called once, with the result (success), or with the message and
+`:failure' or `:denied' as second argument.  A synchronous handler
+returns its result, and reports failure with `agent-q-tool-fail'."
   (agent-q-tool--create :name name :description description
                         :parameters parameters :required required
                         :safety-level (or safety-level :safe)
                         :categories categories :handler handler
                         :version version :tags tags
-                        :output-schema output-schema :source source))
+                        :output-schema output-schema :source source
+                        :guard guard :async async))
 
 (defun agent-q--tool-definition (tool)
   "Return the definition plist of TOOL, in the form the module takes."
@@ -256,8 +323,10 @@ The definition is validated when it is registered."
   "Non-nil when VALUE is the module's JSON true."
   (eq value t))
 
-(defun agent-q--tool-from-registration (registration handler)
-  "A tool struct from the module's REGISTRATION plist and HANDLER."
+(defun agent-q--tool-from-registration (registration functions)
+  "A tool struct from the module's REGISTRATION plist and its FUNCTIONS.
+FUNCTIONS is the plist (:handler F :guard G :async B :id N) from the
+module."
   (let ((spec (plist-get registration :spec)))
     (agent-q-tool--create
      :name (plist-get spec :name)
@@ -269,10 +338,25 @@ The definition is validated when it is registered."
      :version (plist-get spec :version)
      :tags (append (plist-get spec :tags) nil)
      :output-schema (plist-get spec :output_schema)
-     :handler handler
+     :handler (plist-get functions :handler)
+     :guard (plist-get functions :guard)
+     :async (plist-get functions :async)
+     :id (plist-get functions :id)
      :source (plist-get registration :source)
      :enabled (agent-q--json-true-p (plist-get registration :enabled))
      :created-at (plist-get registration :created_at))))
+
+(defvar agent-q-registry-change-functions nil
+  "Functions called with REGISTRY after its set of tools changed.
+REGISTRY is nil for the global registry.  They run after a tool is
+registered, removed, enabled or disabled, and after a restore; the
+client bridges use them to keep the clients' tool lists in sync.  An
+error in one is reported, not raised.")
+
+(defun agent-q--registry-changed (registry)
+  "Run `agent-q-registry-change-functions' for REGISTRY."
+  (with-demoted-errors "agent-q: a registry change function failed: %S"
+    (run-hook-with-args 'agent-q-registry-change-functions registry)))
 
 (defun agent-q-register-tool (tool &optional registry)
   "Register TOOL in REGISTRY (default: the global one); return it as registered.
@@ -281,14 +365,20 @@ registration as it is but rebinds the handler.  A different :version
 replaces it.  The same version with a different definition signals
 `agent-q-tool-exists', unless TOOL's source is the file the registered
 definition came from (re-evaluating a definition while developing).
-An invalid definition signals `agent-q-invalid-tool' naming the field."
+An invalid definition signals `agent-q-invalid-tool' naming the field.
+Re-registering an identical definition with other handler or guard
+functions makes it another tool: its id changes, and approvals given
+to the old one (\"always allow\") do not carry over."
   (unless (agent-q-tool-p tool)
     (signal 'wrong-type-argument (list 'agent-q-tool-p tool)))
   (let ((result (agent-q--core-register registry (agent-q--tool-definition tool)
                                         (agent-q-tool-handler tool)
-                                        (agent-q-tool-source tool))))
-    (agent-q--tool-from-registration
-     (cdr result) (agent-q--core-handler registry (agent-q-tool-name tool)))))
+                                        (agent-q-tool-source tool)
+                                        (agent-q-tool-guard tool)
+                                        (agent-q-tool-async tool))))
+    (prog1 (agent-q--tool-from-registration
+            (cdr result) (agent-q--core-handler registry (agent-q-tool-name tool)))
+      (agent-q--registry-changed registry))))
 
 (defmacro agent-q-deftool (name description parameters &rest keys)
   "Define the tool NAME and register it; return the registered tool.
@@ -376,12 +466,15 @@ modify them."
 (defun agent-q-set-tool-enabled (name enabled &optional registry)
   "Enable (ENABLED non-nil) or disable the tool NAME in REGISTRY.
 Signals `agent-q-unknown-tool' for an unknown NAME; idempotent."
-  (agent-q--tool-from-registration (agent-q--core-set-enabled registry name enabled)
-                                   (agent-q--core-handler registry name)))
+  (prog1 (agent-q--tool-from-registration (agent-q--core-set-enabled registry name enabled)
+                                          (agent-q--core-handler registry name))
+    (agent-q--registry-changed registry)))
 
 (defun agent-q-remove-tool (name &optional registry)
   "Remove the tool NAME from REGISTRY.  Return t if it was there."
-  (agent-q--core-remove registry name))
+  (when (agent-q--core-remove registry name)
+    (agent-q--registry-changed registry)
+    t))
 
 (defun agent-q-registry-snapshot (&optional registry as-json)
   "A snapshot of every registration in REGISTRY.
@@ -394,7 +487,8 @@ are not part of a snapshot."
   "Replace the contents of REGISTRY with SNAPSHOT; return the number of tools.
 SNAPSHOT comes from `agent-q-registry-snapshot'.  Handlers of tools
 that remain are kept.  Nothing changes when SNAPSHOT is invalid."
-  (agent-q--core-restore registry snapshot))
+  (prog1 (agent-q--core-restore registry snapshot)
+    (agent-q--registry-changed registry)))
 
 (defun agent-q-tool-metrics (&optional registry reset)
   "Execution metrics per tool of REGISTRY.
@@ -422,26 +516,117 @@ approves."
   (agent-q--core-execute registry calls agent-q-max-result-chars
                          agent-q-max-argument-bytes
                          (and agent-q-tool-execution-functions t)
-                         agent-q-confirm-safety-levels))
+                         agent-q-confirm-safety-levels
+                         nil agent-q-client))
 
-(defun agent-q--approval-call (tool-name args safety-level &optional reason)
+(defconst agent-q--print-level 32
+  "Deepest nesting printed in a result; deeper parts print as \"...\".")
+
+(defconst agent-q--print-length 2000
+  "Most elements of one list or vector printed in a result.")
+
+(defmacro agent-q--with-bounded-printing (&rest body)
+  "Run BODY with printing bounded in depth and length, `print-circle' off.
+`print-circle' must be off because its pre-pass in Emacs 28 recurses on
+a value's depth, ignoring `print-level': a deeply nested value
+overflows the C stack and kills Emacs.  Within the bounds, cycles print
+as #N; cut parts print as \"...\"."
+  (declare (indent 0) (debug t))
+  `(let ((print-circle nil)
+         (print-level agent-q--print-level)
+         (print-length agent-q--print-length))
+     ,@body))
+
+(defun agent-q--error-message (condition)
+  "The message of the error CONDITION, printed with bounds."
+  (agent-q--with-bounded-printing
+    (error-message-string condition)))
+
+(defun agent-q--approval-call (tool-name args context)
   "Ask `agent-q-approval-function' about TOOL-NAME with ARGS.
-SAFETY-LEVEL and REASON go into `agent-q-approval-context'."
+CONTEXT is bound to `agent-q-approval-context' meanwhile, and
+`print-circle' to nil (see `agent-q--with-bounded-printing')."
   (if (not agent-q-approval-function)
       :no-approval-function
-    (let ((agent-q-approval-context (list :safety-level safety-level :reason reason)))
+    (let ((agent-q-approval-context context)
+          (print-circle nil))
       (funcall agent-q-approval-function tool-name args))))
+
+(defun agent-q--call-handler (handler args context)
+  "Call HANDLER with ARGS, with `agent-q-call-context' bound to CONTEXT.
+`print-circle' is nil meanwhile, whatever the user set: a handler that
+prints a deep value must not kill Emacs (see
+`agent-q--with-bounded-printing')."
+  (let ((agent-q-call-context context)
+        (print-circle nil))
+    (funcall handler args)))
+
+(defun agent-q--callback (cell)
+  "Return a callback for an asynchronous handler, storing its answer in CELL.
+CELL is a cons whose car becomes the answer (STATUS . VALUE); only the
+first call counts."
+  (lambda (value &optional status)
+    (unless (car cell)
+      (setcar cell (cons (pcase status
+                           ((or 'nil :success) :success)
+                           (:failure :failure)
+                           (:denied :denied)
+                           (_ :failure))
+                         (if (memq status '(nil :success :failure :denied))
+                             value
+                           (format "The handler answered with an unknown status %S" status)))))))
+
+(defun agent-q--call-handler-and-wait (handler args context)
+  "Call the asynchronous HANDLER with ARGS and wait for its answer.
+CONTEXT is bound to `agent-q-call-context' while HANDLER starts.
+Return (STATUS . VALUE).  The wait is a recursive edit, so the user
+can go on working (and answer the review the handler opened);
+`agent-q--answered' leaves it once the answer is there."
+  (let ((cell (list nil)))
+    (let ((agent-q-call-context context)
+          (print-circle nil))
+      (funcall handler (agent-q--callback cell) args))
+    (agent-q--wait-for (lambda () (car cell)))
+    (car cell)))
+
+(defvar agent-q--waits nil
+  "Predicates of the recursive edits waiting for an answer, innermost first.")
+
+(defun agent-q--exit-answered-wait ()
+  "Leave the innermost waiting recursive edit once its predicate is true."
+  (let ((wait (car agent-q--waits)))
+    (when (and wait (funcall (car wait)) (eql (cdr wait) (recursion-depth)))
+      (exit-recursive-edit))))
+
+(defun agent-q--wait-for (predicate)
+  "Run recursive edits until calling PREDICATE gives non-nil.
+Something the user does (a command) must make it true; the innermost
+wait is left after the command that satisfied it.  Meanwhile Emacs is
+fully usable."
+  (let ((entry (cons predicate (1+ (recursion-depth)))))
+    (push entry agent-q--waits)
+    (add-hook 'post-command-hook #'agent-q--exit-answered-wait)
+    (unwind-protect
+        (while (not (funcall predicate))
+          (recursive-edit))
+      (setq agent-q--waits (delq entry agent-q--waits))
+      (unless agent-q--waits
+        (remove-hook 'post-command-hook #'agent-q--exit-answered-wait)))))
 
 (defun agent-q-request-approval (tool-name args reason &optional registry)
   "Ask the user whether TOOL-NAME may run with ARGS, because of REASON.
-For safe tools that must ask (a sensitive or outside file).  The answer
-follows the rules the executor applies to dangerous tools: the result
-is (:approved ARGS) -- with :modified t when the user changed them,
-validated against the tool's schema in REGISTRY -- or (:denied MESSAGE).
-Anything but an explicit approval, including an error or a quit, denies."
+For a handler that must ask something the executor did not (prefer a
+guard, see `agent-q-define-tool', which asks before the handler runs).
+The answer follows the rules the executor applies to dangerous tools:
+the result is (:approved ARGS) -- with :modified t when the user
+changed them, validated against the tool's schema in REGISTRY -- or
+\(:denied MESSAGE).  Anything but an explicit approval, including an
+error or a quit, denies; the handler should then end with
+`agent-q-tool-deny'."
   (let ((decision
          (condition-case err
-             (agent-q--approval-call tool-name args :safe reason)
+             (agent-q--approval-call tool-name args
+                                     (list :safety-level :safe :reason reason))
            (quit '(:invalid "the user quit (C-g) while being asked"))
            (error (list :invalid (format "the approval function failed: %s"
                                          (error-message-string err)))))))
@@ -449,13 +634,18 @@ Anything but an explicit approval, including an error or a quit, denies."
         (list :denied (concat "Tool execution denied: " (cadr decision)))
       (agent-q--core-decide registry tool-name decision args))))
 
+(defconst agent-q--pretty-print-limit 20000
+  "Longest printed value that is also pretty-printed (indentation is slow).")
+
 (defun agent-q--format-result (value)
-  "VALUE as text for the model: lists pretty-printed, the rest with `prin1'."
-  (let ((print-length nil) (print-level nil) (print-circle t)
-        (print-escape-newlines nil))
-    (if (consp value)
-        (string-trim-right (pp-to-string value))
-      (prin1-to-string value))))
+  "VALUE as text for the model: lists pretty-printed, the rest with `prin1'.
+Printing is bounded, see `agent-q--with-bounded-printing'."
+  (agent-q--with-bounded-printing
+    (let* ((print-escape-newlines nil)
+           (printed (prin1-to-string value)))
+      (if (and (consp value) (< (length printed) agent-q--pretty-print-limit))
+          (string-trim-right (pp-to-string value))
+        printed))))
 
 (defun agent-q--call-id (call)
   "Return the :id of CALL when it is a string, else nil; never signal."
@@ -470,8 +660,9 @@ An error in one is reported and does not stop the others."
     (condition-case err
         (funcall fn phase tool-name args result)
       (error
-       (let ((text (format "agent-q: execution hook %S failed on %s %s: %s"
-                           fn phase tool-name (error-message-string err))))
+       (let ((text (agent-q--with-bounded-printing
+                     (format "agent-q: execution hook %S failed on %s %s: %s"
+                             fn phase tool-name (error-message-string err)))))
          (agent-q--log-line text)
          (message "%s" text))))))
 
@@ -505,9 +696,19 @@ An error in one is reported and does not stop the others."
   (interactive)
   (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
 
+;;;; The client bridges (loaded on first use)
+
+(autoload 'agent-q-gptel-mode "agent-q-gptel"
+  "Give gptel's requests agent-q's tools (a global minor mode)." t)
+(autoload 'agent-q-gptel-tools "agent-q-gptel"
+  "agent-q's tools as gptel tool objects.")
+(autoload 'agent-q-llm-tools "agent-q-llm"
+  "agent-q's tools as llm.el tool structs.")
+
 ;;;; The approval UI and the built-in tools
 
 (require 'agent-q-tools)
+(require 'agent-q-async)
 (require 'agent-q-builtins)
 
 (defvar agent-q-register-builtin-tools-on-load)

@@ -1,10 +1,32 @@
-//! The execution policy: from a tool call to a tool result.
+//! The execution policy: from a tool call to a tool result, as a state machine.
 //!
-//! [`execute_call`] is the whole of seed 001's flow as issue 2 settles it, independent of Emacs:
-//! parse the call, find the tool, convert and validate the arguments against the tool's schema,
-//! enforce the safety level (dangerous tools run only on an explicit approval), run the handler,
-//! format, cap and time the result, count it, audit it and tell the observers. What needs Emacs
-//! (the approval prompt, Lisp handlers, hooks, the log buffer) is asked of a [`Host`].
+//! A call goes through these stages, each decided here and nowhere else:
+//!
+//! ```text
+//! start ──► validated ──► guard? ──► awaiting approval? ──► running ──► done
+//!              │             │               │                 │
+//!              └─────────────┴───────────────┴─── failure, denial or cancellation ──► done
+//! ```
+//!
+//! - **validated**: the call is parsed, the tool found, the arguments converted and checked
+//!   against the tool's JSON Schema. Nothing reaches a guard, the user or a handler before that.
+//! - **guard**: a tool may have a guard, a host function that says, without side effects, whether
+//!   these arguments need the user's approval and why (a safe read of a file outside the allowed
+//!   directories, say). [`Step::Guard`] asks the host to run it; [`Call::guarded`] resumes.
+//! - **awaiting approval**: dangerous tools, the levels in [`Options::confirm`], and calls whose
+//!   guard gave a reason wait for a decision: [`Step::Ask`]; [`Call::decide`] resumes. Only an
+//!   explicit approval lets the call run. Because the user may take any time to decide (and may
+//!   change the registry meanwhile), the tool is looked up again when the decision arrives: a tool
+//!   that was removed, disabled or replaced (its registration id changed) does not run.
+//! - **running**: [`Step::Run`] hands the handler to the host; [`Call::finish`] takes its
+//!   [`Outcome`] and formats, caps, times, counts and audits the result.
+//!
+//! [`Call::cancel`] ends a call at any stage before it is done. This is the sans-I/O shape of
+//! rustls and h2: the core performs no I/O and never waits. How a decision is awaited (a
+//! minibuffer prompt now, a queued prompt later, a review buffer, an MCP client's cancellation)
+//! is the drivers' business: [`execute_call`] is the synchronous driver (used for
+//! `agent-q-execute-tool-calls`), and the binding exposes the same steps to Lisp for the
+//! asynchronous one.
 //!
 //! Nothing escapes: every failure becomes a [`ToolResult`] with `success` false, and the lock on
 //! the registry is never held while the host runs (the host may re-enter the executor).
@@ -12,21 +34,35 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use lexpr::Value;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use crate::native::{self, Tool};
-use crate::registry::{CallOutcome, Registry};
+use crate::registry::{CallOutcome, Registry, ToolEntry};
 use crate::sexp::{self, Sexp};
 use crate::spec::SafetyLevel;
 
 /// What runs a tool: a host-language (Lisp) function, or a native Rust tool.
 pub enum Handler<L> {
-    /// A function the [`Host`] knows how to call.
-    Lisp(L),
+    /// Functions the host knows how to call.
+    Lisp(LispTool<L>),
     /// A tool written in Rust, run on the async runtime with its timeout.
     Native(Arc<dyn Tool>),
+}
+
+/// A tool implemented in the host language, and how the executor treats it.
+#[derive(Debug, Clone)]
+pub struct LispTool<L> {
+    /// The handler, called with the arguments.
+    pub run: L,
+    /// The guard, if any: says whether given arguments need approval, and why.
+    pub guard: Option<L>,
+    /// Whether the handler answers through a callback rather than by returning.
+    pub asynchronous: bool,
+    /// Whether this handler's own review is the approval of its changes (the built-in
+    /// `propose_file_edit`, whose per-hunk review applies nothing the user did not accept). Set
+    /// by the binding from the handler itself, never from the tool's name.
+    pub reviews_itself: bool,
 }
 
 impl<L: Clone> Clone for Handler<L> {
@@ -54,7 +90,7 @@ pub enum Phase {
     Before,
     /// After it succeeded.
     After,
-    /// After it failed.
+    /// After it failed, or was denied or cancelled.
     Error,
 }
 
@@ -69,35 +105,13 @@ impl Phase {
     }
 }
 
-/// Why asking for approval produced no decision.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ApprovalFailure {
-    /// The user quit (`C-g`) while being asked.
-    Quit,
-    /// The approval function signalled, with this message.
-    Signalled(String),
-}
-
-/// What the executor needs from its environment.
-pub trait Host {
-    /// The host's handler type (for Emacs: a reference to a Lisp function).
-    type Lisp: Clone;
-
-    /// Ask the user (through the approval function) whether TOOL may run with ARGS.
-    /// Returns the decision as the approval function returned it.
-    fn approve(&mut self, tool: &str, args: &Map<String, Json>, level: SafetyLevel) -> Result<Value, ApprovalFailure>;
-
-    /// Run a host handler with ARGS: the formatted result, or the message of its error.
-    fn run_handler(&mut self, handler: &Self::Lisp, args: &Map<String, Json>) -> Result<String, String>;
+/// What the executor tells its environment as a call proceeds: the audit log and observers.
+pub trait Effects {
+    /// Record an audit event.
+    fn audit(&mut self, record: &AuditRecord);
 
     /// Tell the observers. Only called when [`Options::hooks`] is set.
     fn observe(&mut self, phase: Phase, tool: &str, args: &Map<String, Json>, result: Option<&ToolResult>);
-
-    /// Record an audit event (cautious and dangerous tools).
-    fn audit(&mut self, record: &AuditRecord);
-
-    /// Whether the user asked to stop (polled while a native tool runs).
-    fn should_quit(&mut self) -> bool;
 }
 
 /// Limits and switches for one batch of calls.
@@ -111,6 +125,8 @@ pub struct Options {
     pub hooks: bool,
     /// Levels besides dangerous whose calls the user confirms (dangerous always is).
     pub confirm: Vec<SafetyLevel>,
+    /// Audit every call, safe ones included (calls from an external client such as MCP).
+    pub audit_all: bool,
 }
 
 impl Options {
@@ -127,8 +143,23 @@ impl Default for Options {
             max_argument_bytes: 16 << 20,
             hooks: false,
             confirm: Vec::new(),
+            audit_all: false,
         }
     }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The tool ran and did its job.
+    Success,
+    /// It did not: invalid call, tool error, timeout, or a tool that reported failure.
+    Failure,
+    /// The user (or the approval function, or its absence) did not allow it.
+    Denied,
+    /// It was withdrawn before it ran (the user, or the client, cancelled it).
+    Cancelled,
 }
 
 /// The outcome of one call, as the model will see it.
@@ -138,13 +169,15 @@ pub struct ToolResult {
     pub id: Option<String>,
     /// Whether the tool ran and succeeded.
     pub success: bool,
+    /// How the call ended (`success` is `status == Success`).
+    pub status: Status,
     /// The text for the model (the error message on failure).
     pub content: String,
     /// Handler time in milliseconds.
     pub execution_time_ms: f64,
     /// The tool's safety level, when the tool is known.
     pub safety_level: Option<SafetyLevel>,
-    /// Whether the call was allowed to run.
+    /// Whether the call was allowed to run (and was not refused by the user afterwards).
     pub approved: bool,
     /// Whether the user modified the arguments.
     pub modified: bool,
@@ -156,6 +189,7 @@ impl ToolResult {
         ToolResult {
             id,
             success: false,
+            status: Status::Failure,
             content: message.into(),
             execution_time_ms: 0.0,
             safety_level: None,
@@ -170,22 +204,33 @@ impl ToolResult {
 pub struct AuditRecord {
     /// When, ISO 8601 UTC.
     pub time: String,
-    /// `run` (about to run), `result` (finished) or `denied`.
+    /// `run` (about to run), `result` (finished), `denied` or `cancelled` (did not run, or the
+    /// user refused what it proposed).
     pub event: &'static str,
     /// The call's id.
     pub id: Option<String>,
+    /// The client the call came from, when it came through a bridge or MCP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The tool.
     pub tool: String,
     /// Its safety level.
     pub safety_level: SafetyLevel,
-    /// `auto` (cautious), `approved`, `modified` or `denied`.
+    /// `auto` (not asked), `approved`, `modified`, `review` (its own review decides), `denied`,
+    /// or `none` (cancelled before a decision).
     pub decision: &'static str,
+    /// Why approval was needed, when a guard said so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The arguments, long strings shortened.
     pub arguments: Json,
     /// For `result`: whether it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub success: Option<bool>,
-    /// For `result` and `denied`: the start of the content.
+    /// For `result` and later events: how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// For `result`, `denied` and `cancelled`: the start of the content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// For `result`: handler time.
@@ -208,13 +253,34 @@ pub enum Decision {
     /// `:denied` or `(:denied REASON)`.
     Denied(Option<String>),
     /// `(:modified NEW-ARGS)`.
-    Modified(Value),
+    Modified(Sexp),
     /// Anything else: not a decision, so a denial, with the explanation.
     Invalid(String),
 }
 
+/// Why asking for approval produced no decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApprovalFailure {
+    /// The user quit (`C-g`) while being asked.
+    Quit,
+    /// The approval function signalled, with this message.
+    Signalled(String),
+}
+
+impl From<ApprovalFailure> for Decision {
+    fn from(f: ApprovalFailure) -> Decision {
+        match f {
+            ApprovalFailure::Quit => Decision::Invalid("the user quit (C-g) while being asked".into()),
+            ApprovalFailure::Signalled(msg) => Decision::Invalid(format!("the approval function failed: {msg}")),
+        }
+    }
+}
+
 /// Read an approval function's answer. Only `:approved` and `(:modified ARGS)` allow a run.
-pub fn parse_decision(v: &Value) -> Decision {
+///
+/// Keywords are told apart from look-alikes by the binding: an uninterned symbol named
+/// `:approved` never becomes a [`Sexp::Keyword`].
+pub fn parse_decision(v: &Sexp) -> Decision {
     match v.as_keyword() {
         Some("approved") => return Decision::Approved,
         Some("denied") => return Decision::Denied(None),
@@ -223,20 +289,14 @@ pub fn parse_decision(v: &Value) -> Decision {
         }
         _ => {}
     }
-    let items: Option<Vec<&Value>> = if v.is_list() {
-        v.list_iter().map(Iterator::collect)
-    } else {
-        None
-    };
-    match items.as_deref() {
+    match v.list_items() {
         Some([head]) if head.as_keyword() == Some("denied") => Decision::Denied(None),
-        Some([head, reason]) if head.as_keyword() == Some("denied") => match reason.as_str() {
-            Some(r) if !r.trim().is_empty() => Decision::Denied(Some(r.to_string())),
-            _ if sexp::is_nil(reason) => Decision::Denied(None),
-            Some(_) => Decision::Denied(None),
-            None => Decision::Denied(Some(sexp::describe(reason))),
+        Some([head, reason]) if head.as_keyword() == Some("denied") => match reason {
+            Sexp::Str(r) if !r.trim().is_empty() => Decision::Denied(Some(r.clone())),
+            Sexp::Str(_) | Sexp::Nil => Decision::Denied(None),
+            other => Decision::Denied(Some(sexp::describe(other))),
         },
-        Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified((*args).clone()),
+        Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified(args.clone()),
         _ => Decision::Invalid(format!(
             "the approval function returned {}, which is not a decision",
             sexp::describe(v)
@@ -296,9 +356,22 @@ fn shorten(s: String, max: usize) -> String {
     }
 }
 
+/// A short description of a JSON value for a message: its kind, and its text when short.
+/// Bounded: a huge value is never printed whole.
+fn brief(v: &Json) -> String {
+    match v {
+        Json::Null => "null".into(),
+        Json::Bool(_) => "a boolean".into(),
+        Json::Number(n) => format!("the number {n}"),
+        Json::String(s) => format!("the string {}", shorten(format!("{s:?}"), 60)),
+        Json::Array(a) => format!("an array of {} element(s)", a.len()),
+        Json::Object(o) => format!("an object with {} key(s)", o.len()),
+    }
+}
+
 /// Validate ARGS against VALIDATOR: `Err("Invalid arguments for NAME: field 'X': REASON")`.
 pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &Json) -> Result<(), String> {
-    use jsonschema::error::ValidationErrorKind as K;
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
     // The boolean check allocates no error machinery: the usual, valid case stays cheap.
     if validator.is_valid(args) {
         return Ok(());
@@ -307,6 +380,7 @@ pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &
         return Ok(());
     };
     let path = field_path(err.instance_path().as_str());
+    let instance = err.instance().as_ref();
     let (field, reason) = match err.kind() {
         K::Required { property } => {
             let prop = property
@@ -329,22 +403,33 @@ pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &
             };
             (field, "unknown parameter".to_string())
         }
-        K::Type { .. } => {
-            let got = match err.instance().as_ref() {
-                Json::Null => "null".to_string(),
-                Json::Bool(_) => "a boolean".to_string(),
-                Json::Number(n) => format!("the number {n}"),
-                Json::String(s) => format!("the string {}", shorten(format!("{s:?}"), 60)),
-                Json::Array(_) => "an array".to_string(),
-                Json::Object(_) => "an object".to_string(),
+        K::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => format!("\"{t}\""),
+                TypeKind::Multiple(set) => set.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" or "),
             };
-            let expected = shorten(err.to_string(), 200);
-            let expected = expected
-                .rsplit(" is not of type ")
-                .next()
-                .unwrap_or(&expected)
-                .to_string();
-            (path, format!("expected type {expected}, got {got}"))
+            (path, format!("expected type {expected}, got {}", brief(instance)))
+        }
+        K::Enum { options } => (
+            path,
+            format!(
+                "{} is not one of the allowed values {}",
+                brief(instance),
+                shorten(options.to_string(), 200)
+            ),
+        ),
+        // jsonschema's own message starts with the whole instance: use it only for small ones.
+        _ if matches!(instance, Json::Array(_) | Json::Object(_) | Json::String(_))
+            && serde_json::to_string(instance).map_or(true, |s| s.len() > 200) =>
+        {
+            (
+                path,
+                format!(
+                    "{} does not satisfy the schema's '{}' rule",
+                    brief(instance),
+                    err.kind().keyword()
+                ),
+            )
         }
         _ => (path, shorten(err.to_string(), 300)),
     };
@@ -361,7 +446,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Shorten long strings in ARGS for the audit log.
+/// Shorten long strings in ARGS for the audit log and messages.
 pub fn audit_arguments(args: &Map<String, Json>) -> Json {
     fn walk(v: &Json) -> Json {
         match v {
@@ -370,6 +455,7 @@ pub fn audit_arguments(args: &Map<String, Json>) -> Json {
                 s.chars().take(500).collect::<String>(),
                 s.chars().count()
             )),
+            Json::Array(a) if a.len() > 50 => Json::String(format!("[an array of {} elements]", a.len())),
             Json::Array(a) => Json::Array(a.iter().map(walk).collect()),
             Json::Object(o) => Json::Object(o.iter().map(|(k, v)| (k.clone(), walk(v))).collect()),
             other => other.clone(),
@@ -379,26 +465,23 @@ pub fn audit_arguments(args: &Map<String, Json>) -> Json {
 }
 
 /// Convert a call's `:arguments` (a plist, a JSON object string, or absent) to a JSON object.
-pub fn arguments_to_json(raw: Option<&Value>, schema: &Json, max_bytes: usize) -> Result<Map<String, Json>, String> {
+pub fn arguments_to_json(raw: Option<&Sexp>, schema: &Json, max_bytes: usize) -> Result<Map<String, Json>, String> {
     let json = match raw {
-        None => Json::Object(Map::new()),
-        Some(v) if sexp::is_nil(v) => Json::Object(Map::new()),
-        Some(v) => match v.as_str() {
-            Some(text) if text.trim().is_empty() => Json::Object(Map::new()),
-            Some(text) => sexp::parse_json(text, max_bytes).map_err(|e| e.to_string())?,
-            None => sexp::to_json(v, Some(schema)).map_err(|e| e.to_string())?,
-        },
+        None | Some(Sexp::Nil) => Json::Object(Map::new()),
+        Some(Sexp::Str(text)) if text.trim().is_empty() => Json::Object(Map::new()),
+        Some(Sexp::Str(text)) => sexp::parse_json(text, max_bytes).map_err(|e| e.to_string())?,
+        Some(v) => sexp::to_json(v, Some(schema)).map_err(|e| e.to_string())?,
     };
     match json {
         Json::Object(map) => Ok(map),
         other => Err(format!(
             "arguments must be an object (a plist or a JSON object), got {}",
-            shorten(other.to_string(), 80)
+            brief(&other)
         )),
     }
 }
 
-/// The parts of a tool call plist `(:id ID :name NAME :arguments ARGS)`.
+/// The parts of a tool call plist `(:id ID :name NAME :arguments ARGS [:client CLIENT])`.
 #[derive(Debug)]
 pub struct ToolCall<'a> {
     /// The id, which the result repeats.
@@ -406,12 +489,14 @@ pub struct ToolCall<'a> {
     /// The tool's name.
     pub name: String,
     /// The raw arguments.
-    pub arguments: Option<&'a Value>,
+    pub arguments: Option<&'a Sexp>,
+    /// The client the call comes from, when the call says.
+    pub client: Option<String>,
 }
 
 /// Read a tool call; on failure, the id (when readable) and a message naming the problem.
-pub fn parse_call(v: &Value) -> Result<ToolCall<'_>, (Option<String>, String)> {
-    if sexp::plist_pairs(v).is_none() {
+pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
+    if v.plist_pairs().is_none() {
         return Err((
             None,
             format!(
@@ -420,584 +505,600 @@ pub fn parse_call(v: &Value) -> Result<ToolCall<'_>, (Option<String>, String)> {
             ),
         ));
     }
-    let id = sexp::plist_get(v, "id");
-    let id = match id {
-        Some(x) if x.is_string() => x.as_str().map(str::to_string),
-        Some(x) if x.is_number() || x.is_symbol() => Some(sexp::describe(x)),
+    let id = match v.plist_get("id") {
+        Some(Sexp::Str(s)) => Some(s.clone()),
+        Some(x @ (Sexp::Int(_) | Sexp::Float(_) | Sexp::Symbol(_) | Sexp::Keyword(_))) => Some(sexp::describe(x)),
         _ => return Err((None, "Invalid tool call: missing :id".to_string())),
     };
-    let name = match sexp::plist_get(v, "name") {
-        Some(n) => n.as_str().or_else(|| n.as_symbol()).map(str::to_string),
-        None => None,
+    let name = match v.plist_get("name") {
+        Some(Sexp::Str(s)) | Some(Sexp::Symbol(s)) => Some(s.clone()),
+        _ => None,
     };
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err((id, "Invalid tool call: missing :name".to_string()));
     };
+    let client = v.plist_get("client").and_then(Sexp::as_str).map(str::to_string);
     Ok(ToolCall {
         id,
         name,
-        arguments: sexp::plist_get(v, "arguments"),
+        arguments: v.plist_get("arguments"),
+        client,
     })
 }
 
-/// Execute one tool call against REGISTRY. Never panics on input and never fails: every problem
-/// is a failure result.
+/// Where a batch of calls comes from.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The client (e.g. "gptel", or an MCP client's "name version"), for the audit log and the
+    /// prompt. A call's own `:client` takes precedence.
+    pub client: Option<String>,
+}
+
+/// A request for a decision about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's registration id: decisions such as "always allow" attach to it.
+    pub tool_id: u64,
+    /// The tool's safety level.
+    pub level: SafetyLevel,
+    /// Why a guard asks, if it does.
+    pub reason: Option<String>,
+    /// Whether the tool's own review is the approval of what it changes.
+    pub review: bool,
+    /// The client the call comes from.
+    pub client: Option<String>,
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+pub enum Step<L> {
+    /// Run GUARD with the call's [`Call::args`] and resume with [`Call::guarded`].
+    Guard(L),
+    /// Get a decision and resume with [`Call::decide`].
+    Ask(Ask),
+    /// Run the handler with the call's [`Call::args`] and resume with [`Call::finish`].
+    Run(Handler<L>),
+    /// Nothing more: the result.
+    Done(ToolResult),
+}
+
+/// How a handler ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// It did its job; the text for the model.
+    Success(String),
+    /// It did not (it said so, it signalled, it timed out...); the message for the model.
+    Failure(String),
+    /// The user refused what it proposed (a review whose hunks were all rejected, a guard
+    /// approval asked by the handler itself and refused); the message for the model.
+    Denied(String),
+    /// It was withdrawn before it finished; the message for the model.
+    Cancelled(String),
+}
+
+/// Where a call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Waiting for its guard's answer.
+    Guard,
+    /// Waiting for a decision.
+    Asking,
+    /// Its handler runs.
+    Running,
+    /// It has its result.
+    Done,
+}
+
+/// A resume that does not fit the call's stage: a bug in a driver, reported, never a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("agent-q: the call {call} is {stage:?}, so it cannot take {what}")]
+pub struct StageError {
+    /// The call's id and tool.
+    pub call: String,
+    /// Its stage.
+    pub stage: Stage,
+    /// What was offered.
+    pub what: &'static str,
+}
+
+/// A call in progress: what the executor knows between steps.
+#[derive(Debug)]
+pub struct Call {
+    id: Option<String>,
+    client: Option<String>,
+    name: String,
+    tool_id: u64,
+    level: SafetyLevel,
+    args: Map<String, Json>,
+    stage: Stage,
+    decision: &'static str,
+    approved: bool,
+    modified: bool,
+    asked: bool,
+    reason: Option<String>,
+    review: bool,
+    started: Option<Instant>,
+    audited: bool,
+}
+
+/// The registry the executor works with.
+pub type Shared<L> = Mutex<Registry<Handler<L>>>;
+
+impl Call {
+    fn new(id: Option<String>, client: Option<String>, name: String) -> Call {
+        Call {
+            id,
+            client,
+            name,
+            tool_id: 0,
+            level: SafetyLevel::Safe,
+            args: Map::new(),
+            stage: Stage::Done,
+            decision: "auto",
+            approved: false,
+            modified: false,
+            asked: false,
+            reason: None,
+            review: false,
+            started: None,
+            audited: false,
+        }
+    }
+
+    /// Start CALL (a tool-call plist) against REGISTRY: parse, look up, convert and validate.
+    pub fn start<L: Clone>(
+        registry: &Shared<L>,
+        call: &Sexp,
+        ctx: &CallContext,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> (Call, Step<L>) {
+        let parsed = match parse_call(call) {
+            Ok(c) => c,
+            Err((id, message)) => {
+                let done = ToolResult::failure(id.clone(), message);
+                return (Call::new(id, ctx.client.clone(), String::new()), Step::Done(done));
+            }
+        };
+        let client = parsed.client.clone().or_else(|| ctx.client.clone());
+        let mut this = Call::new(parsed.id.clone(), client, parsed.name.clone());
+        let entry = lock(registry).entry(&parsed.name);
+        let Some(entry) = entry else {
+            let done = ToolResult::failure(parsed.id, format!("Unknown tool: {}", parsed.name));
+            return (this, Step::Done(done));
+        };
+        let spec = &entry.registration.spec;
+        this.name = spec.name.clone();
+        this.tool_id = entry.id;
+        this.level = spec.safety_level;
+        this.stage = Stage::Guard;
+        if let Some(Handler::Lisp(tool)) = &entry.handler {
+            this.review = tool.reviews_itself;
+        }
+        if !entry.registration.enabled {
+            let message = format!("Tool {} is disabled", this.name);
+            let done = this.end(registry, message, Status::Failure, opts, fx);
+            return (this, Step::Done(done));
+        }
+        match arguments_to_json(parsed.arguments, &spec.parameters, opts.max_argument_bytes)
+            .map_err(|e| format!("Invalid arguments for {}: {e}", this.name))
+            .and_then(|args| {
+                validate_arguments(&this.name, &entry.validator, &Json::Object(args.clone())).map(|()| args)
+            }) {
+            Ok(args) => this.args = args,
+            Err(message) => {
+                let done = this.end(registry, message, Status::Failure, opts, fx);
+                return (this, Step::Done(done));
+            }
+        }
+        let step = this.after_validation(registry, &entry, opts, fx);
+        (this, step)
+    }
+
+    /// The call's id.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.name
+    }
+
+    /// The client the call comes from.
+    pub fn client(&self) -> Option<&str> {
+        self.client.as_deref()
+    }
+
+    /// The arguments, validated (and as the user modified them, once approved).
+    pub fn args(&self) -> &Map<String, Json> {
+        &self.args
+    }
+
+    /// Where the call stands.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// Whether the user approved this call (explicitly, or through the tool's own review).
+    pub fn approved_by_user(&self) -> bool {
+        self.asked && self.approved
+    }
+
+    /// The guard's reason for asking, if it gave one.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    fn label(&self) -> String {
+        format!("{} ({})", self.id.as_deref().unwrap_or("without id"), self.name)
+    }
+
+    fn expect(&self, stage: Stage, what: &'static str) -> Result<(), StageError> {
+        if self.stage == stage {
+            Ok(())
+        } else {
+            Err(StageError {
+                call: self.label(),
+                stage: self.stage,
+                what,
+            })
+        }
+    }
+
+    fn after_validation<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        entry: &ToolEntry<Handler<L>>,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Step<L> {
+        match &entry.handler {
+            Some(Handler::Lisp(LispTool { guard: Some(g), .. })) => {
+                self.stage = Stage::Guard;
+                Step::Guard(g.clone())
+            }
+            _ => self.after_guard(registry, None, opts, fx),
+        }
+    }
+
+    fn after_guard<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        reason: Option<String>,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Step<L> {
+        // After the user edited the arguments the guard runs again: its reason (or none) is then
+        // about the arguments the handler gets, which the user approved by writing them.
+        self.reason = reason;
+        if !self.approved && (self.reason.is_some() || opts.needs_approval(self.level)) {
+            self.stage = Stage::Asking;
+            self.asked = true;
+            return Step::Ask(Ask {
+                tool: self.name.clone(),
+                tool_id: self.tool_id,
+                level: self.level,
+                reason: self.reason.clone(),
+                review: self.review,
+                client: self.client.clone(),
+            });
+        }
+        self.approved = true;
+        self.run(registry, opts, fx)
+    }
+
+    /// The tool as it stands now, if it is still the one this call started with.
+    fn current<L: Clone>(&self, registry: &Shared<L>) -> Result<ToolEntry<Handler<L>>, String> {
+        let entry = lock(registry).entry(&self.name);
+        let while_ = if self.asked {
+            "while the user was deciding"
+        } else {
+            "meanwhile"
+        };
+        match entry {
+            None => Err(format!("Tool {} was removed {while_}; it did not run", self.name)),
+            Some(e) if e.id != self.tool_id => Err(format!(
+                "Tool {} was replaced by another definition {while_}; it did not run (call it again)",
+                self.name
+            )),
+            Some(e) if !e.registration.enabled => {
+                Err(format!("Tool {} was disabled {while_}; it did not run", self.name))
+            }
+            Some(e) => Ok(e),
+        }
+    }
+
+    fn run<L: Clone>(&mut self, registry: &Shared<L>, opts: &Options, fx: &mut dyn Effects) -> Step<L> {
+        let entry = match self.current(registry) {
+            Ok(e) => e,
+            Err(message) => return Step::Done(self.end(registry, message, Status::Failure, opts, fx)),
+        };
+        let Some(handler) = entry.handler else {
+            let message = format!("Tool {} has no handler", self.name);
+            return Step::Done(self.end(registry, message, Status::Failure, opts, fx));
+        };
+        self.stage = Stage::Running;
+        self.audited = opts.audit_all || self.level != SafetyLevel::Safe || self.asked;
+        if self.audited {
+            fx.audit(&self.record("run", None));
+        }
+        if opts.hooks {
+            fx.observe(Phase::Before, &self.name, &self.args, None);
+        }
+        self.started = Some(Instant::now());
+        Step::Run(handler)
+    }
+
+    /// Resume after the guard: `Ok(None)` (no approval needed), `Ok(Some(REASON))`, or
+    /// `Err(MESSAGE)` when the guard failed (the call fails, nothing runs).
+    pub fn guarded<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        answer: Result<Option<String>, String>,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<Step<L>, StageError> {
+        self.expect(Stage::Guard, "a guard's answer")?;
+        if let Err(message) = self.current(registry) {
+            return Ok(Step::Done(self.end(registry, message, Status::Failure, opts, fx)));
+        }
+        Ok(match answer {
+            Ok(reason) => self.after_guard(registry, reason, opts, fx),
+            Err(message) => {
+                let message = format!("Tool error: the guard of {} failed: {message}", self.name);
+                Step::Done(self.end(registry, message, Status::Failure, opts, fx))
+            }
+        })
+    }
+
+    /// Resume with the user's DECISION. The tool is looked up again first: one removed, disabled
+    /// or replaced while the user decided does not run.
+    pub fn decide<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        decision: Decision,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<Step<L>, StageError> {
+        self.expect(Stage::Asking, "a decision")?;
+        let entry = match self.current(registry) {
+            Ok(e) => e,
+            Err(message) => return Ok(Step::Done(self.end(registry, message, Status::Failure, opts, fx))),
+        };
+        match decision {
+            Decision::Approved => {
+                self.decision = if self.review && self.reason.is_none() {
+                    "review"
+                } else {
+                    "approved"
+                };
+                self.approved = true;
+                Ok(self.run(registry, opts, fx))
+            }
+            Decision::Modified(new_args) => {
+                let spec = &entry.registration.spec;
+                let checked = arguments_to_json(Some(&new_args), &spec.parameters, opts.max_argument_bytes)
+                    .map_err(|e| format!("Invalid arguments for {}: {e}", self.name))
+                    .and_then(|a| {
+                        validate_arguments(&self.name, &entry.validator, &Json::Object(a.clone())).map(|()| a)
+                    });
+                self.modified = true;
+                match checked {
+                    Ok(args) => {
+                        self.args = args;
+                        self.decision = "modified";
+                        self.approved = true;
+                        // The guard sees the arguments the handler will get (a read tool checks
+                        // what it opens against them), but does not ask again: the user wrote them.
+                        Ok(self.after_validation(registry, &entry, opts, fx))
+                    }
+                    Err(e) => {
+                        let message = format!("The user modified the arguments, but {e}");
+                        Ok(Step::Done(self.end(registry, message, Status::Failure, opts, fx)))
+                    }
+                }
+            }
+            denied => {
+                self.decision = "denied";
+                Ok(Step::Done(self.end(
+                    registry,
+                    denial_message(&denied),
+                    Status::Denied,
+                    opts,
+                    fx,
+                )))
+            }
+        }
+    }
+
+    /// Finish a running call with its handler's OUTCOME.
+    pub fn finish<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        outcome: Outcome,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<ToolResult, StageError> {
+        self.expect(Stage::Running, "a handler's outcome")?;
+        let (content, status) = match outcome {
+            Outcome::Success(text) if self.modified => (
+                format!(
+                    "Note: the user modified the arguments before this tool ran; it ran with {}.\n\n{text}",
+                    audit_arguments(&self.args)
+                ),
+                Status::Success,
+            ),
+            Outcome::Success(text) => (text, Status::Success),
+            Outcome::Failure(text) => (text, Status::Failure),
+            Outcome::Denied(text) => (text, Status::Denied),
+            Outcome::Cancelled(text) => (text, Status::Cancelled),
+        };
+        Ok(self.end(registry, content, status, opts, fx))
+    }
+
+    /// Withdraw the call with REASON (the user's or the client's), at any stage before done.
+    /// A running handler cannot be stopped from here: the driver ignores its late outcome.
+    pub fn cancel<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        reason: &str,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<ToolResult, StageError> {
+        if self.stage == Stage::Done {
+            return Err(StageError {
+                call: self.label(),
+                stage: self.stage,
+                what: "a cancellation",
+            });
+        }
+        if self.stage != Stage::Running {
+            self.decision = "none";
+        }
+        let message = format!("Tool call cancelled: {reason}; {} did not run", self.name);
+        Ok(self.end(registry, message, Status::Cancelled, opts, fx))
+    }
+
+    fn record(&self, event: &'static str, result: Option<&ToolResult>) -> AuditRecord {
+        AuditRecord {
+            time: crate::registry::now_iso8601(),
+            event,
+            id: self.id.clone(),
+            client: self.client.clone(),
+            tool: self.name.clone(),
+            safety_level: self.level,
+            decision: self.decision,
+            reason: self.reason.clone(),
+            arguments: audit_arguments(&self.args),
+            success: result.map(|r| r.success),
+            status: result.map(|r| r.status),
+            content: result.map(|r| shorten(r.content.clone(), 500)),
+            execution_time_ms: result.filter(|_| event == "result").map(|r| r.execution_time_ms),
+        }
+    }
+
+    /// End the call with CONTENT and STATUS: cap, count, audit, observe.
+    fn end<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        content: String,
+        status: Status,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> ToolResult {
+        let ran = self.stage == Stage::Running;
+        let elapsed = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
+        let result = ToolResult {
+            id: self.id.clone(),
+            success: status == Status::Success,
+            status,
+            content: truncate(content, opts.max_result_chars),
+            execution_time_ms: elapsed,
+            safety_level: if self.tool_id == 0 { None } else { Some(self.level) },
+            approved: self.approved && matches!(status, Status::Success | Status::Failure),
+            modified: self.modified,
+        };
+        self.stage = Stage::Done;
+        if self.tool_id != 0 {
+            let outcome = match status {
+                Status::Success => CallOutcome::Success,
+                Status::Failure => CallOutcome::Failure,
+                Status::Denied => CallOutcome::Denied,
+                Status::Cancelled => CallOutcome::Cancelled,
+            };
+            lock(registry).record(&self.name, outcome, elapsed);
+            let event = match status {
+                _ if ran => "result",
+                Status::Denied => "denied",
+                Status::Cancelled => "cancelled",
+                _ => "result",
+            };
+            // Every call that was asked about, audited when it ran, or refused is audited; a
+            // safe call that failed validation is not (nothing was decided or done).
+            if ran && self.audited || !ran && (self.asked || opts.audit_all || self.level != SafetyLevel::Safe) {
+                fx.audit(&self.record(event, Some(&result)));
+            }
+            if opts.hooks && ran {
+                let phase = if result.success { Phase::After } else { Phase::Error };
+                fx.observe(phase, &self.name, &self.args, Some(&result));
+            }
+        }
+        result
+    }
+}
+
+/// What the synchronous driver needs from its environment.
+pub trait Host: Effects {
+    /// The host's function type (for Emacs: a reference to a Lisp function).
+    type Lisp: Clone;
+
+    /// Run a guard with ARGS: `Ok(None)`, `Ok(Some(REASON))` or `Err(MESSAGE)`.
+    fn guard(&mut self, guard: &Self::Lisp, args: &Map<String, Json>) -> Result<Option<String>, String>;
+
+    /// Ask the user (through the approval function) about ASK for CALL (whose arguments are
+    /// [`Call::args`]); the answer as the approval function returned it.
+    fn approve(&mut self, ask: &Ask, call: &Call) -> Result<Sexp, ApprovalFailure>;
+
+    /// Run a host handler with ARGS for CALL and wait for its outcome.
+    fn run_handler(&mut self, tool: &LispTool<Self::Lisp>, call: &Call) -> Outcome;
+
+    /// Whether the user asked to stop (polled while a native tool runs).
+    fn should_quit(&mut self) -> bool;
+}
+
+/// Run a native TOOL for CALL, waiting at most its timeout, polling SHOULD_QUIT.
+pub fn run_native(tool: &dyn Tool, call: &Call, should_quit: impl FnMut() -> bool) -> Outcome {
+    match native::run(tool, call.tool(), call.args().clone(), should_quit) {
+        Ok(text) => Outcome::Success(text),
+        Err(native::NativeError::Cancelled(name)) => {
+            Outcome::Failure(format!("Tool {name} was interrupted by the user (C-g)"))
+        }
+        Err(e) => Outcome::Failure(e.to_string()),
+    }
+}
+
+/// Execute one tool call synchronously: every decision is asked of HOST as it comes. Never
+/// panics on input and never fails: every problem is a failure result.
 pub fn execute_call<H: Host>(
-    registry: &Mutex<Registry<Handler<H::Lisp>>>,
-    call: &Value,
+    registry: &Shared<H::Lisp>,
+    call: &Sexp,
+    ctx: &CallContext,
     host: &mut H,
     opts: &Options,
 ) -> ToolResult {
-    let call = match parse_call(call) {
-        Ok(c) => c,
-        Err((id, message)) => return ToolResult::failure(id, message),
-    };
-    let entry = lock(registry).entry(&call.name);
-    let Some(entry) = entry else {
-        return ToolResult::failure(call.id, format!("Unknown tool: {}", call.name));
-    };
-    let spec = &entry.registration.spec;
-    let level = spec.safety_level;
-    let name = spec.name.as_str();
-    let mut result = ToolResult {
-        safety_level: Some(level),
-        ..ToolResult::failure(call.id.clone(), "")
-    };
-    let finish = |mut result: ToolResult, content: String, outcome: CallOutcome| {
-        result.content = truncate(content, opts.max_result_chars);
-        result.success = outcome == CallOutcome::Success;
-        lock(registry).record(name, outcome, result.execution_time_ms);
-        result
-    };
-    if !entry.registration.enabled {
-        return finish(result, format!("Tool {name} is disabled"), CallOutcome::Failure);
-    }
-    let invalid = |e: String| format!("Invalid arguments for {name}: {e}");
-    let mut args = match arguments_to_json(call.arguments, &spec.parameters, opts.max_argument_bytes) {
-        Ok(a) => a,
-        Err(e) => return finish(result, invalid(e), CallOutcome::Failure),
-    };
-    let check = |args: &Map<String, Json>| validate_arguments(name, &entry.validator, &Json::Object(args.clone()));
-    if let Err(e) = check(&args) {
-        return finish(result, e, CallOutcome::Failure);
-    }
-    let record = |event, decision, args: &Map<String, Json>| AuditRecord {
-        time: crate::registry::now_iso8601(),
-        event,
-        id: call.id.clone(),
-        tool: name.to_string(),
-        safety_level: level,
-        decision,
-        arguments: audit_arguments(args),
-        success: None,
-        content: None,
-        execution_time_ms: None,
-    };
-    let decision_name = if !opts.needs_approval(level) {
-        "auto"
-    } else {
-        let decision = match host.approve(name, &args, level) {
-            Ok(answer) => parse_decision(&answer),
-            Err(ApprovalFailure::Quit) => Decision::Invalid("the user quit (C-g) while being asked".into()),
-            Err(ApprovalFailure::Signalled(msg)) => Decision::Invalid(format!("the approval function failed: {msg}")),
+    let (mut call, mut step) = Call::start(registry, call, ctx, opts, host);
+    loop {
+        let next = match step {
+            Step::Done(result) => return result,
+            Step::Guard(guard) => {
+                let answer = host.guard(&guard, call.args());
+                call.guarded(registry, answer, opts, host)
+            }
+            Step::Ask(ask) => {
+                let decision = match host.approve(&ask, &call) {
+                    Ok(answer) => parse_decision(&answer),
+                    Err(failure) => failure.into(),
+                };
+                call.decide(registry, decision, opts, host)
+            }
+            Step::Run(handler) => {
+                let outcome = match handler {
+                    Handler::Lisp(tool) => host.run_handler(&tool, &call),
+                    Handler::Native(tool) => run_native(tool.as_ref(), &call, || host.should_quit()),
+                };
+                call.finish(registry, outcome, opts, host).map(Step::Done)
+            }
         };
-        match decision {
-            Decision::Approved => "approved",
-            Decision::Modified(new_args) => {
-                let new_args = Sexp(new_args);
-                match arguments_to_json(Some(&new_args.0), &spec.parameters, opts.max_argument_bytes)
-                    .map_err(invalid)
-                    .and_then(|a| check(&a).map(|()| a))
-                {
-                    Ok(a) => args = a,
-                    Err(e) => {
-                        result.modified = true;
-                        return finish(
-                            result,
-                            format!("The user modified the arguments, but {e}"),
-                            CallOutcome::Failure,
-                        );
-                    }
-                }
-                result.modified = true;
-                "modified"
-            }
-            denied => {
-                let content = denial_message(&denied);
-                let mut rec = record("denied", "denied", &args);
-                rec.content = Some(content.clone());
-                host.audit(&rec);
-                return finish(result, content, CallOutcome::Denied);
-            }
-        }
-    };
-    result.approved = true;
-    let audited = level != SafetyLevel::Safe || decision_name != "auto";
-    if audited {
-        host.audit(&record("run", decision_name, &args));
+        step = match next {
+            Ok(step) => step,
+            // Cannot happen with this driver; reported rather than trusted.
+            Err(e) => return ToolResult::failure(call.id.clone(), e.to_string()),
+        };
     }
-    if opts.hooks {
-        host.observe(Phase::Before, name, &args, None);
-    }
-    let started = Instant::now();
-    let outcome = match &entry.handler {
-        None => Err(format!("Tool {name} has no handler")),
-        Some(Handler::Lisp(f)) => host.run_handler(f, &args),
-        Some(Handler::Native(tool)) => {
-            native::run(tool.as_ref(), name, args.clone(), || host.should_quit()).map_err(|e| e.to_string())
-        }
-    };
-    result.execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let (content, call_outcome) = match outcome {
-        Ok(text) if result.modified => (
-            format!(
-                "Note: the user modified the arguments before this tool ran; it ran with {}.\n\n{text}",
-                Json::Object(audit_arguments(&args).as_object().cloned().unwrap_or_default())
-            ),
-            CallOutcome::Success,
-        ),
-        Ok(text) => (text, CallOutcome::Success),
-        Err(message) => (message, CallOutcome::Failure),
-    };
-    let result = finish(result, content, call_outcome);
-    if audited {
-        let mut rec = record("result", decision_name, &args);
-        rec.success = Some(result.success);
-        rec.content = Some(shorten(result.content.clone(), 500));
-        rec.execution_time_ms = Some(result.execution_time_ms);
-        host.audit(&rec);
-    }
-    if opts.hooks {
-        let phase = if result.success { Phase::After } else { Phase::Error };
-        host.observe(phase, name, &args, Some(&result));
-    }
-    result
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::native::tests::Sleepy;
-    use crate::spec::ToolSpec;
-    use serde_json::json;
-    use std::time::Duration;
-
-    /// Lisp handlers in tests are plain Rust closures over the arguments.
-    type Fake = Arc<dyn Fn(&Map<String, Json>) -> Result<String, String> + Send + Sync>;
-
-    #[derive(Default)]
-    struct MockHost {
-        decision: Option<Result<Value, ApprovalFailure>>,
-        asked: Vec<String>,
-        ran: Vec<Map<String, Json>>,
-        events: Vec<String>,
-        audit: Vec<AuditRecord>,
-    }
-
-    impl Host for MockHost {
-        type Lisp = Fake;
-        fn approve(
-            &mut self,
-            tool: &str,
-            _args: &Map<String, Json>,
-            _level: SafetyLevel,
-        ) -> Result<Value, ApprovalFailure> {
-            self.asked.push(tool.to_string());
-            self.decision
-                .clone()
-                .unwrap_or(Ok(Value::keyword("no-approval-function")))
-        }
-        fn run_handler(&mut self, handler: &Fake, args: &Map<String, Json>) -> Result<String, String> {
-            self.ran.push(args.clone());
-            handler(args)
-        }
-        fn observe(&mut self, phase: Phase, tool: &str, _args: &Map<String, Json>, result: Option<&ToolResult>) {
-            self.events.push(format!(
-                "{}:{tool}:{}",
-                phase.as_str(),
-                result.map(|r| r.success.to_string()).unwrap_or_default()
-            ));
-        }
-        fn audit(&mut self, record: &AuditRecord) {
-            self.audit.push(record.clone());
-        }
-        fn should_quit(&mut self) -> bool {
-            false
-        }
-    }
-
-    fn read(s: &str) -> Value {
-        lexpr::from_str_custom(s, lexpr::parse::Options::elisp()).expect("test input parses")
-    }
-
-    fn registry() -> Mutex<Registry<Handler<Fake>>> {
-        let mut r = Registry::new();
-        let echo: Fake = Arc::new(|a| Ok(format!("path={}", a.get("path").and_then(Json::as_str).unwrap_or("?"))));
-        let boom: Fake = Arc::new(|_| Err("Tool error: boom".into()));
-        let big: Fake = Arc::new(|_| Ok("x".repeat(50)));
-        let mut add = |def: &str, h: Option<Handler<Fake>>| {
-            r.register(ToolSpec::from_sexp(&read(def)).unwrap(), None, h, "t")
-                .unwrap();
-        };
-        add(
-            r#"(:name "read_it" :description "d" :parameters ((:name "path" :type :string) (:name "n" :type :integer)
-                (:name "mode" :type :string :enum ("a" "b")) (:name "all" :type :boolean)) :required ("path"))"#,
-            Some(Handler::Lisp(echo.clone())),
-        );
-        add(
-            r#"(:name "eval_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :cautious)"#,
-            Some(Handler::Lisp(echo.clone())),
-        );
-        add(
-            r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
-            Some(Handler::Lisp(echo)),
-        );
-        add(r#"(:name "boom" :description "d")"#, Some(Handler::Lisp(boom)));
-        add(r#"(:name "big" :description "d")"#, Some(Handler::Lisp(big)));
-        add(r#"(:name "orphan" :description "d")"#, None);
-        let sleepy = Sleepy {
-            timeout: Duration::from_millis(100),
-        };
-        r.register(sleepy.spec(), None, Some(Handler::Native(Arc::new(sleepy))), "t")
-            .unwrap();
-        Mutex::new(r)
-    }
-
-    fn run(reg: &Mutex<Registry<Handler<Fake>>>, host: &mut MockHost, call: &str) -> ToolResult {
-        execute_call(
-            reg,
-            &read(call),
-            host,
-            &Options {
-                hooks: true,
-                ..Options::default()
-            },
-        )
-    }
-
-    #[test]
-    fn a_safe_tool_runs_at_once() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(
-            &reg,
-            &mut host,
-            r#"(:id "c1" :name "read_it" :arguments (:path "/tmp/a"))"#,
-        );
-        assert!(r.success, "{r:?}");
-        assert_eq!((r.id.as_deref(), r.content.as_str()), (Some("c1"), "path=/tmp/a"));
-        assert!(r.approved && host.asked.is_empty() && host.audit.is_empty());
-        assert_eq!(host.events, vec!["before:read_it:", "after:read_it:true"]);
-        assert_eq!(r.safety_level, Some(SafetyLevel::Safe));
-    }
-
-    #[test]
-    fn arguments_may_be_json_text() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(
-            &reg,
-            &mut host,
-            r#"(:id "c1" :name "read_it" :arguments "{\"path\": \"/x\", \"all\": true}")"#,
-        );
-        assert!(r.success, "{r:?}");
-        assert_eq!(host.ran[0].get("all"), Some(&json!(true)));
-    }
-
-    #[test]
-    fn invalid_arguments_never_reach_approval_or_handler() {
-        let reg = registry();
-        let cases = [
-            (
-                r#"(:id "1" :name "read_it" :arguments (:n 3))"#,
-                "Invalid arguments for read_it: field 'path': required field is missing",
-            ),
-            (
-                r#"(:id "2" :name "read_it" :arguments (:path 3))"#,
-                "Invalid arguments for read_it: field 'path': expected type \"string\", got the number 3",
-            ),
-            (
-                r#"(:id "3" :name "read_it" :arguments (:path "p" :mode "c"))"#,
-                "Invalid arguments for read_it: field 'mode':",
-            ),
-            (
-                r#"(:id "4" :name "read_it" :arguments (:path "p" :n 1.5))"#,
-                "Invalid arguments for read_it: field 'n':",
-            ),
-            (
-                r#"(:id "5" :name "read_it" :arguments "[1,2]")"#,
-                "Invalid arguments for read_it: arguments must be an object",
-            ),
-            (
-                r#"(:id "6" :name "read_it" :arguments "{oops")"#,
-                "Invalid arguments for read_it: invalid JSON",
-            ),
-            (
-                r#"(:id "7" :name "write_it" :arguments (:path 1))"#,
-                "Invalid arguments for write_it: field 'path'",
-            ),
-        ];
-        for (call, expected) in cases {
-            let mut host = MockHost {
-                decision: Some(Ok(Value::keyword("approved"))),
-                ..Default::default()
-            };
-            let r = run(&reg, &mut host, call);
-            assert!(!r.success);
-            assert!(r.content.starts_with(expected), "{call}\n  gave: {}", r.content);
-            assert!(host.asked.is_empty() && host.ran.is_empty(), "{call}");
-        }
-        assert_eq!(reg.lock().unwrap().metrics()["read_it"].failures, 6);
-    }
-
-    #[test]
-    fn nil_reads_as_false_for_a_boolean_parameter() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(
-            &reg,
-            &mut host,
-            r#"(:id "1" :name "read_it" :arguments (:path "p" :all nil))"#,
-        );
-        assert!(r.success, "{r:?}");
-        assert_eq!(host.ran[0].get("all"), Some(&json!(false)));
-    }
-
-    #[test]
-    fn a_dangerous_tool_runs_only_when_explicitly_approved() {
-        let reg = registry();
-        let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
-        let deny_cases: Vec<(Option<Result<Value, ApprovalFailure>>, &str)> = vec![
-            (None, "Tool execution denied: no approval function is set"),
-            (Some(Ok(Value::keyword("denied"))), "User denied tool execution"),
-            (
-                Some(Ok(read(r#"(:denied "not that file")"#))),
-                "User denied tool execution: not that file",
-            ),
-            (
-                Some(Ok(Value::symbol("t"))),
-                "Tool execution denied: the approval function returned t",
-            ),
-            (
-                Some(Ok(Value::Null)),
-                "Tool execution denied: the approval function returned",
-            ),
-            (Some(Ok(read("(:approved)"))), "Tool execution denied"),
-            (Some(Ok(Value::keyword("yes"))), "Tool execution denied"),
-            (
-                Some(Err(ApprovalFailure::Quit)),
-                "Tool execution denied: the user quit (C-g)",
-            ),
-            (
-                Some(Err(ApprovalFailure::Signalled("oops".into()))),
-                "Tool execution denied: the approval function failed: oops",
-            ),
-        ];
-        for (decision, expected) in deny_cases {
-            let mut host = MockHost {
-                decision,
-                ..Default::default()
-            };
-            let r = run(&reg, &mut host, call);
-            assert!(!r.success && !r.approved, "{expected}");
-            assert!(
-                r.content.starts_with(expected),
-                "gave {} expected {expected}",
-                r.content
-            );
-            assert!(host.ran.is_empty(), "the handler must not run: {expected}");
-            assert_eq!(host.audit.len(), 1);
-            assert_eq!(host.audit[0].event, "denied");
-        }
-        let mut host = MockHost {
-            decision: Some(Ok(Value::keyword("approved"))),
-            ..Default::default()
-        };
-        let r = run(&reg, &mut host, call);
-        assert!(r.success && r.approved);
-        assert_eq!(host.asked, vec!["write_it"]);
-        assert_eq!(
-            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
-            vec![("run", "approved"), ("result", "approved")]
-        );
-        assert_eq!(reg.lock().unwrap().metrics()["write_it"].denials, 9);
-    }
-
-    #[test]
-    fn modified_arguments_are_validated_again_and_reported() {
-        let reg = registry();
-        let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
-        let mut host = MockHost {
-            decision: Some(Ok(read(r#"(:modified (:path "/tmp/safe"))"#))),
-            ..Default::default()
-        };
-        let r = run(&reg, &mut host, call);
-        assert!(r.success && r.modified);
-        assert!(
-            r.content.starts_with("Note: the user modified the arguments"),
-            "{}",
-            r.content
-        );
-        assert!(r.content.ends_with("path=/tmp/safe"));
-        let mut host = MockHost {
-            decision: Some(Ok(read(r#"(:modified (:path 42))"#))),
-            ..Default::default()
-        };
-        let r = run(&reg, &mut host, call);
-        assert!(!r.success && host.ran.is_empty());
-        assert!(
-            r.content.contains("Invalid arguments for write_it: field 'path'"),
-            "{}",
-            r.content
-        );
-    }
-
-    #[test]
-    fn confirmed_levels_ask_and_dangerous_always_asks() {
-        let reg = registry();
-        let cautious = r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#;
-        let confirm = |levels: Vec<SafetyLevel>| Options {
-            confirm: levels,
-            ..Options::default()
-        };
-        let mut host = MockHost {
-            decision: Some(Ok(Value::keyword("denied"))),
-            ..Default::default()
-        };
-        let r = execute_call(&reg, &read(cautious), &mut host, &confirm(vec![SafetyLevel::Cautious]));
-        assert_eq!((r.success, r.content.as_str()), (false, "User denied tool execution"));
-        assert_eq!(host.asked, vec!["eval_it"]);
-        assert!(host.ran.is_empty());
-        // Not listed: runs unasked.
-        let mut host = MockHost {
-            decision: Some(Ok(Value::keyword("denied"))),
-            ..Default::default()
-        };
-        assert!(execute_call(&reg, &read(cautious), &mut host, &confirm(vec![])).success);
-        assert!(host.asked.is_empty());
-        // Dangerous is asked even when the list leaves it out.
-        let mut host = MockHost {
-            decision: Some(Ok(Value::keyword("denied"))),
-            ..Default::default()
-        };
-        let r = execute_call(
-            &reg,
-            &read(r#"(:id "w" :name "write_it" :arguments (:path "/x"))"#),
-            &mut host,
-            &confirm(vec![]),
-        );
-        assert!(!r.success && host.ran.is_empty());
-        assert_eq!(host.asked, vec!["write_it"]);
-        // A confirmed safe tool is audited, with its decision.
-        let mut host = MockHost {
-            decision: Some(Ok(Value::keyword("approved"))),
-            ..Default::default()
-        };
-        let r = execute_call(
-            &reg,
-            &read(r#"(:id "s" :name "read_it" :arguments (:path "/x"))"#),
-            &mut host,
-            &confirm(vec![SafetyLevel::Safe]),
-        );
-        assert!(r.success);
-        assert_eq!(
-            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
-            vec![("run", "approved"), ("result", "approved")]
-        );
-    }
-
-    #[test]
-    fn cautious_tools_run_and_are_audited() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#);
-        assert!(r.success && host.asked.is_empty());
-        assert_eq!(
-            host.audit.iter().map(|a| (a.event, a.decision)).collect::<Vec<_>>(),
-            vec![("run", "auto"), ("result", "auto")]
-        );
-        assert!(host.audit[1].to_json_line().contains("\"tool\":\"eval_it\""));
-    }
-
-    #[test]
-    fn failures_are_results() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(&reg, &mut host, r#"(:id "x" :name "nope" :arguments nil)"#);
-        assert_eq!((r.success, r.content.as_str()), (false, "Unknown tool: nope"));
-        let r = run(&reg, &mut host, r#"(:id "x" :name "boom")"#);
-        assert_eq!(r.content, "Tool error: boom");
-        assert_eq!(host.events.last().map(String::as_str), Some("error:boom:false"));
-        let r = run(&reg, &mut host, r#"(:id "x" :name "orphan")"#);
-        assert_eq!(r.content, "Tool orphan has no handler");
-        let r = run(&reg, &mut host, r#"(1 2 3)"#);
-        assert!(r.content.starts_with("Invalid tool call: expected a plist"));
-        let r = run(&reg, &mut host, r#"(:name "read_it")"#);
-        assert_eq!(r.content, "Invalid tool call: missing :id");
-        let r = run(&reg, &mut host, r#"(:id "q")"#);
-        assert_eq!(
-            (r.id.as_deref(), r.content.as_str()),
-            (Some("q"), "Invalid tool call: missing :name")
-        );
-        reg.lock().unwrap().set_enabled("read_it", false).unwrap();
-        let r = run(&reg, &mut host, r#"(:id "x" :name "read_it" :arguments (:path "p"))"#);
-        assert_eq!(r.content, "Tool read_it is disabled");
-    }
-
-    #[test]
-    fn results_are_capped_with_a_marker() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = execute_call(
-            &reg,
-            &read(r#"(:id "b" :name "big")"#),
-            &mut host,
-            &Options {
-                max_result_chars: 10,
-                ..Options::default()
-            },
-        );
-        assert!(
-            r.content
-                .starts_with("xxxxxxxxxx\n[... truncated: 40 of 50 characters cut"),
-            "{}",
-            r.content
-        );
-        assert_eq!(truncate("héllo".into(), 10), "héllo");
-        assert_eq!(truncate("héllo".into(), 0), "héllo");
-        assert!(truncate("héllo".into(), 2).starts_with("hé\n"));
-    }
-
-    #[test]
-    fn native_tools_run_with_their_timeout() {
-        let reg = registry();
-        let mut host = MockHost::default();
-        let r = run(
-            &reg,
-            &mut host,
-            r#"(:id "n" :name "sleepy" :arguments (:ms 1 :text "ok"))"#,
-        );
-        assert_eq!((r.success, r.content.as_str()), (true, "ok"));
-        let r = run(&reg, &mut host, r#"(:id "n" :name "sleepy" :arguments (:ms 5000))"#);
-        assert_eq!(
-            (r.success, r.content.as_str()),
-            (false, "Tool sleepy timed out after 0.1 s")
-        );
-    }
-
-    #[test]
-    fn decisions() {
-        assert_eq!(parse_decision(&Value::keyword("approved")), Decision::Approved);
-        assert_eq!(parse_decision(&read("(:denied)")), Decision::Denied(None));
-        assert_eq!(parse_decision(&read(r#"(:denied "")"#)), Decision::Denied(None));
-        assert_eq!(
-            parse_decision(&read("(:modified (:a 1))")),
-            Decision::Modified(read("(:a 1)"))
-        );
-        assert!(matches!(parse_decision(&read("(:modified)")), Decision::Invalid(_)));
-        assert!(matches!(
-            parse_decision(&read("(:approved :really)")),
-            Decision::Invalid(_)
-        ));
-    }
-}
+mod tests;

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
@@ -81,6 +81,34 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, NativeError> {
         })
         .as_ref()
         .map_err(|e| NativeError::Runtime(e.clone()))
+}
+
+/// Start TOOL with ARGS on the runtime without waiting, bounded by its timeout; DONE is called
+/// with the outcome on a runtime thread (also when the tool panics). Returns a handle that aborts
+/// the run (DONE then reports [`NativeError::Cancelled`]).
+pub fn spawn(
+    tool: Arc<dyn Tool>,
+    name: String,
+    args: Map<String, Json>,
+    done: impl FnOnce(Result<String, NativeError>) + Send + 'static,
+) -> Result<tokio::task::AbortHandle, NativeError> {
+    let rt = runtime()?;
+    let timeout = tool.timeout();
+    let future = tool.execute(args);
+    let inner = rt.spawn(async move { tokio::time::timeout(timeout, future).await });
+    let abort = inner.abort_handle();
+    rt.spawn(async move {
+        done(match inner.await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_elapsed)) => Err(NativeError::TimedOut {
+                tool: name,
+                after: timeout,
+            }),
+            Err(join) if join.is_panic() => Err(NativeError::Panicked(name)),
+            Err(_) => Err(NativeError::Cancelled(name)),
+        })
+    });
+    Ok(abort)
 }
 
 /// How often the waiting thread asks whether to cancel.
@@ -248,9 +276,51 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_spawned_tool_reports_its_outcome_once() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t: Arc<dyn Tool> = Arc::new(Sleepy {
+            timeout: Duration::from_millis(200),
+        });
+        for (ms, expected) in [
+            (10, Ok("hi".to_string())),
+            (
+                5_000,
+                Err(NativeError::TimedOut {
+                    tool: "sleepy".into(),
+                    after: Duration::from_millis(200),
+                }),
+            ),
+            (13, Err(NativeError::Panicked("sleepy".into()))),
+        ] {
+            let tx = tx.clone();
+            spawn(
+                t.clone(),
+                "sleepy".into(),
+                args(json!({"ms": ms, "text": "hi"})),
+                move |r| {
+                    let _ = tx.send(r);
+                },
+            )
+            .unwrap();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), expected);
+        }
+        let tx2 = tx.clone();
+        let abort = spawn(t, "sleepy".into(), args(json!({"ms": 5_000})), move |r| {
+            let _ = tx2.send(r);
+        })
+        .unwrap();
+        abort.abort();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+            Err(NativeError::Cancelled("sleepy".into()))
+        );
+    }
+
+    #[test]
     fn a_panicking_tool_is_contained() {
+        // A generous timeout: on a loaded machine a 1 s budget was seen to run out first.
         let t = Sleepy {
-            timeout: Duration::from_secs(1),
+            timeout: Duration::from_secs(30),
         };
         assert_eq!(
             run(&t, "sleepy", args(json!({"ms": 13})), || false),

@@ -12,8 +12,20 @@
 //!
 //! The registry is generic over the handler type `H`, so the pure core stores no Emacs values;
 //! the binding layer stores Lisp functions and native tools there.
+//!
+//! # Identity
+//!
+//! Every registration has an id, unique across all registries of the process, that changes
+//! whenever what would run changes: a new definition (added, replaced, redefined, or restored from
+//! a snapshot with a different definition) or a different handler. Decisions attach to ids, never
+//! to names: a call approved for a tool does not run if the tool was replaced while the user
+//! decided, and "always allow this tool" does not carry over to whatever next takes its name.
+//! A snapshot restore keeps a tool's handler (and id) only when the restored definition is
+//! identical to the current one: a snapshot cannot, say, lower a tool's safety level while
+//! keeping the handler that the level was chosen for.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -75,6 +87,8 @@ pub struct ToolMetrics {
     pub failures: u64,
     /// Executions the user denied.
     pub denials: u64,
+    /// Executions withdrawn before they finished (the user or the client cancelled).
+    pub cancelled: u64,
     /// Total handler time in milliseconds.
     pub total_ms: f64,
     /// Longest handler time in milliseconds.
@@ -90,11 +104,15 @@ pub enum CallOutcome {
     Failure,
     /// The user denied it.
     Denied,
+    /// It was cancelled.
+    Cancelled,
 }
 
 /// What the executor needs of a registered tool, cloned out so no lock is held while it runs.
 #[derive(Debug)]
 pub struct ToolEntry<H> {
+    /// The registration's id (see "Identity" above).
+    pub id: u64,
     /// The registration.
     pub registration: Arc<Registration>,
     /// The compiled argument schema.
@@ -104,6 +122,7 @@ pub struct ToolEntry<H> {
 }
 
 struct Entry<H> {
+    id: u64,
     registration: Arc<Registration>,
     validator: Arc<jsonschema::Validator>,
     handler: Option<H>,
@@ -126,6 +145,12 @@ impl<H> Default for Registry<H> {
             metrics: BTreeMap::new(),
         }
     }
+}
+
+/// A fresh registration id.
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The current time as ISO 8601 in UTC, e.g. `2026-11-22T03:45:17Z`.
@@ -176,15 +201,18 @@ impl<H: Clone> Registry<H> {
     }
 
     /// Register SPEC, evaluated from SOURCE, with HANDLER, stamping new registrations with NOW.
+    /// SAME says whether two handlers are the same (registering an identical definition with the
+    /// same handler changes nothing; with another handler it changes the registration's id).
     ///
-    /// Returns the registration, what happened, and the handler it displaced (so the caller can
-    /// release it).
+    /// Returns the registration, what happened, and the handler it displaced or did not take (so
+    /// the caller can release it).
     pub fn register(
         &mut self,
         spec: ToolSpec,
         source: Option<String>,
         handler: Option<H>,
         now: &str,
+        same: impl Fn(&H, &H) -> bool,
     ) -> Result<(Arc<Registration>, Outcome, Option<H>), RegistryError> {
         spec.validate()?;
         let name = spec.name.clone();
@@ -205,9 +233,16 @@ impl<H: Clone> Registry<H> {
                 .tools
                 .get_mut(&name)
                 .ok_or_else(|| RegistryError::UnknownTool(name.clone()))?;
-            let displaced = match handler {
-                Some(h) => entry.handler.replace(h),
-                None => None,
+            let displaced = match (handler, &entry.handler) {
+                (None, _) => None,
+                (Some(h), Some(old)) if same(old, &h) => Some(h),
+                (Some(h), _) => {
+                    entry.id = next_id();
+                    let old = entry.handler.replace(h);
+                    let registration = entry.registration.clone();
+                    self.changed();
+                    return Ok((registration, outcome, old));
+                }
             };
             return Ok((entry.registration.clone(), outcome, displaced));
         }
@@ -227,6 +262,7 @@ impl<H: Clone> Registry<H> {
             .insert(
                 name,
                 Entry {
+                    id: next_id(),
                     registration: registration.clone(),
                     validator,
                     handler,
@@ -245,6 +281,7 @@ impl<H: Clone> Registry<H> {
     /// What the executor needs to run NAME.
     pub fn entry(&self, name: &str) -> Option<ToolEntry<H>> {
         self.tools.get(name).map(|e| ToolEntry {
+            id: e.id,
             registration: e.registration.clone(),
             validator: e.validator.clone(),
             handler: e.handler.clone(),
@@ -315,26 +352,40 @@ impl<H: Clone> Registry<H> {
     }
 
     /// Replace the registry's contents with SNAPSHOT. All or nothing: every registration is
-    /// validated first. Handlers of tools that remain are kept; the others are returned.
+    /// validated first. A tool whose restored definition is identical to its current one keeps
+    /// its handler and id; any other handler is returned (the tool is left without one).
     pub fn restore(&mut self, snapshot: Snapshot) -> Result<Vec<H>, RegistryError> {
         let mut fresh = BTreeMap::new();
         for registration in snapshot.tools {
             let name = registration.spec.name.clone();
             registration.spec.validate()?;
-            let validator = Arc::new(registration.spec.compile()?);
             if fresh.contains_key(&name) {
                 return Err(RegistryError::InvalidSnapshot(format!("tool {name} appears twice")));
             }
-            let handler = self.tools.get_mut(&name).and_then(|e| e.handler.take());
-            fresh.insert(
-                name,
-                Entry {
+            let validator = Arc::new(registration.spec.compile()?);
+            fresh.insert(name, (registration, validator));
+        }
+        // Validated: now nothing can fail, so moving handlers over is all or nothing.
+        let fresh: BTreeMap<String, Entry<H>> = fresh
+            .into_iter()
+            .map(|(name, (registration, validator))| {
+                let kept = match self.tools.get_mut(&name) {
+                    Some(old) if old.registration.spec == registration.spec => old.handler.take().map(|h| (h, old.id)),
+                    _ => None,
+                };
+                let (handler, id) = match kept {
+                    Some((h, id)) => (Some(h), id),
+                    None => (None, next_id()),
+                };
+                let entry = Entry {
+                    id,
                     registration: Arc::new(registration),
                     validator,
                     handler,
-                },
-            );
-        }
+                };
+                (name, entry)
+            })
+            .collect();
         let dropped = std::mem::replace(&mut self.tools, fresh)
             .into_values()
             .filter_map(|e| e.handler)
@@ -373,6 +424,7 @@ impl<H: Clone> Registry<H> {
             CallOutcome::Success => {}
             CallOutcome::Failure => m.failures += 1,
             CallOutcome::Denied => m.denials += 1,
+            CallOutcome::Cancelled => m.cancelled += 1,
         }
         m.total_ms += elapsed_ms;
         m.max_ms = m.max_ms.max(elapsed_ms);
@@ -431,11 +483,15 @@ mod tests {
         Registry::new()
     }
 
+    fn eq(a: &u32, b: &u32) -> bool {
+        a == b
+    }
+
     #[test]
     fn a_new_name_is_enabled_and_stamped() {
         let mut r = reg();
         let (g, outcome, _) = r
-            .register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z")
+            .register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z", eq)
             .unwrap();
         assert_eq!(outcome, Outcome::Added);
         assert!(g.enabled);
@@ -447,13 +503,19 @@ mod tests {
     #[test]
     fn identical_spec_returns_the_existing_registration_and_rebinds_the_handler() {
         let mut r = reg();
-        r.register(spec("a", None, "x"), None, Some(1), "t1").unwrap();
+        r.register(spec("a", None, "x"), None, Some(1), "t1", eq).unwrap();
         let gen = r.generation();
-        let (g, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t2").unwrap();
+        let (g, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t2", eq).unwrap();
         assert_eq!(outcome, Outcome::Unchanged);
         assert_eq!(g.created_at, "t1");
         assert_eq!(displaced, Some(1));
         assert_eq!(r.handler("a"), Some(&2));
+        assert_ne!(r.generation(), gen, "another handler is another tool");
+        let gen = r.generation();
+        let id = r.entry("a").unwrap().id;
+        let (_, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t3", eq).unwrap();
+        assert_eq!((outcome, displaced), (Outcome::Unchanged, Some(2)));
+        assert_eq!(r.entry("a").unwrap().id, id, "the same handler keeps the identity");
         assert_eq!(
             r.generation(),
             gen,
@@ -462,17 +524,60 @@ mod tests {
     }
 
     #[test]
+    fn identity_changes_with_what_would_run() {
+        let mut r = reg();
+        r.register(spec("a", Some("1"), "x"), None, Some(1), "t1", eq).unwrap();
+        let first = r.entry("a").unwrap().id;
+        r.set_enabled("a", false).unwrap();
+        r.set_enabled("a", true).unwrap();
+        assert_eq!(r.entry("a").unwrap().id, first, "enabling changes nothing that runs");
+        r.register(spec("a", None, "x"), None, Some(1), "t1", eq).unwrap();
+        let second = r.entry("a").unwrap().id;
+        assert_ne!(second, first, "a new version is a new tool");
+        r.register(spec("a", None, "x"), None, Some(9), "t1", eq).unwrap();
+        assert_ne!(r.entry("a").unwrap().id, second, "a new handler is a new tool");
+        let mut other = reg();
+        other.register(spec("a", None, "x"), None, Some(9), "t1", eq).unwrap();
+        assert_ne!(
+            other.entry("a").unwrap().id,
+            r.entry("a").unwrap().id,
+            "ids are unique across registries"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_cannot_change_a_tool_and_keep_its_handler() {
+        let mut r = reg();
+        let mut s = spec("write", None, "path");
+        s.safety_level = SafetyLevel::Dangerous;
+        r.register(s, None, Some(7), "t1", eq).unwrap();
+        r.register(spec("read", None, "path"), None, Some(8), "t1", eq).unwrap();
+        let before = (r.entry("write").unwrap().id, r.entry("read").unwrap().id);
+        let mut tampered = r.snapshot();
+        tampered.tools[1].spec.safety_level = SafetyLevel::Safe;
+        assert_eq!(tampered.tools[1].spec.name, "write");
+        let dropped = r.restore(tampered).unwrap();
+        assert_eq!(dropped, vec![7], "the changed tool lost its handler");
+        assert_eq!(r.handler("write"), None);
+        assert_ne!(r.entry("write").unwrap().id, before.0);
+        assert_eq!(r.handler("read"), Some(&8), "an identical definition keeps its handler");
+        assert_eq!(r.entry("read").unwrap().id, before.1);
+    }
+
+    #[test]
     fn a_different_version_replaces() {
         let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), None, None, "t1").unwrap();
-        let (g, outcome, _) = r.register(spec("a", Some("2"), "y"), None, None, "t2").unwrap();
+        r.register(spec("a", Some("1"), "x"), None, None, "t1", eq).unwrap();
+        let (g, outcome, _) = r.register(spec("a", Some("2"), "y"), None, None, "t2", eq).unwrap();
         assert_eq!(outcome, Outcome::Replaced);
         assert_eq!(g.spec.version.as_deref(), Some("2"));
         assert_eq!(g.created_at, "t2");
         // Unversioned to versioned is a different version too.
-        r.register(spec("b", None, "x"), None, None, "t1").unwrap();
+        r.register(spec("b", None, "x"), None, None, "t1", eq).unwrap();
         assert_eq!(
-            r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2").unwrap().1,
+            r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2", eq)
+                .unwrap()
+                .1,
             Outcome::Replaced
         );
     }
@@ -480,8 +585,8 @@ mod tests {
     #[test]
     fn same_version_different_spec_is_refused_with_a_suggestion() {
         let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t1").unwrap();
-        let err = r.register(spec("a", None, "y"), None, None, "t2").unwrap_err();
+        r.register(spec("a", None, "x"), None, None, "t1", eq).unwrap();
+        let err = r.register(spec("a", None, "y"), None, None, "t2", eq).unwrap_err();
         assert_eq!(
             err,
             RegistryError::ToolExists {
@@ -494,9 +599,9 @@ mod tests {
             msg.contains("Tool already exists") && msg.contains("a_v2") && msg.contains("bump the version"),
             "{msg}"
         );
-        r.register(spec("v", Some("2.0.0"), "x"), None, None, "t1").unwrap();
+        r.register(spec("v", Some("2.0.0"), "x"), None, None, "t1", eq).unwrap();
         assert!(r
-            .register(spec("v", Some("2.0.0"), "z"), None, None, "t2")
+            .register(spec("v", Some("2.0.0"), "z"), None, None, "t2", eq)
             .unwrap_err()
             .to_string()
             .contains("at version 2.0.0"));
@@ -511,25 +616,25 @@ mod tests {
     fn redefinition_from_the_same_source_file_is_allowed() {
         let mut r = reg();
         let src = Some("/home/u/my-tools.el".to_string());
-        r.register(spec("a", None, "x"), src.clone(), None, "t1").unwrap();
+        r.register(spec("a", None, "x"), src.clone(), None, "t1", eq).unwrap();
         r.set_enabled("a", false).unwrap();
-        let (g, outcome, _) = r.register(spec("a", None, "y"), src, None, "t2").unwrap();
+        let (g, outcome, _) = r.register(spec("a", None, "y"), src, None, "t2", eq).unwrap();
         assert_eq!(outcome, Outcome::Redefined);
         assert_eq!(g.created_at, "t1");
         assert!(!g.enabled, "redefinition keeps the enabled state");
         // Another file may not silently take the name over.
         assert!(r
-            .register(spec("a", None, "z"), Some("/other.el".into()), None, "t3")
+            .register(spec("a", None, "z"), Some("/other.el".into()), None, "t3", eq)
             .is_err());
         // Nor may a definition with no source.
-        assert!(r.register(spec("a", None, "z"), None, None, "t3").is_err());
+        assert!(r.register(spec("a", None, "z"), None, None, "t3", eq).is_err());
     }
 
     #[test]
     fn listing_is_sorted_and_respects_enabled() {
         let mut r = reg();
         for n in ["zeta", "alpha", "mid"] {
-            r.register(spec(n, None, "x"), None, None, "t").unwrap();
+            r.register(spec(n, None, "x"), None, None, "t", eq).unwrap();
         }
         assert_eq!(r.names(true), vec!["alpha", "mid", "zeta"]);
         r.set_enabled("mid", false).unwrap();
@@ -547,7 +652,7 @@ mod tests {
     #[test]
     fn enable_disable_is_idempotent_and_errors_for_unknown_names() {
         let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t").unwrap();
+        r.register(spec("a", None, "x"), None, None, "t", eq).unwrap();
         assert!(!r.set_enabled("a", false).unwrap().enabled);
         let gen = r.generation();
         assert!(!r.set_enabled("a", false).unwrap().enabled);
@@ -562,7 +667,7 @@ mod tests {
     #[test]
     fn remove_is_idempotent() {
         let mut r = reg();
-        r.register(spec("a", None, "x"), None, Some(7), "t").unwrap();
+        r.register(spec("a", None, "x"), None, Some(7), "t", eq).unwrap();
         assert_eq!(r.remove("a"), Some(7));
         assert_eq!(r.remove("a"), None);
         assert!(r.get("a").is_none());
@@ -575,7 +680,7 @@ mod tests {
             let mut s = spec(name, None, "x");
             s.safety_level = level;
             s.categories = cats.iter().map(|c| c.to_string()).collect();
-            r.register(s, None, None, "t").unwrap();
+            r.register(s, None, None, "t", eq).unwrap();
         };
         mk("s_intro", SafetyLevel::Safe, &["introspection", "xref"]);
         mk("s_buf", SafetyLevel::Safe, &["buffer"]);
@@ -604,9 +709,9 @@ mod tests {
     #[test]
     fn snapshot_restore_round_trips_and_is_all_or_nothing() {
         let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), Some("/f.el".into()), Some(1), "t1")
+        r.register(spec("a", Some("1"), "x"), Some("/f.el".into()), Some(1), "t1", eq)
             .unwrap();
-        r.register(spec("b", None, "y"), None, Some(2), "t2").unwrap();
+        r.register(spec("b", None, "y"), None, Some(2), "t2", eq).unwrap();
         r.set_enabled("b", false).unwrap();
         let snap = r.snapshot();
         let text = serde_json::to_string(&snap).unwrap();
@@ -619,7 +724,7 @@ mod tests {
 
         // Restoring into the original keeps handlers of tools that remain.
         r.remove("a");
-        r.register(spec("c", None, "z"), None, Some(3), "t3").unwrap();
+        r.register(spec("c", None, "z"), None, Some(3), "t3", eq).unwrap();
         let dropped = r.restore(snap.clone()).unwrap();
         assert_eq!(dropped, vec![3]);
         assert_eq!(r.snapshot(), snap);
@@ -634,7 +739,7 @@ mod tests {
     #[test]
     fn schemas_are_cached_until_the_registry_changes() {
         let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t").unwrap();
+        r.register(spec("a", None, "x"), None, None, "t", eq).unwrap();
         let first = r.schemas(None, SchemaFormat::OpenAi);
         assert_eq!(
             *first[0],
@@ -645,7 +750,7 @@ mod tests {
         assert!(Arc::ptr_eq(&first[0], &again[0]), "served from the cache");
         r.set_enabled("a", true).unwrap(); // no change: still cached
         assert!(Arc::ptr_eq(&first[0], &r.schemas(None, SchemaFormat::OpenAi)[0]));
-        r.register(spec("b", None, "x"), None, None, "t").unwrap();
+        r.register(spec("b", None, "x"), None, None, "t", eq).unwrap();
         let third = r.schemas(None, SchemaFormat::OpenAi);
         assert_eq!(third.len(), 2);
         assert!(!Arc::ptr_eq(&first[0], &third[0]), "a change invalidates the cache");
@@ -663,8 +768,9 @@ mod tests {
         r.record("a", CallOutcome::Success, 2.0);
         r.record("a", CallOutcome::Failure, 5.0);
         r.record("a", CallOutcome::Denied, 0.0);
+        r.record("a", CallOutcome::Cancelled, 0.0);
         let m = &r.metrics()["a"];
-        assert_eq!((m.calls, m.failures, m.denials), (3, 1, 1));
+        assert_eq!((m.calls, m.failures, m.denials, m.cancelled), (4, 1, 1, 1));
         assert_eq!((m.total_ms, m.max_ms), (7.0, 5.0));
     }
 

@@ -7,12 +7,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use lexpr::Value;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::error::SpecError;
-use crate::sexp;
+use crate::sexp::{self, Sexp as Value};
 
 /// How much a tool may change, and so what it takes to run it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
@@ -99,21 +98,14 @@ fn name_of(v: &Value) -> Option<&str> {
 }
 
 fn string_list(v: &Value, field: &str) -> Result<Vec<String>, SpecError> {
-    if sexp::is_nil(v) {
-        return Ok(Vec::new());
-    }
-    let items: Vec<&Value> = match v {
-        Value::Vector(items) => items.iter().collect(),
-        _ if v.is_list() => v.list_iter().into_iter().flatten().collect(),
-        _ => {
-            return Err(SpecError::new(
-                field,
-                format!("expected a list, got {}", sexp::describe(v)),
-            ))
-        }
+    let Some(items) = v.sequence_items() else {
+        return Err(SpecError::new(
+            field,
+            format!("expected a list, got {}", sexp::describe(v)),
+        ));
     };
     items
-        .into_iter()
+        .iter()
         .enumerate()
         .map(|(i, x)| {
             name_of(x).filter(|s| !s.is_empty()).map(str::to_string).ok_or_else(|| {
@@ -149,7 +141,7 @@ fn param_type(v: Option<&Value>, field: &str) -> Result<String, SpecError> {
 
 /// Convert one parameter plist (without its `:name` when NAMED is false) to a property schema.
 fn param_schema(v: &Value, field: &str, named: bool) -> Result<(Option<String>, Json), SpecError> {
-    let pairs = sexp::plist_pairs(v).ok_or_else(|| {
+    let pairs = v.plist_pairs().ok_or_else(|| {
         SpecError::new(
             field,
             format!(
@@ -215,13 +207,11 @@ fn param_schema(v: &Value, field: &str, named: bool) -> Result<(Option<String>, 
 }
 
 fn params_to_properties(v: &Value, field: &str) -> Result<Map<String, Json>, SpecError> {
-    let items: Vec<&Value> = match v {
-        Value::Vector(items) => items.iter().collect(),
-        _ if v.is_list() => v.list_iter().into_iter().flatten().collect(),
-        _ => return Err(SpecError::new(field, "expected a list of parameter plists")),
-    };
+    let items = v
+        .sequence_items()
+        .ok_or_else(|| SpecError::new(field, "expected a list of parameter plists"))?;
     let mut props = Map::new();
-    for (i, p) in items.into_iter().enumerate() {
+    for (i, p) in items.iter().enumerate() {
         let sub = format!("{field}[{i}]");
         let (name, schema) = param_schema(p, &sub, true)?;
         let name = name.unwrap_or_default();
@@ -245,12 +235,12 @@ fn check_required(required: &[String], props: Option<&Json>, field: &str) -> Res
 /// Normalise PARAMETERS (nil, a list of parameter plists, a JSON Schema plist or JSON text)
 /// plus the spec's REQUIRED names into an object JSON Schema.
 pub fn normalize_parameters(parameters: &Value, required: &[String]) -> Result<Json, SpecError> {
-    let mut schema = if sexp::is_nil(parameters) {
+    let mut schema = if parameters.is_nil() {
         json!({"type": "object", "properties": {}})
     } else if let Some(text) = parameters.as_str() {
         serde_json::from_str::<Json>(text)
             .map_err(|e| SpecError::new("parameters", format!("invalid JSON Schema text: {e}")))?
-    } else if sexp::plist_pairs(parameters).is_some() {
+    } else if parameters.plist_pairs().is_some() {
         // A JSON Schema written as a plist: (:type "object" :properties (...)).
         let hint =
             json!({"type": "object", "properties": {"properties": {"type": "object"}, "required": {"type": "array"}}});
@@ -317,7 +307,8 @@ impl ToolSpec {
     /// `(:name N :description D :parameters P :required R :safety-level L :categories C
     ///   :version V :tags T :output-schema S)`. Keys may also be spelled with underscores.
     pub fn from_sexp(v: &Value) -> Result<ToolSpec, SpecError> {
-        let pairs = sexp::plist_pairs(v)
+        let pairs = v
+            .plist_pairs()
             .ok_or_else(|| SpecError::new("definition", format!("expected a plist, got {}", sexp::describe(v))))?;
         let get = |key: &str| {
             let alt = key.replace('-', "_");
@@ -360,10 +351,10 @@ impl ToolSpec {
                 .map(|r| string_list(r, "required"))
                 .transpose()?
                 .unwrap_or_default();
-            let parameters = normalize_parameters(get("parameters").unwrap_or(&Value::Null), &required)?;
+            let parameters = normalize_parameters(get("parameters").unwrap_or(&Value::Nil), &required)?;
             let safety_level = match get("safety-level") {
                 None => SafetyLevel::Safe,
-                Some(l) if sexp::is_nil(l) => SafetyLevel::Safe,
+                Some(l) if l.is_nil() => SafetyLevel::Safe,
                 Some(l) => name_of(l)
                     .ok_or_else(|| SpecError::new("safety_level", "expected :safe, :cautious or :dangerous"))?
                     .parse()?,
@@ -374,7 +365,7 @@ impl ToolSpec {
                 .unwrap_or_default();
             let version = match get("version") {
                 None => None,
-                Some(x) if sexp::is_nil(x) => None,
+                Some(x) if x.is_nil() => None,
                 Some(x) => Some(
                     x.as_str()
                         .ok_or_else(|| SpecError::new("version", "expected a string such as \"1.0.0\""))?
@@ -387,9 +378,9 @@ impl ToolSpec {
                 .unwrap_or_default();
             let output_schema = match get("output-schema") {
                 None => None,
-                Some(x) if sexp::is_nil(x) => None,
-                Some(x) if x.is_string() => Some(
-                    serde_json::from_str(x.as_str().unwrap_or_default())
+                Some(x) if x.is_nil() => None,
+                Some(Value::Str(text)) => Some(
+                    serde_json::from_str(text)
                         .map_err(|e| SpecError::new("output_schema", format!("invalid JSON: {e}")))?,
                 ),
                 Some(x) => Some(sexp::to_json(x, None).map_err(|e| SpecError::new("output_schema", e.to_string()))?),
@@ -489,7 +480,7 @@ mod tests {
     use super::*;
 
     fn read(s: &str) -> Value {
-        lexpr::from_str_custom(s, lexpr::parse::Options::elisp()).expect("test input parses")
+        Value::parse(s).expect("test input parses")
     }
 
     fn spec(s: &str) -> Result<ToolSpec, SpecError> {

@@ -369,7 +369,8 @@
                                   (plist-put (copy-sequence (plist-get ok :metadata))
                                              :execution_time_ms 0.0))
                        '(:id "a" :success t :content "Hello, Ada."
-                         :metadata (:execution_time_ms 0.0 :safety_level "safe" :approved t))))
+                         :metadata (:execution_time_ms 0.0 :safety_level "safe" :approved t
+                                    :status "success"))))
         (should (eq (plist-get ok :success) t))
         (should (equal (plist-get ok :content) "Hello, Ada."))
         (should-not (plist-get ok :error))

@@ -32,12 +32,13 @@
          (mapcar (lambda (p) (if (stringp p) (listify-key-sequence (kbd p)) p))
                  parts)))
 
-(defmacro agent-q-tools-test--approve (keys level reason tool args)
+(defmacro agent-q-tools-test--approve (keys level reason tool args &rest context)
   "Call the minibuffer approval of TOOL with ARGS, typing KEYS.
-LEVEL and REASON make the approval context.  Return (RESULT . UNREAD),
-UNREAD being the events left unread."
+LEVEL and REASON make the approval context, with the keys and values
+of CONTEXT.  Return (RESULT . UNREAD), UNREAD being the events left
+unread."
   `(let ((unread-command-events ,keys)
-         (agent-q-approval-context (list :safety-level ,level :reason ,reason))
+         (agent-q-approval-context (list :safety-level ,level :reason ,reason ,@context))
          (result nil))
      (setq result (agent-q-approve-in-minibuffer ,tool ,args))
      (cons result unread-command-events)))
@@ -180,19 +181,23 @@ DESCRIPTION is the proposal's description."
 (ert-deftest agent-q-tools-test-a-remembers-the-tool ()
   (let ((agent-q-tools--session-approved nil))
     (should (equal (agent-q-tools-test--approve (list ?a) :dangerous nil
-                                                "run_shell" '(:command "ls"))
+                                                "run_shell" '(:command "ls") :tool-id 41)
                    '(:approved)))
     ;; Second call: not asked, the pending "n" stays unread.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
-                                                "run_shell" '(:command "rm x"))
+                                                "run_shell" '(:command "rm x") :tool-id 41)
                    (list :approved ?n)))
     ;; Another tool is still asked.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
-                                                "write_file" '(:path "x"))
+                                                "write_file" '(:path "x") :tool-id 42)
+                   '(:denied)))
+    ;; The same name in another registry, or re-registered (another id): asked.
+    (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                                "run_shell" '(:command "ls") :tool-id 43)
                    '(:denied)))
     ;; A :reason is always asked, even for a remembered tool.
     (should (equal (agent-q-tools-test--approve (list ?n) :dangerous "sensitive file"
-                                                "run_shell" '(:command "ls"))
+                                                "run_shell" '(:command "ls") :tool-id 41)
                    '(:denied)))))
 
 (ert-deftest agent-q-tools-test-c-g-denies ()
@@ -251,11 +256,18 @@ DESCRIPTION is the proposal's description."
                                   (nth 1 prompts))))
       (delete-directory dir t))))
 
-(ert-deftest agent-q-tools-test-propose-file-edit-is-not-prompted ()
+(ert-deftest agent-q-tools-test-a-self-reviewing-tool-is-not-prompted ()
+  ;; The executor marks the built-in review handler with :review.
+  (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                              "propose_file_edit"
+                                              '(:path "x" :original "a" :modified "b")
+                                              :review t)
+                 (list :approved ?n)))
+  ;; The name alone earns nothing: any tool may be registered under it.
   (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
                                               "propose_file_edit"
                                               '(:path "x" :original "a" :modified "b"))
-                 (list :approved ?n))))
+                 '(:denied))))
 
 (ert-deftest agent-q-tools-test-long-strings-shortened-and-v-shows-all ()
   (let* ((long (make-string 500 ?z))
@@ -521,9 +533,7 @@ DESCRIPTION is the proposal's description."
     (let ((result (agent-q-tools-test--review
                    file "line 19\nline 20\nline 21\n" "line 19\nLINE TWENTY\nline 21\n"
                    (lambda ()
-                     (should (= (length (agent-q-tools--review-hunks
-                                         agent-q-tools--this-review))
-                                1))
+                     (should (= (agent-q-tools--hunk-count agent-q-tools--this-review) 1))
                      (agent-q-tools-review-accept)
                      (agent-q-tools-review-finish)))))
       (should (string-match-p "Applied 1 of 1 hunks" result))
@@ -677,6 +687,37 @@ DESCRIPTION is the proposal's description."
 
 ;; The same review in a real terminal Emacs, driven through tmux, is in
 ;; agent-q-tmux-test.el (through the executor, as an LLM loop runs it).
+
+(ert-deftest agent-q-tools-test-a-large-review-renders-lazily ()
+  ;; 20,000 lines, every 20th changed: 1,000 hunks.  The review opens with
+  ;; every header but only the first bodies; moving to a hunk renders up to
+  ;; it; the decisions apply as reviewed.
+  (let* ((old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 20000) ""))
+         (new (replace-regexp-in-string "^line \\([0-9]*[02468]\\)0$" "LINE \\10" old)))
+    (agent-q-tools-test--with-file file old
+      (let ((result
+             (agent-q-tools-test--review
+              file old new
+              (lambda ()
+                (let ((review agent-q-tools--this-review))
+                  (should (= (agent-q-tools--hunk-count review) 1000))
+                  (should (= (agent-q-tools--review-rendered review)
+                             agent-q-tools--bodies-at-once))
+                  (should (= (count-matches "^@@ " (point-min) (point-max)) 1000))
+                  (agent-q-tools-review-reject)
+                  (agent-q-tools--goto-hunk review 500)
+                  (should (>= (agent-q-tools--review-rendered review) 501))
+                  (should (looking-at "@@ -10017,7 \\+10017,7 @@"))
+                  (agent-q-tools-review-reject)
+                  (agent-q-tools-review-accept-all)
+                  (agent-q-tools-review-finish))))))
+        (should (string-match-p "Applied 998 of 1000 hunks" result))
+        (should (string-match-p "hunks 1 and 501 rejected" result))
+        (let ((text (agent-q-tools-test--buffer-text file)))
+          (should (string-match-p "^line 20$" text))
+          (should (string-match-p "^LINE 40$" text))
+          (should (string-match-p "^line 10020$" text))
+          (should (string-match-p "^LINE 20000$" text)))))))
 
 (provide 'agent-q-tools-test)
 ;;; agent-q-tools-test.el ends here

@@ -5,11 +5,10 @@
 //! [`ConvertError`] naming it, never guessed.
 
 use emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value, Vector};
-use lexpr::Value as Sx;
 use serde_json::{Map, Value as Json};
 
 use crate::error::ConvertError;
-use crate::sexp::MAX_DEPTH;
+use crate::sexp::{Sexp, MAX_DEPTH};
 
 /// Symbols and functions the binding refers to, as global references.
 #[allow(missing_docs)]
@@ -30,10 +29,12 @@ pub(crate) mod lisp {
         kw_safety_level => ":safety_level"
         kw_approved => ":approved"
         kw_modified => ":modified"
+        kw_status => ":status"
     }
 
     emacs::use_functions! {
-        symbol_name
+        symbol_name keywordp intern_soft
+        car cdr proper_list_p safe_length
         make_hash_table puthash consp
         error_message_string
     }
@@ -122,6 +123,86 @@ pub fn read_string(v: Value<'_>, max: usize) -> std::result::Result<String, Walk
     })
 }
 
+/// One list or vector being walked.
+enum Frame<'e> {
+    List {
+        items: Vec<Sexp>,
+        /// The cons whose car is the next element.
+        cell: Value<'e>,
+        /// Elements still to take.
+        left: usize,
+        /// Set once the elements are taken and a non-nil atom tail was found: the next child
+        /// delivered is that tail.
+        tail: Option<Option<Sexp>>,
+    },
+    Vector {
+        items: Vec<Sexp>,
+        elements: Vector<'e>,
+        next: usize,
+    },
+}
+
+impl<'e> Frame<'e> {
+    fn accept(&mut self, child: Sexp) {
+        match self {
+            Frame::List { tail: Some(slot), .. } => *slot = Some(child),
+            Frame::List { items, .. } | Frame::Vector { items, .. } => items.push(child),
+        }
+    }
+
+    /// The next child to convert, or `None` when the frame is complete.
+    fn next_child(&mut self, env: &'e Env) -> std::result::Result<Option<Value<'e>>, WalkError> {
+        match self {
+            Frame::List { cell, left, tail, .. } => {
+                if tail.is_some() {
+                    return Ok(None);
+                }
+                if *left > 0 {
+                    let element = env.call(car, (*cell,))?;
+                    *cell = env.call(cdr, (*cell,))?;
+                    *left -= 1;
+                    return Ok(Some(element));
+                }
+                if !cell.is_not_nil() {
+                    return Ok(None);
+                }
+                if *cons == env.type_of(*cell)? {
+                    // More conses than `safe-length` counted distinct ones: a cycle.
+                    return Err(ConvertError::Unrepresentable("a circular list".into()).into());
+                }
+                *tail = Some(None);
+                Ok(Some(*cell))
+            }
+            Frame::Vector { elements, next, .. } => {
+                if *next >= elements.len() {
+                    return Ok(None);
+                }
+                let element = elements.get(*next)?;
+                *next += 1;
+                Ok(Some(element))
+            }
+        }
+    }
+
+    fn finish(self) -> Sexp {
+        match self {
+            Frame::List {
+                items,
+                tail: Some(Some(tail)),
+                ..
+            } => Sexp::Dotted(items, Box::new(tail)),
+            Frame::List { items, .. } => Sexp::list(items),
+            Frame::Vector { items, .. } => Sexp::Vector(items),
+        }
+    }
+}
+
+/// A converted value, or the frame of a list or vector to walk.
+enum Node<'e> {
+    Atom(Sexp),
+    Frame(Frame<'e>),
+}
+
 struct Walker {
     limits: Limits,
     bytes: usize,
@@ -129,8 +210,8 @@ struct Walker {
 }
 
 impl Walker {
-    fn count_node(&mut self) -> std::result::Result<(), WalkError> {
-        self.nodes += 1;
+    fn count(&mut self, n: usize) -> std::result::Result<(), WalkError> {
+        self.nodes = self.nodes.saturating_add(n);
         if self.nodes > self.limits.max_nodes {
             return Err(ConvertError::TooMany {
                 what: "a list or vector".into(),
@@ -141,130 +222,163 @@ impl Walker {
         Ok(())
     }
 
-    fn walk(&mut self, env: &Env, v: Value<'_>, depth: usize) -> std::result::Result<Sx, WalkError> {
-        if depth > MAX_DEPTH {
-            return Err(ConvertError::TooDeep { limit: MAX_DEPTH }.into());
+    /// Walk V without recursion: lists and vectors are frames on an explicit stack, at most
+    /// [`MAX_DEPTH`] deep; every list is measured (`proper-list-p`, or `safe-length` for dotted
+    /// and circular ones) before it is walked, so an over-long or circular list is refused before
+    /// anything is built from it.
+    fn walk<'e>(&mut self, env: &'e Env, v: Value<'e>) -> std::result::Result<Sexp, WalkError> {
+        let mut stack: Vec<Frame<'e>> = Vec::new();
+        let mut next = v;
+        loop {
+            let mut done = match self.node(env, next, stack.len())? {
+                Node::Atom(atom) => Some(atom),
+                Node::Frame(frame) => {
+                    stack.push(frame);
+                    None
+                }
+            };
+            loop {
+                let Some(top) = stack.last_mut() else {
+                    return done.ok_or_else(|| ConvertError::Shape("nothing to convert".into()).into());
+                };
+                if let Some(child) = done.take() {
+                    top.accept(child);
+                }
+                match top.next_child(env)? {
+                    Some(child) => {
+                        next = child;
+                        break;
+                    }
+                    None => done = stack.pop().map(Frame::finish),
+                }
+            }
         }
+    }
+
+    fn node<'e>(&mut self, env: &'e Env, v: Value<'e>, depth: usize) -> std::result::Result<Node<'e>, WalkError> {
         if !v.is_not_nil() {
-            return Ok(Sx::Null);
+            return Ok(Node::Atom(Sexp::Nil));
         }
         let ty = env.type_of(v)?;
+        if *cons == ty || *vector == ty {
+            if depth >= MAX_DEPTH {
+                return Err(ConvertError::TooDeep { limit: MAX_DEPTH }.into());
+            }
+            if *vector == ty {
+                let vec: Vector<'_> = v.into_rust()?;
+                self.count(vec.len())?;
+                return Ok(Node::Frame(Frame::Vector {
+                    items: Vec::with_capacity(vec.len().min(4096)),
+                    elements: vec,
+                    next: 0,
+                }));
+            }
+            let length = env.call(proper_list_p, (v,))?;
+            let left = if length.is_not_nil() {
+                length.into_rust::<i64>()?
+            } else {
+                // Dotted or circular: count the distinct conses; the walk checks the rest.
+                env.call(safe_length, (v,))?.into_rust::<i64>()?
+            };
+            let left = usize::try_from(left).unwrap_or(usize::MAX);
+            self.count(left)?;
+            return Ok(Node::Frame(Frame::List {
+                items: Vec::with_capacity(left.min(4096)),
+                cell: v,
+                left,
+                tail: None,
+            }));
+        }
+        Ok(Node::Atom(self.atom(env, v, ty, depth)?))
+    }
+
+    fn atom<'e>(
+        &mut self,
+        env: &'e Env,
+        v: Value<'e>,
+        ty: Value<'e>,
+        depth: usize,
+    ) -> std::result::Result<Sexp, WalkError> {
         if *symbol == ty {
             // `t` and the keys of a tool call are recognised by identity (cheap `eq` calls)
             // rather than by name (a call to `symbol-name` and a copy each).
             if *t == v {
-                return Ok(Sx::symbol("t"));
+                return Ok(Sexp::T);
             }
             if depth <= 1 {
                 for (known, name) in [(kw_id, "id"), (kw_name, "name"), (kw_arguments, "arguments")] {
                     if *known == v {
-                        return Ok(Sx::keyword(name));
+                        return Ok(Sexp::keyword(name));
                     }
                 }
             }
             let name = read_string(env.call(symbol_name, (v,))?, 4096)?;
-            return Ok(if name == "t" {
-                Sx::symbol("t")
-            } else if let Some(k) = name.strip_prefix(':') {
-                Sx::keyword(k)
-            } else {
-                Sx::symbol(name)
-            });
+            if env.call(keywordp, (v,))?.is_not_nil() {
+                return Ok(Sexp::Keyword(name[1..].to_string()));
+            }
+            // Only the symbol interned under its name is that symbol: an uninterned look-alike
+            // (`(make-symbol ":approved")`) must never pass for a keyword, `t` or `nil`.
+            let interned = env.call(intern_soft, (name.as_str(),))?;
+            if interned.is_not_nil() && interned == v {
+                return Ok(Sexp::Symbol(name));
+            }
+            return Err(ConvertError::Unrepresentable(format!("the uninterned symbol {name}")).into());
         }
         if *string == ty {
             let s = read_string(v, self.limits.max_bytes.saturating_sub(self.bytes))?;
             self.bytes += s.len();
-            return Ok(Sx::string(s));
+            return Ok(Sexp::Str(s));
         }
         if *integer == ty {
             return match v.into_rust::<i64>() {
-                Ok(i) => Ok(Sx::from(i)),
+                Ok(i) => Ok(Sexp::Int(i)),
                 Err(_) => Err(ConvertError::Unrepresentable("an integer beyond 64 bits".into()).into()),
             };
         }
         if *float == ty {
-            return Ok(Sx::from(v.into_rust::<f64>()?));
-        }
-        if *cons == ty {
-            let mut items = Vec::new();
-            let mut cell = v;
-            loop {
-                self.count_node()?;
-                items.push(self.walk(env, cell.car()?, depth + 1)?);
-                let next: Value<'_> = cell.cdr()?;
-                if !next.is_not_nil() {
-                    return Ok(Sx::list(items));
-                }
-                if *cons == env.type_of(next)? {
-                    cell = next;
-                } else {
-                    let tail = self.walk(env, next, depth + 1)?;
-                    return Ok(Sx::append(items, tail));
-                }
-            }
-        }
-        if *vector == ty {
-            let vec: Vector<'_> = v.into_rust()?;
-            let mut items = Vec::with_capacity(vec.len().min(4096));
-            for i in 0..vec.len() {
-                self.count_node()?;
-                items.push(self.walk(env, vec.get(i)?, depth + 1)?);
-            }
-            return Ok(Sx::vector(items));
+            return Ok(Sexp::Float(v.into_rust::<f64>()?));
         }
         let name = read_string(env.call(symbol_name, (ty,))?, 4096).unwrap_or_else(|_| "object".into());
         Err(ConvertError::Unrepresentable(format!("a value of type {name}")).into())
     }
 }
 
-/// Convert Emacs value V to an s-expression within LIMITS.
-pub fn to_sexp(env: &Env, v: Value<'_>, limits: Limits) -> std::result::Result<Sx, WalkError> {
+/// Convert Emacs value V to a [`Sexp`] within LIMITS, without recursion.
+pub fn to_sexp(env: &Env, v: Value<'_>, limits: Limits) -> std::result::Result<Sexp, WalkError> {
     Walker {
         limits,
         bytes: 0,
         nodes: 0,
     }
-    .walk(env, v, 0)
+    .walk(env, v)
 }
 
-/// Convert an s-expression to an Emacs value.
-pub fn from_sexp<'e>(env: &'e Env, v: &Sx) -> Result<Value<'e>> {
+/// Convert a [`Sexp`] to an Emacs value (it nests at most [`MAX_DEPTH`] levels, so the
+/// recursion here is bounded).
+pub fn from_sexp<'e>(env: &'e Env, v: &Sexp) -> Result<Value<'e>> {
     Ok(match v {
-        Sx::Nil | Sx::Null | Sx::Bool(false) => env.intern("nil")?,
-        Sx::Bool(true) => env.intern("t")?,
-        Sx::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_lisp(env)?
-            } else {
-                n.as_f64().unwrap_or(0.0).into_lisp(env)?
-            }
-        }
-        Sx::Char(c) => i64::from(u32::from(*c)).into_lisp(env)?,
-        Sx::String(s) => (&**s).into_lisp(env)?,
-        Sx::Symbol(s) => env.intern(s)?,
-        Sx::Keyword(k) => env.intern(&format!(":{k}"))?,
-        Sx::Bytes(b) => String::from_utf8_lossy(b).into_owned().into_lisp(env)?,
-        Sx::Vector(items) => {
+        Sexp::Nil => nil.bind(env),
+        Sexp::T => t.bind(env),
+        Sexp::Int(i) => i.into_lisp(env)?,
+        Sexp::Float(f) => f.into_lisp(env)?,
+        Sexp::Str(s) => s.as_str().into_lisp(env)?,
+        Sexp::Symbol(s) => env.intern(s)?,
+        Sexp::Keyword(k) => env.intern(&format!(":{k}"))?,
+        Sexp::Vector(items) => {
             let vals = items.iter().map(|x| from_sexp(env, x)).collect::<Result<Vec<_>>>()?;
             env.vector(&vals)?
         }
-        Sx::Cons(_) => {
-            let mut vals = Vec::new();
-            let mut tail = v;
-            while let Some((car, cdr)) = tail.as_pair() {
-                vals.push(from_sexp(env, car)?);
-                tail = cdr;
+        Sexp::List(items) => {
+            let vals = items.iter().map(|x| from_sexp(env, x)).collect::<Result<Vec<_>>>()?;
+            // One call to `list` instead of one `cons` per element.
+            env.list(&vals)?
+        }
+        Sexp::Dotted(items, tail) => {
+            let mut out = from_sexp(env, tail)?;
+            for x in items.iter().rev() {
+                out = env.cons(from_sexp(env, x)?, out)?;
             }
-            if matches!(tail, Sx::Null | Sx::Nil) {
-                // One call to `list` instead of one `cons` per element.
-                env.list(&vals)?
-            } else {
-                let mut out = from_sexp(env, tail)?;
-                for x in vals.into_iter().rev() {
-                    out = env.cons(x, out)?;
-                }
-                out
-            }
+            out
         }
     })
 }
@@ -377,7 +491,7 @@ pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<V
 }
 
 /// A tool result as the plist `(:id ID :success t :content C [:error C] :metadata
-/// (:execution_time_ms F :safety_level "safe" :approved t [:modified t]))`, built directly with the symbols
+/// (:execution_time_ms F :safety_level "safe" :approved t :status "success" [:modified t]))`, built directly with the symbols
 /// kept as global references: going through an s-expression (allocated, converted, then freed)
 /// and interning each keyword again was the largest single part of the executor's cost per
 /// call for a trivial tool.
@@ -394,6 +508,16 @@ pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result
     }
     meta.push(kw_approved.bind(env));
     meta.push(flag(r.approved));
+    meta.push(kw_status.bind(env));
+    meta.push(
+        match r.status {
+            crate::executor::Status::Success => "success",
+            crate::executor::Status::Failure => "failure",
+            crate::executor::Status::Denied => "denied",
+            crate::executor::Status::Cancelled => "cancelled",
+        }
+        .into_lisp(env)?,
+    );
     if r.modified {
         meta.push(kw_modified.bind(env));
         meta.push(yes);
@@ -424,8 +548,12 @@ pub fn error_message(env: &Env, err: &emacs::Error) -> String {
         Some(ErrorKind::Signal { symbol: sym, data }) => {
             // SAFETY: the error came from a call on this env during the current module call.
             let (sym, data) = unsafe { (sym.value(env), data.value(env)) };
+            // agent-q.el's helper prints with bounds; the primitive is the fallback without it.
             env.cons(sym, data)
-                .and_then(|e| env.call(error_message_string, (e,)))
+                .and_then(|e| {
+                    env.call("agent-q--error-message", (e,))
+                        .or_else(|_| env.call(error_message_string, (e,)))
+                })
                 .ok()
                 .and_then(|m| read_string(m, 1 << 16).ok())
                 .unwrap_or_else(|| "unknown error".into())

@@ -14,9 +14,12 @@ mod symbols {
         agent_q_diff_error "agent-q diff error" (agent_q_error)
         agent_q_xref_error "agent-q cross-reference error" (agent_q_error)
         agent_q_search_error "agent-q regexp search error" (agent_q_error)
+        agent_q_tool_failure "Tool failed" (agent_q_error)
+        agent_q_tool_denied "Tool execution denied" (agent_q_error)
+        agent_q_file_error "agent-q cannot read the file" (agent_q_error)
     }
 }
-use symbols::*;
+pub(crate) use symbols::*;
 
 /// Which `agent-q-*` error symbol to signal.
 #[derive(Debug, Clone, Copy)]

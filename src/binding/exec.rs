@@ -1,35 +1,118 @@
-//! `agent-q--core-execute`: the executor, with Emacs as its [`Host`].
+//! The executor's two drivers for Emacs, over one policy ([`crate::executor`]).
 //!
-//! The host calls back into Lisp for approval (`agent-q--approval-call`), observers
+//! - `agent-q--core-execute` is the synchronous driver: each decision is asked as it comes
+//!   (the approval function is called from here, the handler too), as
+//!   `agent-q-execute-tool-calls` has always worked.
+//! - `agent-q--core-call-start`, `-decide`, `-finish` and `-cancel` expose the same steps to the
+//!   asynchronous driver in agent-q.el: they run whatever can run at once (guards, synchronous
+//!   handlers) and stop at a step that needs waiting, returning it to Lisp:
+//!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed),
+//!   `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started) or
+//!   `(:wait PENDING TICKET TOOL)` (a native tool runs off Emacs's main thread; its outcome comes back
+//!   through the channel of [`super::channel`], when one is open). PENDING is a user pointer
+//!   holding the call between steps.
+//!
+//! Lisp is called back for approval (`agent-q--approval-call`), handlers
+//! (`agent-q--call-handler`, `agent-q--call-handler-and-wait`), observers
 //! (`agent-q--run-execution-hooks`), the audit log (`agent-q--audit`) and result formatting
-//! (`agent-q--format-result`); all are defined in agent-q.el. No registry lock is held during
-//! any of these calls.
+//! (`agent-q--format-result`); all are defined in agent-q.el. No lock is held during any of
+//! these calls, and no `RefCell` borrow either: a pending call is taken out of its cell while Lisp
+//! runs on its behalf, so Lisp code that re-enters (cancels it, say) gets an error, never a panic.
 
-use emacs::{defun, Env, Result, Value};
+use std::cell::RefCell;
+
+use emacs::{defun, Env, IntoLisp, Result, Value};
 use serde_json::{Map, Value as Json};
 
 use super::convert::{self, Limits, WalkError};
-use super::registry::{resolve, LispHandler};
+use super::errors::{self, Kind};
+use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
-use crate::executor::{self, ApprovalFailure, AuditRecord, Host, Options, Phase, ToolResult};
+use crate::executor::{
+    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Outcome,
+    Phase, StageError, Step, ToolResult,
+};
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
 
 use super::convert::lisp::string;
 
-struct EmacsHost<'e> {
-    env: &'e Env,
-}
+/// The most calls one batch may hold.
+const MAX_CALLS: usize = 100_000;
 
 /// The most of a handler's result the module copies out of Emacs (the executor then caps it at
 /// `agent-q-max-result-chars`): a bound on memory, whatever a handler returns.
 const MAX_RESULT_BYTES: usize = 64 << 20;
+
+pub use super::quit::quit_requested;
+
+struct EmacsHost<'e> {
+    env: &'e Env,
+}
+
+fn keyword<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
+    env.intern(&format!(":{name}"))
+}
+
+fn level_keyword(env: &Env, level: SafetyLevel) -> Result<Value<'_>> {
+    keyword(env, level.as_str())
+}
+
+fn opt_string<'e>(env: &'e Env, s: Option<&str>) -> Result<Value<'e>> {
+    match s {
+        Some(s) => s.into_lisp(env),
+        None => env.intern("nil"),
+    }
+}
+
+/// The first element of a signal's data when it is a string: the message a handler gave to
+/// `agent-q-tool-fail' or `agent-q-tool-deny'.
+fn signal_message(env: &Env, err: &emacs::Error) -> Option<String> {
+    match err.downcast_ref::<emacs::ErrorKind>() {
+        Some(emacs::ErrorKind::Signal { data, .. }) => {
+            // SAFETY: the error came from a call on this env during the current module call.
+            let data = unsafe { data.value(env) };
+            let first = env.call("car-safe", (data,)).ok()?;
+            convert::read_string(first, 1 << 20).ok()
+        }
+        _ => None,
+    }
+}
+
+/// Whether ERR is a signal of SYMBOL (or of an error symbol under it).
+fn signals(env: &Env, err: &emacs::Error, symbol: &'static emacs::GlobalRef) -> bool {
+    let Some(emacs::ErrorKind::Signal { symbol: sym, .. }) = err.downcast_ref::<emacs::ErrorKind>() else {
+        return false;
+    };
+    // SAFETY: the error came from a call on this env during the current module call.
+    let sym = unsafe { sym.value(env) };
+    env.intern("error-conditions")
+        .and_then(|prop| env.call("get", (sym, prop)))
+        .and_then(|conditions| env.call("memq", (symbol.bind(env), conditions)))
+        .map(|found| found.is_not_nil())
+        .unwrap_or(false)
+}
+
+/// The outcome of a handler that signalled ERR.
+fn error_outcome(env: &Env, err: &emacs::Error) -> Outcome {
+    if convert::is_quit(env, err) {
+        return Outcome::Failure("Tool error: interrupted by the user (C-g)".into());
+    }
+    if signals(env, err, errors::agent_q_tool_denied) {
+        return Outcome::Denied(signal_message(env, err).unwrap_or_else(|| "Tool execution denied".into()));
+    }
+    if signals(env, err, errors::agent_q_tool_failure) {
+        return Outcome::Failure(signal_message(env, err).unwrap_or_else(|| "Tool failed".into()));
+    }
+    Outcome::Failure(format!("Tool error: {}", convert::error_message(env, err)))
+}
 
 impl<'e> EmacsHost<'e> {
     fn plist(&self, args: &Map<String, Json>) -> Result<Value<'e>> {
         convert::json_value(self.env, &Json::Object(args.clone()))
     }
 
+    /// A handler's return value as text for the model.
     fn format(&self, v: Value<'e>) -> std::result::Result<String, String> {
         let env = self.env;
         if !v.is_not_nil() {
@@ -55,7 +138,7 @@ impl<'e> EmacsHost<'e> {
                 Err(WalkError::Emacs(e)) => return Err(format!("Tool error: {}", convert::error_message(env, &e))),
             }
         }
-        // Lists are pretty-printed, anything else printed with prin1, by Lisp.
+        // Anything else is printed by Lisp, with bounded depth and length.
         let printed = env.call("agent-q--format-result", (v,)).map_err(|e| {
             format!(
                 "Tool error: cannot format the result: {}",
@@ -70,48 +153,60 @@ impl<'e> EmacsHost<'e> {
             Err(WalkError::Emacs(e)) => Err(format!("Tool error: {}", convert::error_message(env, &e))),
         }
     }
+
+    /// The context a handler runs in, bound to `agent-q-call-context':
+    /// (:id ID :tool NAME :client C :approved BOOL :reason R).
+    fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
+        let env = self.env;
+        env.list((
+            keyword(env, "id")?,
+            opt_string(env, call.id())?,
+            keyword(env, "tool")?,
+            call.tool(),
+            keyword(env, "client")?,
+            opt_string(env, call.client())?,
+            keyword(env, "approved")?,
+            call.approved_by_user(),
+            keyword(env, "reason")?,
+            opt_string(env, call.reason())?,
+        ))
+    }
+
+    /// The context of a decision, bound to `agent-q-approval-context':
+    /// (:tool :safety-level :reason :review :tool-id :client :id).
+    fn ask_context(&self, ask: &Ask, call: &Call) -> Result<Value<'e>> {
+        let env = self.env;
+        let items = [
+            keyword(env, "tool")?,
+            ask.tool.as_str().into_lisp(env)?,
+            keyword(env, "safety-level")?,
+            level_keyword(env, ask.level)?,
+            keyword(env, "reason")?,
+            opt_string(env, ask.reason.as_deref())?,
+            keyword(env, "review")?,
+            ask.review.into_lisp(env)?,
+            keyword(env, "tool-id")?,
+            i64::try_from(ask.tool_id).unwrap_or(i64::MAX).into_lisp(env)?,
+            keyword(env, "client")?,
+            opt_string(env, ask.client.as_deref())?,
+            keyword(env, "id")?,
+            opt_string(env, call.id())?,
+        ];
+        env.list(&items)
+    }
+
+    fn outcome_of(&self, result: Result<Value<'e>>) -> Outcome {
+        match result {
+            Ok(v) => match self.format(v) {
+                Ok(text) => Outcome::Success(text),
+                Err(message) => Outcome::Failure(message),
+            },
+            Err(e) => error_outcome(self.env, &e),
+        }
+    }
 }
 
-impl<'e> Host for EmacsHost<'e> {
-    type Lisp = LispHandler;
-
-    fn approve(
-        &mut self,
-        tool: &str,
-        args: &Map<String, Json>,
-        level: SafetyLevel,
-    ) -> std::result::Result<lexpr::Value, ApprovalFailure> {
-        let env = self.env;
-        let fail = |e: &emacs::Error| {
-            if convert::is_quit(env, e) {
-                ApprovalFailure::Quit
-            } else {
-                ApprovalFailure::Signalled(convert::error_message(env, e))
-            }
-        };
-        let plist = self.plist(args).map_err(|e| fail(&e))?;
-        let level = env.intern(&format!(":{}", level.as_str())).map_err(|e| fail(&e))?;
-        let answer = env
-            .call("agent-q--approval-call", (tool, plist, level))
-            .map_err(|e| fail(&e))?;
-        match convert::to_sexp(env, answer, Limits::default()) {
-            Ok(v) => Ok(v),
-            Err(WalkError::Convert(e)) => Err(ApprovalFailure::Signalled(format!("its answer cannot be read: {e}"))),
-            Err(WalkError::Emacs(e)) => Err(fail(&e)),
-        }
-    }
-
-    fn run_handler(&mut self, handler: &LispHandler, args: &Map<String, Json>) -> std::result::Result<String, String> {
-        let env = self.env;
-        let table = convert::object_for_handler(env, args)
-            .map_err(|e| format!("Tool error: {}", convert::error_message(env, &e)))?;
-        match env.call(handler.bind(env), (table,)) {
-            Ok(v) => self.format(v),
-            Err(e) if convert::is_quit(env, &e) => Err("Tool error: interrupted by the user (C-g)".into()),
-            Err(e) => Err(format!("Tool error: {}", convert::error_message(env, &e))),
-        }
-    }
-
+impl<'e> Effects for EmacsHost<'e> {
     fn observe(&mut self, phase: Phase, tool: &str, args: &Map<String, Json>, result: Option<&ToolResult>) {
         let env = self.env;
         let run = || -> Result<()> {
@@ -121,12 +216,7 @@ impl<'e> Host for EmacsHost<'e> {
             };
             env.call(
                 "agent-q--run-execution-hooks",
-                (
-                    env.intern(&format!(":{}", phase.as_str()))?,
-                    tool,
-                    self.plist(args)?,
-                    result,
-                ),
+                (keyword(env, phase.as_str())?, tool, self.plist(args)?, result),
             )?;
             Ok(())
         };
@@ -138,25 +228,188 @@ impl<'e> Host for EmacsHost<'e> {
         let env = self.env;
         let line = record.to_json_line();
         let summary = format!(
-            "{} {} [{}] {}{}",
+            "{} {} [{}] {}{}{}",
             record.event,
             record.tool,
             record.safety_level,
             record.decision,
-            record.success.map(|s| if s { " ok" } else { " failed" }).unwrap_or("")
+            record
+                .status
+                .map(|s| match s {
+                    executor::Status::Success => " ok",
+                    executor::Status::Failure => " failed",
+                    executor::Status::Denied => " denied",
+                    executor::Status::Cancelled => " cancelled",
+                })
+                .unwrap_or(""),
+            record
+                .client
+                .as_deref()
+                .map(|c| format!(" (from {c})"))
+                .unwrap_or_default()
         );
         let _ = env.call("agent-q--audit", (line, summary));
     }
+}
+
+impl<'e> Host for EmacsHost<'e> {
+    type Lisp = LispHandler;
+
+    fn guard(&mut self, guard: &LispHandler, args: &Map<String, Json>) -> std::result::Result<Option<String>, String> {
+        let env = self.env;
+        let table = convert::object_for_handler(env, args).map_err(|e| convert::error_message(env, &e))?;
+        match env.call(guard.bind(env), (table,)) {
+            Ok(v) if !v.is_not_nil() => Ok(None),
+            Ok(v) => match convert::read_string(v, 1 << 16) {
+                Ok(reason) => Ok(Some(reason)),
+                Err(_) => Err("it returned something other than nil or a reason string".into()),
+            },
+            Err(e) if convert::is_quit(env, &e) => Err("interrupted by the user (C-g)".into()),
+            Err(e) => Err(convert::error_message(env, &e)),
+        }
+    }
+
+    fn approve(&mut self, ask: &Ask, call: &Call) -> std::result::Result<Sexp, ApprovalFailure> {
+        let env = self.env;
+        let fail = |e: &emacs::Error| {
+            if convert::is_quit(env, e) {
+                ApprovalFailure::Quit
+            } else {
+                ApprovalFailure::Signalled(convert::error_message(env, e))
+            }
+        };
+        let context = self.ask_context(ask, call).map_err(|e| fail(&e))?;
+        let plist = self.plist(call.args()).map_err(|e| fail(&e))?;
+        let answer = env
+            .call("agent-q--approval-call", (ask.tool.as_str(), plist, context))
+            .map_err(|e| fail(&e))?;
+        match convert::to_sexp(env, answer, Limits::default()) {
+            Ok(v) => Ok(v),
+            Err(WalkError::Convert(e)) => Err(ApprovalFailure::Signalled(format!("its answer cannot be read: {e}"))),
+            Err(WalkError::Emacs(e)) => Err(fail(&e)),
+        }
+    }
+
+    fn run_handler(&mut self, tool: &LispTool<LispHandler>, call: &Call) -> Outcome {
+        let env = self.env;
+        let prepared =
+            convert::object_for_handler(env, call.args()).and_then(|table| Ok((table, self.handler_context(call)?)));
+        let (table, context) = match prepared {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failure(format!("Tool error: {}", convert::error_message(env, &e))),
+        };
+        if !tool.asynchronous {
+            let result = env.call("agent-q--call-handler", (tool.run.bind(env), table, context));
+            return self.outcome_of(result);
+        }
+        // An asynchronous handler, driven synchronously: Lisp waits (a recursive edit) for its
+        // callback and returns (STATUS . VALUE).
+        match env.call("agent-q--call-handler-and-wait", (tool.run.bind(env), table, context)) {
+            Ok(pair) => answer_outcome(self, pair),
+            Err(e) => error_outcome(env, &e),
+        }
+    }
 
     fn should_quit(&mut self) -> bool {
-        super::quit::requested(self.env)
+        quit_requested(self.env)
+    }
+}
+
+/// An asynchronous handler's answer `(STATUS . VALUE)`, STATUS `:success`, `:failure` or `:denied`.
+fn answer_outcome<'e>(host: &EmacsHost<'e>, pair: Value<'e>) -> Outcome {
+    let env = host.env;
+    let parts = || -> Result<(String, Value<'e>)> {
+        let status: Value<'e> = env.call("car-safe", (pair,))?;
+        let value: Value<'e> = env.call("cdr-safe", (pair,))?;
+        let name = env.call("symbol-name", (status,))?;
+        Ok((convert::read_string(name, 64).unwrap_or_default(), value))
+    };
+    match parts() {
+        Ok((status, value)) => {
+            let text = host.format(value);
+            match (status.as_str(), text) {
+                (":success", Ok(text)) => Outcome::Success(text),
+                (":denied", Ok(text)) => Outcome::Denied(text),
+                (":failure", Ok(text)) => Outcome::Failure(text),
+                (":cancelled", Ok(text)) => Outcome::Cancelled(text),
+                (_, Err(message)) => Outcome::Failure(message),
+                (other, Ok(_)) => Outcome::Failure(format!(
+                    "Tool error: the handler answered with the status {other}, not :success, :failure or :denied"
+                )),
+            }
+        }
+        Err(e) => error_outcome(env, &e),
+    }
+}
+
+fn options(
+    env: &Env,
+    max_result_chars: i64,
+    max_argument_bytes: i64,
+    hooks: Value<'_>,
+    confirm: Value<'_>,
+    audit_all: Value<'_>,
+) -> Result<Options> {
+    let mut levels = Vec::new();
+    for name in super::registry::name_list(env, confirm, "The safety levels to confirm")? {
+        match name.parse::<SafetyLevel>() {
+            Ok(level) => levels.push(level),
+            Err(e) => return errors::signal(env, Kind::Generic, e.problem),
+        }
+    }
+    Ok(Options {
+        max_result_chars: usize::try_from(max_result_chars).unwrap_or(0),
+        max_argument_bytes: usize::try_from(max_argument_bytes).unwrap_or(0),
+        hooks: hooks.is_not_nil(),
+        confirm: levels,
+        audit_all: audit_all.is_not_nil(),
+    })
+}
+
+fn context(env: &Env, client: Value<'_>) -> Result<CallContext> {
+    Ok(CallContext {
+        client: if client.is_not_nil() {
+            Some(super::registry::string_arg(env, client, "The client")?)
+        } else {
+            None
+        },
+    })
+}
+
+/// Convert one call for the executor; on failure, the failure result (with the call's id when
+/// it can be read).
+fn call_sexp(env: &Env, call: Value<'_>, opts: &Options) -> Result<std::result::Result<Sexp, ToolResult>> {
+    let limits = Limits {
+        max_bytes: opts.max_argument_bytes,
+        ..Limits::default()
+    };
+    match convert::to_sexp(env, call, limits) {
+        Ok(sx) => Ok(Ok(sx)),
+        Err(WalkError::Convert(e)) => {
+            let id = env.call("agent-q--call-id", (call,)).ok().and_then(|v| {
+                if v.is_not_nil() {
+                    convert::read_string(v, 4096).ok()
+                } else {
+                    None
+                }
+            });
+            Ok(Err(ToolResult::failure(
+                id,
+                format!("Invalid tool call: cannot convert it: {e}"),
+            )))
+        }
+        Err(WalkError::Emacs(e)) => Err(e),
     }
 }
 
 /// Execute CALLS (a list of tool-call plists) against REGISTRY and return one result plist per
-/// call, in order. MAX-RESULT-CHARS caps each result's content (0: no cap), MAX-ARGUMENT-BYTES
-/// caps the strings of each call, HOOKS non-nil means observers are installed, and CONFIRM lists
-/// the safety levels (keywords) whose calls need approval besides `:dangerous`, which always does.
+/// call, in order, deciding each approval as it comes. MAX-RESULT-CHARS caps each result's content
+/// (0: no cap), MAX-ARGUMENT-BYTES caps the strings of each call, HOOKS non-nil means observers
+/// are installed, CONFIRM lists the safety levels (keywords) whose calls need approval besides
+/// `:dangerous', which always does, AUDIT-ALL non-nil audits safe calls too, and CLIENT names
+/// where the calls come from (nil for none). CALLS must be a proper list: a circular or dotted
+/// one is refused before anything runs.
+#[allow(clippy::too_many_arguments)]
 #[defun]
 fn execute<'e>(
     env: &'e Env,
@@ -166,61 +419,265 @@ fn execute<'e>(
     max_argument_bytes: i64,
     hooks: Value<'e>,
     confirm: Value<'e>,
+    audit_all: Value<'e>,
+    client: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
-    let mut levels = Vec::new();
-    for name in super::registry::name_list(env, confirm, "The safety levels to confirm")? {
-        match name.parse::<SafetyLevel>() {
-            Ok(level) => levels.push(level),
-            Err(e) => return super::errors::signal(env, super::errors::Kind::Generic, e.problem),
-        }
+    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let ctx = context(env, client)?;
+    let length = env.call("proper-list-p", (calls,))?;
+    if !length.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run",
+        );
     }
-    let opts = Options {
-        max_result_chars: usize::try_from(max_result_chars).unwrap_or(0),
-        max_argument_bytes: usize::try_from(max_argument_bytes).unwrap_or(0),
-        hooks: hooks.is_not_nil(),
-        confirm: levels,
-    };
-    let limits = Limits {
-        max_bytes: opts.max_argument_bytes,
-        ..Limits::default()
-    };
+    let length = usize::try_from(length.into_rust::<i64>()?).unwrap_or(usize::MAX);
+    if length > MAX_CALLS {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!("CALLS holds {length} calls, more than {MAX_CALLS}; nothing was run"),
+        );
+    }
     let mut host = EmacsHost { env };
-    let mut results = Vec::new();
+    let mut results = Vec::with_capacity(length);
     let mut cell = calls;
-    let mut count = 0usize;
-    while cell.is_not_nil() {
-        if !env.call(convert::lisp::consp, (cell,))?.is_not_nil() {
-            return super::errors::signal(
-                env,
-                super::errors::Kind::Generic,
-                "CALLS must be a list of tool-call plists",
-            );
-        }
-        count += 1;
-        if count > limits.max_nodes {
-            return super::errors::signal(env, super::errors::Kind::Generic, "CALLS is too long (or circular)");
-        }
+    for _ in 0..length {
         let call: Value<'e> = cell.car()?;
-        let result = match convert::to_sexp(env, call, limits) {
-            Ok(sx) => {
-                let sx = Sexp(sx);
-                executor::execute_call(shared, &sx.0, &mut host, &opts)
-            }
-            Err(WalkError::Convert(e)) => {
-                let id = env.call("agent-q--call-id", (call,)).ok().and_then(|v| {
-                    if v.is_not_nil() {
-                        convert::read_string(v, 4096).ok()
-                    } else {
-                        None
-                    }
-                });
-                ToolResult::failure(id, format!("Invalid tool call: cannot convert it: {e}"))
-            }
-            Err(WalkError::Emacs(e)) => return Err(e),
+        let result = match call_sexp(env, call, &opts)? {
+            Ok(sx) => executor::execute_call(shared, &sx, &ctx, &mut host, &opts),
+            Err(failure) => failure,
         };
         results.push(convert::result_value(env, &result)?);
         cell = cell.cdr()?;
     }
     env.list(&results)
+}
+
+/// A call waiting between steps of the asynchronous driver.
+pub struct PendingCall {
+    registry: Shared,
+    opts: Options,
+    /// `None` while Lisp code runs on the call's behalf, and once it is done.
+    call: Option<Call>,
+}
+
+type Pending = RefCell<PendingCall>;
+
+fn stage_error<T>(env: &Env, e: StageError) -> Result<T> {
+    errors::signal(env, Kind::Generic, e.to_string())
+}
+
+/// Run what can run at once, from STEP on, and return the step Lisp must act on, as a value.
+/// PENDING is the call's user pointer, made when first needed.
+fn advance<'e>(
+    env: &'e Env,
+    registry: &Shared,
+    opts: &Options,
+    mut call: Call,
+    mut step: Step<LispHandler>,
+    pending: Option<Value<'e>>,
+) -> Result<Value<'e>> {
+    let mut host = EmacsHost { env };
+    loop {
+        let next = match step {
+            Step::Done(result) => {
+                if let Some(p) = pending {
+                    p.into_rust::<&Pending>()?.borrow_mut().call = None;
+                }
+                return env.list((keyword(env, "done")?, convert::result_value(env, &result)?));
+            }
+            Step::Guard(guard) => {
+                let answer = host.guard(&guard, call.args());
+                call.guarded(registry, answer, opts, &mut host)
+            }
+            Step::Run(Handler::Lisp(tool)) if !tool.asynchronous => {
+                let outcome = host.run_handler(&tool, &call);
+                call.finish(registry, outcome, opts, &mut host).map(Step::Done)
+            }
+            Step::Run(Handler::Native(tool)) if super::channel::is_open() => {
+                // Off Emacs's main thread: the outcome comes back through the channel.
+                let name = call.tool().to_string();
+                let ticket = super::channel::start_native(tool, name.clone(), call.args().clone());
+                let p = park(env, registry, opts, call, pending)?;
+                return env.list((
+                    keyword(env, "wait")?,
+                    p,
+                    i64::try_from(ticket).unwrap_or(i64::MAX),
+                    name,
+                ));
+            }
+            Step::Run(Handler::Native(tool)) => {
+                let outcome = executor::run_native(tool.as_ref(), &call, || quit_requested(env));
+                call.finish(registry, outcome, opts, &mut host).map(Step::Done)
+            }
+            Step::Ask(ask) => {
+                let context = host.ask_context(&ask, &call)?;
+                let args = host.plist(call.args())?;
+                let p = park(env, registry, opts, call, pending)?;
+                return env.list((keyword(env, "ask")?, p, context, args));
+            }
+            Step::Run(Handler::Lisp(tool)) => {
+                let table = convert::object_for_handler(env, call.args())?;
+                let context = host.handler_context(&call)?;
+                let handler = own(env, &tool.run)?;
+                let p = park(env, registry, opts, call, pending)?;
+                return env.list((keyword(env, "run")?, p, handler, table, context));
+            }
+        };
+        step = match next {
+            Ok(s) => s,
+            Err(e) => return stage_error(env, e),
+        };
+    }
+}
+
+/// Keep CALL in its user pointer (made now if it has none yet) until the next step.
+fn park<'e>(
+    env: &'e Env,
+    registry: &Shared,
+    opts: &Options,
+    call: Call,
+    pending: Option<Value<'e>>,
+) -> Result<Value<'e>> {
+    match pending {
+        Some(p) => {
+            p.into_rust::<&Pending>()?.borrow_mut().call = Some(call);
+            Ok(p)
+        }
+        None => RefCell::new(PendingCall {
+            registry: registry.clone(),
+            opts: opts.clone(),
+            call: Some(call),
+        })
+        .into_lisp(env),
+    }
+}
+
+/// Take the call out of PENDING for a step; an error if Lisp is already working on it or it is
+/// done.
+fn take<'e>(env: &'e Env, pending: Value<'e>) -> Result<(Shared, Options, Call)> {
+    let cell: &Pending = pending.into_rust()?;
+    let mut p = cell.borrow_mut();
+    match p.call.take() {
+        Some(call) => Ok((p.registry.clone(), p.opts.clone(), call)),
+        None => errors::signal(
+            env,
+            Kind::Generic,
+            "agent-q: this tool call is finished or being processed",
+        ),
+    }
+}
+
+/// Start CALL (a tool-call plist) against REGISTRY for the asynchronous driver, with the options
+/// of `agent-q--core-execute'. Guards, synchronous handlers and native tools run at once.
+/// Return `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` or `(:run PENDING HANDLER ARGS CONTEXT)`.
+#[allow(clippy::too_many_arguments)]
+#[defun]
+fn call_start<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    call: Value<'e>,
+    max_result_chars: i64,
+    max_argument_bytes: i64,
+    hooks: Value<'e>,
+    confirm: Value<'e>,
+    audit_all: Value<'e>,
+    client: Value<'e>,
+) -> Result<Value<'e>> {
+    let shared = resolve(registry)?.clone();
+    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let ctx = context(env, client)?;
+    let sx = match call_sexp(env, call, &opts)? {
+        Ok(sx) => sx,
+        Err(failure) => return env.list((keyword(env, "done")?, convert::result_value(env, &failure)?)),
+    };
+    let mut host = EmacsHost { env };
+    let (c, step) = Call::start(&shared, &sx, &ctx, &opts, &mut host);
+    drop(sx);
+    advance(env, &shared, &opts, c, step, None)
+}
+
+/// Resume PENDING, which waits for a decision, with DECISION (as an approval function returns
+/// it). The tool is looked up again first: one that changed meanwhile does not run.
+#[defun]
+fn call_decide<'e>(env: &'e Env, pending: Value<'e>, decision: Value<'e>) -> Result<Value<'e>> {
+    let (registry, opts, mut call) = take(env, pending)?;
+    let parsed = match convert::to_sexp(env, decision, Limits::default()) {
+        Ok(s) => executor::parse_decision(&s),
+        Err(WalkError::Convert(e)) => executor::Decision::Invalid(format!(
+            "the approval function returned a value that cannot be read: {e}"
+        )),
+        Err(WalkError::Emacs(e)) => {
+            pending.into_rust::<&Pending>()?.borrow_mut().call = Some(call);
+            return Err(e);
+        }
+    };
+    let mut host = EmacsHost { env };
+    match call.decide(&registry, parsed, &opts, &mut host) {
+        Ok(step) => advance(env, &registry, &opts, call, step, Some(pending)),
+        Err(e) => stage_error(env, e),
+    }
+}
+
+/// Finish PENDING, whose asynchronous handler answered VALUE with STATUS (`:success', `:failure',
+/// `:denied' or `:cancelled'). Return `(:done RESULT)`.
+#[defun]
+fn call_finish<'e>(env: &'e Env, pending: Value<'e>, status: Value<'e>, value: Value<'e>) -> Result<Value<'e>> {
+    let (registry, opts, mut call) = take(env, pending)?;
+    let host = EmacsHost { env };
+    let outcome = answer_outcome(&host, env.cons(status, value)?);
+    let mut host = host;
+    match call.finish(&registry, outcome, &opts, &mut host) {
+        Ok(result) => advance(env, &registry, &opts, call, Step::Done(result), Some(pending)),
+        Err(e) => stage_error(env, e),
+    }
+}
+
+/// Cancel PENDING with REASON (nothing more of it runs). Return `(:done RESULT)`, or nil when it
+/// is finished or Lisp is working on it at this moment.
+#[defun]
+fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: String) -> Result<Value<'e>> {
+    let cell: &Pending = pending.into_rust()?;
+    let taken = {
+        let mut p = cell.borrow_mut();
+        p.call.take().map(|c| (p.registry.clone(), p.opts.clone(), c))
+    };
+    let Some((registry, opts, mut call)) = taken else {
+        return env.intern("nil");
+    };
+    let mut host = EmacsHost { env };
+    match call.cancel(&registry, &reason, &opts, &mut host) {
+        Ok(result) => env.list((keyword(env, "done")?, convert::result_value(env, &result)?)),
+        Err(e) => stage_error(env, e),
+    }
+}
+
+/// What PENDING is: (:id ID :tool NAME :client CLIENT :stage STAGE), STAGE one of :guard :asking
+/// :running :done; :stage is :busy while Lisp works on it.
+#[defun]
+fn call_info<'e>(env: &'e Env, pending: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Pending = pending.into_rust()?;
+    let p = cell.borrow();
+    let Some(call) = p.call.as_ref() else {
+        return env.list((keyword(env, "stage")?, keyword(env, "busy")?));
+    };
+    let stage = match call.stage() {
+        executor::Stage::Guard => "guard",
+        executor::Stage::Asking => "asking",
+        executor::Stage::Running => "running",
+        executor::Stage::Done => "done",
+    };
+    env.list((
+        keyword(env, "id")?,
+        opt_string(env, call.id())?,
+        keyword(env, "tool")?,
+        call.tool(),
+        keyword(env, "client")?,
+        opt_string(env, call.client())?,
+        keyword(env, "stage")?,
+        keyword(env, stage)?,
+    ))
 }

@@ -5,10 +5,12 @@
 
 use emacs::{Env, IntoLisp, Result};
 
+pub mod channel;
 pub mod convert;
 pub mod diff;
 pub mod errors;
 pub mod exec;
+pub mod files;
 pub mod quit;
 pub mod registry;
 pub mod search;

@@ -1,44 +1,29 @@
-//! Noticing `C-g` from inside a module call.
-//!
-//! Emacs cannot interrupt Rust code: a module function that runs for long must ask whether the
-//! user quit. The module API's `process_input` (Emacs 27+) does that: it processes pending input
-//! and, when `quit-flag` is set (`C-g`, or SIGINT in a terminal), clears it and leaves a `quit`
-//! signal pending for the current module call.
+//! `C-g` while the module waits: the one place that asks Emacs whether the user quit.
 
-use emacs::{Env, Result};
-
-use super::convert::lisp::quit;
+use emacs::Env;
 
 /// `emacs_process_input_quit` from emacs-module.h (Emacs 27+), which the crate does not re-export.
 const PROCESS_INPUT_QUIT: u32 = 1;
 
-/// Whether the user has quit (`C-g`) since the last check.
+/// Whether the user has asked to quit (`C-g`) since the module function was called.
 ///
-/// When this answers true, Emacs has a `quit` signal pending for the current module call: any
-/// further call into Emacs fails with it, and it is signalled when the module function returns.
-pub fn requested(env: &Env) -> bool {
+/// `process_input` leaves a pending quit signal on ENV when it answers quit; it is cleared here,
+/// because every caller reports the interruption in its result instead of unwinding (and a pending
+/// signal would make every later call into Emacs fail).
+pub fn quit_requested(env: &Env) -> bool {
     let raw = env.raw();
-    // SAFETY: `raw` is the live env of the current module call; process_input exists in the
-    // Emacs 28 env structure this module requires.
+    // SAFETY: `raw` is the live env of the current module call, used on the Emacs thread;
+    // process_input and non_local_exit_clear exist in the Emacs 28 env this module requires.
     unsafe {
-        match (*raw).process_input {
-            Some(f) => f(raw) == PROCESS_INPUT_QUIT,
-            None => false,
+        let Some(process_input) = (*raw).process_input else {
+            return false;
+        };
+        if process_input(raw) != PROCESS_INPUT_QUIT {
+            return false;
         }
-    }
-}
-
-/// The error to return from a module function after [`requested`] answered true: `quit`, which
-/// Emacs then signals to the caller as it would for a `C-g` in any primitive.
-pub fn signal<T>(env: &Env) -> Result<T> {
-    let raw = env.raw();
-    // SAFETY: as above. The pending `quit` is cleared so that the env can be used to signal it
-    // again, explicitly, as this call's error.
-    unsafe {
         if let Some(clear) = (*raw).non_local_exit_clear {
             clear(raw);
         }
+        true
     }
-    let nothing: &[emacs::Value<'_>] = &[];
-    env.signal(quit, nothing)
 }

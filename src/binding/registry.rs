@@ -6,19 +6,23 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, GlobalRef, IntoLisp, Result, Value};
-use lexpr::Value as Sx;
 use serde_json::Value as Json;
 
 use super::convert::{self, Limits, WalkError};
 use super::errors::{self, Kind};
 use crate::error::RegistryError;
-use crate::executor::{self, Decision, Handler};
+use crate::executor::{self, Decision, Handler, LispTool};
 use crate::registry::{self, Outcome, Registry, SchemaFormat, Snapshot};
 use crate::sexp::{self, Sexp};
 use crate::spec::{SafetyLevel, ToolSpec};
 
 /// A handler as the binding stores it: a Lisp function, kept alive by a global reference.
 pub type LispHandler = Arc<GlobalRef>;
+
+/// The handler whose per-hunk review is the approval of what it changes (the built-in
+/// propose_file_edit). Trust attaches to this function, never to a tool's name, which anyone may
+/// register.
+const SELF_REVIEWING_HANDLER: &str = "agent-q-builtins--propose-file-edit";
 
 /// A registry shared between Lisp and the executor.
 pub type Shared = Arc<Mutex<Registry<Handler<LispHandler>>>>;
@@ -60,7 +64,7 @@ pub fn lock(shared: &Shared) -> MutexGuard<'_, Registry<Handler<LispHandler>>> {
 /// Convert V, signalling `agent-q-conversion-error` (or KIND) for what cannot cross.
 pub fn sexp_of(env: &Env, v: Value<'_>, kind: Kind) -> Result<Sexp> {
     match convert::to_sexp(env, v, Limits::default()) {
-        Ok(s) => Ok(Sexp(s)),
+        Ok(s) => Ok(s),
         Err(WalkError::Convert(e)) => errors::signal(env, kind, format!("Cannot convert value: {e}")),
         Err(WalkError::Emacs(e)) => Err(e),
     }
@@ -77,14 +81,46 @@ fn signal_registry<T>(env: &Env, e: RegistryError) -> Result<T> {
 }
 
 /// Release handlers the registry no longer holds.
-fn release(env: &Env, handlers: impl IntoIterator<Item = Handler<LispHandler>>) {
+pub(crate) fn release(env: &Env, handlers: impl IntoIterator<Item = Handler<LispHandler>>) {
     for h in handlers {
-        if let Handler::Lisp(arc) = h {
-            if let Ok(global) = Arc::try_unwrap(arc) {
-                let _ = global.free(env);
+        if let Handler::Lisp(tool) = h {
+            for arc in std::iter::once(tool.run).chain(tool.guard) {
+                if let Ok(global) = Arc::try_unwrap(arc) {
+                    let _ = global.free(env);
+                }
             }
         }
     }
+}
+
+/// Whether two handlers are the same functions, compared with `eq`.
+fn same_handler<'e>(env: &'e Env) -> impl Fn(&Handler<LispHandler>, &Handler<LispHandler>) -> bool + 'e {
+    move |a, b| match (a, b) {
+        (Handler::Lisp(a), Handler::Lisp(b)) => {
+            let same = |x: &LispHandler, y: &LispHandler| x.bind(env) == y.bind(env);
+            same(&a.run, &b.run)
+                && a.asynchronous == b.asynchronous
+                && match (&a.guard, &b.guard) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => same(x, y),
+                    _ => false,
+                }
+        }
+        (Handler::Native(a), Handler::Native(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
+/// FUNCTION as a handler to keep, or an `agent-q-invalid-tool` error naming FIELD.
+fn function_ref<'e>(env: &'e Env, function: Value<'e>, tool: &str, field: &str) -> Result<LispHandler> {
+    if !env.call("functionp", (function,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::InvalidTool,
+            format!("Invalid tool definition {tool}: field '{field}': not a function"),
+        );
+    }
+    Ok(Arc::new(function.make_global_ref()))
 }
 
 /// A registration as a Lisp plist.
@@ -99,8 +135,10 @@ fn make_registry() -> Result<Shared> {
     Ok(Arc::new(Mutex::new(Registry::new())))
 }
 
-/// Register DEFINITION (a plist) in REGISTRY with HANDLER, evaluated from SOURCE.
-/// Return (OUTCOME . REGISTRATION), OUTCOME one of :added :unchanged :replaced :redefined.
+/// Register DEFINITION (a plist) in REGISTRY with HANDLER, evaluated from SOURCE. GUARD, when
+/// non-nil, is the tool's guard (see `agent-q-define-tool'); ASYNC non-nil means HANDLER answers
+/// through a callback. Return (OUTCOME . REGISTRATION), OUTCOME one of :added :unchanged
+/// :replaced :redefined.
 #[defun]
 fn register<'e>(
     env: &'e Env,
@@ -108,31 +146,38 @@ fn register<'e>(
     definition: Value<'e>,
     handler: Value<'e>,
     source: Value<'e>,
+    guard: Value<'e>,
+    asynchronous: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
     let def = sexp_of(env, definition, Kind::InvalidTool)?;
-    let spec = match ToolSpec::from_sexp(&def.0) {
+    let spec = match ToolSpec::from_sexp(&def) {
         Ok(s) => s,
         Err(e) => return errors::signal(env, Kind::InvalidTool, e.to_string()),
     };
     let handler = if handler.is_not_nil() {
-        if !env.call("functionp", (handler,))?.is_not_nil() {
-            return errors::signal(
-                env,
-                Kind::InvalidTool,
-                format!("Invalid tool definition {}: field 'handler': not a function", spec.name),
-            );
-        }
-        Some(Handler::Lisp(Arc::new(handler.make_global_ref())))
+        let run = function_ref(env, handler, &spec.name, "handler")?;
+        let guard = if guard.is_not_nil() {
+            Some(function_ref(env, guard, &spec.name, "guard")?)
+        } else {
+            None
+        };
+        let trusted = env.intern(SELF_REVIEWING_HANDLER)?;
+        Some(Handler::Lisp(LispTool {
+            reviews_itself: handler == trusted,
+            run,
+            guard,
+            asynchronous: asynchronous.is_not_nil(),
+        }))
     } else {
         None
     };
     let source: Option<String> = if source.is_not_nil() {
-        Some(source.into_rust()?)
+        Some(string_arg(env, source, "The source file")?)
     } else {
         None
     };
-    let outcome = lock(shared).register(spec, source, handler, &registry::now_iso8601());
+    let outcome = lock(shared).register(spec, source, handler, &registry::now_iso8601(), same_handler(env));
     match outcome {
         Ok((reg, outcome, displaced)) => {
             release(env, displaced);
@@ -159,23 +204,46 @@ fn get<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'
     }
 }
 
-/// The Lisp handler of NAME in REGISTRY, or nil.
-#[defun]
-fn handler<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
-    let name = string_arg(env, name, "The tool name")?;
-    let h = match lock(resolve(registry)?).handler(&name) {
-        Some(Handler::Lisp(g)) => Some(g.clone()),
-        _ => None,
-    };
-    let Some(g) = h else { return env.intern("nil") };
+/// The value of global reference G as a value of its own, which outlives G.
+pub(crate) fn own<'e>(env: &'e Env, g: &GlobalRef) -> Result<Value<'e>> {
     // A value bound from a global reference borrows it; pass the function through a variable so
     // the value returned does not outlive the reference.
     let slot = env.intern("agent-q--handler-transfer")?;
     env.call("set", (slot, g.bind(env)))?;
-    drop(g);
     let value = env.call("symbol-value", (slot,))?;
     env.call("set", (slot, env.intern("nil")?))?;
     Ok(value)
+}
+
+/// The functions of NAME in REGISTRY: (:handler F :guard G :async BOOL :id ID), or nil.
+/// A native tool has no Lisp handler: :handler is nil.
+#[defun]
+fn handler<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let entry = lock(resolve(registry)?).entry(&name);
+    let Some(entry) = entry else { return env.intern("nil") };
+    let nil = env.intern("nil")?;
+    let (run, guard, asynchronous) = match &entry.handler {
+        Some(Handler::Lisp(tool)) => (
+            own(env, &tool.run)?,
+            match &tool.guard {
+                Some(g) => own(env, g)?,
+                None => nil,
+            },
+            tool.asynchronous,
+        ),
+        _ => (nil, nil, false),
+    };
+    env.list((
+        env.intern(":handler")?,
+        run,
+        env.intern(":guard")?,
+        guard,
+        env.intern(":async")?,
+        asynchronous,
+        env.intern(":id")?,
+        i64::try_from(entry.id).unwrap_or(i64::MAX),
+    ))
 }
 
 /// The sorted tool names of REGISTRY; disabled ones too when INCLUDE-DISABLED.
@@ -191,22 +259,15 @@ fn names<'e>(env: &'e Env, registry: Value<'e>, include_disabled: Value<'e>) -> 
 
 pub(crate) fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
     let s = sexp_of(env, v, Kind::Generic)?;
-    if sexp::is_nil(&s.0) {
-        return Ok(Vec::new());
-    }
-    let items: Vec<&Sx> = match &s.0 {
-        Sx::Vector(v) => v.iter().collect(),
-        other if other.is_list() => other.list_iter().into_iter().flatten().collect(),
-        other => {
-            return errors::signal(
-                env,
-                Kind::Generic,
-                format!("{what} must be a list, got {}", sexp::describe(other)),
-            )
-        }
+    let Some(items) = s.sequence_items() else {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!("{what} must be a list, got {}", sexp::describe(&s)),
+        );
     };
     items
-        .into_iter()
+        .iter()
         .map(
             |x| match x.as_keyword().or_else(|| x.as_str()).or_else(|| x.as_symbol()) {
                 Some(n) => Ok(n.to_string()),
@@ -227,12 +288,12 @@ fn filter<'e>(
 ) -> Result<Value<'e>> {
     let level = if max_level.is_not_nil() {
         let s = sexp_of(env, max_level, Kind::Generic)?;
-        let name =
-            s.0.as_keyword()
-                .or_else(|| s.0.as_str())
-                .or_else(|| s.0.as_symbol())
-                .unwrap_or("")
-                .to_string();
+        let name = s
+            .as_keyword()
+            .or_else(|| s.as_str())
+            .or_else(|| s.as_symbol())
+            .unwrap_or("")
+            .to_string();
         match name.parse::<SafetyLevel>() {
             Ok(l) => Some(l),
             Err(e) => return errors::signal(env, Kind::Generic, e.problem),
@@ -305,9 +366,9 @@ fn restore_empty_objects(v: &mut Json) {
 #[defun]
 fn restore<'e>(env: &'e Env, registry: Value<'e>, snapshot: Value<'e>) -> Result<usize> {
     let s = sexp_of(env, snapshot, Kind::Generic)?;
-    let parsed = match s.0.as_str() {
+    let parsed = match s.as_str() {
         Some(text) => sexp::parse_json(text, 256 << 20).map_err(|e| e.to_string()),
-        None => sexp::to_json(&s.0, None).map_err(|e| e.to_string()),
+        None => sexp::to_json(&s, None).map_err(|e| e.to_string()),
     };
     let mut json = match parsed {
         Ok(j) => j,
@@ -340,9 +401,8 @@ fn schemas<'e>(
     as_json: Value<'e>,
 ) -> Result<Value<'e>> {
     let fmt = sexp_of(env, format, Kind::Generic)?;
-    let format = match fmt.0.as_keyword().or_else(|| fmt.0.as_symbol()) {
+    let format = match fmt.as_keyword().or_else(|| fmt.as_symbol()) {
         None | Some("openai") => SchemaFormat::OpenAi,
-        Some("nil") => SchemaFormat::OpenAi,
         Some("anthropic") => SchemaFormat::Anthropic,
         Some(other) => {
             return errors::signal(
@@ -411,11 +471,11 @@ fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<
         return format!("Unknown tool: {name}").into_lisp(env);
     };
     let s = match convert::to_sexp(env, args, Limits::default()) {
-        Ok(s) => Sexp(s),
+        Ok(s) => s,
         Err(WalkError::Convert(e)) => return format!("Invalid arguments for {name}: {e}").into_lisp(env),
         Err(WalkError::Emacs(e)) => return Err(e),
     };
-    let parsed = executor::arguments_to_json(Some(&s.0), &entry.registration.spec.parameters, 16 << 20);
+    let parsed = executor::arguments_to_json(Some(&s), &entry.registration.spec.parameters, 16 << 20);
     let result = parsed
         .map_err(|e| format!("Invalid arguments for {name}: {e}"))
         .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
@@ -437,7 +497,7 @@ fn decide<'e>(
     args: Value<'e>,
 ) -> Result<Value<'e>> {
     let d = match convert::to_sexp(env, decision, Limits::default()) {
-        Ok(s) => executor::parse_decision(&Sexp(s).0),
+        Ok(s) => executor::parse_decision(&s),
         Err(WalkError::Convert(e)) => Decision::Invalid(format!(
             "the approval function returned a value that cannot be read: {e}"
         )),
@@ -457,10 +517,9 @@ fn decide<'e>(
                     return denied(env, format!("The user modified the arguments, but {msg}"));
                 }
             }
-            let new_args = Sexp(new_args);
             env.list((
                 env.intern(":approved")?,
-                convert::from_sexp(env, &new_args.0)?,
+                convert::from_sexp(env, &new_args)?,
                 env.intern(":modified")?,
                 env.intern("t")?,
             ))
@@ -481,7 +540,7 @@ fn register_wait_tool<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, ti
     };
     let spec = tool.spec();
     let handler = Handler::Native(Arc::new(tool));
-    let result = lock(resolve(registry)?).register(spec, None, Some(handler), &registry::now_iso8601());
+    let result = lock(resolve(registry)?).register(spec, None, Some(handler), &registry::now_iso8601(), |_, _| false);
     match result {
         Ok((reg, _, displaced)) => {
             release(env, displaced);

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use emacs::{defun, Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
 
+use super::convert::lisp::quit;
 use super::errors::{self, Kind};
-use super::quit;
+use super::quit::quit_requested;
 use crate::search::{self, Limits, Outcome, Query, SearchResult, Stop};
 
 #[allow(missing_docs)]
@@ -96,7 +97,7 @@ impl<'e> Copy<'e> {
     }
 
     /// Append the Lisp string TEXT, each raw byte or character beyond Unicode as U+FFFD; false
-    /// when the user quit meanwhile (a `quit' is then pending).
+    /// when the user quit meanwhile.
     fn append(&mut self, text: Value<'e>) -> Result<bool> {
         let env = self.env;
         if !env.call(multibyte_string_p, (text,))?.is_not_nil() {
@@ -124,7 +125,7 @@ impl<'e> Copy<'e> {
         // encode are read one by one.
         let mut pending = vec![(text, 0usize)];
         while let Some((piece, level)) = pending.pop() {
-            if level == 1 && quit::requested(env) {
+            if level == 1 && quit_requested(env) {
                 return Ok(false);
             }
             if level > 0 && self.try_append(piece)? {
@@ -166,7 +167,7 @@ impl<'e> Copy<'e> {
 }
 
 /// The text of the current buffer between `point-min' and `point-max', as UTF-8; None when the
-/// user quit meanwhile (a `quit' is then pending).
+/// user quit meanwhile.
 ///
 /// It is taken in one piece: on a 20 MB buffer, one `buffer-substring-no-properties' and one
 /// copy_string_contents took 41 ms, pieces of 64K characters 95 ms (each piece's start is
@@ -197,7 +198,7 @@ fn run(env: &Env, text: Vec<u8>, query: Query, limits: Limits) -> Result<SearchR
         query,
         limits,
         &search::WORKERS,
-        || quit::requested(env),
+        || quit_requested(env),
         || {
             if interactive {
                 let _ = env.call(message, ("agent-q: searching a large text... (C-g stops it)",));
@@ -206,9 +207,16 @@ fn run(env: &Env, text: Vec<u8>, query: Query, limits: Limits) -> Result<SearchR
     );
     match outcome {
         Ok(Outcome::Done(found)) => Ok(found),
-        Ok(Outcome::Quit) => quit::signal(env),
+        Ok(Outcome::Quit) => signal_quit(env),
         Err(e) => errors::signal(env, Kind::Search, e.to_string()),
     }
+}
+
+/// The error to return after [`quit_requested`] answered true: `quit`, which Emacs then
+/// signals to the caller as it would for a `C-g` in any primitive.
+fn signal_quit<T>(env: &Env) -> Result<T> {
+    let nothing: &[Value<'_>] = &[];
+    env.signal(quit, nothing)
 }
 
 /// MATCHES as a list of (START . END) conses.
@@ -269,7 +277,7 @@ fn search_buffer<'e>(
         case_fold: case_fold.is_not_nil(),
     };
     let Some(text) = copy_buffer(env)? else {
-        return quit::signal(env);
+        return signal_quit(env);
     };
     let found = run(env, text, query, limits)?;
     let stopped = match found.stopped {
@@ -313,7 +321,7 @@ fn regex_search<'e>(
         case_fold: case_fold.is_not_nil(),
     };
     let Some(text) = copy_string(env, text)? else {
-        return quit::signal(env);
+        return signal_quit(env);
     };
     let found = run(env, text, query, Limits::listing(usize::try_from(max).unwrap_or(0)))?;
     env.cons(found.total, match_list(env, &found.matches)?)

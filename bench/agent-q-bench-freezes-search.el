@@ -1,4 +1,4 @@
-;;; agent-q-bench-freezes.el --- Benchmark 6: how long tools hold Emacs's thread  -*- lexical-binding: t -*-
+;;; agent-q-bench-freezes-search.el --- Benchmark 6: search_in_buffer and Emacs's thread  -*- lexical-binding: t -*-
 
 ;; Copyright (C) 2026 The agent-q authors
 
@@ -17,16 +17,16 @@
 ;; another thread), GC out and in.
 ;;
 ;; search_in_buffer on a 20 MB buffer of Emacs Lisp (Emacs's own
-;; sources, concatenated), one operation one call of the tool's handler
-;; `agent-q-builtins--search-in-buffer' (the read guard, the search, the
-;; line numbers and the text of the result):
+;; sources, concatenated), one operation one call through
+;; `agent-q-execute-tool-calls' (the read guard, the search, the line
+;; numbers and the text of the result):
 ;;
 ;; - literal mode, for a string with no match, one with about 17,000
 ;;   and one with more than the count limit (100,000); baseline: Emacs's
 ;;   `search-forward' counting every match (what the literal mode did);
 ;; - regexp mode, the same kinds; baseline: `re-search-forward' counting
 ;;   every match (the Emacs engine the module replaces);
-;; - a pattern with about 19 million matches ("."), the handler only;
+;; - a pattern with about 19 million matches ("."), search_in_buffer only;
 ;; - diagnostics: the module copying the buffer and answering at once
 ;;   (a pattern anchored at the start that cannot match): the floor the
 ;;   copy sets; and the raw-byte check the old regexp mode ran on every
@@ -35,7 +35,7 @@
 ;;   next to non-ASCII text), GC out only: a search Emacs waits for, in
 ;;   slices of 10 ms polling for C-g.
 ;;
-;; Before timing, the handler's counts are checked against the
+;; Before timing, search_in_buffer's counts are checked against the
 ;; baseline's for the patterns under the count limit.
 
 ;;; Code:
@@ -43,7 +43,7 @@
 (require 'agent-q-bench)
 (require 'cl-lib)
 
-(declare-function agent-q-builtins--search-in-buffer "agent-q-builtins" (args))
+(declare-function agent-q-execute-tool-calls "agent-q" (calls &optional registry))
 (declare-function agent-q--core-search-buffer "agent-q-core"
                   (pattern regexp case-fold max-listed max-counted time-limit))
 (defvar agent-q-builtins-search-count-limit)
@@ -52,7 +52,7 @@
 (defconst agent-q-bench-freezes-size 20000000
   "The size of the searched buffer, in characters.")
 
-(defconst agent-q-bench-freezes-buffer " *agent-q-bench 20 MB*"
+(defconst agent-q-bench-freezes-buffer "*agent-q-bench 20 MB*"
   "The name of the searched buffer.")
 
 (defun agent-q-bench-freezes--buffer ()
@@ -70,17 +70,18 @@ Emacs's own sources (.el.gz, in file name order) concatenated."
           (delete-region (1+ agent-q-bench-freezes-size) (point-max)))
         buffer)))
 
-(defun agent-q-bench-freezes--args (pattern regex)
-  "The handler's arguments: PATTERN in the benchmark buffer, REGEX or not."
-  (let ((args (make-hash-table :test #'equal)))
-    (puthash "pattern" pattern args)
-    (puthash "buffer" agent-q-bench-freezes-buffer args)
-    (puthash "regex" regex args)
-    args))
-
 (defun agent-q-bench-freezes--tool (pattern regex)
-  "Run search_in_buffer's handler for PATTERN (a regexp when REGEX)."
-  (agent-q-builtins--search-in-buffer (agent-q-bench-freezes--args pattern regex)))
+  "Run search_in_buffer for PATTERN (a regexp when REGEX); return its content.
+Through `agent-q-execute-tool-calls', as a model's call runs: guard,
+handler, result.  Signal an error when the call fails."
+  (let ((result (car (agent-q-execute-tool-calls
+                      `((:id "s" :name "search_in_buffer"
+                             :arguments (:pattern ,pattern
+                                         :buffer ,agent-q-bench-freezes-buffer
+                                         ,@(and regex '(:regex t)))))))))
+    (unless (plist-get result :success)
+      (error "search_in_buffer failed: %s" (plist-get result :content)))
+    (plist-get result :content)))
 
 (defun agent-q-bench-freezes--emacs-count (pattern regex)
   "Count the matches of PATTERN with Emacs's own search (a regexp when REGEX)."
@@ -138,12 +139,12 @@ Emacs's own sources (.el.gz, in file name order) concatenated."
        (list (list :label (if regex "Emacs re-search-forward, count all"
                             "Emacs search-forward, count all (the old literal mode)")
                    :run (lambda (_) (agent-q-bench-freezes--emacs-count pattern regex)))
-             (list :label "search_in_buffer (handler)"
+             (list :label "search_in_buffer"
                    :run (lambda (_) (agent-q-bench-freezes--tool pattern regex))))
        :clock 'wall :unit "search"))
     (agent-q-bench-compare
      "6. search_in_buffer regex '.' (19 million matches; counting stops at 100,000), 20 MB"
-     (list (list :label "search_in_buffer (handler)"
+     (list (list :label "search_in_buffer"
                  :run (lambda (_) (agent-q-bench-freezes--tool "." t))))
      :clock 'wall :unit "search")
     (agent-q-bench-compare
@@ -165,7 +166,7 @@ Emacs's own sources (.el.gz, in file name order) concatenated."
      :clock 'wall :unit "call")
     (agent-q-bench-compare
      "6. search_in_buffer regex '\\b[[:alpha:]]+\\b[[:digit:]]' (engine's slow path), 20 MB"
-     (list (list :label "search_in_buffer (handler; Emacs waits, C-g stops it)"
+     (list (list :label "search_in_buffer (Emacs waits, C-g stops it)"
                  :run (lambda (_)
                         (agent-q-bench-freezes--tool "\\b[[:alpha:]]+\\b[[:digit:]]" t))))
      :clock 'wall :gc '(out) :unit "search")
@@ -174,7 +175,7 @@ Emacs's own sources (.el.gz, in file name order) concatenated."
       (let ((over nil))
         (pcase-dolist (`(,regex ,pattern ,description) agent-q-bench-freezes--patterns)
           (let ((row (agent-q-bench-find (agent-q-bench-freezes--label regex pattern description)
-                                         "search_in_buffer (handler)" gc)))
+                                         "search_in_buffer" gc)))
             (when (and row (> (agent-q-bench-row-time row) 0.1))
               (push (format "%s '%s' %.0f ms" (if regex "regex" "literal") pattern
                             (* 1000 (agent-q-bench-row-time row)))
@@ -187,8 +188,9 @@ Emacs's own sources (.el.gz, in file name order) concatenated."
     (kill-buffer (agent-q-bench-freezes--buffer))))
 
 (agent-q-bench-define-section
- 6 "freezes" "6. Freezes: how long tools hold Emacs's thread" #'agent-q-bench-freezes-search)
+ 6.1 "freezes-search" "6. Freezes: search_in_buffer on a 20 MB buffer"
+ #'agent-q-bench-freezes-search)
 
-(provide 'agent-q-bench-freezes)
+(provide 'agent-q-bench-freezes-search)
 
-;;; agent-q-bench-freezes.el ends here
+;;; agent-q-bench-freezes-search.el ends here

@@ -1,0 +1,630 @@
+;;; agent-q-async.el --- agent-q's asynchronous executor and pending decisions  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; `agent-q-execute-tool-calls-async' runs a batch of tool calls without
+;; blocking its caller, which is typically a process filter or a timer
+;; of an LLM client (gptel, llm.el, the MCP server), where Emacs binds
+;; `inhibit-quit' and a prompt or a recursive edit must not run.
+;;
+;; The policy is the module's, the same as for the synchronous
+;; `agent-q-execute-tool-calls': the executor's steps (validated ->
+;; guard -> awaiting approval -> running -> done) run in Rust, which
+;; returns to Lisp only what must be waited for:
+;;
+;; - a decision: queued here, and asked one at a time, in order, from
+;;   a zero-delay timer (so from the command loop, never inside the
+;;   caller's stack), with C-g at the prompt denying that call;
+;; - an asynchronous handler (the review of propose_file_edit): started
+;;   from the same queue; its review buffer stays open, non-modal, and
+;;   finishing it completes the call.
+;;
+;; Everything else (guards, synchronous handlers) runs at once.  The
+;; mode line shows how many decisions are pending (`agent-q-pending'
+;; lists them), and `agent-q-cancel-pending' withdraws them: prompts and
+;; reviews close, nothing runs, and the results say the calls were
+;; cancelled.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'tabulated-list)
+
+(declare-function agent-q--core-call-start "agent-q-core"
+                  (registry call max-result-chars max-argument-bytes hooks confirm
+                            audit-all client))
+(declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
+(declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
+(declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
+(declare-function agent-q--core-channel-open "agent-q-core" (process))
+(declare-function agent-q--core-channel-close "agent-q-core" ())
+(declare-function agent-q--core-channel-drained "agent-q-core" ())
+(declare-function agent-q--core-native-finished "agent-q-core" ())
+(declare-function agent-q--core-native-abort "agent-q-core" (ticket))
+(declare-function agent-q--approval-call "agent-q" (tool-name args context))
+(declare-function agent-q--error-message "agent-q" (condition))
+
+(defvar agent-q-max-result-chars)
+(defvar agent-q-max-argument-bytes)
+(defvar agent-q-tool-execution-functions)
+(defvar agent-q-confirm-safety-levels)
+(defvar agent-q-client)
+(defvar agent-q-call-context)
+
+;;;; Options
+
+(defcustom agent-q-mode-line-indicator t
+  "Non-nil means show the number of pending agent-q decisions in the mode line."
+  :type 'boolean
+  :group 'agent-q)
+
+;;;; State
+
+(cl-defstruct (agent-q--batch (:constructor agent-q--batch-create)
+                              (:copier nil))
+  "A batch of tool calls run asynchronously."
+  results remaining callback done)
+
+(cl-defstruct (agent-q--pending (:constructor agent-q--pending-create)
+                                (:copier nil))
+  "A tool call of a batch that waits: for a decision, or for its handler.
+CORE is the module's pending call.  STATE is `queued' (waiting for its
+turn to be asked), `deferred' (the user said \"later\"), `asking' (its
+prompt is shown), `running' (its asynchronous handler, e.g. a review,
+is under way) or `done'.  REVIEW non-nil means its handler is an
+interactive review, which the queue waits for as for a prompt.
+CANCEL-FUNCTIONS are called if the call is withdrawn while running."
+  core batch index tool args context state review cancel-functions
+  (time (current-time)))
+
+(defvar agent-q--pending nil
+  "Calls waiting for a decision or for their handler, oldest first.")
+
+(defvar agent-q--asking nil
+  "The pending call whose prompt or review is shown, or nil.")
+
+(defvar agent-q--queue-timer nil
+  "The timer that will ask the next queued decision, or nil.")
+
+(defvar agent-q--starting nil
+  "The pending call whose asynchronous handler is being started, or nil.")
+
+(defvar agent-q--native-runs (make-hash-table)
+  "Native tools running off Emacs's main thread: ticket -> pending call.")
+
+;;;; The channel from the module's threads
+
+(defvar agent-q--channel nil
+  "The pipe process through which the module's threads wake Emacs, or nil.")
+
+(defvar agent-q--channel-drain-functions (list #'agent-q--drain-native-runs)
+  "Functions called, without arguments, when the module's threads wake Emacs.
+Each takes what its queue holds (finished native tools, requests to the
+MCP server...) and acts on it, on Emacs's main thread.")
+
+(defun agent-q--channel-filter (_process _output)
+  "Drain the module's queues: a thread has woken Emacs."
+  (agent-q--core-channel-drained)
+  (dolist (drain agent-q--channel-drain-functions)
+    (condition-case err
+        (funcall drain)
+      (error (message "agent-q: %s failed: %s" drain (agent-q--error-message err))))))
+
+(defun agent-q--ensure-channel ()
+  "Open the channel from the module's threads to Emacs, if it is not open."
+  (unless (process-live-p agent-q--channel)
+    (setq agent-q--channel
+          (make-pipe-process :name "agent-q-channel" :buffer nil :noquery t
+                             :coding 'binary :filter #'agent-q--channel-filter))
+    (agent-q--core-channel-open agent-q--channel)
+    (add-hook 'kill-emacs-hook #'agent-q--close-channel)))
+
+(defun agent-q--close-channel ()
+  "Close the channel from the module's threads."
+  (when agent-q--channel
+    (agent-q--core-channel-close)
+    (when (process-live-p agent-q--channel)
+      (delete-process agent-q--channel))
+    (setq agent-q--channel nil)))
+
+(defun agent-q--drain-native-runs ()
+  "Finish each call whose native tool is done."
+  (pcase-dolist (`(,ticket ,status ,text) (agent-q--core-native-finished))
+    (let ((pending (gethash ticket agent-q--native-runs)))
+      (remhash ticket agent-q--native-runs)
+      (when pending
+        (agent-q--finish-handler pending text status)))))
+
+;;;; Running a batch
+
+(defun agent-q-execute-tool-calls-async (calls callback &optional registry)
+  "Execute a list of tool-call plists against REGISTRY; return at once.
+CALLS holds them, as for `agent-q-execute-tool-calls'.
+CALLBACK is called with the list of results, in the calls' order, when
+all are done -- always later, from a timer, never before this function
+returns.
+
+Safe and cautious calls run at once.  A call that needs a decision
+\(a dangerous tool, a level in `agent-q-confirm-safety-levels', or a
+guard's reason) waits in a queue: decisions are asked one at a time, in
+order, from the command loop, so this is safe to call from a process
+filter or a timer.  `agent-q-client', when bound, names the client in
+the prompts and the audit log.  See `agent-q-pending' and
+`agent-q-cancel-pending'."
+  (agent-q--execute-async calls callback registry
+                          :client agent-q-client
+                          :confirm agent-q-confirm-safety-levels))
+
+(cl-defun agent-q--execute-async (calls callback registry &key client confirm audit-all)
+  "Start a batch of tool-call plists against REGISTRY; return the batch.
+The list CALLS holds them; CALLBACK gets the results.
+CLIENT, CONFIRM (the safety levels to confirm besides :dangerous) and
+AUDIT-ALL are the executor's options for this batch.  Return the batch."
+  (let ((length (proper-list-p calls)))
+    (unless length
+      (signal 'agent-q-error
+              (list "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run")))
+    (agent-q--ensure-channel)
+    (let ((batch (agent-q--batch-create :results (make-vector length nil)
+                                        :remaining length
+                                        :callback callback)))
+      (cl-loop for call in calls
+               for index from 0
+               do (agent-q--handle-step
+                   batch index
+                   (condition-case err
+                       (agent-q--core-call-start
+                        registry call agent-q-max-result-chars agent-q-max-argument-bytes
+                        (and agent-q-tool-execution-functions t) confirm audit-all client)
+                     (error (list :done (agent-q--failure-result
+                                         call (agent-q--error-message err)))))))
+      (agent-q--maybe-finish-batch batch)
+      batch)))
+
+(defun agent-q--failure-result (call message)
+  "A failure result for CALL with MESSAGE, for errors outside the executor."
+  (list :id (ignore-errors (plist-get call :id)) :success nil
+        :content message :error message
+        :metadata (list :execution_time_ms 0.0 :approved nil :status "failure")))
+
+(defun agent-q--handle-step (batch index step &optional pending)
+  "Act on STEP, the module's answer for call INDEX of BATCH.
+PENDING is the call's pending record when it already has one."
+  (pcase step
+    (`(:done ,result)
+     (when pending
+       (setf (agent-q--pending-state pending) 'done)
+       (agent-q--forget pending))
+     (agent-q--store batch index result))
+    (`(:ask ,core ,context ,args)
+     (let ((pending (or pending
+                        (agent-q--pending-create :core core :batch batch :index index))))
+       (setf (agent-q--pending-core pending) core
+             (agent-q--pending-tool pending) (plist-get context :tool)
+             (agent-q--pending-args pending) args
+             (agent-q--pending-context pending) context
+             (agent-q--pending-state pending) 'queued)
+       (unless (memq pending agent-q--pending)
+         (setq agent-q--pending (append agent-q--pending (list pending))))
+       (agent-q--update-indicator)
+       (agent-q--schedule)))
+    (`(:wait ,core ,ticket ,tool)
+     (let ((pending (or pending
+                        (agent-q--pending-create :core core :batch batch :index index))))
+       (setf (agent-q--pending-core pending) core
+             (agent-q--pending-tool pending) tool
+             (agent-q--pending-state pending) 'running)
+       (push (lambda () (agent-q--core-native-abort ticket)
+               (remhash ticket agent-q--native-runs))
+             (agent-q--pending-cancel-functions pending))
+       (unless (memq pending agent-q--pending)
+         (setq agent-q--pending (append agent-q--pending (list pending))))
+       (puthash ticket pending agent-q--native-runs)
+       (agent-q--update-indicator)))
+    (`(:run ,core ,handler ,table ,context)
+     (let ((pending (or pending
+                        (agent-q--pending-create :core core :batch batch :index index
+                                                 :tool (plist-get context :tool)))))
+       (setf (agent-q--pending-core pending) core
+             (agent-q--pending-state pending) 'running)
+       (unless (memq pending agent-q--pending)
+         (setq agent-q--pending (append agent-q--pending (list pending))))
+       (agent-q--start-handler pending handler table context)))
+    (_ (agent-q--store batch index
+                       (agent-q--failure-result
+                        nil (format "agent-q: unexpected executor step %S" (car-safe step)))))))
+
+(defun agent-q--store (batch index result)
+  "Store RESULT as the result of call INDEX of BATCH."
+  (let ((results (agent-q--batch-results batch)))
+    (unless (aref results index)
+      (aset results index result)
+      (cl-decf (agent-q--batch-remaining batch))
+      (agent-q--maybe-finish-batch batch))))
+
+(defun agent-q--maybe-finish-batch (batch)
+  "Give BATCH's results to its callback, from a timer, once all are in."
+  (when (and (zerop (agent-q--batch-remaining batch))
+             (not (agent-q--batch-done batch)))
+    (setf (agent-q--batch-done batch) t)
+    (run-at-time 0 nil #'agent-q--deliver batch)))
+
+(defun agent-q--deliver (batch)
+  "Give BATCH's results to its callback; report an error in it, never raise it."
+  (condition-case err
+      (funcall (agent-q--batch-callback batch)
+               (append (agent-q--batch-results batch) nil))
+    (error (message "agent-q: the callback of an asynchronous batch failed: %s"
+                    (agent-q--error-message err)))))
+
+(defun agent-q--forget (pending)
+  "Remove PENDING from `agent-q--pending'."
+  (setq agent-q--pending (delq pending agent-q--pending))
+  (when (eq agent-q--asking pending)
+    (setq agent-q--asking nil))
+  (agent-q--update-indicator)
+  (agent-q--schedule))
+
+;;;; Asynchronous handlers
+
+(defun agent-q-async-starting-p ()
+  "Return non-nil while the asynchronous executor is starting a handler.
+A handler that can work off Emacs's main thread does so then, and
+answers its callback later; under the synchronous executor it works at
+once (its caller waits anyway)."
+  (and agent-q--starting t))
+
+(defun agent-q-when-cancelled (function)
+  "Call FUNCTION if the tool call whose handler is starting is withdrawn.
+An asynchronous handler calls this while it starts, to close what it
+opened (a review buffer, a process) when the call is cancelled before
+it answered.  Outside an asynchronous start, this does nothing."
+  (when agent-q--starting
+    (push function (agent-q--pending-cancel-functions agent-q--starting))))
+
+(defun agent-q--start-handler (pending handler table context)
+  "Start the asynchronous HANDLER of PENDING with TABLE in CONTEXT.
+A handler whose call is the review of its own changes holds the queue
+until it answers, like a prompt."
+  (let* ((answered nil)
+         (callback
+          (lambda (value &optional status)
+            (unless answered
+              (setq answered t)
+              (agent-q--finish-handler pending value status)))))
+    (when (plist-get (agent-q--pending-context pending) :review)
+      (setf (agent-q--pending-review pending) t)
+      (setq agent-q--asking pending))
+    (agent-q--update-indicator)
+    (condition-case err
+        (let ((agent-q-call-context context)
+              (agent-q--starting pending)
+              (print-circle nil))
+          (funcall handler callback table))
+      (error (funcall callback (format "Tool error: %s" (agent-q--error-message err))
+                      :failure)))))
+
+(defun agent-q--finish-handler (pending value status)
+  "Finish PENDING, whose handler answered VALUE with STATUS."
+  (let ((step (condition-case nil
+                  (agent-q--core-call-finish
+                   (agent-q--pending-core pending)
+                   (pcase status
+                     ((or 'nil :success) :success)
+                     ((or :failure :denied :cancelled) status)
+                     (_ :failure))
+                   value)
+                ;; Already cancelled: the late answer is dropped.
+                (agent-q-error nil))))
+    (when step
+      (agent-q--handle-step (agent-q--pending-batch pending)
+                            (agent-q--pending-index pending)
+                            step pending))))
+
+;;;; Asking, one decision at a time
+
+(defun agent-q--schedule ()
+  "Make sure the next queued decision is asked from the command loop."
+  (when (and (not agent-q--asking)
+             (not agent-q--queue-timer)
+             (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))
+    (setq agent-q--queue-timer (run-at-time 0 nil #'agent-q--ask-next))))
+
+(defun agent-q--ask-next (&optional pending)
+  "Ask the decision of PENDING, or of the oldest queued call.
+This is run from a timer: `inhibit-quit' is bound off for the prompt,
+so \\[keyboard-quit] there denies the call."
+  (setq agent-q--queue-timer nil)
+  (unless agent-q--asking
+    (let ((pending (or pending
+                       (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))))
+      (when pending
+        (agent-q--ask pending)))))
+
+(defun agent-q--ask (pending)
+  "Ask the approval function about PENDING and resume it with the answer."
+  (setq agent-q--asking pending)
+  (setf (agent-q--pending-state pending) 'asking)
+  (agent-q--update-indicator)
+  (let* ((waiting (cl-count-if (lambda (p) (memq (agent-q--pending-state p) '(queued deferred)))
+                               agent-q--pending))
+         (context (append (agent-q--pending-context pending)
+                          (list :async t :waiting waiting)))
+         (answer
+          (unwind-protect
+              (catch 'agent-q--withdrawn
+                (condition-case err
+                    (let ((inhibit-quit nil))
+                      (agent-q--approval-call (agent-q--pending-tool pending)
+                                              (agent-q--pending-args pending)
+                                              context))
+                  (quit :agent-q--quit)
+                  (error (list :agent-q--error (agent-q--error-message err)))))
+            (when (eq agent-q--asking pending)
+              (setq agent-q--asking nil)))))
+    (pcase answer
+      ('nil nil)                        ; withdrawn while asked: already cancelled
+      (:later
+       (setf (agent-q--pending-state pending) 'deferred)
+       (agent-q--update-indicator)
+       (agent-q--schedule))
+      (_
+       (let ((decision (pcase answer
+                         (:agent-q--quit '(:denied "the user quit (C-g) while being asked"))
+                         (`(:agent-q--error ,message)
+                          (list :denied (format "the approval function failed: %s" message)))
+                         (_ answer))))
+         (setf (agent-q--pending-state pending) 'deciding)
+         (agent-q--handle-step (agent-q--pending-batch pending)
+                               (agent-q--pending-index pending)
+                               (condition-case err
+                                   (agent-q--core-call-decide (agent-q--pending-core pending)
+                                                              decision)
+                                 (error (list :done (agent-q--failure-result
+                                                     nil (agent-q--error-message err)))))
+                               pending)
+         (agent-q--schedule))))))
+
+;;;; Cancelling
+
+(defun agent-q--cancel (pending reason)
+  "Withdraw PENDING with REASON: close its prompt or review, run nothing."
+  (let ((asked (eq agent-q--asking pending))
+        (state (agent-q--pending-state pending)))
+    (cond
+     ((eq state 'done))
+     ((eq state 'running)
+      ;; Close what the handler opened; the core hears of it as cancelled.
+      (let ((functions (agent-q--pending-cancel-functions pending)))
+        (setf (agent-q--pending-cancel-functions pending) nil)
+        (mapc (lambda (f) (ignore-errors (funcall f))) functions))
+      (let ((step (ignore-errors (agent-q--core-call-cancel (agent-q--pending-core pending) reason))))
+        (when step
+          (agent-q--handle-step (agent-q--pending-batch pending)
+                                (agent-q--pending-index pending) step pending))))
+     (t
+      (let ((step (ignore-errors (agent-q--core-call-cancel (agent-q--pending-core pending) reason))))
+        (setf (agent-q--pending-state pending) 'done)
+        (when step
+          (agent-q--handle-step (agent-q--pending-batch pending)
+                                (agent-q--pending-index pending) step pending))
+        (when asked
+          ;; Its prompt is on the stack below whatever runs now (a command in
+          ;; the prompt's recursive edit, a process filter, a timer): leave it.
+          (throw 'agent-q--withdrawn nil)))))
+    (agent-q--forget pending)))
+
+(defun agent-q--cancel-all (pendings reason)
+  "Withdraw PENDINGS with REASON; return how many were withdrawn.
+The one being asked, if any, goes last: withdrawing it leaves its
+prompt, and with it whatever code called this from inside the prompt."
+  (let* ((chosen (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done)) pendings))
+         (current (and (memq agent-q--asking chosen) agent-q--asking)))
+    (dolist (p (remq current chosen))
+      (agent-q--cancel p reason))
+    (when current
+      (agent-q--cancel current reason))
+    (length chosen)))
+
+(defun agent-q-cancel-pending (&optional predicate reason)
+  "Withdraw the pending tool-call requests, so that none of them is run.
+Their prompts and reviews close, and each result says the call was
+cancelled.  With PREDICATE, only the pending calls for which it returns
+non-nil (it is called with the call's context plist, which holds :id,
+:tool and :client).  REASON is told to the model (default: the user
+cancelled them).  Return the number of calls withdrawn."
+  (interactive)
+  (let* ((chosen (cl-remove-if-not
+                  (lambda (p)
+                    (or (null predicate)
+                        (funcall predicate (append (list :tool (agent-q--pending-tool p))
+                                                   (agent-q--pending-context p)))))
+                  agent-q--pending))
+         (count (length (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done))
+                                      chosen))))
+    (when (called-interactively-p 'interactive)
+      (message "agent-q: %d pending call%s withdrawn" count (if (= count 1) "" "s")))
+    (agent-q--cancel-all chosen (or reason "the user cancelled the pending tool calls"))))
+
+(defun agent-q-cancel-batch (batch &optional reason)
+  "Withdraw what BATCH (from `agent-q-execute-tool-calls-async') still waits for.
+For a client's abort: BATCH's callback still gets every result, the
+withdrawn ones saying they were cancelled (REASON, default: the client
+cancelled them).  Return how many were withdrawn."
+  (agent-q--cancel-all (cl-remove-if-not (lambda (p) (eq (agent-q--pending-batch p) batch))
+                                         agent-q--pending)
+                       (or reason "the client cancelled the request")))
+
+;;;; The mode line
+
+(defvar agent-q--mode-line-string nil
+  "What the mode line shows of the pending decisions.")
+(put 'agent-q--mode-line-string 'risky-local-variable t)
+
+(defvar agent-q--mode-line-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map [mode-line mouse-1] #'agent-q-pending)
+    map)
+  "Keymap of the pending-decisions indicator.")
+
+(defvar agent-q--progress-timer nil
+  "Timer updating the mode line while tools run off the main thread.")
+
+(defun agent-q--deciding-p (pending)
+  "Non-nil when PENDING waits for the user (a prompt or a review)."
+  (or (memq (agent-q--pending-state pending) '(queued deferred asking deciding))
+      (and (eq (agent-q--pending-state pending) 'running)
+           (agent-q--pending-review pending))))
+
+(defun agent-q--update-indicator ()
+  "Update the mode line: decisions pending, and tools running for over a second."
+  (let* ((live (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done))
+                             agent-q--pending))
+         (deciding (cl-count-if #'agent-q--deciding-p live))
+         (running (cl-remove-if #'agent-q--deciding-p live))
+         (slow (cl-remove-if (lambda (p) (< (float-time (time-since (agent-q--pending-time p))) 1))
+                             running))
+         (parts (delq nil
+                      (list (and (> deciding 0) (format "%d pending" deciding))
+                            (and slow
+                                 (format "%s running %ds%s"
+                                         (or (agent-q--pending-tool (car slow)) "a tool")
+                                         (truncate (float-time (time-since
+                                                                (agent-q--pending-time (car slow)))))
+                                         (if (cdr slow) (format " (+%d)" (length (cdr slow))) "")))))))
+    (setq agent-q--mode-line-string
+          (and agent-q-mode-line-indicator parts
+               (propertize (format " [agent-q: %s]" (string-join parts ", "))
+                           'face 'warning
+                           'help-echo "Tool calls waiting for you: mouse-1 or M-x agent-q-pending"
+                           'mouse-face 'mode-line-highlight
+                           'local-map agent-q--mode-line-map)))
+    (unless (memq 'agent-q--mode-line-string global-mode-string)
+      ;; A list whose first element is a symbol is a mode-line conditional;
+      ;; starting it with "" keeps (agent-q--mode-line-string) from showing
+      ;; as *invalid* when it is the only element.
+      (setq global-mode-string (append (or global-mode-string '(""))
+                                       '(agent-q--mode-line-string))))
+    ;; While tools run, the elapsed time shows after a second and counts up.
+    (cond ((and running (not agent-q--progress-timer))
+           (setq agent-q--progress-timer (run-at-time 1 1 #'agent-q--update-indicator)))
+          ((and (not running) agent-q--progress-timer)
+           (cancel-timer agent-q--progress-timer)
+           (setq agent-q--progress-timer nil)))
+    (force-mode-line-update t)))
+
+;;;; M-x agent-q-pending
+
+(defvar agent-q-pending-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-q-pending-answer)
+    (define-key map "c" #'agent-q-pending-cancel)
+    (define-key map "C" #'agent-q-pending-cancel-all)
+    (define-key map "g" #'agent-q-pending-refresh)
+    map)
+  "Keymap of `agent-q-pending-mode'.")
+
+(define-derived-mode agent-q-pending-mode tabulated-list-mode "agent-q-pending"
+  "The tool calls waiting for a decision or a review.
+\\<agent-q-pending-mode-map>\\[agent-q-pending-answer] answers the call at point \
+\(or shows its review),
+\\[agent-q-pending-cancel] withdraws it, \\[agent-q-pending-cancel-all] withdraws them all,
+\\[agent-q-pending-refresh] refreshes."
+  (setq tabulated-list-format
+        [("#" 3 nil) ("Client" 16 t) ("Tool" 18 t)
+         ("State" 10 t) ("Waiting" 8 nil) ("Arguments" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (tabulated-list-init-header))
+
+(defun agent-q--pending-entries ()
+  "The rows of `agent-q-pending-mode'."
+  (cl-loop for p in agent-q--pending
+           for i from 1
+           unless (eq (agent-q--pending-state p) 'done)
+           collect (list p (vector (number-to-string i)
+                                   (or (plist-get (agent-q--pending-context p) :client) "")
+                                   (or (agent-q--pending-tool p) "")
+                                   (symbol-name (agent-q--pending-state p))
+                                   (format "%ds" (truncate (float-time
+                                                            (time-since (agent-q--pending-time p)))))
+                                   (truncate-string-to-width
+                                    (let ((print-length 10) (print-level 3) (print-circle nil))
+                                      (prin1-to-string (agent-q--pending-args p)))
+                                    120 nil nil "...")))))
+
+(defun agent-q-pending-refresh ()
+  "Refresh the list of pending decisions."
+  (interactive)
+  (let ((buffer (get-buffer "*agent-q-pending*")))
+    (when buffer
+      (with-current-buffer buffer
+        (setq tabulated-list-entries (agent-q--pending-entries))
+        (tabulated-list-print t)))))
+
+(defun agent-q-pending ()
+  "List what agent-q is waiting for you to decide or review.
+RET on one asks it now (or shows its review), c withdraws it."
+  (interactive)
+  (let ((buffer (get-buffer-create "*agent-q-pending*")))
+    (with-current-buffer buffer
+      (agent-q-pending-mode)
+      (setq tabulated-list-entries (agent-q--pending-entries))
+      (tabulated-list-print))
+    (pop-to-buffer buffer)))
+
+(defun agent-q--pending-at-point ()
+  "The pending call at point, or a user error."
+  (or (tabulated-list-get-id)
+      (user-error "No pending tool call here")))
+
+(defun agent-q-pending-answer ()
+  "Answer the pending call at point now, or show its review."
+  (interactive)
+  (let ((pending (agent-q--pending-at-point)))
+    (pcase (agent-q--pending-state pending)
+      ((or 'queued 'deferred)
+       (if agent-q--asking
+           (user-error "Another decision is being asked; answer it first")
+         (setf (agent-q--pending-state pending) 'queued)
+         (agent-q--ask-next pending)
+         (agent-q-pending-refresh)))
+      ('running
+       (let ((review (cl-find-if (lambda (b)
+                                   (and (buffer-live-p b)
+                                        (string-prefix-p "*agent-q-diff: " (buffer-name b))))
+                                 (buffer-list))))
+         (if review (pop-to-buffer review) (message "agent-q: the tool is running"))))
+      (state (message "agent-q: this call is %s" state)))))
+
+(defun agent-q-pending-cancel ()
+  "Withdraw the pending call at point."
+  (interactive)
+  (let ((pending (agent-q--pending-at-point)))
+    (run-at-time 0 nil #'agent-q-pending-refresh)
+    (agent-q--cancel-all (list pending) "the user withdrew this tool call")))
+
+(defun agent-q-pending-cancel-all ()
+  "Withdraw every pending call."
+  (interactive)
+  (run-at-time 0 nil #'agent-q-pending-refresh)
+  (agent-q-cancel-pending))
+
+(provide 'agent-q-async)
+
+;;; agent-q-async.el ends here

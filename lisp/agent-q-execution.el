@@ -1,0 +1,265 @@
+;;; agent-q-execution.el --- agent-q's evaluation tools  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, lisp
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; The handlers of eval_form, compile_form, get_last_error and
+;; get_repl_history.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'seq)
+(require 'agent-q-support)
+
+(declare-function agent-q--error-message "agent-q" (condition))
+
+;;;; Options
+
+(defcustom agent-q-builtins-history-size 50
+  "Number of eval_form and compile_form results kept in the history."
+  :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-builtins-backtrace-frames 30
+  "Maximum number of backtrace frames recorded for get_last_error."
+  :type 'natnum
+  :group 'agent-q)
+
+
+;;;; Execution: eval_form, compile_form, history and last error
+
+(defvar agent-q-builtins--history nil
+  "Recent eval_form and compile_form results, newest first.
+Each element is a plist (:tool NAME :form STRING :result STRING :time TIME).")
+
+(defvar agent-q-builtins--last-error nil
+  "The last error from eval_form or compile_form, as a plist or nil.
+Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
+
+(defun agent-q-builtins--record (tool form result)
+  "Record FORM and RESULT from TOOL in the bounded history."
+  (push (list :tool tool :form form :result result :time (current-time))
+        agent-q-builtins--history)
+  (when (> (length agent-q-builtins--history) agent-q-builtins-history-size)
+    (setq agent-q-builtins--history
+          (seq-take agent-q-builtins--history agent-q-builtins-history-size))))
+
+(defun agent-q-builtins--remember-failure (tool form condition backtrace)
+  "Record CONDITION raised by FORM in TOOL, with BACKTRACE, as the last error."
+  (setq agent-q-builtins--last-error
+        (list :tool tool :form form :condition condition
+              :message (agent-q--error-message condition)
+              :backtrace backtrace :time (current-time))))
+
+(defun agent-q-builtins--frame-string (fun args)
+  "Return the backtrace frame FUN applied to ARGS as one short line."
+  (let ((print-length 8) (print-level 3) (print-escape-newlines t) (print-circle nil))
+    (truncate-string-to-width (prin1-to-string (cons fun args))
+                              200 nil nil "...")))
+
+(defun agent-q-builtins--call-capturing (thunk)
+  "Call THUNK and capture its output, value, or error with a backtrace.
+Return (:value VALUE :output STRING) or
+\(:error CONDITION :output STRING :backtrace FRAMES), FRAMES being
+strings, innermost first, from the failing call out to THUNK."
+  (letrec ((frames nil)
+           (output "")
+           (value nil)
+           (capture
+          (lambda (&rest _)
+            ;; eval.c enters the debugger at most once per input event;
+            ;; count one so that the next error is captured too (ert
+            ;; does the same).
+            (setq num-nonmacro-input-events (1+ num-nonmacro-input-events))
+            ;; Keep the frames between this debugger's own frame
+            ;; (excluded) and THUNK's (excluded).
+            (let ((collected nil) (state 'inside-debugger))
+              (mapbacktrace
+               (lambda (_evald fun args _flags)
+                 (pcase state
+                   ('inside-debugger
+                    (when (eq fun capture) (setq state 'collecting)))
+                   ('collecting
+                    (if (eq fun thunk)
+                        (setq state 'done)
+                      (push (agent-q-builtins--frame-string fun args)
+                            collected))))))
+              (setq frames (seq-take (nreverse collected)
+                                     agent-q-builtins-backtrace-frames)))
+            nil)))
+    (condition-case err
+        (progn
+          (setq output
+                (with-output-to-string
+                  (let ((debug-on-error t)
+                        (debug-on-signal nil)
+                        (debug-ignored-errors nil)
+                        (debugger capture))
+                    (condition-case inner
+                        (setq value (funcall thunk))
+                      ((debug error)
+                       (setq output (with-current-buffer standard-output
+                                      (buffer-string)))
+                       (signal (car inner) (cdr inner)))))))
+          (list :value value :output output))
+      (error (list :error err :output output :backtrace frames)))))
+
+(defun agent-q-builtins--format-run (tool form-string outcome &optional prefix)
+  "Format OUTCOME of running FORM-STRING in TOOL, record it, return text.
+PREFIX is text put before the result (compiler warnings)."
+  (let ((output (plist-get outcome :output))
+        (text nil))
+    (if (plist-member outcome :error)
+        (let ((condition (plist-get outcome :error)))
+          (agent-q-builtins--remember-failure tool form-string condition
+                                          (plist-get outcome :backtrace))
+          (setq text (format "Error: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
+                             (agent-q--error-message condition)
+                             (agent-q-builtins--print condition))))
+      (setq text (format "Value: %s" (agent-q-builtins--print (plist-get outcome :value)))))
+    (unless (string-empty-p output)
+      (setq text (format "%s\nOutput:\n%s" text
+                         (agent-q-builtins--truncate output agent-q-builtins-max-value-chars))))
+    (agent-q-builtins--record tool form-string text)
+    (concat (or prefix "") text)))
+
+(defun agent-q-builtins--read-for (tool string)
+  "Read the one form in STRING for TOOL: (:ok FORM) or (:error TEXT).
+A form that cannot be read is recorded, as TOOL's last error and in the
+history, and TEXT is the result to return."
+  (let ((read (agent-q-builtins--read-one-form string)))
+    (if (not (eq (car read) :error))
+        read
+      (let ((text (format "Error: %s" (cadr read))))
+        (agent-q-builtins--remember-failure tool string
+                                        (list 'invalid-read-syntax (cadr read)) nil)
+        (agent-q-builtins--record tool string text)
+        (list :error text)))))
+
+(defun agent-q-builtins--eval-form (args)
+  "Evaluate the one form in ARGS (\"form\") with lexical binding."
+  (let* ((string (agent-q-builtins--arg args "form"))
+         (read (agent-q-builtins--read-for "eval_form" string)))
+    (if (eq (car read) :error)
+        (cadr read)
+      (let ((form (cadr read)))
+        (agent-q-builtins--format-run
+         "eval_form" string
+         (agent-q-builtins--call-capturing (lambda () (eval form t))))))))
+
+(defun agent-q-builtins--compile (form)
+  "Byte-compile FORM as the body of a lexical function.
+Return (COMPILED . WARNINGS) or signal the compiler's error."
+  (require 'bytecomp)
+  (defvar byte-compile-log-warning-function)
+  (defvar byte-compile-unresolved-functions)
+  (let* ((warnings nil)
+         (byte-compile-log-warning-function
+          (lambda (string &rest _) (push string warnings)))
+         (byte-compile-unresolved-functions nil)
+         (lexical-binding t)
+         (compiled (byte-compile `(lambda () ,form))))
+    ;; Compiling a file reports unknown functions at its end; compiling
+    ;; a form does not, so report them here.
+    (dolist (entry (reverse byte-compile-unresolved-functions))
+      (let ((name (car-safe entry)))
+        (when (and (symbolp name) (not (fboundp name)))
+          (push (format "the function `%s' is not known to be defined." name)
+                warnings))))
+    (cons compiled (nreverse warnings))))
+
+(defun agent-q-builtins--compile-form (args)
+  "Byte-compile the form in ARGS (\"form\"), report warnings, then run it."
+  (let* ((string (agent-q-builtins--arg args "form"))
+         (read (agent-q-builtins--read-for "compile_form" string)))
+    (if (eq (car read) :error)
+        (cadr read)
+      (let* ((form (cadr read))
+             (compiled (agent-q-builtins--call-capturing
+                        (lambda () (agent-q-builtins--compile form)))))
+        (if (plist-member compiled :error)
+            (let ((condition (plist-get compiled :error)))
+              (agent-q-builtins--remember-failure "compile_form" string condition
+                                              (plist-get compiled :backtrace))
+              (let ((text (format "Compilation failed: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
+                                  (agent-q--error-message condition)
+                                  (agent-q-builtins--print condition))))
+                (agent-q-builtins--record "compile_form" string text)
+                text))
+          (let* ((fn (car (plist-get compiled :value)))
+                 (warnings (cdr (plist-get compiled :value)))
+                 (prefix (if warnings
+                             (concat (format "Compiler warnings (%d):\n" (length warnings))
+                                     (mapconcat (lambda (w) (concat "  " w)) warnings "\n")
+                                     "\n")
+                           "No warnings.\n")))
+            (agent-q-builtins--format-run
+             "compile_form" string
+             (agent-q-builtins--call-capturing (lambda () (funcall fn)))
+             prefix)))))))
+
+(defun agent-q-builtins--get-last-error (_args)
+  "Return the last error recorded by eval_form or compile_form."
+  (let ((e agent-q-builtins--last-error))
+    (if (null e)
+        "No recent errors recorded."
+      (concat
+       (format "Last error (from %s at %s):\n" (plist-get e :tool)
+               (format-time-string "%F %T" (plist-get e :time)))
+       (format "Condition: %s\n" (agent-q-builtins--print (plist-get e :condition)))
+       (format "Message: %s\n" (plist-get e :message))
+       (format "Form: %s\n" (agent-q-builtins--truncate
+                             (format "%s" (plist-get e :form)) 2000))
+       (let ((bt (plist-get e :backtrace)))
+         (if bt
+             (format "Backtrace (innermost first, %d frame(s)):\n%s" (length bt)
+                     (mapconcat (lambda (f) (concat "  " f)) bt "\n"))
+           (if (eq (car-safe (plist-get e :condition)) 'invalid-read-syntax)
+               "Backtrace: none (the form could not be read)"
+             "Backtrace: none captured")))))))
+
+(defun agent-q-builtins--get-repl-history (args)
+  "Return the recent forms and results, newest first.
+ARGS may hold \"limit\": how many entries (default 10, at most 50)."
+  (let ((limit (agent-q-builtins--arg args "limit" 10))
+        (total (length agent-q-builtins--history)))
+    (cond
+     ((not (and (numberp limit) (>= limit 1)))
+      (format "Invalid limit %s: give a number from 1 to 50." limit))
+     ((zerop total) "No REPL history recorded yet (eval_form and compile_form record it).")
+     (t
+      (let* ((limit (min 50 (truncate limit)))
+             (entries (seq-take agent-q-builtins--history limit))
+             (i 0))
+        (concat
+         (format "Recent REPL History (%d of %d entries):\n" (length entries) total)
+         (mapconcat
+          (lambda (e)
+            (cl-incf i)
+            (format "%d. [%s] %s\n   => %s" i (plist-get e :tool)
+                    (agent-q-builtins--truncate (format "%s" (plist-get e :form)) 1000)
+                    (replace-regexp-in-string
+                     "\n" "\n      "
+                     (agent-q-builtins--truncate (plist-get e :result) 1000))))
+          entries "\n")))))))
+
+
+(provide 'agent-q-execution)
+
+;;; agent-q-execution.el ends here

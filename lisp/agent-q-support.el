@@ -1,0 +1,104 @@
+;;; agent-q-support.el --- Helpers shared by agent-q's built-in tools  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, lisp
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; Small helpers the built-in tools share: reading an argument from the
+;; hash table a handler gets, cutting long text with a note, printing a
+;; value with bounds, and reading exactly one form from a string.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(declare-function agent-q--error-message "agent-q" (condition))
+
+;;;; Options
+
+(defcustom agent-q-builtins-max-value-chars 4000
+  "Maximum number of characters of a printed value in tool results.
+Longer values are cut and the result says how much was cut."
+  :type 'natnum
+  :group 'agent-q)
+
+
+;;;; Helpers
+
+(defun agent-q-builtins--arg (args name &optional default)
+  "Return the argument NAME from the hash table ARGS, or DEFAULT."
+  (if (hash-table-p args) (gethash name args default) default))
+
+(defun agent-q-builtins--truncate (string max)
+  "Return STRING cut to MAX characters, saying how many were cut."
+  (if (<= (length string) max)
+      string
+    (format "%s\n[... %d more characters not shown ...]"
+            (substring string 0 max) (- (length string) max))))
+
+(defun agent-q-builtins--print (value)
+  "Return VALUE printed readably, with bounded length and depth.
+`print-circle' stays off: its pre-pass in Emacs 28 recurses on the
+value's depth, ignoring `print-level', and a deeply nested value would
+overflow the stack.  Within the bounds, cycles print as #N."
+  (let ((print-length 100)
+        (print-level 10)
+        (print-escape-newlines t)
+        (print-circle nil))
+    (agent-q-builtins--truncate (prin1-to-string value)
+                                agent-q-builtins-max-value-chars)))
+
+(defun agent-q-builtins--blank-p (string)
+  "Return non-nil when STRING is nil or only whitespace."
+  (or (null string) (string-match-p "\\`[ \t\n\r\f]*\\'" string)))
+
+
+;;;; Reading forms
+
+(defun agent-q-builtins--read-one-form (string)
+  "Read exactly one form from STRING.
+Return (:ok FORM) or (:error MESSAGE).  Text after the form other
+than whitespace and comments is an error."
+  (cond
+   ((not (stringp string))
+    (list :error "The form must be a string of Emacs Lisp code."))
+   ((agent-q-builtins--blank-p string)
+    (list :error "The form is empty: give exactly one Emacs Lisp form."))
+   (t
+    (condition-case err
+        (let* ((read (read-from-string string))
+               (form (car read))
+               (end (cdr read)))
+          (if (condition-case nil
+                  (prog1 t (ignore (read-from-string string end)))
+                (end-of-file nil))
+              (list :error
+                    (format "Expected exactly one form, but there is more text after it (from position %d): %s"
+                            end
+                            (agent-q-builtins--truncate
+                             (string-trim (substring string end)) 200)))
+            (list :ok form)))
+      (end-of-file
+       (list :error "Incomplete form: the text ends before the form is complete (unbalanced parentheses or an unterminated string?)."))
+      (error
+       (list :error (format "Cannot read the form: %s"
+                            (agent-q--error-message err))))))))
+
+
+(provide 'agent-q-support)
+
+;;; agent-q-support.el ends here

@@ -1,0 +1,780 @@
+use super::*;
+use crate::native::tests::Sleepy;
+use crate::registry::Outcome as RegOutcome;
+use crate::spec::ToolSpec;
+use serde_json::json;
+use std::time::Duration;
+
+type Args = Map<String, Json>;
+type RunFn = Box<dyn Fn(&Args) -> Outcome + Send + Sync>;
+type GuardFn = Box<dyn Fn(&Args) -> Result<Option<String>, String> + Send + Sync>;
+
+/// Host functions in tests are plain Rust closures over the arguments.
+enum Fake {
+    Run(RunFn),
+    Guard(GuardFn),
+}
+
+type F = Arc<Fake>;
+type Reg = Arc<Mutex<Registry<Handler<F>>>>;
+
+fn run_fn(f: impl Fn(&Map<String, Json>) -> Outcome + Send + Sync + 'static) -> F {
+    Arc::new(Fake::Run(Box::new(f)))
+}
+
+fn guard_fn(f: impl Fn(&Map<String, Json>) -> Result<Option<String>, String> + Send + Sync + 'static) -> F {
+    Arc::new(Fake::Guard(Box::new(f)))
+}
+
+fn lisp(run: F, guard: Option<F>, reviews_itself: bool) -> Handler<F> {
+    Handler::Lisp(LispTool {
+        run,
+        guard,
+        asynchronous: false,
+        reviews_itself,
+    })
+}
+
+#[derive(Default)]
+struct MockHost {
+    decision: Option<Result<Sexp, ApprovalFailure>>,
+    asked: Vec<Ask>,
+    ran: Vec<Map<String, Json>>,
+    guarded: Vec<Map<String, Json>>,
+    events: Vec<String>,
+    audit: Vec<AuditRecord>,
+    during_ask: Option<Box<dyn FnMut()>>,
+}
+
+impl Effects for MockHost {
+    fn audit(&mut self, record: &AuditRecord) {
+        self.audit.push(record.clone());
+    }
+    fn observe(&mut self, phase: Phase, tool: &str, _args: &Map<String, Json>, result: Option<&ToolResult>) {
+        self.events.push(format!(
+            "{}:{tool}:{}",
+            phase.as_str(),
+            result.map(|r| r.success.to_string()).unwrap_or_default()
+        ));
+    }
+}
+
+impl Host for MockHost {
+    type Lisp = F;
+    fn guard(&mut self, guard: &F, args: &Map<String, Json>) -> Result<Option<String>, String> {
+        self.guarded.push(args.clone());
+        match &**guard {
+            Fake::Guard(g) => g(args),
+            Fake::Run(_) => Err("not a guard".into()),
+        }
+    }
+    fn approve(&mut self, ask: &Ask, _call: &Call) -> Result<Sexp, ApprovalFailure> {
+        self.asked.push(ask.clone());
+        if let Some(f) = self.during_ask.as_mut() {
+            f();
+        }
+        self.decision
+            .clone()
+            .unwrap_or(Ok(Sexp::keyword("no-approval-function")))
+    }
+    fn run_handler(&mut self, tool: &LispTool<F>, call: &Call) -> Outcome {
+        self.ran.push(call.args().clone());
+        match &*tool.run {
+            Fake::Run(f) => f(call.args()),
+            Fake::Guard(_) => Outcome::Failure("not a handler".into()),
+        }
+    }
+    fn should_quit(&mut self) -> bool {
+        false
+    }
+}
+
+fn read(s: &str) -> Sexp {
+    Sexp::parse(s).expect("test input parses")
+}
+
+fn spec(def: &str) -> ToolSpec {
+    ToolSpec::from_sexp(&read(def)).expect("valid spec")
+}
+
+fn same(a: &Handler<F>, b: &Handler<F>) -> bool {
+    match (a, b) {
+        (Handler::Lisp(a), Handler::Lisp(b)) => Arc::ptr_eq(&a.run, &b.run),
+        _ => false,
+    }
+}
+
+fn add(r: &Reg, def: &str, h: Option<Handler<F>>) -> u64 {
+    let mut reg = r.lock().unwrap();
+    let s = spec(def);
+    let name = s.name.clone();
+    reg.register(s, None, h, "t", same).unwrap();
+    reg.entry(&name).unwrap().id
+}
+
+fn echo() -> F {
+    run_fn(|a| Outcome::Success(format!("path={}", a.get("path").and_then(Json::as_str).unwrap_or("?"))))
+}
+
+fn registry() -> Reg {
+    let r: Reg = Arc::new(Mutex::new(Registry::new()));
+    add(
+        &r,
+        r#"(:name "read_it" :description "d" :parameters ((:name "path" :type :string) (:name "n" :type :integer)
+            (:name "mode" :type :string :enum ("a" "b")) (:name "all" :type :boolean)
+            (:name "list" :type :array :items (:type :integer))) :required ("path"))"#,
+        Some(lisp(echo(), None, false)),
+    );
+    add(
+        &r,
+        r#"(:name "eval_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :cautious)"#,
+        Some(lisp(echo(), None, false)),
+    );
+    add(
+        &r,
+        r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
+        Some(lisp(echo(), None, false)),
+    );
+    add(
+        &r,
+        r#"(:name "boom" :description "d")"#,
+        Some(lisp(
+            run_fn(|_| Outcome::Failure("Tool error: boom".into())),
+            None,
+            false,
+        )),
+    );
+    add(
+        &r,
+        r#"(:name "big" :description "d")"#,
+        Some(lisp(run_fn(|_| Outcome::Success("x".repeat(50))), None, false)),
+    );
+    add(&r, r#"(:name "orphan" :description "d")"#, None);
+    add(
+        &r,
+        r#"(:name "guarded" :description "d" :parameters ((:name "path" :type :string)) :required ("path"))"#,
+        Some(lisp(
+            echo(),
+            Some(guard_fn(|a| match a.get("path").and_then(Json::as_str) {
+                Some(p) if p.starts_with("/secret") => Ok(Some(format!("{p} is sensitive"))),
+                Some("/broken") => Err("cannot tell".into()),
+                _ => Ok(None),
+            })),
+            false,
+        )),
+    );
+    add(
+        &r,
+        r#"(:name "review_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
+        Some(lisp(
+            run_fn(|a| match a.get("path").and_then(Json::as_str) {
+                Some("reject") => Outcome::Denied("Applied 0 of 2 hunks: the user rejected the edit".into()),
+                _ => Outcome::Success("Applied 2 of 2 hunks".into()),
+            }),
+            None,
+            true,
+        )),
+    );
+    let sleepy = Sleepy {
+        timeout: Duration::from_millis(100),
+    };
+    r.lock()
+        .unwrap()
+        .register(sleepy.spec(), None, Some(Handler::Native(Arc::new(sleepy))), "t", same)
+        .unwrap();
+    r
+}
+
+fn opts() -> Options {
+    Options {
+        hooks: true,
+        ..Options::default()
+    }
+}
+
+fn run_with(reg: &Reg, host: &mut MockHost, call: &str, o: &Options) -> ToolResult {
+    execute_call(reg, &read(call), &CallContext::default(), host, o)
+}
+
+fn run(reg: &Reg, host: &mut MockHost, call: &str) -> ToolResult {
+    run_with(reg, host, call, &opts())
+}
+
+fn approving() -> MockHost {
+    MockHost {
+        decision: Some(Ok(Sexp::keyword("approved"))),
+        ..Default::default()
+    }
+}
+
+fn events(host: &MockHost) -> Vec<(&'static str, &'static str)> {
+    host.audit.iter().map(|a| (a.event, a.decision)).collect()
+}
+
+#[test]
+fn a_safe_tool_runs_at_once() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "c1" :name "read_it" :arguments (:path "/tmp/a"))"#,
+    );
+    assert!(r.success, "{r:?}");
+    assert_eq!((r.id.as_deref(), r.content.as_str()), (Some("c1"), "path=/tmp/a"));
+    assert!(r.approved && host.asked.is_empty() && host.audit.is_empty());
+    assert_eq!(host.events, vec!["before:read_it:", "after:read_it:true"]);
+    assert_eq!((r.safety_level, r.status), (Some(SafetyLevel::Safe), Status::Success));
+}
+
+#[test]
+fn arguments_may_be_json_text() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "c1" :name "read_it" :arguments "{\"path\": \"/x\", \"all\": true}")"#,
+    );
+    assert!(r.success, "{r:?}");
+    assert_eq!(host.ran[0].get("all"), Some(&json!(true)));
+}
+
+#[test]
+fn invalid_arguments_never_reach_approval_or_handler() {
+    let reg = registry();
+    let cases = [
+        (
+            r#"(:id "1" :name "read_it" :arguments (:n 3))"#,
+            "Invalid arguments for read_it: field 'path': required field is missing",
+        ),
+        (
+            r#"(:id "2" :name "read_it" :arguments (:path 3))"#,
+            "Invalid arguments for read_it: field 'path': expected type \"string\", got the number 3",
+        ),
+        (
+            r#"(:id "3" :name "read_it" :arguments (:path "p" :mode "c"))"#,
+            "Invalid arguments for read_it: field 'mode': the string \"c\" is not one of the allowed values [\"a\",\"b\"]",
+        ),
+        (
+            r#"(:id "4" :name "read_it" :arguments (:path "p" :n 1.5))"#,
+            "Invalid arguments for read_it: field 'n':",
+        ),
+        (
+            r#"(:id "5" :name "read_it" :arguments "[1,2]")"#,
+            "Invalid arguments for read_it: arguments must be an object",
+        ),
+        (
+            r#"(:id "6" :name "read_it" :arguments "{oops")"#,
+            "Invalid arguments for read_it: invalid JSON",
+        ),
+        (
+            r#"(:id "7" :name "write_it" :arguments (:path 1))"#,
+            "Invalid arguments for write_it: field 'path'",
+        ),
+        (
+            r#"(:id "8" :name "read_it" :arguments (:path "p" :list ("x")))"#,
+            "Invalid arguments for read_it: field 'list[0]': expected type \"integer\", got the string \"x\"",
+        ),
+    ];
+    for (call, expected) in cases {
+        let mut host = approving();
+        let r = run(&reg, &mut host, call);
+        assert!(!r.success);
+        assert!(r.content.starts_with(expected), "{call}\n  gave: {}", r.content);
+        assert!(host.asked.is_empty() && host.ran.is_empty(), "{call}");
+    }
+    assert_eq!(reg.lock().unwrap().metrics()["read_it"].failures, 7);
+}
+
+#[test]
+fn a_huge_invalid_argument_is_described_briefly() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let call = format!(
+        r#"(:id "h" :name "read_it" :arguments (:path ({})))"#,
+        "1 ".repeat(200_000)
+    );
+    let r = run(&reg, &mut host, &call);
+    assert_eq!(
+        r.content,
+        "Invalid arguments for read_it: field 'path': expected type \"string\", got an array of 200000 element(s)"
+    );
+}
+
+#[test]
+fn nil_reads_as_false_for_a_boolean_parameter() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "1" :name "read_it" :arguments (:path "p" :all nil))"#,
+    );
+    assert!(r.success, "{r:?}");
+    assert_eq!(host.ran[0].get("all"), Some(&json!(false)));
+}
+
+#[test]
+fn a_dangerous_tool_runs_only_when_explicitly_approved() {
+    let reg = registry();
+    let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
+    let deny_cases: Vec<(Option<Result<Sexp, ApprovalFailure>>, &str)> = vec![
+        (None, "Tool execution denied: no approval function is set"),
+        (Some(Ok(Sexp::keyword("denied"))), "User denied tool execution"),
+        (
+            Some(Ok(read(r#"(:denied "not that file")"#))),
+            "User denied tool execution: not that file",
+        ),
+        (
+            Some(Ok(Sexp::T)),
+            "Tool execution denied: the approval function returned t",
+        ),
+        (
+            Some(Ok(Sexp::Nil)),
+            "Tool execution denied: the approval function returned",
+        ),
+        (Some(Ok(read("(:approved)"))), "Tool execution denied"),
+        (Some(Ok(Sexp::keyword("yes"))), "Tool execution denied"),
+        (Some(Ok(Sexp::Symbol(":approved".into()))), "Tool execution denied"),
+        (
+            Some(Err(ApprovalFailure::Quit)),
+            "Tool execution denied: the user quit (C-g)",
+        ),
+        (
+            Some(Err(ApprovalFailure::Signalled("oops".into()))),
+            "Tool execution denied: the approval function failed: oops",
+        ),
+    ];
+    let n = deny_cases.len() as u64;
+    for (decision, expected) in deny_cases {
+        let mut host = MockHost {
+            decision,
+            ..Default::default()
+        };
+        let r = run(&reg, &mut host, call);
+        assert!(!r.success && !r.approved, "{expected}");
+        assert_eq!(r.status, Status::Denied);
+        assert!(
+            r.content.starts_with(expected),
+            "gave {} expected {expected}",
+            r.content
+        );
+        assert!(host.ran.is_empty(), "the handler must not run: {expected}");
+        assert_eq!(events(&host), vec![("denied", "denied")]);
+    }
+    let mut host = approving();
+    let r = run(&reg, &mut host, call);
+    assert!(r.success && r.approved);
+    assert_eq!(
+        host.asked.iter().map(|a| a.tool.as_str()).collect::<Vec<_>>(),
+        vec!["write_it"]
+    );
+    assert_eq!(events(&host), vec![("run", "approved"), ("result", "approved")]);
+    assert_eq!(reg.lock().unwrap().metrics()["write_it"].denials, n);
+}
+
+#[test]
+fn modified_arguments_are_validated_again_and_reported() {
+    let reg = registry();
+    let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:modified (:path "/tmp/safe"))"#))),
+        ..Default::default()
+    };
+    let r = run(&reg, &mut host, call);
+    assert!(r.success && r.modified);
+    assert!(
+        r.content.starts_with("Note: the user modified the arguments"),
+        "{}",
+        r.content
+    );
+    assert!(r.content.ends_with("path=/tmp/safe"));
+    assert_eq!(events(&host), vec![("run", "modified"), ("result", "modified")]);
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:modified (:path 42))"#))),
+        ..Default::default()
+    };
+    let r = run(&reg, &mut host, call);
+    assert!(!r.success && host.ran.is_empty());
+    assert!(
+        r.content.contains("Invalid arguments for write_it: field 'path'"),
+        "{}",
+        r.content
+    );
+}
+
+#[test]
+fn confirmed_levels_ask_and_dangerous_always_asks() {
+    let reg = registry();
+    let cautious = r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#;
+    let confirm = |levels: Vec<SafetyLevel>| Options {
+        confirm: levels,
+        ..Options::default()
+    };
+    let denying = || MockHost {
+        decision: Some(Ok(Sexp::keyword("denied"))),
+        ..Default::default()
+    };
+    let mut host = denying();
+    let r = run_with(&reg, &mut host, cautious, &confirm(vec![SafetyLevel::Cautious]));
+    assert_eq!((r.success, r.content.as_str()), (false, "User denied tool execution"));
+    assert_eq!(host.asked.len(), 1);
+    assert!(host.ran.is_empty());
+    let mut host = denying();
+    assert!(run_with(&reg, &mut host, cautious, &confirm(vec![])).success);
+    assert!(host.asked.is_empty());
+    let mut host = denying();
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "w" :name "write_it" :arguments (:path "/x"))"#,
+        &confirm(vec![]),
+    );
+    assert!(!r.success && host.ran.is_empty());
+    assert_eq!(host.asked[0].tool, "write_it");
+    let mut host = approving();
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "s" :name "read_it" :arguments (:path "/x"))"#,
+        &confirm(vec![SafetyLevel::Safe]),
+    );
+    assert!(r.success);
+    assert_eq!(events(&host), vec![("run", "approved"), ("result", "approved")]);
+}
+
+#[test]
+fn cautious_tools_run_and_are_audited_and_audit_all_covers_safe_ones() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(&reg, &mut host, r#"(:id "e" :name "eval_it" :arguments (:path "x"))"#);
+    assert!(r.success && host.asked.is_empty());
+    assert_eq!(events(&host), vec![("run", "auto"), ("result", "auto")]);
+    assert!(host.audit[1].to_json_line().contains("\"tool\":\"eval_it\""));
+    let mut host = MockHost::default();
+    let all = Options {
+        audit_all: true,
+        ..Options::default()
+    };
+    let r = execute_call(
+        &reg,
+        &read(r#"(:id "s" :name "read_it" :arguments (:path "x") :client "claude-code 2.1")"#),
+        &CallContext::default(),
+        &mut host,
+        &all,
+    );
+    assert!(r.success);
+    assert_eq!(events(&host), vec![("run", "auto"), ("result", "auto")]);
+    assert!(host.audit[0].to_json_line().contains("\"client\":\"claude-code 2.1\""));
+}
+
+#[test]
+fn failures_are_results() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(&reg, &mut host, r#"(:id "x" :name "nope" :arguments nil)"#);
+    assert_eq!((r.success, r.content.as_str()), (false, "Unknown tool: nope"));
+    let r = run(&reg, &mut host, r#"(:id "x" :name "boom")"#);
+    assert_eq!((r.content.as_str(), r.approved), ("Tool error: boom", true));
+    assert_eq!(host.events.last().map(String::as_str), Some("error:boom:false"));
+    let r = run(&reg, &mut host, r#"(:id "x" :name "orphan")"#);
+    assert_eq!(r.content, "Tool orphan has no handler");
+    let r = run(&reg, &mut host, r#"(1 2 3)"#);
+    assert!(r.content.starts_with("Invalid tool call: expected a plist"));
+    let r = run(&reg, &mut host, r#"(:name "read_it")"#);
+    assert_eq!(r.content, "Invalid tool call: missing :id");
+    let r = run(&reg, &mut host, r#"(:id "q")"#);
+    assert_eq!(
+        (r.id.as_deref(), r.content.as_str()),
+        (Some("q"), "Invalid tool call: missing :name")
+    );
+    reg.lock().unwrap().set_enabled("read_it", false).unwrap();
+    let r = run(&reg, &mut host, r#"(:id "x" :name "read_it" :arguments (:path "p"))"#);
+    assert_eq!(r.content, "Tool read_it is disabled");
+}
+
+#[test]
+fn results_are_capped_with_a_marker() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let o = Options {
+        max_result_chars: 10,
+        ..Options::default()
+    };
+    let r = run_with(&reg, &mut host, r#"(:id "b" :name "big")"#, &o);
+    assert!(
+        r.content
+            .starts_with("xxxxxxxxxx\n[... truncated: 40 of 50 characters cut"),
+        "{}",
+        r.content
+    );
+    assert_eq!(truncate("héllo".into(), 10), "héllo");
+    assert_eq!(truncate("héllo".into(), 0), "héllo");
+    assert!(truncate("héllo".into(), 2).starts_with("hé\n"));
+}
+
+#[test]
+fn native_tools_run_with_their_timeout() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "n" :name "sleepy" :arguments (:ms 1 :text "ok"))"#,
+    );
+    assert_eq!((r.success, r.content.as_str()), (true, "ok"));
+    let r = run(&reg, &mut host, r#"(:id "n" :name "sleepy" :arguments (:ms 5000))"#);
+    assert_eq!(
+        (r.success, r.content.as_str()),
+        (false, "Tool sleepy timed out after 0.1 s")
+    );
+}
+
+#[test]
+fn decisions() {
+    assert_eq!(parse_decision(&Sexp::keyword("approved")), Decision::Approved);
+    assert_eq!(parse_decision(&read("(:denied)")), Decision::Denied(None));
+    assert_eq!(parse_decision(&read(r#"(:denied "")"#)), Decision::Denied(None));
+    assert_eq!(
+        parse_decision(&read("(:modified (:a 1))")),
+        Decision::Modified(read("(:a 1)"))
+    );
+    assert!(matches!(parse_decision(&read("(:modified)")), Decision::Invalid(_)));
+    assert!(matches!(
+        parse_decision(&read("(:approved :really)")),
+        Decision::Invalid(_)
+    ));
+    // Only a keyword approves: a symbol that merely prints like one does not.
+    assert!(matches!(
+        parse_decision(&Sexp::Symbol(":approved".into())),
+        Decision::Invalid(_)
+    ));
+}
+
+/// The registry changing while the user decides: nothing that changed runs.
+#[test]
+fn a_tool_changed_while_the_user_decides_does_not_run() {
+    type Change = fn(&Reg);
+    let changes: Vec<(&str, Change)> = vec![
+        ("was disabled while the user was deciding", |r: &Reg| {
+            r.lock().unwrap().set_enabled("write_it", false).unwrap();
+        }),
+        ("was removed while the user was deciding", |r: &Reg| {
+            r.lock().unwrap().remove("write_it");
+        }),
+        (
+            "was replaced by another definition while the user was deciding",
+            |r: &Reg| {
+                add(
+                    r,
+                    r#"(:name "write_it" :version "2" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
+                    Some(lisp(run_fn(|_| Outcome::Success("DELETED".into())), None, false)),
+                );
+            },
+        ),
+        ("was removed while the user was deciding", |r: &Reg| {
+            let mut snapshot = r.lock().unwrap().snapshot();
+            snapshot.tools.retain(|t| t.spec.name != "write_it");
+            r.lock().unwrap().restore(snapshot).unwrap();
+        }),
+        (
+            "was replaced by another definition while the user was deciding",
+            |r: &Reg| {
+                // The same definition with another handler is another tool.
+                add(
+                    r,
+                    r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
+                    Some(lisp(run_fn(|_| Outcome::Success("DELETED".into())), None, false)),
+                );
+            },
+        ),
+    ];
+    for (expected, change) in changes {
+        let reg = registry();
+        let inner = reg.clone();
+        let mut host = approving();
+        host.during_ask = Some(Box::new(move || change(&inner)));
+        let r = run(&reg, &mut host, r#"(:id "w" :name "write_it" :arguments (:path "/x"))"#);
+        assert!(!r.success, "{expected}: {r:?}");
+        assert_eq!(
+            r.content,
+            format!(
+                "Tool write_it {expected}; it did not run{}",
+                if expected.starts_with("was replaced") {
+                    " (call it again)"
+                } else {
+                    ""
+                }
+            )
+        );
+        assert!(host.ran.is_empty(), "{expected}");
+    }
+}
+
+#[test]
+fn a_guard_asks_and_its_denial_is_a_denial() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "g" :name "guarded" :arguments (:path "/project/a"))"#,
+    );
+    assert!(r.success && host.asked.is_empty(), "no reason: runs unasked");
+    assert!(host.audit.is_empty());
+
+    let mut host = MockHost {
+        decision: Some(Ok(Sexp::keyword("denied"))),
+        ..Default::default()
+    };
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "g" :name "guarded" :arguments (:path "/secret/key"))"#,
+    );
+    assert_eq!((r.success, r.approved, r.status), (false, false, Status::Denied));
+    assert_eq!(host.asked[0].reason.as_deref(), Some("/secret/key is sensitive"));
+    assert_eq!(host.asked[0].level, SafetyLevel::Safe);
+    assert!(host.ran.is_empty());
+    assert_eq!(events(&host), vec![("denied", "denied")]);
+    assert_eq!(host.audit[0].reason.as_deref(), Some("/secret/key is sensitive"));
+    assert_eq!(reg.lock().unwrap().metrics()["guarded"].denials, 1);
+
+    let mut host = approving();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "g" :name "guarded" :arguments (:path "/secret/key"))"#,
+    );
+    assert!(r.success && r.approved);
+    assert_eq!(events(&host), vec![("run", "approved"), ("result", "approved")]);
+
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "g" :name "guarded" :arguments (:path "/broken"))"#,
+    );
+    assert_eq!(r.content, "Tool error: the guard of guarded failed: cannot tell");
+    assert!(host.ran.is_empty());
+}
+
+#[test]
+fn modified_arguments_are_guarded_again_but_not_asked_again() {
+    let reg = registry();
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:modified (:path "/secret/other"))"#))),
+        ..Default::default()
+    };
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "g" :name "guarded" :arguments (:path "/secret/key"))"#,
+    );
+    assert!(r.success, "{r:?}");
+    assert_eq!(host.asked.len(), 1);
+    assert_eq!(host.guarded.len(), 2, "the guard saw the new arguments");
+    assert_eq!(host.ran[0].get("path"), Some(&json!("/secret/other")));
+    assert_eq!(host.audit[0].reason.as_deref(), Some("/secret/other is sensitive"));
+}
+
+#[test]
+fn a_review_decides_for_itself_and_its_rejection_is_a_denial() {
+    let reg = registry();
+    let mut host = approving();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "p" :name "review_it" :arguments (:path "ok"))"#,
+    );
+    assert!(r.success);
+    assert!(host.asked[0].review);
+    assert_eq!(events(&host), vec![("run", "review"), ("result", "review")]);
+    let mut host = approving();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "p" :name "review_it" :arguments (:path "reject"))"#,
+    );
+    assert_eq!((r.success, r.approved, r.status), (false, false, Status::Denied));
+    assert_eq!(r.content, "Applied 0 of 2 hunks: the user rejected the edit");
+    assert_eq!(events(&host), vec![("run", "review"), ("result", "review")]);
+    assert_eq!(host.audit[1].status, Some(Status::Denied));
+    assert_eq!(reg.lock().unwrap().metrics()["review_it"].denials, 1);
+    // Another tool under the same name is not trusted with a review.
+    add(
+        &reg,
+        r#"(:name "review_it" :version "9" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
+        Some(lisp(echo(), None, false)),
+    );
+    let mut host = approving();
+    run(&reg, &mut host, r#"(:id "p" :name "review_it" :arguments (:path "x"))"#);
+    assert!(!host.asked[0].review);
+}
+
+#[test]
+fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
+    let reg = registry();
+    let mut fx = MockHost::default();
+    let o = Options::default();
+    let (mut call, step) = Call::start(
+        &reg,
+        &read(r#"(:id "w" :name "write_it" :arguments (:path "/x") :client "gptel")"#),
+        &CallContext::default(),
+        &o,
+        &mut fx,
+    );
+    let Step::Ask(ask) = step else {
+        panic!("the call must ask first")
+    };
+    assert_eq!((ask.client.as_deref(), call.stage()), (Some("gptel"), Stage::Asking));
+    assert_eq!(ask.tool_id, reg.lock().unwrap().entry("write_it").unwrap().id);
+    // A resume that does not fit the stage is an error, not a second result.
+    assert!(call.finish(&reg, Outcome::Success("x".into()), &o, &mut fx).is_err());
+    assert!(call.guarded(&reg, Ok(None), &o, &mut fx).is_err());
+    let r = call
+        .cancel(&reg, "the user cancelled pending calls", &o, &mut fx)
+        .unwrap();
+    assert_eq!((r.success, r.status), (false, Status::Cancelled));
+    assert_eq!(
+        r.content,
+        "Tool call cancelled: the user cancelled pending calls; write_it did not run"
+    );
+    assert_eq!(events(&fx), vec![("cancelled", "none")]);
+    assert!(call.decide(&reg, Decision::Approved, &o, &mut fx).is_err());
+    assert!(call.cancel(&reg, "again", &o, &mut fx).is_err());
+    assert_eq!(reg.lock().unwrap().metrics()["write_it"].cancelled, 1);
+
+    // Approved, then driven to a run whose outcome the driver reports.
+    let (mut call, _) = Call::start(
+        &reg,
+        &read(r#"(:id "w2" :name "write_it" :arguments (:path "/y"))"#),
+        &CallContext::default(),
+        &o,
+        &mut fx,
+    );
+    let step = call.decide(&reg, Decision::Approved, &o, &mut fx).unwrap();
+    assert!(matches!(step, Step::Run(Handler::Lisp(_))));
+    assert_eq!(call.stage(), Stage::Running);
+    assert!(call.approved_by_user());
+    let r = call
+        .finish(&reg, Outcome::Failure("Refused: the file changed".into()), &o, &mut fx)
+        .unwrap();
+    assert_eq!((r.success, r.approved, r.status), (false, true, Status::Failure));
+}
+
+#[test]
+fn an_identical_registration_with_the_same_handler_keeps_its_identity() {
+    let reg = registry();
+    let (id, handler) = {
+        let r = reg.lock().unwrap();
+        let e = r.entry("write_it").unwrap();
+        (e.id, e.handler.unwrap())
+    };
+    let mut r = reg.lock().unwrap();
+    let s = r.entry("write_it").unwrap().registration.spec.clone();
+    let (_, outcome, _) = r.register(s, None, Some(handler), "t", same).unwrap();
+    assert_eq!(outcome, RegOutcome::Unchanged);
+    assert_eq!(r.entry("write_it").unwrap().id, id);
+}

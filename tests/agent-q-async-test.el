@@ -1,0 +1,387 @@
+;;; agent-q-async-test.el --- The asynchronous executor  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; `agent-q-execute-tool-calls-async' with the real module: results in
+;; order, decisions asked from the command loop one at a time, never in
+;; the caller's stack (a real process filter among the callers), the
+;; review non-modal, cancellation, "later", and the registry changing
+;; while a decision waits.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-q)
+
+(defun agent-q-async-test--wait (predicate &optional seconds)
+  "Process events until PREDICATE is non-nil, at most SECONDS (default 10)."
+  (let ((deadline (+ (float-time) (or seconds 10))))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or (funcall predicate) (ert-fail "Timed out waiting"))))
+
+(defmacro agent-q-async-test--with (registry &rest body)
+  "Run BODY with REGISTRY bound to a fresh registry of built-ins and test tools."
+  (declare (indent 1))
+  `(let* ((,registry (agent-q-make-registry))
+          (agent-q-audit-file (make-temp-file "agent-q-audit" nil ".jsonl"))
+          (agent-q-tools--session-approved nil)
+          (agent-q-tool-execution-functions nil)
+          (agent-q-confirm-safety-levels '(:dangerous))
+          (agent-q--pending nil)
+          (agent-q--asking nil)
+          (agent-q--queue-timer nil))
+     (agent-q-register-builtin-tools ,registry)
+     (agent-q-register-tool
+      (agent-q-define-tool "touch" "Create a file." '((:name "path" :type :string))
+                           :required '("path") :safety-level :dangerous
+                           :handler (lambda (args)
+                                      (write-region "" nil (gethash "path" args))
+                                      "touched"))
+      ,registry)
+     (unwind-protect (progn ,@body)
+       (agent-q-cancel-pending)
+       (delete-file agent-q-audit-file))))
+
+(defun agent-q-async-test--temp-name ()
+  "A fresh temporary file name (no file)."
+  (make-temp-name (expand-file-name "agent-q-async" temporary-file-directory)))
+
+(defun agent-q-async-test--run (registry calls)
+  "Run CALLS in REGISTRY asynchronously; wait for and return the results."
+  (let* ((results :none)
+         (returned nil))
+    (agent-q-execute-tool-calls-async calls (lambda (r)
+                                              (should returned)
+                                              (setq results r))
+                                      registry)
+    (setq returned t)
+    (agent-q-async-test--wait (lambda () (not (eq results :none))))
+    results))
+
+(ert-deftest agent-q-async-test-results-come-in-order-after-returning ()
+  (agent-q-async-test--with reg
+    (let* ((agent-q-approval-function (lambda (&rest _) :approved))
+           (file (agent-q-async-test--temp-name))
+           (results (agent-q-async-test--run
+                     reg `((:id "1" :name "describe_symbol" :arguments (:symbol "car"))
+                           (:id "2" :name "touch" :arguments (:path ,file))
+                           (:id "3" :name "nope")
+                           (:id "4" :name "get_last_error")))))
+      (unwind-protect
+          (progn
+            (should (equal (mapcar (lambda (r) (plist-get r :id)) results) '("1" "2" "3" "4")))
+            (should (equal (mapcar (lambda (r) (plist-get r :success)) results) '(t t nil t)))
+            (should (file-exists-p file)))
+        (when (file-exists-p file) (delete-file file))))))
+
+(ert-deftest agent-q-async-test-decisions-are-asked-later-one-at-a-time ()
+  (agent-q-async-test--with reg
+    (let* ((inside-call nil) (depth 0) (max-depth 0) (asked nil)
+           (files (list (agent-q-async-test--temp-name) (agent-q-async-test--temp-name)))
+           (agent-q-approval-function
+            (lambda (tool args)
+              (should-not inside-call)
+              (cl-incf depth)
+              (setq max-depth (max max-depth depth))
+              (push (list tool (plist-get args :path) (plist-get agent-q-approval-context :id))
+                    asked)
+              ;; Events are processed while "the user" decides: the next
+              ;; decision must not be asked inside this one.
+              (accept-process-output nil 0.05)
+              (cl-decf depth)
+              (if (equal (plist-get args :path) (car files)) :approved :denied)))
+           (results :none))
+      (setq inside-call t)
+      (agent-q-execute-tool-calls-async
+       `((:id "a" :name "touch" :arguments (:path ,(nth 0 files)))
+         (:id "b" :name "touch" :arguments (:path ,(nth 1 files))))
+       (lambda (r) (setq results r)) reg)
+      (setq inside-call nil)
+      (should-not asked)
+      (should (= (length agent-q--pending) 2))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))))
+      (unwind-protect
+          (progn
+            (should (= max-depth 1))
+            (should (equal (reverse asked)
+                           `(("touch" ,(nth 0 files) "a") ("touch" ,(nth 1 files) "b"))))
+            (should (file-exists-p (nth 0 files)))
+            (should-not (file-exists-p (nth 1 files)))
+            (should (equal (plist-get (nth 1 results) :content) "User denied tool execution"))
+            (should-not agent-q--pending))
+        (dolist (f files) (when (file-exists-p f) (delete-file f)))))))
+
+(ert-deftest agent-q-async-test-a-process-filter-can-call ()
+  ;; A real process filter, where Emacs binds `inhibit-quit' to t.
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (asked-with-inhibit-quit :unknown)
+           (agent-q-approval-function
+            (lambda (&rest _) (setq asked-with-inhibit-quit inhibit-quit) :approved))
+           (results :none)
+           (filter-inhibit-quit :unknown)
+           (process (make-process
+                     :name "agent-q-async-test" :command '("echo" "go")
+                     :connection-type 'pipe
+                     :filter (lambda (_process _output)
+                               (setq filter-inhibit-quit inhibit-quit)
+                               (agent-q-execute-tool-calls-async
+                                `((:id "f" :name "touch" :arguments (:path ,file)))
+                                (lambda (r) (setq results r)) reg)))))
+      (unwind-protect
+          (progn
+            (agent-q-async-test--wait (lambda () (not (eq results :none))))
+            (should (eq filter-inhibit-quit t))
+            (should (eq asked-with-inhibit-quit nil))
+            (should (plist-get (car results) :success))
+            (should (file-exists-p file)))
+        (delete-process process)
+        (when (file-exists-p file) (delete-file file))))))
+
+(ert-deftest agent-q-async-test-quit-at-the-prompt-denies-that-call ()
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (agent-q-approval-function (lambda (&rest _) (signal 'quit nil)))
+           (results (agent-q-async-test--run
+                     reg `((:id "q" :name "touch" :arguments (:path ,file))))))
+      (should-not (file-exists-p file))
+      (should (equal (plist-get (car results) :content)
+                     "User denied tool execution: the user quit (C-g) while being asked")))))
+
+(ert-deftest agent-q-async-test-the-default-prompt-with-keys ()
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (agent-q-approval-function #'agent-q-approve-in-minibuffer)
+           (results :none))
+      (agent-q-execute-tool-calls-async
+       `((:id "k" :name "touch" :arguments (:path ,file))) (lambda (r) (setq results r)) reg)
+      (setq unread-command-events (list ?y))
+      (unwind-protect
+          (progn
+            (agent-q-async-test--wait (lambda () (not (eq results :none))))
+            (should (plist-get (car results) :success))
+            (should (file-exists-p file)))
+        (setq unread-command-events nil)
+        (when (file-exists-p file) (delete-file file))))))
+
+(ert-deftest agent-q-async-test-cancelling-withdraws-queued-and-asked-calls ()
+  (agent-q-async-test--with reg
+    (let* ((files (list (agent-q-async-test--temp-name) (agent-q-async-test--temp-name)))
+           (asked 0)
+           ;; "The user" cancels everything from inside the first prompt (as
+           ;; M-x agent-q-cancel-pending in its recursive edit, or a client's
+           ;; abort arriving in a process filter, would).
+           (agent-q-approval-function
+            (lambda (&rest _) (cl-incf asked) (agent-q-cancel-pending) :approved))
+           (results (agent-q-async-test--run
+                     reg `((:id "a" :name "touch" :arguments (:path ,(nth 0 files)))
+                           (:id "b" :name "touch" :arguments (:path ,(nth 1 files)))))))
+      (should (= asked 1))
+      (dolist (f files) (should-not (file-exists-p f)))
+      (dolist (r results)
+        (should-not (plist-get r :success))
+        (should (equal (plist-get (plist-get r :metadata) :status) "cancelled"))
+        (should (string-match-p "\\`Tool call cancelled: the user cancelled the pending tool calls; touch did not run"
+                                (plist-get r :content))))
+      (should-not agent-q--pending)
+      (should (= 2 (plist-get (cdr (assoc "touch" (agent-q-tool-metrics reg))) :cancelled))))))
+
+(ert-deftest agent-q-async-test-a-batch-can-be-withdrawn-by-its-client ()
+  (agent-q-async-test--with reg
+    (let* ((agent-q-approval-function (lambda (&rest _) :approved))
+           (results :none)
+           (batch (agent-q-execute-tool-calls-async
+                   `((:id "s" :name "describe_symbol" :arguments (:symbol "car"))
+                     (:id "d" :name "touch" :arguments (:path ,(agent-q-async-test--temp-name))))
+                   (lambda (r) (setq results r)) reg)))
+      (should (= 1 (agent-q-cancel-batch batch)))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))))
+      (should (plist-get (nth 0 results) :success))
+      (should (string-match-p "the client cancelled the request" (plist-get (nth 1 results) :content))))))
+
+(ert-deftest agent-q-async-test-later-leaves-a-call-pending ()
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (answers (list :later :approved))
+           (agent-q-approval-function (lambda (&rest _) (pop answers)))
+           (results :none))
+      (agent-q-execute-tool-calls-async
+       `((:id "l" :name "touch" :arguments (:path ,file))) (lambda (r) (setq results r)) reg)
+      (agent-q-async-test--wait (lambda () (= (length answers) 1)))
+      (accept-process-output nil 0.1)
+      (should (eq results :none))
+      (should (equal (mapcar #'agent-q--pending-state agent-q--pending) '(deferred)))
+      (should (string-match-p "agent-q: 1 pending" (format "%s" agent-q--mode-line-string)))
+      ;; M-x agent-q-pending, RET on the call: asked again.
+      (agent-q-pending)
+      (with-current-buffer "*agent-q-pending*"
+        (goto-char (point-min))
+        (should (search-forward "touch" nil t))
+        (agent-q-pending-answer))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))))
+      (unwind-protect
+          (progn (should (plist-get (car results) :success))
+                 (should (file-exists-p file))
+                 (should-not agent-q--mode-line-string))
+        (kill-buffer "*agent-q-pending*")
+        (when (file-exists-p file) (delete-file file))))))
+
+(ert-deftest agent-q-async-test-a-tool-changed-while-waiting-does-not-run ()
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (agent-q-approval-function (lambda (&rest _) :approved))
+           (results :none))
+      (agent-q-execute-tool-calls-async
+       `((:id "r" :name "touch" :arguments (:path ,file))) (lambda (r) (setq results r)) reg)
+      ;; Before the queue's timer asks: the tool goes away.
+      (agent-q-remove-tool "touch" reg)
+      (agent-q-async-test--wait (lambda () (not (eq results :none))))
+      (should-not (file-exists-p file))
+      (should (equal (plist-get (car results) :content)
+                     "Tool touch was removed while the user was deciding; it did not run")))))
+
+(defmacro agent-q-async-test--with-review-file (var &rest body)
+  "Bind VAR to a 40-line temporary file in an allowed directory; run BODY."
+  (declare (indent 1))
+  `(let* ((,var (make-temp-file "agent-q-async-review" nil ".txt"
+                                (mapconcat (lambda (i) (format "line %d\n" i))
+                                           (number-sequence 1 40) "")))
+          (agent-q-allowed-directories (list (file-name-directory ,var))))
+     (unwind-protect (progn ,@body)
+       (when-let ((b (find-buffer-visiting ,var)))
+         (with-current-buffer b (set-buffer-modified-p nil))
+         (kill-buffer b))
+       (delete-file ,var))))
+
+(defun agent-q-async-test--edit-call (file)
+  "A propose_file_edit call changing lines 2, 20 and 38 of FILE."
+  (let* ((old (with-temp-buffer (insert-file-contents file) (buffer-string)))
+         (new (replace-regexp-in-string
+               "^line \\(2\\|20\\|38\\)$" "LINE \\1" old)))
+    `(:id "e" :name "propose_file_edit"
+          :arguments (:path ,file :original ,old :modified ,new :description "three hunks"))))
+
+(defun agent-q-async-test--review-buffer ()
+  "The open review buffer, or nil."
+  (cl-find-if (lambda (b) (string-prefix-p "*agent-q-diff: " (buffer-name b))) (buffer-list)))
+
+(ert-deftest agent-q-async-test-the-review-is-non-modal ()
+  (agent-q-async-test--with reg
+    (agent-q-async-test--with-review-file file
+      (let ((results :none))
+        (agent-q-execute-tool-calls-async (list (agent-q-async-test--edit-call file))
+                                          (lambda (r) (setq results r)) reg)
+        (agent-q-async-test--wait #'agent-q-async-test--review-buffer)
+        ;; The review is open and nothing waits in a recursive edit: Emacs is free.
+        (should (= (recursion-depth) 0))
+        (should (eq results :none))
+        (should (eq (agent-q--pending-state (car agent-q--pending)) 'running))
+        (with-current-buffer (agent-q-async-test--review-buffer)
+          (agent-q-tools-review-accept)
+          (agent-q-tools-review-reject)
+          (agent-q-tools-review-accept)
+          (agent-q-tools-review-finish))
+        (agent-q-async-test--wait (lambda () (not (eq results :none))))
+        (should (string-match-p "\\`Applied 2 of 3 hunks .*(hunks 1 and 3 accepted; hunk 2 rejected)"
+                                (plist-get (car results) :content)))
+        (should (plist-get (car results) :success))
+        (with-current-buffer (find-buffer-visiting file)
+          (should (string-match-p "^LINE 2$" (buffer-string)))
+          (should (string-match-p "^line 20$" (buffer-string)))
+          (should (string-match-p "^LINE 38$" (buffer-string))))))))
+
+(ert-deftest agent-q-async-test-cancelling-closes-an-open-review ()
+  (agent-q-async-test--with reg
+    (agent-q-async-test--with-review-file file
+      (let ((results :none))
+        (agent-q-execute-tool-calls-async (list (agent-q-async-test--edit-call file))
+                                          (lambda (r) (setq results r)) reg)
+        (agent-q-async-test--wait #'agent-q-async-test--review-buffer)
+        (should (= 1 (agent-q-cancel-pending)))
+        (agent-q-async-test--wait (lambda () (not (eq results :none))))
+        (should-not (agent-q-async-test--review-buffer))
+        (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
+        (should-not (find-buffer-visiting file))))))
+
+(declare-function agent-q--core-register-wait-tool "agent-q-core" (registry name timeout-ms))
+(declare-function agent-q--core-native-running "agent-q-core" ())
+
+(ert-deftest agent-q-async-test-native-tools-run-off-the-main-thread ()
+  (agent-q-async-test--with reg
+    (agent-q--core-register-wait-tool reg "wait" 3000)
+    (let* ((ticks 0)
+           (timer (run-at-time 0 0.05 (lambda () (cl-incf ticks))))
+           (indicator nil)
+           (watch (run-at-time 1.1 nil (lambda () (setq indicator agent-q--mode-line-string))))
+           (results :none)
+           (started (float-time)))
+      (unwind-protect
+          (progn
+            (agent-q-execute-tool-calls-async
+             '((:id "w" :name "wait" :arguments (:ms 1400 :text "slept"))
+               (:id "t" :name "wait" :arguments (:ms 10000)))
+             (lambda (r) (setq results r)) reg)
+            ;; Returned at once; the main thread stays free while both run.
+            (should (< (- (float-time) started) 0.2))
+            (agent-q-async-test--wait (lambda () (not (eq results :none))) 10)
+            (should (> ticks 20))
+            (should (string-match-p "wait running [0-9]+s" (format "%s" indicator)))
+            (should (equal (plist-get (nth 0 results) :content) "slept"))
+            (should (equal (plist-get (nth 1 results) :content) "Tool wait timed out after 3 s"))
+            (should (= 0 (agent-q--core-native-running))))
+        (cancel-timer timer)
+        (cancel-timer watch)))))
+
+(ert-deftest agent-q-async-test-cancelling-aborts-a-native-run ()
+  (agent-q-async-test--with reg
+    (agent-q--core-register-wait-tool reg "wait" 60000)
+    (let ((results :none))
+      (agent-q-execute-tool-calls-async '((:id "w" :name "wait" :arguments (:ms 60000)))
+                                        (lambda (r) (setq results r)) reg)
+      (should (= 1 (agent-q--core-native-running)))
+      (should (= 1 (agent-q-cancel-pending)))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))) 3)
+      (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
+      (should (= 0 (agent-q--core-native-running))))))
+
+(ert-deftest agent-q-async-test-who-calls-scans-off-the-main-thread ()
+  ;; Under the asynchronous executor a scan holds Emacs's thread for no time:
+  ;; the call returns at once, a timer keeps ticking, the result arrives
+  ;; through the channel and says the same as the synchronous executor's.
+  (agent-q-async-test--with reg
+    (let* ((call '(:id "x" :name "who_calls" :arguments (:function "save-buffer")))
+           ;; Formatting a result may load libraries (project.el loads vc),
+           ;; which a later scan then searches too: load them first.
+           (_ (agent-q-builtins--allowed-directories))
+           (expected (plist-get (car (agent-q-execute-tool-calls (list call) reg)) :content))
+           (ticks 0)
+           (timer (run-at-time 0 0.01 (lambda () (cl-incf ticks))))
+           (started (float-time))
+           (results :none))
+      (unwind-protect
+          (progn
+            (agent-q-execute-tool-calls-async (list call) (lambda (r) (setq results r)) reg)
+            (should (< (- (float-time) started) 0.1))
+            (should (eq (agent-q--pending-state (car agent-q--pending)) 'running))
+            (agent-q-async-test--wait (lambda () (not (eq results :none))) 120)
+            (should (plist-get (car results) :success))
+            (should (string-prefix-p "Functions calling save-buffer:" (plist-get (car results) :content)))
+            (should (equal (plist-get (car results) :content) expected))
+            (should (> ticks 0)))
+        (cancel-timer timer)))))
+
+(ert-deftest agent-q-async-test-a-cancelled-scan-delivers-nothing-late ()
+  (agent-q-async-test--with reg
+    (let ((results :none))
+      (agent-q-execute-tool-calls-async
+       '((:id "x" :name "who_references" :arguments (:variable "buffer-file-name")))
+       (lambda (r) (setq results r)) reg)
+      (should (= 1 (agent-q-cancel-pending)))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))) 5)
+      (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
+      (should (= 0 (hash-table-count agent-q-xref--scans))))))
+
+(provide 'agent-q-async-test)
+;;; agent-q-async-test.el ends here
