@@ -19,16 +19,14 @@
 
 ;; The handlers of describe_symbol, apropos_search, function_arglist,
 ;; list_package_symbols, class_slots, class_hierarchy and
-;; macroexpand_form, and synchronous who_calls and who_references
-;; handlers that delegate to agent-q-xref.el (the registered tools use
-;; agent-q-xref's asynchronous handlers directly).
+;; macroexpand_form.  (who_calls and who_references are in
+;; agent-q-xref.el.)
 ;;
 ;; Outcomes (the rule is in agent-q-support.el): a lookup of something
 ;; that does not exist fails -- a symbol not found, a name that is not
 ;; a function, an unknown class or struct type, a package not loaded --
 ;; and so do a blank argument, an unknown type, a form that cannot be
-;; read or whose expansion signals, and who_calls/who_references when
-;; agent-q-xref is not installed.  A search that finds nothing
+;; read or whose expansion signals.  A search that finds nothing
 ;; (apropos_search) and a form that is not a macro call are successful
 ;; answers.  `nil' and `t' are symbols like any other.
 ;;
@@ -66,8 +64,6 @@
 
 (defvar agent-q-call-context)
 (declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
-(declare-function agent-q-xref-who-calls-handler "agent-q-xref" (args))
-(declare-function agent-q-xref-who-references-handler "agent-q-xref" (args))
 (declare-function eieio--class-precedence-list "eieio-core" (class))
 (declare-function eieio--class-p "eieio-core" (object))
 (declare-function eieio--class-initarg-tuples "eieio-core" (class))
@@ -896,22 +892,6 @@ pretty-printed, which costs time in proportion to the text."
             (print-escape-newlines t)
             (print-circle nil))
         (string-trim-right (pp-to-string value))))))
-
-;;;; Delegating handlers
-
-(defun agent-q-builtins--who-calls (args)
-  "Return the callers of the function named in ARGS, from agent-q-xref.el."
-  (require 'agent-q-xref nil t)
-  (if (fboundp 'agent-q-xref-who-calls-handler)
-      (agent-q-xref-who-calls-handler args)
-    (agent-q-tool-fail "%s" "who_calls is unavailable (agent-q-xref is not installed).")))
-
-(defun agent-q-builtins--who-references (args)
-  "Return the result of who_references for ARGS, from agent-q-xref.el."
-  (require 'agent-q-xref nil t)
-  (if (fboundp 'agent-q-xref-who-references-handler)
-      (agent-q-xref-who-references-handler args)
-    (agent-q-tool-fail "%s" "who_references is unavailable (agent-q-xref is not installed).")))
 
 ;;;; Walks of the obarray run compiled
 

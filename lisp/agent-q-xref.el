@@ -75,6 +75,8 @@
 
 (require 'seq)
 (require 'subr-x)
+(require 'agent-q-introspection)
+(require 'agent-q-guard)
 
 (declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
@@ -234,27 +236,12 @@ are then those of the SCANNED files of NFILES."
 
 (defun agent-q-xref--public-directories ()
   "Return the directories whose sources may be quoted, as true names.
-They are Emacs's own Lisp directory, the package directories
-\(`package-user-dir', `package-directory-list' and the site-lisp
-directories on `load-path') and the read guard's allowed
-directories (see `agent-q-builtins--allowed-directories')."
-  (let ((dirs (list (expand-file-name "../lisp" data-directory))))
-    (when (boundp 'package-user-dir)
-      (push package-user-dir dirs))
-    (when (boundp 'package-directory-list)
-      (setq dirs (append package-directory-list dirs)))
-    (dolist (dir load-path)
-      (when (and (stringp dir)
-                 (string-match "\\`\\(.*/site-lisp\\)\\(?:/\\|\\'\\)" dir))
-        (push (match-string 1 dir) dirs)))
-    (when (fboundp 'agent-q-builtins--allowed-directories)
-      (setq dirs (append (agent-q-builtins--allowed-directories) dirs)))
-    (delete-dups
-     (mapcar (lambda (dir) (file-name-as-directory (file-truename (expand-file-name dir))))
-             (seq-filter (lambda (dir)
-                           (and (stringp dir) (not (file-remote-p dir))
-                                (file-directory-p dir)))
-                         dirs)))))
+They are the library directories (see `agent-q-builtins--library-roots':
+Emacs's own Lisp directory, the package and site-lisp directories,
+`agent-q-library-directories') and the read guard's allowed directories
+\(see `agent-q-builtins--allowed-directories')."
+  (delete-dups (append (agent-q-builtins--library-roots)
+                       (agent-q-builtins--allowed-directories))))
 
 (defun agent-q-xref--sensitive-p (file truename)
   "Return non-nil if FILE (whose true name is TRUENAME) is sensitive.

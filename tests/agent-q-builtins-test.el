@@ -533,22 +533,6 @@ HANDLER must end with `agent-q-tool-fail'."
 ;; The file and buffer tools are tested through the executor in
 ;; agent-q-files-test.el.
 
-;;;; Delegating handlers
-
-(ert-deftest agent-q-builtins-xref-tools-delegate ()
-  (require 'agent-q-xref nil t)
-  (let ((seen nil))
-    (cl-letf (((symbol-function 'agent-q-xref-who-calls-handler)
-               (lambda (args) (push (cons 'calls (gethash "function" args)) seen) "C"))
-              ((symbol-function 'agent-q-xref-who-references-handler)
-               (lambda (args) (push (cons 'refs (gethash "variable" args)) seen) "R")))
-      (should (equal "C" (agent-q-builtins--who-calls
-                          (agent-q-builtins-test--a "function" "car"))))
-      (should (equal "R" (agent-q-builtins--who-references
-                          (agent-q-builtins-test--a "variable" "fill-column"))))
-      (should (equal '((refs . "fill-column") (calls . "car")) seen)))))
-
-
 ;;;; The tool table (no core needed)
 
 (ert-deftest agent-q-builtins-table-shape ()

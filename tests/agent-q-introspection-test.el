@@ -159,24 +159,6 @@ denies, and records each question in `agent-q-introspection-test--asked'."
     (should (= 0 (agent-q-introspection-test--metric reg "apropos_search" :failures)))
     (should (= 1 (agent-q-introspection-test--metric reg "macroexpand_form" :failures)))))
 
-(ert-deftest agent-q-introspection-test-xref-unavailable-fails ()
-  ;; The synchronous delegators (the registered who_calls and
-  ;; who_references run agent-q-xref's asynchronous handlers directly).
-  (require 'agent-q-xref nil t)
-  (cl-letf (((symbol-function 'agent-q-xref-who-calls-handler) nil)
-            ((symbol-function 'agent-q-xref-who-references-handler) nil))
-    (dolist (case '((agent-q-builtins--who-calls "function" "who_calls is unavailable")
-                    (agent-q-builtins--who-references "variable" "who_references is unavailable")))
-      (pcase-let ((`(,handler ,key ,expected) case))
-        (should (string-match-p
-                 expected
-                 (condition-case err
-                     (progn (funcall handler (let ((h (make-hash-table :test #'equal)))
-                                               (puthash key "car" h)
-                                               h))
-                            nil)
-                   (agent-q-tool-failure (cadr err)))))))))
-
 ;;;; Secrets
 
 (defmacro agent-q-introspection-test--with-private-library (dir allowed &rest body)
