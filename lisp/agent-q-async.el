@@ -492,8 +492,14 @@ cancelled them).  Return how many were withdrawn."
       (and (eq (agent-q--pending-state pending) 'running)
            (agent-q--pending-review pending))))
 
+(defvar agent-q-pending-change-hook nil
+  "Functions run, without arguments, when pending tool calls change state.
+The MCP server uses it to tell its clients what their calls wait for.")
+
 (defun agent-q--update-indicator ()
-  "Update the mode line: decisions pending, and tools running for over a second."
+  "Update the mode line: decisions pending, and tools running for over a second.
+Also run `agent-q-pending-change-hook'."
+  (run-hooks 'agent-q-pending-change-hook)
   (let* ((live (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done))
                              agent-q--pending))
          (deciding (cl-count-if #'agent-q--deciding-p live))
@@ -624,6 +630,18 @@ RET on one asks it now (or shows its review), c withdraws it."
   (interactive)
   (run-at-time 0 nil #'agent-q-pending-refresh)
   (agent-q-cancel-pending))
+
+(defun agent-q-batch-waiting-for (batch)
+  "What BATCH waits for, as a phrase, or nil when it waits for nothing.
+The phrase is one of \"the user's review\", \"the user's decision\"
+and \"a tool\"."
+  (let ((states (mapcar (lambda (p) (cons (agent-q--pending-state p) (agent-q--pending-review p)))
+                        (cl-remove-if-not (lambda (p) (eq (agent-q--pending-batch p) batch))
+                                          agent-q--pending))))
+    (cond ((cl-find-if (lambda (s) (and (eq (car s) 'running) (cdr s))) states) "the user's review")
+          ((cl-find-if (lambda (s) (memq (car s) '(queued deferred asking deciding))) states)
+           "the user's decision")
+          ((assq 'running states) "a tool"))))
 
 (provide 'agent-q-async)
 

@@ -710,6 +710,7 @@ An error in one is reported and does not stop the others."
 (require 'agent-q-tools)
 (require 'agent-q-async)
 (require 'agent-q-builtins)
+(require 'agent-q-mcp)
 
 (defvar agent-q-register-builtin-tools-on-load)
 (declare-function agent-q-register-builtin-tools "agent-q-builtins" (&optional registry))

@@ -11,6 +11,7 @@ pub mod diff;
 pub mod errors;
 pub mod exec;
 pub mod files;
+pub mod mcp;
 pub mod quit;
 pub mod registry;
 pub mod search;

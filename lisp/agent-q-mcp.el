@@ -1,0 +1,296 @@
+;;; agent-q-mcp.el --- agent-q as an MCP server for coding agents  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, processes, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; `agent-q-mcp-start' serves agent-q's tools to the coding agents of
+;; the terminal (Claude Code, Codex CLI, Gemini CLI, any Model Context
+;; Protocol client) from inside Emacs, over Streamable HTTP on
+;; 127.0.0.1, with a bearer token, and records how to connect in
+;; `agent-q-mcp-connection-file' (mode 0600), which the stdio relay
+;; bin/agent-q-mcp also reads.  Nothing listens until the user starts
+;; it (or turns on `agent-q-mcp-mode').
+;;
+;; The server itself runs in the module, on its own threads; it never
+;; touches a Lisp value.  A tool call is queued there and Emacs is woken
+;; through the module's channel; here, on Emacs's main thread, the call
+;; runs through the asynchronous executor -- with the client named in
+;; the prompt, the review and the audit log, cautious tools confirmed
+;; too (`agent-q-mcp-confirm-safety-levels'), every call audited -- and
+;; the result goes back to the waiting request.  Emacs busy delays calls
+;; but loses none; a client's cancellation withdraws a pending approval
+;; or review; while a call waits for the user, the client gets progress
+;; notifications saying so.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'json)
+(require 'agent-q-async)
+
+(declare-function agent-q--core-mcp-make-token "agent-q-core" ())
+(declare-function agent-q--core-mcp-start "agent-q-core" (port token progress-seconds))
+(declare-function agent-q--core-mcp-stop "agent-q-core" ())
+(declare-function agent-q--core-mcp-status "agent-q-core" ())
+(declare-function agent-q--core-mcp-set-tools "agent-q-core" (registry max-level))
+(declare-function agent-q--core-mcp-take "agent-q-core" ())
+(declare-function agent-q--core-mcp-complete "agent-q-core" (key is-error text))
+(declare-function agent-q--core-mcp-set-status "agent-q-core" (key text))
+(declare-function agent-q-get-tool "agent-q" (name &optional registry))
+(declare-function agent-q-tool-safety-level "agent-q" (tool))
+
+(defvar agent-q-registry-change-functions)
+
+;;;; Options
+
+(defgroup agent-q-mcp nil
+  "Serving agent-q's tools as a Model Context Protocol server."
+  :group 'agent-q
+  :prefix "agent-q-mcp-")
+
+(defcustom agent-q-mcp-port 0
+  "Port of the MCP server on 127.0.0.1; 0 means a free port, chosen at start."
+  :type 'natnum)
+
+(defcustom agent-q-mcp-connection-file (locate-user-emacs-file "agent-q-mcp.json")
+  "File where `agent-q-mcp-start' writes how to reach the server.
+JSON with `url', `token' and `pid', readable by the user only (mode
+0600).  The stdio relay (bin/agent-q-mcp) reads it; `agent-q-mcp-stop'
+and Emacs's exit remove it."
+  :type 'file)
+
+(defcustom agent-q-mcp-max-safety-level :dangerous
+  "The most dangerous tools offered to MCP clients.
+Tools above it are neither listed nor callable over MCP."
+  :type '(choice (const :safe) (const :cautious) (const :dangerous)))
+
+(defcustom agent-q-mcp-confirm-safety-levels '(:cautious :dangerous)
+  "Safety levels whose calls from MCP clients need the user's approval.
+A terminal agent's eval_form runs arbitrary code in your Emacs, so
+cautious tools are confirmed too by default.  Dangerous calls always
+are."
+  :type '(set (const :tag "Dangerous (always)" :dangerous)
+              (const :tag "Cautious" :cautious)
+              (const :tag "Safe" :safe)))
+
+(defcustom agent-q-mcp-progress-interval 15
+  "Seconds between progress notifications while a call waits for the user.
+Sent only to clients that asked for progress; each resets clients'
+idle timeouts (Claude Code gives up on a call idle for about 300 s)."
+  :type 'number)
+
+;;;; State
+
+(defvar agent-q-mcp--url nil
+  "The URL of the running server's endpoint, or nil.")
+
+(defvar agent-q-mcp--token nil
+  "The bearer token of the running server, or nil.")
+
+(defvar agent-q-mcp--calls (make-hash-table)
+  "Calls under way: the server's key -> (BATCH . LAST-STATUS).")
+
+(defun agent-q-mcp-running-p ()
+  "Non-nil when the MCP server is running."
+  (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status) t))
+
+;;;; Starting and stopping
+
+;;;###autoload
+(defun agent-q-mcp-start ()
+  "Start serving agent-q's tools to MCP clients on 127.0.0.1.
+The URL and a fresh token go into `agent-q-mcp-connection-file'; see
+`agent-q-mcp-status' for ready-made commands to connect a client."
+  (interactive)
+  (if (agent-q-mcp-running-p)
+      (when (called-interactively-p 'interactive)
+        (message "agent-q: the MCP server is already running at %s" agent-q-mcp--url))
+    (agent-q--ensure-channel)
+    (let ((token (agent-q--core-mcp-make-token)))
+      (setq agent-q-mcp--url (agent-q--core-mcp-start agent-q-mcp-port token
+                                                      (float agent-q-mcp-progress-interval))
+            agent-q-mcp--token token))
+    (cl-pushnew #'agent-q-mcp--drain agent-q--channel-drain-functions)
+    (add-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
+    (add-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
+    (add-hook 'kill-emacs-hook #'agent-q-mcp-stop)
+    (agent-q-mcp--sync-tools)
+    (agent-q-mcp--write-connection-file)
+    (message "agent-q: MCP server at %s (M-x agent-q-mcp-status to connect a client)"
+             agent-q-mcp--url))
+  agent-q-mcp--url)
+
+(defun agent-q-mcp-stop ()
+  "Stop the MCP server: release its port, remove the connection file.
+Calls still waiting are withdrawn (nothing more of them runs) and their
+clients get an error."
+  (interactive)
+  (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
+    (maphash (lambda (_key entry)
+               (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
+             agent-q-mcp--calls)
+    (clrhash agent-q-mcp--calls)
+    (setq agent-q--channel-drain-functions
+          (delq #'agent-q-mcp--drain agent-q--channel-drain-functions))
+    (remove-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
+    (remove-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
+    (remove-hook 'kill-emacs-hook #'agent-q-mcp-stop)
+    (agent-q-mcp--delete-connection-file)
+    (setq agent-q-mcp--url nil agent-q-mcp--token nil)
+    (when (and was (called-interactively-p 'interactive))
+      (message "agent-q: MCP server stopped"))
+    was))
+
+;;;###autoload
+(define-minor-mode agent-q-mcp-mode
+  "Serve agent-q's tools to MCP clients while this mode is on.
+Turning it on starts the server (`agent-q-mcp-start'), off stops it.
+Put (agent-q-mcp-mode 1) in your init file to start it with Emacs."
+  :global t
+  :group 'agent-q-mcp
+  (if agent-q-mcp-mode
+      (agent-q-mcp-start)
+    (agent-q-mcp-stop)))
+
+;;;; The connection file
+
+(defun agent-q-mcp--write-connection-file ()
+  "Write `agent-q-mcp-connection-file', readable by the user only."
+  (let* ((file (expand-file-name agent-q-mcp-connection-file))
+         (dir (file-name-directory file))
+         (text (json-encode `((url . ,agent-q-mcp--url)
+                              (token . ,agent-q-mcp--token)
+                              (pid . ,(emacs-pid))))))
+    (make-directory dir t)
+    ;; Created 0600 under a temporary name, then renamed: never readable by
+    ;; others, never seen half written.
+    (let ((temp (with-file-modes #o600
+                  (make-temp-file (expand-file-name ".agent-q-mcp-" dir) nil ".json" text))))
+      (set-file-modes temp #o600)
+      (rename-file temp file t))))
+
+(defun agent-q-mcp--delete-connection-file ()
+  "Delete `agent-q-mcp-connection-file' if this Emacs wrote it."
+  (let ((file (expand-file-name agent-q-mcp-connection-file)))
+    (when (and (file-exists-p file)
+               (ignore-errors
+                 (equal (alist-get 'pid (json-read-file file)) (emacs-pid))))
+      (delete-file file))))
+
+;;;; The tools offered
+
+(defun agent-q-mcp--sync-tools ()
+  "Offer the current tools; clients are told if the list changed."
+  (when (agent-q-mcp-running-p)
+    (agent-q--core-mcp-set-tools nil agent-q-mcp-max-safety-level)))
+
+(defun agent-q-mcp--registry-changed (registry)
+  "Offer the tools again after the global REGISTRY changed."
+  (unless registry
+    (agent-q-mcp--sync-tools)))
+
+(defun agent-q-mcp--offered-p (name)
+  "Non-nil when the tool NAME is one MCP clients may call.
+An unknown tool is left to the executor, which says so."
+  (let ((tool (agent-q-get-tool name)))
+    (or (null tool)
+        (<= (agent-q-mcp--rank (agent-q-tool-safety-level tool))
+            (agent-q-mcp--rank agent-q-mcp-max-safety-level)))))
+
+(defun agent-q-mcp--rank (level)
+  "The order of the safety LEVEL."
+  (pcase level (:safe 0) (:cautious 1) (_ 2)))
+
+;;;; Calls
+
+(defun agent-q-mcp--drain ()
+  "Take the server's events and act on them."
+  (when (fboundp 'agent-q--core-mcp-take)
+    (dolist (event (agent-q--core-mcp-take))
+      (pcase event
+        (`(:call ,key . ,props) (agent-q-mcp--call key props))
+        (`(:cancel ,key) (agent-q-mcp--cancel key))))))
+
+(defun agent-q-mcp--call (key props)
+  "Run the call KEY described by PROPS; its result answers the client."
+  (let ((tool (plist-get props :tool))
+        (client (plist-get props :client)))
+    (if (not (agent-q-mcp--offered-p tool))
+        (agent-q--core-mcp-complete
+         key t (format "Tool %s is not offered over MCP (agent-q-mcp-max-safety-level is %s)"
+                       tool agent-q-mcp-max-safety-level))
+      (let ((batch (agent-q--execute-async
+                    (list (list :id (format "mcp-%d" key) :name tool
+                                :arguments (plist-get props :arguments)))
+                    (lambda (results)
+                      (remhash key agent-q-mcp--calls)
+                      (let ((result (car results)))
+                        (agent-q--core-mcp-complete key (not (plist-get result :success))
+                                                    (plist-get result :content))))
+                    nil
+                    :client (concat client " (MCP)")
+                    :confirm agent-q-mcp-confirm-safety-levels
+                    :audit-all t)))
+        (puthash key (cons batch nil) agent-q-mcp--calls)
+        (agent-q-mcp--update-statuses)))))
+
+(defun agent-q-mcp--cancel (key)
+  "Withdraw the call KEY: its client cancelled it or went away."
+  (let ((entry (gethash key agent-q-mcp--calls)))
+    (remhash key agent-q-mcp--calls)
+    (when entry
+      (agent-q-cancel-batch (car entry) "the MCP client cancelled the request"))))
+
+(defun agent-q-mcp--update-statuses ()
+  "Tell each waiting client what its call waits for."
+  (maphash (lambda (key entry)
+             (let* ((waiting (agent-q-batch-waiting-for (car entry)))
+                    (status (and waiting (format "waiting for %s in Emacs" waiting))))
+               (when (and status (not (equal status (cdr entry))))
+                 (setcdr entry status)
+                 (agent-q--core-mcp-set-status key status))))
+           agent-q-mcp--calls))
+
+;;;; Status
+
+(defun agent-q-mcp-status ()
+  "Show the MCP server's state and copy a command that connects Claude Code.
+Return a plist (:url URL :token TOKEN :pending N :connection-file FILE),
+or nil when the server is not running."
+  (interactive)
+  (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status))))
+    (if (not status)
+        (progn (when (called-interactively-p 'interactive)
+                 (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)"))
+               nil)
+      (let ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
+                             agent-q-mcp--url agent-q-mcp--token)))
+        (when (called-interactively-p 'interactive)
+          (kill-new command)
+          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s.  Copied: %s"
+                   agent-q-mcp--url (plist-get status :pending)
+                   (abbreviate-file-name (expand-file-name agent-q-mcp-connection-file))
+                   (replace-regexp-in-string "Bearer [0-9a-f]+" "Bearer <token>" command)))
+        (list :url agent-q-mcp--url :token agent-q-mcp--token
+              :pending (plist-get status :pending)
+              :connection-file (expand-file-name agent-q-mcp-connection-file)
+              :command command)))))
+
+(provide 'agent-q-mcp)
+
+;;; agent-q-mcp.el ends here

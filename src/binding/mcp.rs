@@ -1,0 +1,225 @@
+//! `agent-q--core-mcp-*`: the MCP server ([`crate::mcp`]) driven from Emacs.
+//!
+//! The server runs on its own tokio runtime and never touches a Lisp value: a `tools/call` becomes
+//! an [`Event`] in the hub's queue and Emacs is woken through the module's channel
+//! ([`super::channel`]); the channel's filter, on Emacs's main thread, takes the events
+//! (`agent-q--core-mcp-take`), runs the calls through the asynchronous executor and answers each
+//! with `agent-q--core-mcp-complete`. The tool list the server offers is set from the registry by
+//! `agent-q--core-mcp-set-tools`, which agent-q-mcp.el calls whenever the registry changes.
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use emacs::{defun, Env, IntoLisp, Result, Value};
+use serde_json::Value as Json;
+
+use super::errors::{self, Kind};
+use super::registry::{lock as lock_registry, name_list, resolve};
+use crate::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
+use crate::spec::SafetyLevel;
+
+struct Running {
+    hub: Arc<Hub>,
+    server: RunningServer,
+}
+
+fn state() -> MutexGuard<'static, Option<Running>> {
+    static STATE: OnceLock<Mutex<Option<Running>>> = OnceLock::new();
+    STATE
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn hub(env: &Env) -> Result<Arc<Hub>> {
+    match state().as_ref() {
+        Some(r) => Ok(r.hub.clone()),
+        None => errors::signal(
+            env,
+            Kind::Generic,
+            "The MCP server is not running (M-x agent-q-mcp-start)",
+        ),
+    }
+}
+
+/// A fresh bearer token: 256 random bits as 64 hexadecimal digits.
+#[defun]
+fn mcp_make_token(env: &Env) -> Result<String> {
+    match make_token() {
+        Ok(t) => Ok(t),
+        Err(e) => errors::signal(env, Kind::Generic, e.to_string()),
+    }
+}
+
+/// Start the MCP server on 127.0.0.1:PORT (0: a free port), requiring TOKEN, sending progress
+/// every PROGRESS-SECONDS while a call waits. The module's channel must be open: the server wakes
+/// Emacs through it. Return the URL of its endpoint. Signals when it is running already or the
+/// port cannot be bound.
+#[defun]
+fn mcp_start(env: &Env, port: i64, token: String, progress_seconds: f64) -> Result<String> {
+    if !super::channel::is_open() {
+        return errors::signal(env, Kind::Generic, "agent-q's channel to Emacs is not open");
+    }
+    let mut s = state();
+    if s.as_ref().is_some_and(|r| r.server.is_running()) {
+        return errors::signal(env, Kind::Generic, "The MCP server is already running");
+    }
+    let Ok(port) = u16::try_from(port) else {
+        return errors::signal(env, Kind::Generic, format!("Invalid port {port}"));
+    };
+    let progress = Duration::try_from_secs_f64(progress_seconds.max(0.1)).unwrap_or(Duration::from_secs(15));
+    let hub = Hub::new(Box::new(|| {
+        super::channel::wake();
+    }));
+    let config = Config {
+        port,
+        token,
+        progress_interval: progress,
+    };
+    match Server::start(hub.clone(), config) {
+        Ok(server) => {
+            let url = server.url();
+            *s = Some(Running { hub, server });
+            Ok(url)
+        }
+        Err(e) => errors::signal(env, Kind::Generic, e.to_string()),
+    }
+}
+
+/// Stop the MCP server: the port is released, and every call still waiting is answered with an
+/// error. Return t if it was running.
+#[defun]
+fn mcp_stop() -> Result<bool> {
+    // Take it out first: stopping waits a little for answers to be written, and no lock may be
+    // held meanwhile.
+    let running = state().take();
+    Ok(match running {
+        Some(mut r) => {
+            let was = r.server.is_running();
+            r.server.stop();
+            was
+        }
+        None => false,
+    })
+}
+
+/// The server's state: (:url URL :port PORT :pending N) while it runs, nil otherwise.
+#[defun]
+fn mcp_status(env: &Env) -> Result<Value<'_>> {
+    let s = state();
+    let Some(r) = s.as_ref().filter(|r| r.server.is_running()) else {
+        return env.intern("nil");
+    };
+    let (url, port, pending) = (r.server.url(), r.server.port(), r.hub.pending_count());
+    drop(s);
+    env.list((
+        env.intern(":url")?,
+        url,
+        env.intern(":port")?,
+        i64::from(port),
+        env.intern(":pending")?,
+        i64::try_from(pending).unwrap_or(i64::MAX),
+    ))
+}
+
+/// Offer the enabled tools of REGISTRY up to MAX-LEVEL (:safe, :cautious or :dangerous) to MCP
+/// clients. Clients are told (`notifications/tools/list_changed`) when the list changed. Return t
+/// if it changed.
+#[defun]
+fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) -> Result<bool> {
+    let hub = hub(env)?;
+    let level = match name_list(env, env.list((max_level,))?, "MAX-LEVEL")?.first() {
+        Some(name) => match name.parse::<SafetyLevel>() {
+            Ok(l) => l,
+            Err(e) => return errors::signal(env, Kind::Generic, e.problem),
+        },
+        None => SafetyLevel::Dangerous,
+    };
+    let tools: Vec<ToolInfo> = lock_registry(resolve(registry)?)
+        .filter(Some(level), &[], false)
+        .iter()
+        .map(|r| ToolInfo {
+            name: r.spec.name.clone(),
+            title: None,
+            description: r.spec.description.clone(),
+            input_schema: r.spec.parameters.as_object().cloned().unwrap_or_default(),
+            safety_level: r.spec.safety_level,
+        })
+        .collect();
+    Ok(hub.set_tools(tools))
+}
+
+/// Take the events queued by the server: a list of
+/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :session SESSION :progress BOOL)
+/// and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself. Nil when the
+/// server is not running.
+#[defun]
+fn mcp_take(env: &Env) -> Result<Value<'_>> {
+    let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
+        return env.intern("nil");
+    };
+    let mut items = Vec::new();
+    for event in hub.take_events() {
+        items.push(match event {
+            Event::Call {
+                key,
+                client,
+                tool,
+                arguments,
+                progress,
+            } => {
+                let key = i64::try_from(key).unwrap_or(i64::MAX);
+                let who = if client.version.is_empty() {
+                    client.name.clone()
+                } else {
+                    format!("{} {}", client.name, client.version)
+                };
+                let args = Json::Object(arguments).to_string();
+                let fields = [
+                    env.intern(":call")?,
+                    key.into_lisp(env)?,
+                    env.intern(":tool")?,
+                    tool.into_lisp(env)?,
+                    env.intern(":arguments")?,
+                    args.into_lisp(env)?,
+                    env.intern(":client")?,
+                    who.into_lisp(env)?,
+                    env.intern(":session")?,
+                    match client.session {
+                        Some(s) => s.into_lisp(env)?,
+                        None => env.intern("nil")?,
+                    },
+                    env.intern(":progress")?,
+                    progress.into_lisp(env)?,
+                ];
+                env.list(fields)?
+            }
+            Event::Cancel { key } => env.list((env.intern(":cancel")?, i64::try_from(key).unwrap_or(i64::MAX)))?,
+        });
+    }
+    env.list(&items)
+}
+
+/// Answer the call KEY with TEXT, as a failure (`isError') when IS-ERROR is non-nil. Return t if
+/// the call was still waiting (a withdrawn or answered call is ignored).
+#[defun]
+fn mcp_complete(key: i64, is_error: Value<'_>, text: String) -> Result<bool> {
+    let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
+        return Ok(false);
+    };
+    let outcome = if is_error.is_not_nil() {
+        Outcome::error(text)
+    } else {
+        Outcome::ok(text)
+    };
+    Ok(hub.complete(u64::try_from(key).unwrap_or(0), outcome))
+}
+
+/// Tell the client of call KEY what it waits for (sent as progress, if it asked for progress).
+#[defun]
+fn mcp_set_status(key: i64, text: String) -> Result<bool> {
+    let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
+        return Ok(false);
+    };
+    Ok(hub.set_status(u64::try_from(key).unwrap_or(0), text))
+}
