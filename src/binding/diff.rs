@@ -5,11 +5,17 @@
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
+use super::args::{self, MAX_TEXT_BYTES};
 use super::errors::{self, Kind};
 use crate::diff::{self, Decision, DiffError, LineTag};
 
-/// Most decisions read from a Lisp list (guards against circular lists).
+/// Most decisions read from a Lisp list.
 const MAX_DECISIONS: usize = 10_000_000;
+
+/// The text argument V, named WHAT, or an `agent-q-error`.
+fn text(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
+    args::string(env, v, what, MAX_TEXT_BYTES)
+}
 
 fn fail<T>(env: &Env, error: DiffError) -> Result<T> {
     errors::signal(env, Kind::Diff, error.to_string())
@@ -34,7 +40,8 @@ fn tag_symbol(tag: LineTag) -> &'static str {
 /// START and END character offsets in its TEXT. OLD-SIDE and NEW-SIDE are the exact texts the
 /// hunk covers, context included, newlines included.
 #[defun]
-fn diff_hunks<'e>(env: &'e Env, old: String, new: String) -> Result<Value<'e>> {
+fn diff_hunks<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>) -> Result<Value<'e>> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
     let hunks = match diff::hunks(&old, &new) {
         Ok(hunks) => hunks,
         Err(e) => return fail(env, e),
@@ -78,24 +85,28 @@ fn diff_hunks<'e>(env: &'e Env, old: String, new: String) -> Result<Value<'e>> {
 }
 
 fn decision<'e>(env: &'e Env, value: Value<'e>) -> Result<Decision> {
-    let ty: String = env.call("symbol-name", [env.type_of(value)?])?.into_rust()?;
-    match ty.as_str() {
-        "string" => return Ok(Decision::Edit(value.into_rust()?)),
+    let ty = args::type_name(env, value);
+    let described = match ty.as_str() {
+        "string" => return Ok(Decision::Edit(text(env, value, "An edited hunk")?)),
         "symbol" => {
-            let name: String = env.call("symbol-name", [value])?.into_rust()?;
-            match name.as_str() {
-                "accept" | ":accept" => return Ok(Decision::Accept),
-                "reject" | ":reject" => return Ok(Decision::Reject),
-                _ => {}
+            let name = args::string(env, env.call("symbol-name", [value])?, "A decision", 256)?;
+            // Only the interned symbols are decisions: an uninterned look-alike is not.
+            if env.call("intern-soft", [value])? == value {
+                match name.as_str() {
+                    "accept" | ":accept" => return Ok(Decision::Accept),
+                    "reject" | ":reject" => return Ok(Decision::Reject),
+                    _ => {}
+                }
             }
+            format!("the symbol {name}")
         }
-        _ => {}
-    }
-    let printed: String = env.call("prin1-to-string", [value])?.into_rust()?;
+        // Not printed: the value may be huge, deeply nested or circular.
+        other => format!("a {other}"),
+    };
     errors::signal(
         env,
         Kind::Diff,
-        format!("invalid hunk decision {printed}: expected accept, reject or a string (the edited new side)"),
+        format!("invalid hunk decision ({described}): expected accept, reject or a string (the edited new side)"),
     )
 }
 
@@ -105,17 +116,28 @@ fn decision<'e>(env: &'e Env, value: Value<'e>) -> Result<Decision> {
 /// `:accept') takes the new side, `reject' (or `:reject') keeps the old side, and a string
 /// replaces the hunk's old side (context included) with that text.
 #[defun]
-fn diff_apply<'e>(env: &'e Env, old: String, new: String, decisions: Value<'e>) -> Result<String> {
-    let mut parsed = Vec::new();
+fn diff_apply<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>, decisions: Value<'e>) -> Result<String> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
+    // Measured first: a circular or dotted list is refused before anything is read from it.
+    let length = env.call("proper-list-p", [decisions])?;
+    if !length.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Diff,
+            "hunk decisions must be a proper list (this one is circular, dotted or not a list)",
+        );
+    }
+    let length = usize::try_from(length.into_rust::<i64>()?).unwrap_or(usize::MAX);
+    if length > MAX_DECISIONS {
+        return errors::signal(
+            env,
+            Kind::Diff,
+            format!("too many hunk decisions (at most {MAX_DECISIONS})"),
+        );
+    }
+    let mut parsed = Vec::with_capacity(length.min(4096));
     let mut rest = decisions;
-    while rest.is_not_nil() {
-        if parsed.len() >= MAX_DECISIONS {
-            return errors::signal(env, Kind::Diff, "too many hunk decisions");
-        }
-        let consp = env.call("consp", [rest])?.is_not_nil();
-        if !consp {
-            return errors::signal(env, Kind::Diff, "hunk decisions must be a proper list");
-        }
+    for _ in 0..length {
         parsed.push(decision(env, rest.car()?)?);
         rest = rest.cdr()?;
     }
@@ -132,7 +154,8 @@ fn diff_apply<'e>(env: &'e Env, old: String, new: String, decisions: Value<'e>) 
 /// explanation when ORIGINAL is absent (with the current text around the closest match) or
 /// occurs more than once (with the lines where it occurs).
 #[defun]
-fn diff_locate<'e>(env: &'e Env, current: String, original: String) -> Result<Value<'e>> {
+fn diff_locate<'e>(env: &'e Env, current: Value<'e>, original: Value<'e>) -> Result<Value<'e>> {
+    let (current, original) = (text(env, current, "CURRENT")?, text(env, original, "ORIGINAL")?);
     match diff::locate(&current, &original) {
         Ok(span) => env.list((
             env.intern(":start")?,
@@ -151,7 +174,16 @@ fn diff_locate<'e>(env: &'e Env, current: String, original: String) -> Result<Va
 /// Return the unified diff of OLD and NEW with labels OLD-LABEL and NEW-LABEL, as `diff -u`
 /// prints it ("" when identical).
 #[defun]
-fn diff_unified(env: &Env, old: String, new: String, old_label: String, new_label: String) -> Result<String> {
+fn diff_unified<'e>(
+    env: &'e Env,
+    old: Value<'e>,
+    new: Value<'e>,
+    old_label: Value<'e>,
+    new_label: Value<'e>,
+) -> Result<String> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
+    let old_label = args::string(env, old_label, "OLD-LABEL", args::MAX_NAME_BYTES)?;
+    let new_label = args::string(env, new_label, "NEW-LABEL", args::MAX_NAME_BYTES)?;
     match diff::unified(&old, &new, &old_label, &new_label) {
         Ok(text) => Ok(text),
         Err(e) => fail(env, e),

@@ -48,12 +48,9 @@ pub fn resolve<'e>(registry: Value<'e>) -> Result<&'e Shared> {
     }
 }
 
-/// V as a string, or an `agent-q-error` naming WHAT.
+/// V as a string, or an `agent-q-error` naming WHAT and the problem.
 pub fn string_arg(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
-    match convert::read_string(v, 1 << 20) {
-        Ok(s) => Ok(s),
-        Err(_) => errors::signal(env, Kind::Generic, format!("{what} must be a string")),
-    }
+    super::args::string(env, v, what, super::args::MAX_NAME_BYTES)
 }
 
 /// Lock a registry, recovering from a poisoned lock.
@@ -400,15 +397,32 @@ fn schemas<'e>(
     format: Value<'e>,
     as_json: Value<'e>,
 ) -> Result<Value<'e>> {
-    let fmt = sexp_of(env, format, Kind::Generic)?;
+    let fmt = if format.is_not_nil() && env.call("symbolp", (format,))?.is_not_nil() {
+        sexp_of(env, format, Kind::Generic)?
+    } else if format.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!(
+                "The schema format must be :openai or :anthropic, not a {}",
+                super::args::type_name(env, format)
+            ),
+        );
+    } else {
+        Sexp::Nil
+    };
     let format = match fmt.as_keyword().or_else(|| fmt.as_symbol()) {
-        None | Some("openai") => SchemaFormat::OpenAi,
+        Some("openai") => SchemaFormat::OpenAi,
         Some("anthropic") => SchemaFormat::Anthropic,
-        Some(other) => {
+        None if fmt.is_nil() => SchemaFormat::OpenAi,
+        _ => {
             return errors::signal(
                 env,
                 Kind::Generic,
-                format!("Unknown schema format :{other} (expected :openai or :anthropic)"),
+                format!(
+                    "Unknown schema format {} (expected :openai or :anthropic)",
+                    sexp::describe(&fmt)
+                ),
             )
         }
     };
@@ -492,10 +506,11 @@ fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<
 fn decide<'e>(
     env: &'e Env,
     registry: Value<'e>,
-    name: String,
+    name: Value<'e>,
     decision: Value<'e>,
     args: Value<'e>,
 ) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let d = match convert::to_sexp(env, decision, Limits::default()) {
         Ok(s) => executor::parse_decision(&s),
         Err(WalkError::Convert(e)) => Decision::Invalid(format!(
@@ -531,8 +546,14 @@ fn decide<'e>(
 /// Register in REGISTRY the native tool NAME that waits, with a timeout of TIMEOUT-MS.
 /// It exercises native tools (runtime, timeout, `C-g`) from Lisp.
 #[defun]
-fn register_wait_tool<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, timeout_ms: i64) -> Result<Value<'e>> {
+fn register_wait_tool<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    name: Value<'e>,
+    timeout_ms: Value<'e>,
+) -> Result<Value<'e>> {
     let name = string_arg(env, name, "The tool name")?;
+    let timeout_ms = super::args::integer(env, timeout_ms, "TIMEOUT-MS")?;
     use crate::native::{Tool, WaitTool};
     let tool = WaitTool {
         name,

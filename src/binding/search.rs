@@ -5,6 +5,7 @@
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
+use super::args;
 use super::errors::{self, Kind};
 use crate::search;
 
@@ -18,8 +19,16 @@ use crate::search;
 /// mode-specific syntax classes), is invalid or too large signals `agent-q-search-error' with a
 /// message that names the problem.
 #[defun]
-fn regex_search<'e>(env: &'e Env, text: String, pattern: String, case_fold: Value<'e>, max: i64) -> Result<Value<'e>> {
-    let max = usize::try_from(max).unwrap_or(0);
+fn regex_search<'e>(
+    env: &'e Env,
+    text: Value<'e>,
+    pattern: Value<'e>,
+    case_fold: Value<'e>,
+    max: Value<'e>,
+) -> Result<Value<'e>> {
+    let text = args::string(env, text, "TEXT", args::MAX_TEXT_BYTES)?;
+    let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
+    let max = usize::try_from(args::integer(env, max, "MAX")?).unwrap_or(0);
     let found = match search::search(&text, &pattern, case_fold.is_not_nil(), max) {
         Ok(found) => found,
         Err(e) => return errors::signal(env, Kind::Search, e.to_string()),
@@ -38,7 +47,8 @@ fn regex_search<'e>(env: &'e Env, text: String, pattern: String, case_fold: Valu
 /// does not appear in the translation. Signals
 /// `agent-q-search-error' for a pattern it cannot translate.
 #[defun]
-fn regex_translate(env: &Env, pattern: String) -> Result<Value<'_>> {
+fn regex_translate<'e>(env: &'e Env, pattern: Value<'e>) -> Result<Value<'e>> {
+    let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
     match search::translate(&pattern) {
         Ok(t) => t.pattern.into_lisp(env),
         Err(e) => errors::signal(env, Kind::Search, e.to_string()),

@@ -33,24 +33,40 @@ const MAX_FILES: usize = 200_000;
 
 /// Read the list FILES of file name strings.
 fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+    // Measured first: a circular or dotted list is refused before anything is read from it.
+    let length = env.call("proper-list-p", (files,))?;
+    if !length.is_not_nil() {
+        return errors::signal(
+            env,
+            ErrorKind::Xref,
+            "FILES must be a proper list of file names (this one is circular, dotted or not a list)",
+        );
+    }
+    let length = usize::try_from(length.into_rust::<i64>()?).unwrap_or(usize::MAX);
+    if length > MAX_FILES {
+        return errors::signal(
+            env,
+            ErrorKind::Xref,
+            format!("too many files to scan (at most {MAX_FILES})"),
+        );
+    }
+    let mut out = Vec::with_capacity(length);
     let mut rest = files;
-    while rest.is_not_nil() {
-        if !env.call("consp", (rest,))?.is_not_nil() {
-            return errors::signal(env, ErrorKind::Xref, "FILES must be a proper list of file names");
-        }
-        if out.len() >= MAX_FILES {
-            return errors::signal(
-                env,
-                ErrorKind::Xref,
-                format!("too many files to scan (at most {MAX_FILES})"),
-            );
-        }
+    for _ in 0..length {
         let file: Value<'_> = rest.car()?;
         if !env.call("stringp", (file,))?.is_not_nil() {
             return errors::signal(env, ErrorKind::Xref, "FILES must contain only file name strings");
         }
-        out.push(PathBuf::from(file.into_rust::<String>()?));
+        match super::convert::read_string(file, 64 << 10) {
+            Ok(name) => out.push(PathBuf::from(name)),
+            Err(_) => {
+                return errors::signal(
+                    env,
+                    ErrorKind::Xref,
+                    "FILES must contain only file names (of at most 64 KiB, valid Unicode text)",
+                )
+            }
+        }
         rest = rest.cdr()?;
     }
     Ok(out)
@@ -68,11 +84,16 @@ fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
 /// others), kept until the file's size or modification time changes, so later scans skip the
 /// files that do not contain NAME without reading them.
 #[defun]
-fn xref_scan<'e>(env: &'e Env, files: Value<'e>, name: String, kind: Value<'e>) -> Result<Value<'e>> {
+fn xref_scan<'e>(env: &'e Env, files: Value<'e>, name: Value<'e>, kind: Value<'e>) -> Result<Value<'e>> {
+    let name = super::args::string(env, name, "NAME", super::args::MAX_NAME_BYTES)?;
     let kind_name: String = env
         .call("symbol-name", (kind,))
-        .and_then(|v| v.into_rust())
-        .or_else(|_| errors::signal(env, ErrorKind::Xref, "KIND must be the symbol `call` or `reference`"))?;
+        .ok()
+        .and_then(|v| super::convert::read_string(v, 64).ok())
+        .map_or_else(
+            || errors::signal(env, ErrorKind::Xref, "KIND must be the symbol `call` or `reference`"),
+            Ok,
+        )?;
     let kind: Kind = match kind_name.parse() {
         Ok(kind) => kind,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
