@@ -28,6 +28,7 @@
 (require 'agent-q-support)
 
 (declare-function agent-q--error-message "agent-q" (condition))
+(declare-function agent-q--print-bounded "agent-q" (value limit &optional princ))
 
 ;;;; Options
 
@@ -69,8 +70,9 @@ Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
 
 (defun agent-q-builtins--frame-string (fun args)
   "Return the backtrace frame FUN applied to ARGS as one short line."
-  (let ((print-length 8) (print-level 3) (print-escape-newlines t) (print-circle nil))
-    (truncate-string-to-width (prin1-to-string (cons fun args))
+  (let ((print-length 8) (print-level 3) (print-escape-newlines t))
+    ;; Bounded in size too: `print-level' does not apply to vectors in Emacs 28.
+    (truncate-string-to-width (car (agent-q--print-bounded (cons fun args) 201))
                               200 nil nil "...")))
 
 (defun agent-q-builtins--call-capturing (thunk)

@@ -514,10 +514,15 @@ ARGS holds \"package\" and optionally \"include_internal\"."
       (let ((form (cadr read)))
         (condition-case err
             (let* ((expansion (if full (macroexpand-all form) (macroexpand-1 form)))
-                   (text (let ((print-escape-newlines t))
-                           (agent-q-builtins--truncate
-                            (string-trim-right (pp-to-string expansion))
-                            (* 4 agent-q-builtins-max-value-chars)))))
+                   (text (let* ((print-escape-newlines t)
+                                (limit (* 4 agent-q-builtins-max-value-chars))
+                                ;; Measured first: an expansion sharing its parts can print
+                                ;; to exponentially many characters.
+                                (printed (agent-q--print-bounded expansion limit)))
+                           (if (eq (cdr printed) t)
+                               (string-trim-right (let ((print-circle nil)) (pp-to-string expansion)))
+                             (format "%s\n[... more not shown: the expansion prints to more than %d characters ...]"
+                                     (car printed) limit)))))
               (if (equal expansion form)
                   (format "No expansion: the form is not a macro call%s, so it expands to itself:\n%s"
                           (if full " and contains none" "")

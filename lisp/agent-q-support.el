@@ -27,6 +27,7 @@
 (require 'subr-x)
 
 (declare-function agent-q--error-message "agent-q" (condition))
+(declare-function agent-q--print-bounded "agent-q" (value limit &optional princ))
 
 ;;;; Options
 
@@ -51,16 +52,26 @@ Longer values are cut and the result says how much was cut."
             (substring string 0 max) (- (length string) max))))
 
 (defun agent-q-builtins--print (value)
-  "Return VALUE printed readably, with bounded length and depth.
+  "Return VALUE printed readably, with bounded length, depth and size.
 `print-circle' stays off: its pre-pass in Emacs 28 recurses on the
 value's depth, ignoring `print-level', and a deeply nested value would
-overflow the stack.  Within the bounds, cycles print as #N."
-  (let ((print-length 100)
-        (print-level 10)
-        (print-escape-newlines t)
-        (print-circle nil))
-    (agent-q-builtins--truncate (prin1-to-string value)
-                                agent-q-builtins-max-value-chars)))
+overflow the stack.  Within the bounds, cycles print as #N.  Printing
+stops after four times `agent-q-builtins-max-value-chars' characters
+\(see `agent-q--print-bounded': a value sharing its parts can print to
+exponentially many)."
+  (let* ((print-length 100)
+         (print-level 10)
+         (print-escape-newlines t)
+         (limit (* 4 agent-q-builtins-max-value-chars))
+         (printed (agent-q--print-bounded value limit)))
+    (pcase (cdr printed)
+      ('t (agent-q-builtins--truncate (car printed) agent-q-builtins-max-value-chars))
+      ('limit (format "%s\n[... more characters not shown: the value prints to more than %d ...]"
+                      (substring (car printed) 0 (min (length (car printed))
+                                                      agent-q-builtins-max-value-chars))
+                      limit))
+      (_ (format "%s\n[... more not shown: the value is nested too deeply for Emacs's printer ...]"
+                 (car printed))))))
 
 (defun agent-q-builtins--blank-p (string)
   "Return non-nil when STRING is nil or only whitespace."
