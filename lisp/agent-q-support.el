@@ -80,6 +80,47 @@ exponentially many)."
 
 ;;;; Reading forms
 
+(defconst agent-q-builtins--max-form-depth 1000
+  "Deepest nesting of parentheses and brackets in a form text that is read.
+Emacs 28's reader recurses once per level, and once per quote or label
+prefix: text nested some 30,000 levels deep overflows the C stack (in
+batch mode Emacs then hangs).  Forms that deep cannot be evaluated
+anyway (`max-lisp-eval-depth').")
+
+(defconst agent-q-builtins--max-form-prefixes 10
+  "Most quote, backquote, comma, #\=' or #N= prefixes in a row in a form text.
+With `agent-q-builtins--max-form-depth', this bounds how deep the
+reader recurses (about 11,000 levels, well within its stack).")
+
+(defun agent-q-builtins--too-deep-p (string)
+  "Non-nil when reading STRING could recurse too deeply for Emacs's reader.
+That is: when it nests more than `agent-q-builtins--max-form-depth'
+levels, measured with `parse-partial-sexp' (linear, no recursion; with
+Emacs Lisp syntax, so strings, comments and escaped characters do not
+count), or has, outside strings and comments, a run of more than
+`agent-q-builtins--max-form-prefixes' prefixes."
+  (with-temp-buffer
+    (set-syntax-table emacs-lisp-mode-syntax-table)
+    (insert string)
+    (or (> (car (parse-partial-sexp (point-min) (point-max)
+                                    (1+ agent-q-builtins--max-form-depth)))
+           agent-q-builtins--max-form-depth)
+        (let ((run (format "\\(?:\\(?:['`]\\|,@?\\|#'\\|#[0-9]+=\\)[ \t\n\r\f]*\\)\\{%d,\\}"
+                           (1+ agent-q-builtins--max-form-prefixes)))
+              (from (point-min))
+              (state nil)
+              (found nil))
+          (goto-char (point-min))
+          (while (and (not found) (re-search-forward run nil t))
+            (let ((start (match-beginning 0)) (end (match-end 0)))
+              ;; The syntax state where the run starts, parsed on from the last one: linear.
+              (setq state (parse-partial-sexp from start nil nil state)
+                    from start)
+              (if (nth 8 state)
+                  (goto-char end)
+                (setq found t))))
+          found))))
+
 (defun agent-q-builtins--read-one-form (string)
   "Read exactly one form from STRING.
 Return (:ok FORM) or (:error MESSAGE).  Text after the form other
@@ -89,6 +130,9 @@ than whitespace and comments is an error."
     (list :error "The form must be a string of Emacs Lisp code."))
    ((agent-q-builtins--blank-p string)
     (list :error "The form is empty: give exactly one Emacs Lisp form."))
+   ((agent-q-builtins--too-deep-p string)
+    (list :error (format "The form nests too deeply to be read safely (more than %d levels of parentheses, or more than %d quotes or labels in a row)."
+                         agent-q-builtins--max-form-depth agent-q-builtins--max-form-prefixes)))
    (t
     (condition-case err
         (let* ((read (read-from-string string))
