@@ -441,6 +441,10 @@ or :anthropic, giving (:name N :description D :input_schema S).
 With JSON non-nil, return one JSON array as a string, ready for a
 request body.  Results are cached until the registry changes; do not
 modify them."
+  (unless (proper-list-p tools)
+    (signal 'agent-q-error
+            (list (format "TOOLS must be a list of tools or tool names, not a %s"
+                          (if (consp tools) "circular or dotted list" (type-of tools))))))
   (let* ((names (mapcar (lambda (tool) (if (agent-q-tool-p tool) (agent-q-tool-name tool) tool))
                         tools))
          (key (list registry (agent-q--core-generation registry) names format json)))
