@@ -23,6 +23,8 @@ pub mod error;
 pub mod executor;
 pub mod fsutil;
 pub mod native;
+#[cfg(test)]
+mod proptests;
 pub mod registry;
 pub mod search;
 pub mod sexp;
