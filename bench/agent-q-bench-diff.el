@@ -32,6 +32,19 @@
 ;; every other hunk accepted) at each size, per line, with its growth
 ;; exponent: it must be linear.
 ;;
+;; Plus two freeze checks, timed on the wall clock against the 100 ms
+;; budget of anything a tool does on Emacs's main thread:
+;;
+;;   - opening a review of the 100,000-line diff with a diff session
+;;     (`agent-q--core-diff-session', its summary and the first
+;;     `agent-q-bench-diff-screen' hunks built), beside building every
+;;     hunk at once with `agent-q--core-diff-hunks', and applying
+;;     decisions from the session beside `agent-q--core-diff-apply';
+;;   - `agent-q--core-diff-locate' with a stale `original' (three lines
+;;     from the middle, each edited, so that no line matches and the
+;;     closest one must be searched) in texts of long lines: 2 MB and
+;;     10 MB of 1,000-character lines, and 10 MB of 100-character lines.
+;;
 ;; Before timing, the module's unified diff is compared with GNU diff's
 ;; (same hunks, headers aside) and applying all / no hunks must give the
 ;; new / old text.
@@ -45,9 +58,28 @@
 (declare-function agent-q--core-diff-hunks "agent-q-core" (old new))
 (declare-function agent-q--core-diff-unified "agent-q-core" (old new old-label new-label))
 (declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
+(declare-function agent-q--core-diff-locate "agent-q-core" (current original))
+(declare-function agent-q--core-diff-session "agent-q-core" (old new))
+(declare-function agent-q--core-diff-session-summary "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-hunk "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-apply "agent-q-core" (session decisions))
 
 (defconst agent-q-bench-diff-sizes '(1000 10000 100000)
   "The sizes of the texts, in lines.")
+
+(defconst agent-q-bench-diff-screen 20
+  "Hunks a review builds when it opens: about a screenful.")
+
+(defconst agent-q-bench-diff-freeze-ms 100
+  "The longest a tool may keep Emacs's main thread busy, in milliseconds.")
+
+(defconst agent-q-bench-diff-locate-texts
+  '((2000 990 words) (10000 990 words) (100000 100 words) (11000 900 permuted))
+  "The texts of the stale-original benchmark: (LINES WIDTH KIND).
+WIDTH is in characters.  KIND `words' makes lines of random words;
+`permuted' makes every line a permutation of the same 150 words, which
+defeats the bounds that prune the closest-match search: the adversarial
+case, where the search must be cut short.")
 
 (defun agent-q-bench-diff-text (lines changed)
   "Return a text of LINES lines; the lines whose index is in CHANGED differ.
@@ -108,6 +140,107 @@ same arguments (seeded `random')."
      (if (equal all new) "yes" "**NO**") (if (equal none old) "yes" "**NO**"))
     (length hunks)))
 
+(defun agent-q-bench-diff--permuted-lines (lines)
+  "Return LINES lines, each a permutation of the same 150 words (seeded)."
+  (let ((words (vconcat (mapcar (lambda (i) (format "w%03dx" i)) (number-sequence 0 149)))))
+    (random "agent-q-bench-permuted")
+    (mapconcat (lambda (_)
+                 (cl-loop for i from (1- (length words)) downto 1
+                          do (cl-rotatef (aref words i) (aref words (random (1+ i)))))
+                 (concat (mapconcat #'identity words " ") "\n"))
+               (number-sequence 1 lines) "")))
+
+(defun agent-q-bench-diff--long-lines (lines width &optional kind)
+  "Return a text of LINES lines of about WIDTH characters of words (seeded).
+KIND `permuted' gives `agent-q-bench-diff--permuted-lines' instead."
+  (if (eq kind 'permuted)
+      (agent-q-bench-diff--permuted-lines lines)
+    (let ((words ["alpha" "beta" "gamma" "delta" "epsilon" "zeta" "eta" "theta"]))
+      (random "agent-q-bench-long")
+      (mapconcat (lambda (i)
+                   (let ((parts (list (format "%06d" i))) (len 6))
+                     (while (< len width)
+                       (let ((w (aref words (random 8))))
+			 (push w parts)
+			 (setq len (+ len 1 (length w)))))
+                     (concat (mapconcat #'identity (nreverse parts) " ") "\n")))
+		 (number-sequence 1 lines) ""))))
+
+(defun agent-q-bench-diff--stale-excerpt (text)
+  "Return three lines from the middle of TEXT, each with one character edited.
+The character at the middle of each line becomes \"#\"."
+  (let* ((lines (split-string text "\n"))
+         (middle (/ (length lines) 2)))
+    (mapconcat (lambda (line)
+                 (let ((i (/ (length line) 2)))
+                   (concat (substring line 0 i) "#" (substring line (1+ i)) "\n")))
+               (cl-subseq lines middle (+ middle 3)) "")))
+
+(defun agent-q-bench-diff--locate-message (current original)
+  "The error message of locating ORIGINAL in CURRENT (it must not be found)."
+  (condition-case err
+      (progn (agent-q--core-diff-locate current original) "FOUND (unexpected)")
+    (agent-q-diff-error (cadr err))))
+
+(defun agent-q-bench-diff--open-review (old new)
+  "What a review of OLD -> NEW does when it opens, with a session.
+Return the session, its summary and the first hunks."
+  (let* ((session (agent-q--core-diff-session old new))
+         (summary (agent-q--core-diff-session-summary session)))
+    (list session summary
+          (mapcar (lambda (i) (agent-q--core-diff-session-hunk session i))
+                  (number-sequence 0 (1- (min agent-q-bench-diff-screen (length summary))))))))
+
+(defun agent-q-bench-diff--review (old new decisions)
+  "Benchmark 3's review rows for OLD -> NEW, the largest diff; DECISIONS to apply."
+  (let* ((opened (agent-q-bench-diff--open-review old new))
+         (session (car opened))
+         (all (agent-q--core-diff-hunks old new)))
+    (agent-q-bench-note
+     "- Review session of the 100,000-line diff: %d hunks in its summary (all at once: %d); the first %d built on demand %s; applying from the session %s `agent-q--core-diff-apply`."
+     (length (nth 1 opened)) (length all) agent-q-bench-diff-screen
+     (if (equal (nth 2 opened) (cl-subseq all 0 agent-q-bench-diff-screen))
+         "**equal** those of `agent-q--core-diff-hunks`" "**DIFFER** from those of `agent-q--core-diff-hunks`")
+     (if (equal (agent-q--core-diff-session-apply session decisions)
+                (agent-q--core-diff-apply old new decisions))
+         "**equals**" "**DIFFERS** from"))
+    (agent-q-bench-compare
+     "3. open a review of 100000 lines"
+     (list (list :label "agent-q--core-diff-hunks (every hunk at once)"
+                 :run (lambda (_) (agent-q--core-diff-hunks old new)))
+           (list :label (format "session + summary + first %d hunks" agent-q-bench-diff-screen)
+                 :run (lambda (_) (agent-q-bench-diff--open-review old new)))
+           (list :label "agent-q--core-diff-apply (diffs again)"
+                 :run (lambda (_) (agent-q--core-diff-apply old new decisions)))
+           (list :label "agent-q--core-diff-session-apply"
+                 :run (lambda (_) (agent-q--core-diff-session-apply session decisions))))
+     :clock 'wall :unit "call")))
+
+(defun agent-q-bench-diff--locate ()
+  "Benchmark 3's stale-original rows."
+  (let (candidates)
+    (pcase-dolist (`(,lines ,width ,kind) agent-q-bench-diff-locate-texts)
+      (let* ((current (agent-q-bench-diff--long-lines lines width kind))
+             (original (agent-q-bench-diff--stale-excerpt current))
+             (label (format "%.0f MB, %d lines of %d chars%s" (/ (string-bytes current) 1e6)
+                            lines width
+                            (if (eq kind 'permuted) ", permuted words (adversarial)" "")))
+             (message (agent-q-bench-diff--locate-message current original))
+             (expected (format "Closest match at line %d" (1+ (/ (1+ lines) 2)))))
+        (agent-q-bench-note "- Stale original, %s: %s%s." label
+                            (if (string-match-p (regexp-quote expected) message)
+                                (format "explained with the right place (\"%s\")" expected)
+                              (format "explanation **without the right place**: %s"
+                                      (truncate-string-to-width message 200)))
+                            (if (string-match-p "cut short" message)
+                                "; the search **was cut short** (best match so far)"
+                              "; the search ran to the end"))
+        (push (list :label label
+                    :run (lambda (_) (agent-q-bench-diff--locate-message current original)))
+              candidates)))
+    (agent-q-bench-compare "3. locate a stale original (long lines)" (nreverse candidates)
+                           :clock 'wall :unit "call")))
+
 (defun agent-q-bench-diff-run ()
   "Benchmark 3: module diff vs diff -u vs `diff-no-select'; hunk application."
   (cond
@@ -116,7 +249,7 @@ same arguments (seeded `random')."
    ((not (require 'agent-q-core nil t))
     (agent-q-bench-pending "The agent-q-core module is not built."))
    (t
-    (let ((files nil) (buffers nil) (apply-candidates nil) (benchmarks nil))
+    (let ((files nil) (buffers nil) (apply-candidates nil) (benchmarks nil) (largest nil))
       (unwind-protect
           (progn
             (agent-q-bench-note "**Checks** (before timing):")
@@ -151,6 +284,7 @@ same arguments (seeded `random')."
                        (list :label "(diagnostic) unified on identical texts"
                              :run (lambda (_) (agent-q--core-diff-unified old old "a" "b"))))
                  :clock 'wall :unit "diff")
+                (setq largest (list old new decisions))
                 (push (list :label (format "diff-apply, %d lines" lines) :n lines
                             :run (lambda (_) (agent-q--core-diff-apply old new decisions)))
                       apply-candidates)))
@@ -158,7 +292,10 @@ same arguments (seeded `random')."
             (agent-q-bench-compare "3. apply accepted hunks (every other one)"
                                    (nreverse apply-candidates)
                                    :unit "line")
+            (apply #'agent-q-bench-diff--review largest)
+            (agent-q-bench-diff--locate)
             (agent-q-bench-diff--verdicts benchmarks)
+            (agent-q-bench-diff--freeze-verdicts)
             (agent-q-bench-include "analysis-diff.md"))
         (dolist (f files) (ignore-errors (delete-file f)))
         (dolist (b buffers) (kill-buffer b))
@@ -200,6 +337,26 @@ same arguments (seeded `random')."
        (mapconcat (lambda (row) (agent-q-bench--us (agent-q-bench-row-time row))) rows " / ")
        (mapconcat (lambda (n) (format "%d" n)) agent-q-bench-diff-sizes " / ")
        k (agent-q-bench-growth-word k)))))
+
+(defun agent-q-bench-diff--freeze-verdicts ()
+  "Notes with the freeze verdicts of the review and stale-original rows."
+  (agent-q-bench-note "")
+  (agent-q-bench-note "**Freezes** (wall clock; each must stay under %d ms):"
+                      agent-q-bench-diff-freeze-ms)
+  (dolist (gc '(out in))
+    (let ((rows (cl-remove-if-not
+                 (lambda (r) (and (eq (plist-get r :gc) gc)
+                                  (member (plist-get r :benchmark)
+                                          '("3. open a review of 100000 lines"
+                                            "3. locate a stale original (long lines)"))))
+                 (plist-get agent-q-bench--current :rows))))
+      (agent-q-bench-note
+       "- GC %s: %s." gc
+       (mapconcat (lambda (r)
+                    (let ((ms (* 1000 (agent-q-bench-row-time r))))
+                      (format "%s %.1f ms (%s)" (plist-get r :label) ms
+                              (if (< ms agent-q-bench-diff-freeze-ms) "met" "**over**"))))
+                  rows "; ")))))
 
 (agent-q-bench-define-section
  3 "diff" "3. Diffs for propose_file_edit" #'agent-q-bench-diff-run)

@@ -42,16 +42,24 @@
 ;;; Code:
 
 (require 'agent-q-bench)
+(require 'agent-q-xref)
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind))
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
 (declare-function agent-q--core-xref-clear-cache "agent-q-core" ())
 (declare-function agent-q--core-xref-cache-info "agent-q-core" ())
 
+(declare-function elisp-refs--contents-buffer "elisp-refs" (path))
+(declare-function elisp-refs--read-and-find "elisp-refs" (buffer symbol match-p))
+(declare-function elisp-refs--sexp-positions "elisp-refs" (buffer start-pos end-pos))
+(declare-function elisp-refs--function-p "elisp-refs" (symbol form path))
+(declare-function elisp-refs--variable-p "elisp-refs" (symbol form path))
+
 (defvar jka-compr-verbose)
 (defvar emacs-lisp-mode-syntax-table)
+(defvar elisp-refs-verbose)
 
 (defconst agent-q-bench-xref-queries
   '(("save-buffer" call "a common function")
@@ -124,10 +132,73 @@ Return a list of (FILE . LINE)."
         (push (cons (match-string 1 line) (string-to-number (match-string 2 line))) hits)))
     (nreverse hits)))
 
+(defconst agent-q-bench-xref--elpa-directory "/usr/share/emacs/site-lisp/elpa"
+  "Where Debian's elpa-* packages (elpa-elisp-refs and its dependencies) live.")
+
+(defun agent-q-bench-xref--load-elisp-refs ()
+  "Load elisp-refs; return non-nil when it is available.
+With `emacs -Q' Debian's elpa packages are not on `load-path': their
+directories are added first."
+  (or (featurep 'elisp-refs)
+      (progn
+        (unless (locate-library "elisp-refs")
+          (when (file-directory-p agent-q-bench-xref--elpa-directory)
+            (dolist (dir (directory-files agent-q-bench-xref--elpa-directory t "\\`[^.]"))
+              (when (file-directory-p dir)
+                (add-to-list 'load-path dir t)))))
+        (require 'elisp-refs nil t))))
+
+(defun agent-q-bench-xref--elisp-refs-positions (buffer match symbol kind)
+  "The positions in BUFFER of SYMBOL's occurrences in elisp-refs' MATCH.
+MATCH is (FORM START END).  A variable match is the symbol itself; a
+call match is the form (SYMBOL ...) or, when the call is #\='SYMBOL
+or \='SYMBOL given to `funcall' or `apply', the form holding that
+argument: then the argument's own position, which may be on another
+line than the form's start."
+  (pcase-let ((`(,form ,start ,end) match))
+    (if (or (eq kind 'reference) (not (consp form)) (eq (car form) symbol))
+        (list start)
+      (let ((wanted (list (list 'function symbol) (list 'quote symbol)))
+            (found nil))
+        (cl-loop for sub in form
+                 for position in (elisp-refs--sexp-positions buffer (1+ start) end)
+                 when (member sub wanted)
+                 do (push (car position) found))
+        (or (nreverse found) (list start))))))
+
+(defun agent-q-bench-xref-elisp-refs (files name kind)
+  "Find the symbol NAME of KIND in FILES with elisp-refs.
+KIND `call' uses `elisp-refs-function''s matcher, `reference'
+`elisp-refs-variable''s.  Each file is read as those commands read it
+\(`elisp-refs--contents-buffer', `elisp-refs--read-and-find', with
+their `gc-cons-percentage' of 0.8); only the display of the results
+is left out.  Return (HITS . ERRORS): HITS a list of (FILE . LINE),
+ERRORS the files elisp-refs failed on."
+  (let ((symbol (intern name))
+        (match-p (if (eq kind 'call) #'elisp-refs--function-p #'elisp-refs--variable-p))
+        (elisp-refs-verbose nil)
+        (jka-compr-verbose nil)
+        (gc-cons-percentage 0.8)
+        (hits nil)
+        (errors nil))
+    (dolist (file files)
+      (let ((buffer (elisp-refs--contents-buffer file)))
+        (unwind-protect
+            (condition-case nil
+                (dolist (match (elisp-refs--read-and-find buffer symbol match-p))
+                  (dolist (position (agent-q-bench-xref--elisp-refs-positions
+                                     buffer match symbol kind))
+                    (push (cons file (with-current-buffer buffer
+                                       (line-number-at-pos position)))
+                          hits)))
+              (error (push file errors)))
+          (kill-buffer buffer))))
+    (cons (nreverse hits) (nreverse errors))))
+
 (defun agent-q-bench-xref--native (files name kind)
   "The native scan's hits for NAME of KIND in FILES, as (FILE . LINE)."
   (mapcar (lambda (hit) (cons (nth 0 hit) (nth 1 hit)))
-          (car (agent-q--core-xref-scan files name kind))))
+          (plist-get (agent-q--core-xref-scan files name kind nil nil) :hits)))
 
 (defun agent-q-bench-xref--key (hit)
   "HIT (FILE . LINE) as a string key."
@@ -279,6 +350,183 @@ most suspect class of its occurrences."
     (dolist (h (seq-take not-in-rg 3))
       (agent-q-bench-note "  - NOT IN RG: `%s`" (agent-q-bench-xref--key h)))))
 
+(defconst agent-q-bench-xref-elisp-refs-runs
+  (max 1 (string-to-number (or (getenv "AGENT_Q_BENCH_ELISP_REFS_RUNS") "1")))
+  "Runs of the elisp-refs comparison: one elisp-refs query takes about a minute.")
+
+(defvar agent-q-bench-xref--elisp-refs-hits nil
+  "The elisp-refs results of the timed runs: an alist (NAME . (HITS . ERRORS)).")
+
+(defun agent-q-bench-xref--elisp-refs-benchmark (name kind)
+  "The benchmark name of the elisp-refs comparison for NAME of KIND."
+  (format "2. %s %s: elisp-refs" (if (eq kind 'call) "who_calls" "who_references") name))
+
+(defun agent-q-bench-xref--compare-elisp-refs (files name kind)
+  "Time elisp-refs and agent-q's first scan on FILES for NAME of KIND."
+  (let ((agent-q-bench-runs agent-q-bench-xref-elisp-refs-runs))
+    (agent-q-bench-compare
+     (agent-q-bench-xref--elisp-refs-benchmark name kind)
+     (list
+      (list :label (if (eq kind 'call)
+                       "elisp-refs (elisp-refs-function's search)"
+                     "elisp-refs (elisp-refs-variable's search)")
+            :run (lambda (_)
+                   (setf (alist-get name agent-q-bench-xref--elisp-refs-hits nil nil #'equal)
+                         (agent-q-bench-xref-elisp-refs files name kind))))
+      (list :label "agent-q native, first scan (cache cleared)"
+            :setup #'agent-q--core-xref-clear-cache
+            :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil))))
+     :clock 'wall :gc '(in) :unit "query")))
+
+(defun agent-q-bench-xref--elisp-refs-verdicts (benchmarks)
+  "Notes with the elisp-refs target verdicts; BENCHMARKS are the main ones."
+  (pcase-dolist (`(,name ,kind ,_what) agent-q-bench-xref-queries)
+    (let* ((b (agent-q-bench-xref--elisp-refs-benchmark name kind))
+           (refs (agent-q-bench-row-time (car (cl-remove-if-not
+                                                (lambda (r) (equal (plist-get r :benchmark) b))
+                                                (plist-get agent-q-bench--current :rows)))))
+           (same-run (agent-q-bench-row-time
+                      (agent-q-bench-find b "agent-q native, first scan (cache cleared)" 'in)))
+           (main (cl-find-if (lambda (m) (string-prefix-p
+                                          (format "2. %s %s " (if (eq kind 'call) "who_calls" "who_references") name)
+                                          m))
+                             benchmarks))
+           (median (agent-q-bench-row-time
+                    (agent-q-bench-find main "agent-q native, first scan (cache cleared)" 'in))))
+      (agent-q-bench-note
+       "- %s: elisp-refs %.1f s; agent-q's first scan %.0f ms beside it (%.0f ms median in the main table): **%.0f× faster** (%.0f× by the median; target ≥ 10: **%s**)."
+       b refs (* 1000 same-run) (* 1000 median) (/ refs same-run) (/ refs median)
+       (if (>= (/ refs (max same-run median)) 10) "met" "missed")))))
+
+(defun agent-q-bench-xref--line-text (file line)
+  "The text of LINE in FILE (decompressed), trimmed."
+  (let ((jka-compr-verbose nil))
+    (with-temp-buffer
+      (insert-file-contents file)
+      (goto-char (point-min))
+      (forward-line (1- line))
+      (string-trim (buffer-substring-no-properties (point) (line-end-position))))))
+
+(defun agent-q-bench-xref--refs-only-class (hit name native-set)
+  "Classify HIT (FILE . LINE), found by elisp-refs and not by agent-q, for NAME.
+NATIVE-SET holds agent-q's hits.  Return (CLASS . NOTE)."
+  (let ((text (agent-q-bench-xref--line-text (car hit) (cdr hit)))
+        (re (agent-q-bench-xref--regexp name)))
+    (cond
+     ((not (string-match-p re text))
+      (let ((near (cl-find-if (lambda (l) (gethash (format "%s:%d" (car hit) l) native-set))
+                              (number-sequence (cdr hit) (+ (cdr hit) 5)))))
+        (cons 'misplaced
+              (if near (format "agent-q reports it on line %d" near) "no agent-q hit nearby"))))
+     ((string-match-p (concat "(\\(?:cl-\\)?\\(?:def[^ \t\n()]*\\|gv-define[^ \t\n()]*\\|declare-function\\)[ \t]+['#]*"
+                              (regexp-quote name) "\\_>")
+                      text)
+      (cons 'definition text))
+     (t (cons 'unexplained text)))))
+
+(defun agent-q-bench-xref--native-only-class (hit name)
+  "Classify HIT (FILE . LINE), found by agent-q and not by elisp-refs, for NAME.
+By the first occurrence of NAME on the line: what precedes it."
+  (let* ((text (agent-q-bench-xref--line-text (car hit) (cdr hit)))
+         (start (string-match (agent-q-bench-xref--regexp name) text))
+         (before (and start (substring text (max 0 (- start 2)) start))))
+    (cond ((null start) 'elsewhere)
+          ((string-suffix-p "#'" before) 'function-quote)
+          ((string-suffix-p "'" before) 'quote)
+          ((string-suffix-p "(" before) 'form)
+          (t 'bare))))
+
+(defconst agent-q-bench-xref--native-only-names
+  '((quote . "'NAME given to a higher-order or key-binding function (define-key, add-hook, mapcar...; elisp-refs counts 'NAME only after funcall/apply)")
+    (function-quote . "#'NAME")
+    (form . "(NAME ...) on the line: a let binding or a call elisp-refs's walk does not reach")
+    (bare . "bare NAME (a variable use, or a menu-item's :enable value)")
+    (elsewhere . "NAME not on that line"))
+  "What each class of agent-q-only hits means, for the notes.")
+
+(defun agent-q-bench-xref--check-elisp-refs (files dir name kind)
+  "Compare agent-q's hits for NAME of KIND in FILES (under DIR) with elisp-refs'."
+  (let* ((refs (alist-get name agent-q-bench-xref--elisp-refs-hits nil nil #'equal))
+         (native (agent-q-bench-xref--native files name kind))
+         (native-set (agent-q-bench-xref--set native))
+         (refs-set (agent-q-bench-xref--set (car refs)))
+         (refs-only (cl-remove-duplicates
+                     (cl-remove-if (lambda (h) (gethash (agent-q-bench-xref--key h) native-set))
+                                   (car refs))
+                     :test #'equal))
+         (native-only (cl-remove-duplicates
+                       (cl-remove-if (lambda (h) (gethash (agent-q-bench-xref--key h) refs-set))
+                                     native)
+                       :test #'equal)))
+    (agent-q-bench-note
+     "- **%s %s**: elisp-refs %d hits on %d lines (%d files it could not read); agent-q %d lines. elisp-refs lines agent-q lacks: **%d**; agent-q lines elisp-refs lacks: %d."
+     (if (eq kind 'call) "who_calls" "who_references") name
+     (length (car refs)) (hash-table-count refs-set) (length (cdr refs))
+     (hash-table-count native-set) (length refs-only) (length native-only))
+    (dolist (h refs-only)
+      (pcase-let ((`(,class . ,note) (agent-q-bench-xref--refs-only-class h name native-set)))
+        (agent-q-bench-note "  - elisp-refs only, %s: `%s:%d`: `%s`" class
+                            (file-relative-name (car h) dir) (cdr h)
+                            (truncate-string-to-width (replace-regexp-in-string "`" "'" note)
+                                                      90 nil nil "…"))))
+    (let ((classes nil))
+      (dolist (h native-only)
+        (push h (alist-get (agent-q-bench-xref--native-only-class h name) classes)))
+      (pcase-dolist (`(,class . ,meaning) agent-q-bench-xref--native-only-names)
+        (let ((hits (alist-get class classes)))
+          (when hits
+            (agent-q-bench-note "  - agent-q only, %d × %s, e.g. `%s:%d`" (length hits) meaning
+                                (file-relative-name (car (car (last hits))) dir)
+                                (cdr (car (last hits))))))))))
+
+(defconst agent-q-bench-xref-freeze-queries
+  '(("car" call) ("setq" call) ("point" call))
+  "Ubiquitous names whose scans are timed for freezes: (NAME KIND).")
+
+(defun agent-q-bench-xref--freezes (files)
+  "Time scans of ubiquitous names over FILES.
+How long Emacs waits for them, and how much comes back."
+  (let ((limit (if (boundp 'agent-q-xref-max-results) agent-q-xref-max-results 100))
+        (benchmarks nil)
+        (sizes nil))
+    (pcase-dolist (`(,name ,kind) agent-q-bench-xref-freeze-queries)
+      (let ((b (format "2f. who_calls %s (ubiquitous)" name))
+            (handler (lambda ()
+                       (cl-letf (((symbol-function 'agent-q-xref-library-sources)
+                                  (lambda () (cons files nil))))
+                         (let ((agent-q-xref-background-index nil))
+                           (agent-q-xref-who-calls-handler
+                            (let ((args (make-hash-table :test #'equal)))
+                              (puthash "function" name args)
+                              args)))))))
+        (push b benchmarks)
+        (agent-q-bench-compare
+         b
+         (list
+          (list :label "module scan, every hit to Lisp (uncapped), first scan"
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
+          (list :label (format "module scan, %d hits to Lisp (capped), first scan" limit)
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (agent-q--core-xref-scan files name kind limit nil)))
+          (list :label (format "module scan, %d hits to Lisp (capped), all files indexed" limit)
+                :setup (lambda () (agent-q--core-xref-index files nil))
+                :run (lambda (_) (agent-q--core-xref-scan files name kind limit nil)))
+          (list :label "who_calls handler (whole tree, capped), first scan"
+                :setup #'agent-q--core-xref-clear-cache
+                :run (lambda (_) (funcall handler)))
+          (list :label "who_calls handler (whole tree, capped), all files indexed"
+                :setup (lambda () (agent-q--core-xref-index files nil))
+                :run (lambda (_) (funcall handler))))
+         :clock 'wall :gc '(in) :unit "query")
+        (let ((scan (agent-q--core-xref-scan files name kind limit nil)))
+          (push (list name (plist-get scan :total) (length (funcall handler))) sizes))))
+    (agent-q-bench-note "")
+    (agent-q-bench-note "**Freezes** (rows 2f, wall clock): Emacs's thread waits for the whole time of a row, but in 10 ms slices that check for `C-g`, which stops the scan (and `agent-q-xref-max-seconds` bounds it); only the conversion of the returned hits to Lisp runs on it. Result sizes:")
+    (pcase-dolist (`(,name ,total ,chars) (nreverse sizes))
+      (agent-q-bench-note "- who_calls %s: %d hits in the tree; the module returns %d (agent-q-xref-max-results) and the tool's result is %d characters, saying how many more were found." name total (min total limit) chars))
+    (nreverse benchmarks)))
+
 (defun agent-q-bench-xref--verdicts (benchmarks)
   "Notes with the target verdicts of BENCHMARKS (names)."
   (dolist (b benchmarks)
@@ -334,7 +582,9 @@ most suspect class of its occurrences."
       (let* ((files (directory-files-recursively dir "\\.el\\(?:\\.gz\\)?\\'"))
              (copy (agent-q-bench-xref--decompressed-copy files dir))
              (agent-q-bench-runs (min agent-q-bench-runs agent-q-bench-xref-max-runs))
+             (refs (agent-q-bench-xref--load-elisp-refs))
              (benchmarks nil))
+        (setq agent-q-bench-xref--elisp-refs-hits nil)
         (unwind-protect
             (progn
               (agent-q-bench-note
@@ -361,16 +611,18 @@ most suspect class of its occurrences."
                           :run (lambda (_) (agent-q-bench-xref-rg name copy)))
                     (list :label "agent-q native, first scan (cache cleared)"
                           :setup #'agent-q--core-xref-clear-cache
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind)))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
                     (list :label "agent-q native, repeat scan"
                           :setup (lambda ()
                                    (agent-q--core-xref-clear-cache)
-                                   (agent-q--core-xref-scan files name kind))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind)))
+                                   (agent-q--core-xref-scan files name kind nil nil))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil)))
                     (list :label "agent-q native, all files indexed"
                           :setup (lambda () (agent-q--core-xref-index files nil))
-                          :run (lambda (_) (agent-q--core-xref-scan files name kind))))
-                   :clock 'wall :gc '(in) :unit "query")))
+                          :run (lambda (_) (agent-q--core-xref-scan files name kind nil nil))))
+                   :clock 'wall :gc '(in) :unit "query")
+                  (when refs
+                    (agent-q-bench-xref--compare-elisp-refs files name kind))))
               (setq benchmarks (nreverse benchmarks))
               (agent-q-bench-note "")
               (agent-q-bench-note "**Targets** (GC in, wall clock):")
@@ -380,6 +632,15 @@ most suspect class of its occurrences."
               (agent-q-bench-note "**Agreement check** (untimed; rg's matches are lines, so hits are compared as file:line):")
               (pcase-dolist (`(,name ,kind ,what) agent-q-bench-xref-queries)
                 (agent-q-bench-xref--check files dir name kind what))
+              (agent-q-bench-note "")
+              (if (not refs)
+                  (agent-q-bench-note "**elisp-refs**: not installed (Debian's elpa-elisp-refs; scripts/ensure-deps.sh --bench installs it): not compared.")
+                (agent-q-bench-note "**elisp-refs** (the %d-run rows above; the same files and queries; hits compared as file:line):"
+                                    agent-q-bench-xref-elisp-refs-runs)
+                (agent-q-bench-xref--elisp-refs-verdicts benchmarks)
+                (pcase-dolist (`(,name ,kind ,_what) agent-q-bench-xref-queries)
+                  (agent-q-bench-xref--check-elisp-refs files dir name kind)))
+              (agent-q-bench-xref--freezes files)
               (agent-q-bench-include "analysis-xref.md"))
           (delete-directory copy t)))))))
 

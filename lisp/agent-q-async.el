@@ -292,6 +292,13 @@ PENDING is the call's pending record when it already has one."
 
 ;;;; Asynchronous handlers
 
+(defun agent-q-async-starting-p ()
+  "Return non-nil while the asynchronous executor is starting a handler.
+A handler that can work off Emacs's main thread does so then, and
+answers its callback later; under the synchronous executor it works at
+once (its caller waits anyway)."
+  (and agent-q--starting t))
+
 (defun agent-q-when-cancelled (function)
   "Call FUNCTION if the tool call whose handler is starting is withdrawn.
 An asynchronous handler calls this while it starts, to close what it
@@ -518,7 +525,11 @@ cancelled them).  Return how many were withdrawn."
                            'mouse-face 'mode-line-highlight
                            'local-map agent-q--mode-line-map)))
     (unless (memq 'agent-q--mode-line-string global-mode-string)
-      (setq global-mode-string (append global-mode-string '(agent-q--mode-line-string))))
+      ;; A list whose first element is a symbol is a mode-line conditional;
+      ;; starting it with "" keeps (agent-q--mode-line-string) from showing
+      ;; as *invalid* when it is the only element.
+      (setq global-mode-string (append (or global-mode-string '(""))
+                                       '(agent-q--mode-line-string))))
     ;; While tools run, the elapsed time shows after a second and counts up.
     (cond ((and running (not agent-q--progress-timer))
            (setq agent-q--progress-timer (run-at-time 1 1 #'agent-q--update-indicator)))

@@ -51,6 +51,7 @@
 (require 'agent-q-introspection)
 (require 'agent-q-execution)
 (require 'agent-q-files)
+(require 'agent-q-xref)
 
 (declare-function agent-q-define-tool "agent-q"
                   (name description parameters &rest keys))
@@ -69,7 +70,7 @@ and this is non-nil."
 ;;;; The tool table
 
 (defconst agent-q-builtins--read-guard-note
-  "Reading a file outside the allowed directories (the current project and the directory of the file the current buffer visits), a remote file, or a sensitive file (credentials, keys, .env, .authinfo, .ssh/...) asks the user first; if the user refuses, the result says so."
+  "Reading a file outside the allowed directories (the current project and the directory of the file the current buffer visits), a remote file, a sensitive file (credentials, keys, .env, .authinfo, .ssh/..., and their backup or auto-save copies) or a file with several hard links asks the user first; if the user refuses, the call fails and says so."
   "Sentence appended to the descriptions of the read tools.")
 
 (defconst agent-q-builtin-tools
@@ -87,13 +88,13 @@ and this is non-nil."
      ((:name "function" :type :string :description "The function's name, e.g. \"string-trim\"."))
      ("function") :safe (:introspection) agent-q-builtins--function-arglist)
     ("who_calls"
-     "Find the call sites of a function in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see how a function is used or what a change would affect. Says which libraries could not be searched because their source is not installed."
+     "Find the call sites of a function in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see how a function is used or what a change would affect. Says which libraries could not be searched because their source is not installed. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "function" :type :string :description "The called function's name, e.g. \"string-trim\"."))
-     ("function") :safe (:introspection :xref) agent-q-builtins--who-calls)
+     ("function") :safe (:introspection :xref) agent-q-xref-who-calls-async (:async t))
     ("who_references"
-     "Find the places where a variable is referenced in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see who reads or sets a variable. Says which libraries could not be searched."
+     "Find the places where a variable is referenced in the Emacs Lisp sources of the loaded libraries (code only, not comments or strings), each as file:line with the enclosing definition. Use it to see who reads or sets a variable. Says which libraries could not be searched. Lines are quoted only from Emacs's own sources, package directories and the allowed directories; elsewhere (a user's private files) and in sensitive files only file:line and the definition are given, and the result says so."
      ((:name "variable" :type :string :description "The variable's name, e.g. \"fill-column\"."))
-     ("variable") :safe (:introspection :xref) agent-q-builtins--who-references)
+     ("variable") :safe (:introspection :xref) agent-q-xref-who-references-async (:async t))
     ("list_package_symbols"
      "List the symbols that a loaded library or feature defines (functions, macros, commands, variables, user options, faces, types), as \"Package P (N symbols):\" then \"  NAME [kind]\". Internal names (with \"--\") are left out unless include_internal is true. Use it to learn a package's public API. The library must already be loaded."
      ((:name "package" :type :string :description "Feature or library name, e.g. \"subr-x\" or \"project\".")
@@ -128,21 +129,23 @@ and this is non-nil."
      ((:name "limit" :type :integer :description "How many entries to return: default 10, at most 50."))
      () :safe (:execution) agent-q-builtins--get-repl-history)
     ("read_file"
-     ,(concat "Read a text file, a page of lines at a time (offset is the first line, 1-based; limit the number of lines, default 400; column skips characters of the first line, for lines longer than a page). When a buffer visits the file with unsaved changes, returns the buffer's text and says so. The result starts with \"File: PATH (lines A-B of N)\" and, when there is more, ends by telling you the offset of the next page; nothing is cut silently. "
+     ,(concat "Read a text file, a page of lines at a time (offset is the first line, 1-based; limit the number of lines, default 400; column skips characters of the first line, for lines longer than a page). When a buffer visits the file with unsaved changes, returns the buffer's text and says so. Binary and encrypted files are not shown (nothing is decrypted); .gz files are decompressed. The result starts with \"File: PATH (lines A-B of N)\" and, when there is more, ends by telling you the offset of the next page; nothing is cut silently. "
               agent-q-builtins--read-guard-note)
      ((:name "path" :type :string :description "The file's path; ~ and relative paths are expanded from the current buffer's directory.")
       (:name "offset" :type :integer :description "First line to read, 1-based; default 1.")
       (:name "limit" :type :integer :description "Maximum number of lines to read; default 400.")
       (:name "column" :type :integer :description "Characters of the first line (offset) to skip, 0-based; default 0. Use it to read on in a line longer than one page, as the result then says."))
-     ("path") :safe (:buffer) agent-q-builtins--read-file)
+     ("path") :safe (:buffer) agent-q-builtins--read-file
+     (:guard agent-q-builtins--read-file-guard))
     ("read_buffer"
      ,(concat "Read the text of an Emacs buffer (the whole buffer, ignoring narrowing, or the characters from start to end), including unsaved changes. Large buffers are returned a page at a time; the result says where the next page starts. "
-              "For a buffer visiting a file, the same rule as read_file applies: "
+              "Bytes that are not valid text are shown as \\xNN. For a buffer visiting a file, the same rule as read_file applies, and reading a hidden buffer (a name starting with a space) asks too: "
               agent-q-builtins--read-guard-note)
      ((:name "buffer" :type :string :description "The buffer's name, e.g. \"*Messages*\" or \"init.el\".")
       (:name "start" :type :integer :description "First character position, 1-based; default the beginning.")
       (:name "end" :type :integer :description "Position after the last character to read (exclusive); default the end."))
-     ("buffer") :safe (:buffer) agent-q-builtins--read-buffer)
+     ("buffer") :safe (:buffer) agent-q-builtins--read-buffer
+     (:guard agent-q-builtins--buffer-guard))
     ("search_in_buffer"
      ,(concat "Search an Emacs buffer for a string (or an Emacs regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column and position of each match and the line's text. Regexps run in linear time; back-references (\\1) and \\= are not supported. "
               "For a buffer visiting a file, the same rule as read_file applies: "
@@ -151,9 +154,10 @@ and this is non-nil."
       (:name "buffer" :type :string :description "The buffer's name.")
       (:name "regex" :type :boolean :description "Treat pattern as an Emacs regular expression; default false (literal text).")
       (:name "all_matches" :type :boolean :description "List every match (up to 100); default true. False returns only the first match."))
-     ("pattern" "buffer") :safe (:buffer) agent-q-builtins--search-in-buffer)
+     ("pattern" "buffer") :safe (:buffer) agent-q-builtins--search-in-buffer
+     (:guard agent-q-builtins--buffer-guard))
     ("write_file"
-     "Replace a file's whole content (or create it, with missing directories). Needs the user's approval. Writes atomically (temporary file, then rename) in the file's encoding, and reverts a buffer visiting the file; refuses when that buffer has unsaved changes. Reports exactly what happened, errors included. Prefer propose_file_edit to change part of an existing file."
+     "Replace a file's whole content (or create it, with missing directories). Needs the user's approval. Writes atomically (temporary file, then rename) in the file's encoding, and reverts a buffer visiting the file; refuses (the call fails, nothing is written) when that buffer has unsaved changes, when the file is read-only, has several hard links or is not a regular file. Reports exactly what happened, errors included. Prefer propose_file_edit to change part of an existing file."
      ((:name "path" :type :string :description "The file's path.")
       (:name "content" :type :string :description "The complete new content of the file."))
      ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file)
@@ -164,7 +168,8 @@ and this is non-nil."
       (:name "modified" :type :string :description "The new text that replaces original.")
       (:name "description" :type :string :description "A short explanation of the change, shown to the user."))
      ("path" "original" "modified" "description") :dangerous (:diff :buffer)
-     agent-q-builtins--propose-file-edit (:async t)))
+     agent-q-builtins--propose-file-edit
+     (:async t :guard agent-q-builtins--propose-file-edit-guard)))
   "The built-in tools.
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary

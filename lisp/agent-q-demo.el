@@ -17,9 +17,20 @@
 ;; one runs, the cautious one runs and is logged, the dangerous one asks
 ;; you first in the minibuffer.  Everything it does is shown, with the
 ;; code that did it, in the buffer *agent-q-demo*.
+;;
+;; When gptel can be found (on the load-path, in $AGENT_Q_VENDOR, in
+;; ../shared/vendor beside the project, or in ~/.emacs.d/elpa), the demo
+;; then sends a real `gptel-request' through agent-q's built-in tools to
+;; a scripted model: a small chat-completions server inside this Emacs,
+;; on 127.0.0.1, that answers the first request with two tool calls and
+;; the second with what it was told.  No network and no API key are
+;; needed.  Without gptel the demo says so and does the rest.
 
 ;;; Code:
 
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
 (require 'agent-q)
 
 (defvar agent-q-demo--registry nil
@@ -109,9 +120,172 @@
                 (agent-q-tool-metrics agent-q-demo--registry) "\n")
      "\n\nThe built-in tools an LLM gets in this Emacs: "
      (mapconcat #'identity (agent-q-list-registered-tools) ", ")
-     "\n\nThat is all.  C-x C-c quits.\n")
+     "\n")
     (delete-file note)
-    (delete-file agent-q-audit-file)))
+    (delete-file agent-q-audit-file))
+  (agent-q-demo--gptel))
+
+(defun agent-q-demo--done ()
+  "End the demonstration."
+  (agent-q-demo--insert "\nThat is all.  C-x C-c quits.\n"))
+
+;;;; A real gptel request, to a scripted model in this Emacs
+
+(declare-function gptel-make-openai "gptel-openai")
+(declare-function gptel-request "gptel-request")
+(declare-function agent-q-gptel-tools "agent-q-gptel")
+(declare-function gptel-tool-name "gptel-request" (tool))
+(defvar gptel-backend)
+(defvar gptel-model)
+(defvar gptel-stream)
+(defvar gptel-tools)
+
+(defun agent-q-demo--vendor-dirs ()
+  "Directories to search for gptel when it is not on the `load-path'."
+  (let ((root (file-name-directory
+               (directory-file-name
+                (file-name-directory (or load-file-name (locate-library "agent-q-demo")))))))
+    (delq nil (list (let ((env (getenv "AGENT_Q_VENDOR")))
+                      (and env (not (string-empty-p env)) (expand-file-name "gptel" env)))
+                    (expand-file-name "../shared/vendor/gptel" root)
+                    (car (last (file-expand-wildcards
+                                (expand-file-name "elpa/gptel-*" user-emacs-directory))))))))
+
+(defun agent-q-demo--find-gptel ()
+  "Make gptel loadable if it can be found; return non-nil when it is."
+  (unless (locate-library "gptel-request")
+    (let ((dir (cl-find-if (lambda (d) (file-exists-p (expand-file-name "gptel-request.el" d)))
+                           (agent-q-demo--vendor-dirs))))
+      (when dir (add-to-list 'load-path dir))))
+  (when (and (< emacs-major-version 29) (not (locate-library "compat")))
+    (let ((compat (car (last (append
+                              (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa-src/compat-*")
+                              (file-expand-wildcards
+                               (expand-file-name "elpa/compat-*" user-emacs-directory)))))))
+      (when compat (add-to-list 'load-path compat))))
+  (and (locate-library "gptel-request")
+       (ignore-errors (require 'gptel) (require 'gptel-openai) (require 'agent-q-gptel) t)))
+
+(defvar agent-q-demo--model-turns 0
+  "How many requests the scripted model answered.")
+
+(defun agent-q-demo--model-answer (request note)
+  "The scripted model's answer (a chat.completion plist) to REQUEST.
+The first answer calls describe_symbol and write_file (on NOTE); the
+second says what the tool messages of REQUEST told it."
+  (cl-incf agent-q-demo--model-turns)
+  (let ((message
+         (if (= agent-q-demo--model-turns 1)
+             (list :role "assistant" :content nil
+                   :tool_calls
+                   (vector
+                    (list :id "call_demo_1" :type "function"
+                          :function (list :name "describe_symbol"
+                                          :arguments (json-encode '((symbol . "mapcar")))))
+                    (list :id "call_demo_2" :type "function"
+                          :function (list :name "write_file"
+                                          :arguments (json-encode
+                                                      `((path . ,note)
+                                                        (content . "Written through gptel.\n")))))))
+           (list :role "assistant"
+                 :content
+                 (concat "I was told:\n"
+                         (mapconcat
+                          (lambda (m)
+                            (format "  %s -> %s" (plist-get m :tool_call_id)
+                                    (truncate-string-to-width
+                                     (car (split-string (plist-get m :content) "\n")) 70 nil nil "...")))
+                          (cl-remove-if-not (lambda (m) (equal (plist-get m :role) "tool"))
+                                            (append (plist-get request :messages) nil))
+                          "\n"))))))
+    (list :id "demo" :object "chat.completion" :created 0 :model "demo-model"
+          :choices (vector (list :index 0 :message message
+                                 :finish_reason (if (plist-get message :tool_calls)
+                                                    "tool_calls" "stop"))))))
+
+(defun agent-q-demo--model-filter (note)
+  "A process filter answering chat-completion requests; NOTE as above."
+  (lambda (connection data)
+    (let ((buffer (concat (or (process-get connection 'data) "") data)))
+      (process-put connection 'data buffer)
+      (when-let ((end (string-search "\r\n\r\n" buffer)))
+        (let* ((headers (substring buffer 0 end))
+               (size (if (string-match "^content-length: *\\([0-9]+\\)" (downcase headers))
+                           (string-to-number (match-string 1 (downcase headers)))
+                         0))
+               (body (substring buffer (+ end 4))))
+          (cond
+           ((< (string-bytes body) size)
+            (when (and (string-match-p "^expect: *100-continue" (downcase headers))
+                       (not (process-get connection 'continued)))
+              (process-put connection 'continued t)
+              (process-send-string connection "HTTP/1.1 100 Continue\r\n\r\n")))
+           (t
+            (let* ((request (json-parse-string (decode-coding-string body 'utf-8)
+                                               :object-type 'plist :null-object nil))
+                   (answer (encode-coding-string
+                            (json-encode (agent-q-demo--model-answer request note)) 'utf-8)))
+              (process-send-string
+               connection
+               (format "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                       (length answer) answer))
+              (delete-process connection)))))))))
+
+(defun agent-q-demo--gptel ()
+  "Part 4: a real gptel request through agent-q's tools, to a scripted model."
+  (agent-q-demo--insert
+   "\n4. gptel: a real `gptel-request' with (agent-q-gptel-tools), sent to a scripted\n"
+   "   model served by this Emacs on 127.0.0.1 (no network, no API key).\n")
+  (if (not (agent-q-demo--find-gptel))
+      (progn
+        (agent-q-demo--insert
+         "   gptel is not installed here (looked on the load-path and in "
+         (mapconcat #'identity (agent-q-demo--vendor-dirs) ", ")
+         "), so this part is skipped.\n")
+        (agent-q-demo--done))
+    (let* ((note (make-temp-file "agent-q-demo-gptel" nil ".txt"))
+           (server (make-network-process :name "agent-q-demo-model" :server t
+                                         :host "127.0.0.1" :service t :family 'ipv4
+                                         :coding 'binary :noquery t
+                                         :filter (agent-q-demo--model-filter note)))
+           (gptel-backend (gptel-make-openai "agent-q-demo"
+                            :host (format "127.0.0.1:%d" (process-contact server :service))
+                            :protocol "http" :endpoint "/v1/chat/completions"
+                            :key "no-key-needed" :models '(demo-model)))
+           (gptel-model 'demo-model)
+           (gptel-stream nil)
+           (gptel-tools (agent-q-gptel-tools)))
+      (setq agent-q-demo--model-turns 0)
+      (agent-q-demo--insert
+       "   The model asks for describe_symbol (safe: it runs) and write_file (dangerous:\n"
+       "   answer the prompt).  gptel waits without blocking Emacs meanwhile.\n")
+      (gptel-request "Describe mapcar, then write a note."
+        :buffer (get-buffer-create " *agent-q-demo-gptel*")
+        :callback
+        (lambda (response _info)
+          (cond
+           ((eq (car-safe response) 'tool-result)
+            (agent-q-demo--insert "   Tool results gptel sends back:\n")
+            (dolist (result (cdr response))
+              (agent-q-demo--insert
+               (format "     %-16s %s\n" (gptel-tool-name (nth 0 result))
+                       (truncate-string-to-width
+                        (replace-regexp-in-string "\n" " | " (nth 2 result)) 70 nil nil "...")))))
+           ((and (stringp response) (= agent-q-demo--model-turns 2))
+            (agent-q-demo--insert
+             "   The model's answer:\n"
+             (replace-regexp-in-string "^" "     " response) "\n"
+             (let ((print-escape-newlines t))
+               (format "   The note file holds: %S\n"
+                       (with-temp-buffer (insert-file-contents note) (buffer-string)))))
+            (delete-process server)
+            (delete-file note)
+            (agent-q-demo--done))
+           ((null response)
+            (agent-q-demo--insert "   The request failed.\n")
+            (delete-process server)
+            (delete-file note)
+            (agent-q-demo--done))))))))
 
 ;;;###autoload
 (defun agent-q-demo ()

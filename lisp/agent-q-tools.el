@@ -43,8 +43,12 @@
 
 ;;;; Module and agent-q.el functions (loaded by agent-q.el)
 
-(declare-function agent-q--core-diff-hunks "agent-q-core" (old new))
-(declare-function agent-q--core-diff-apply "agent-q-core" (old new decisions))
+(declare-function agent-q--core-diff-session "agent-q-core" (old new))
+(declare-function agent-q--core-diff-session-count "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-summary "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-hunk "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-changes "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-apply "agent-q-core" (session decisions))
 (declare-function agent-q--core-diff-locate "agent-q-core" (current original))
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
 (declare-function agent-q--wait-for "agent-q" (predicate))
@@ -371,10 +375,15 @@ Return (:ok PLIST) or (:error MESSAGE)."
 (cl-defstruct (agent-q-tools--review (:constructor agent-q-tools--make-review)
                                      (:copier nil))
   "State of one review of a proposed file edit.
-CALLBACK is called once the review is finished, with the result text
-and its status (`:success', `:denied' or `:failure')."
-  path file current proposal description hunks decisions
-  buffer done cancelled headers callback client)
+SESSION is the module's diff of CURRENT and PROPOSAL; SUMMARY a vector
+of each hunk's summary plist (:header :old-start ...); DETAILS a vector
+caching each hunk's full plist, built when first needed; HEADERS a
+vector of (HEADER-MARKER . STATE-MARKER) per hunk; RENDERED the number
+of hunk bodies inserted so far (in order).  CALLBACK is called once the
+review is finished, with the result text and its status (`:success',
+`:denied' or `:failure')."
+  path file current proposal description session summary details decisions
+  buffer done cancelled headers (rendered 0) timer callback client)
 
 (defvar-local agent-q-tools--this-review nil
   "The review shown in the current review buffer.")
@@ -438,28 +447,29 @@ are applied to the buffer visiting the file, as one undo step."
               '(:eval (agent-q-tools--progress-string agent-q-tools--this-review)))
   (add-hook 'kill-buffer-hook #'agent-q-tools--review-killed nil t))
 
+(declare-function agent-q-files-current-text "agent-q-files" (file))
+
 (defun agent-q-tools--current-text (file)
   "Return the current text of FILE and the buffer visiting it, as a cons.
 The text is that buffer's (unsaved edits included) when one visits
-FILE, else the file's contents, else \"\" for a new file."
-  (let ((buffer (find-buffer-visiting file)))
-    (cons (cond
-           (buffer (with-current-buffer buffer
-                     (save-restriction
-                       (widen)
-                       (buffer-substring-no-properties (point-min) (point-max)))))
-           ((file-exists-p file)
-            (with-temp-buffer
-              (insert-file-contents file)
-              (buffer-string)))
-           (t ""))
-          buffer)))
+FILE, else the file's contents, else \"\" for a new file.  The file is
+read through one descriptor that never blocks (a FIFO is refused) and,
+during a tool call, is checked against what the read guard approved
+\(see `agent-q-files-current-text'); a problem signals
+`agent-q-tool-failure'."
+  (require 'agent-q-files)
+  (agent-q-files-current-text file))
 
 (defconst agent-q-tools--marker-width (length "[ACCEPTED, EDITED]")
   "Width of every hunk state marker.
 All markers have this width, so updating one never moves the text after
-it and hunk positions can be plain integers (markers would make the
-rendering of many hunks quadratic).")
+it.")
+
+(defconst agent-q-tools--bodies-at-once 20
+  "Hunk bodies rendered when the review opens, and per idle batch after.
+The review opens with every hunk's header and the first bodies; the
+rest follow while Emacs is idle, or at once when the user moves to
+them, so even a diff of a 100,000-line file opens without a pause.")
 
 (defun agent-q-tools--put-face (start end face)
   "Give the text from START to END the face FACE.
@@ -502,52 +512,109 @@ with and without `font-lock-mode'."
       (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
               a r p (length (agent-q-tools--review-decisions review))))))
 
-(defun agent-q-tools--insert-hunk (index hunk)
-  "Insert HUNK, number INDEX, at point; return its positions.
-The value is (HEADER-START . MARKER-START)."
-  (let* ((start (point))
-         (lines (plist-get hunk :lines))
-         (line-starts (make-vector (length lines) 0))
-         (header-start (point))
-         marker-start)
-    (insert (agent-q-tools--with-face (plist-get hunk :header) 'diff-hunk-header) " ")
-    (setq marker-start (point))
+(defun agent-q-tools--hunk (review index)
+  "The full plist of hunk INDEX of REVIEW, built by the module when first needed."
+  (let ((details (agent-q-tools--review-details review)))
+    (or (aref details index)
+        (aset details index
+              (agent-q--core-diff-session-hunk (agent-q-tools--review-session review) index)))))
+
+(defun agent-q-tools--hunk-count (review)
+  "The number of hunks of REVIEW."
+  (length (agent-q-tools--review-summary review)))
+
+(defun agent-q-tools--insert-header (index summary)
+  "Insert the header line of hunk INDEX, from its SUMMARY; return its markers.
+The value is (HEADER-MARKER . STATE-MARKER).  Both advance when text is
+inserted at them, so a body inserted later before the next header
+leaves them on their header."
+  (let ((start (point))
+        state)
+    (insert (agent-q-tools--with-face (plist-get summary :header) 'diff-hunk-header) " ")
+    (setq state (point-marker))
     (insert (agent-q-tools--decision-marker nil))
     (insert (format "  hunk %d\n" (1+ index)))
-    (cl-loop for (tag . text) in lines
-             for i from 0
-             do (aset line-starts i (point))
-             (insert (agent-q-tools--with-face
-                      (concat (pcase tag
-                                ('context " ")
-                                ('removed "-")
-                                ('added "+")
-                                (_ ""))
-                              text "\n")
-                      (pcase tag
-                        ('context 'diff-context)
-                        ('removed 'diff-removed)
-                        ('added 'diff-added)
-                        (_ 'shadow)))))
+    (put-text-property start (point) 'agent-q-hunk index)
+    (let ((header (copy-marker start t)))
+      (set-marker-insertion-type state t)
+      (cons header state))))
+
+(defun agent-q-tools--body-string (index hunk)
+  "The body of HUNK, number INDEX, as one propertized string."
+  (let* ((lines (plist-get hunk :lines))
+         (starts (make-vector (length lines) 0))
+         (offset 0)
+         (body
+          (apply #'concat
+                 (cl-loop for (tag . text) in lines
+                          for i from 0
+                          collect (let ((line (agent-q-tools--with-face
+                                               (concat (pcase tag
+                                                         ('context " ")
+                                                         ('removed "-")
+                                                         ('added "+")
+                                                         (_ ""))
+                                                       text "\n")
+                                               (pcase tag
+                                                 ('context 'diff-context)
+                                                 ('removed 'diff-removed)
+                                                 ('added 'diff-added)
+                                                 (_ 'shadow)))))
+                                    (aset starts i offset)
+                                    (setq offset (+ offset (length line)))
+                                    line)))))
     (dolist (r (plist-get hunk :refine))
       (pcase-let* ((`(,line ,from ,to) r)
-                   (line-start (aref line-starts line))
-                   (removed (eq (car (nth line lines)) 'removed)))
-        (agent-q-tools--put-face (+ line-start 1 from) (+ line-start 1 to)
-                                 (if removed
-                                     '(diff-refine-removed diff-removed)
-                                   '(diff-refine-added diff-added)))))
-    (put-text-property start (point) 'agent-q-hunk index)
-    (cons header-start marker-start)))
+                   (start (+ (aref starts line) 1 from))
+                   (end (+ (aref starts line) 1 to))
+                   (face (if (eq (car (nth line lines)) 'removed)
+                             '(diff-refine-removed diff-removed)
+                           '(diff-refine-added diff-added))))
+        (add-text-properties start end (list 'face face 'font-lock-face face) body)))
+    (put-text-property 0 (length body) 'agent-q-hunk index body)
+    body))
+
+(defun agent-q-tools--render-bodies (review upto)
+  "Insert the bodies of REVIEW's hunks before hunk UPTO that are not in yet."
+  (let ((buffer (agent-q-tools--review-buffer review))
+        (upto (min upto (agent-q-tools--hunk-count review))))
+    (when (and (buffer-live-p buffer)
+               (< (agent-q-tools--review-rendered review) upto))
+      (with-current-buffer buffer
+        (let ((inhibit-read-only t)
+              (headers (agent-q-tools--review-headers review)))
+          (save-excursion
+            (while (< (agent-q-tools--review-rendered review) upto)
+              (let ((i (agent-q-tools--review-rendered review)))
+                (goto-char (car (aref headers i)))
+                (forward-line 1)
+                (insert (agent-q-tools--body-string i (agent-q-tools--hunk review i)))
+                (setf (agent-q-tools--review-rendered review) (1+ i))
+                (agent-q-tools--update-hunk review i)))))))))
+
+(defun agent-q-tools--render-more (review)
+  "Insert the next batch of REVIEW's hunk bodies, from an idle timer."
+  (if (or (agent-q-tools--review-done review)
+          (not (buffer-live-p (agent-q-tools--review-buffer review)))
+          (>= (agent-q-tools--review-rendered review) (agent-q-tools--hunk-count review)))
+      (when (agent-q-tools--review-timer review)
+        (cancel-timer (agent-q-tools--review-timer review))
+        (setf (agent-q-tools--review-timer review) nil))
+    (agent-q-tools--render-bodies review (+ (agent-q-tools--review-rendered review)
+                                            agent-q-tools--bodies-at-once))))
 
 (defun agent-q-tools--render (review)
-  "Fill the current buffer with REVIEW."
+  "Fill the current buffer with REVIEW: every header, the first bodies.
+The other bodies follow from an idle timer (see
+`agent-q-tools--bodies-at-once')."
   (let ((inhibit-read-only t)
         (headers nil))
     (erase-buffer)
     (insert (agent-q-tools--with-face
              (format "File: %s\n" (agent-q-tools--review-file review))
              'agent-q-diff-header))
+    (when-let ((client (agent-q-tools--review-client review)))
+      (insert (agent-q-tools--with-face (format "From: %s\n" client) 'agent-q-diff-header)))
     (insert (agent-q-tools--with-face
              (format "Description: %s\n" (or (agent-q-tools--review-description review) ""))
              'agent-q-diff-header))
@@ -557,32 +624,37 @@ The value is (HEADER-START . MARKER-START)."
             "C-c C-k reject all, q quit, ? help\n")
     (let ((name (file-name-nondirectory (agent-q-tools--review-file review))))
       (insert (format "--- a/%s\n+++ b/%s\n" name name)))
-    (cl-loop for hunk across (agent-q-tools--review-hunks review)
+    (cl-loop for summary across (agent-q-tools--review-summary review)
              for i from 0
-             do (push (agent-q-tools--insert-hunk i hunk) headers))
-    (setf (agent-q-tools--review-headers review) (vconcat (nreverse headers)))
-    (dotimes (i (length (agent-q-tools--review-hunks review)))
-      (agent-q-tools--update-hunk review i))
+             do (push (agent-q-tools--insert-header i summary) headers))
+    (setf (agent-q-tools--review-headers review) (vconcat (nreverse headers))
+          (agent-q-tools--review-rendered review) 0)
+    (agent-q-tools--render-bodies review agent-q-tools--bodies-at-once)
+    (when (< (agent-q-tools--review-rendered review) (agent-q-tools--hunk-count review))
+      (setf (agent-q-tools--review-timer review)
+            (run-with-idle-timer 0.05 t #'agent-q-tools--render-more review)))
     (goto-char (car (aref (agent-q-tools--review-headers review) 0)))))
 
 (defun agent-q-tools--update-hunk (review index)
   "Redisplay the state of hunk INDEX of REVIEW."
   (let* ((inhibit-read-only t)
-         (header (aref (agent-q-tools--review-headers review) index))
+         (headers (agent-q-tools--review-headers review))
          (decision (aref (agent-q-tools--review-decisions review) index))
-         (mstart (cdr header)))
+         (state (cdr (aref headers index)))
+         (mstart (marker-position state)))
     (save-excursion
       (goto-char mstart)
       (delete-region mstart (+ mstart agent-q-tools--marker-width))
       (insert (propertize (agent-q-tools--decision-marker decision) 'agent-q-hunk index))
-      ;; The rejected look covers the hunk body.
+      (set-marker state mstart)
+      ;; The rejected look covers the hunk body (once it is in).
       (let* ((body-start (progn (forward-line 1) (point)))
              (next (1+ index))
-             (body-end (if (< next (length (agent-q-tools--review-headers review)))
-                           (car (aref (agent-q-tools--review-headers review) next))
+             (body-end (if (< next (length headers))
+                           (marker-position (car (aref headers next)))
                          (point-max))))
         (remove-overlays body-start body-end 'agent-q-state t)
-        (when (eq decision 'reject)
+        (when (and (eq decision 'reject) (< body-start body-end))
           (let ((ov (make-overlay body-start body-end)))
             (overlay-put ov 'agent-q-state t)
             (overlay-put ov 'face 'agent-q-diff-rejected-hunk)))))
@@ -602,7 +674,8 @@ The value is (HEADER-START . MARKER-START)."
           (1- (length headers))))))
 
 (defun agent-q-tools--goto-hunk (review index)
-  "Move point to the header of hunk INDEX of REVIEW."
+  "Move point to the header of hunk INDEX of REVIEW, its body rendered."
+  (agent-q-tools--render-bodies review (+ index 2))
   (goto-char (car (aref (agent-q-tools--review-headers review) index))))
 
 (defun agent-q-tools--decide (decision &optional advance)
@@ -611,7 +684,7 @@ The value is (HEADER-START . MARKER-START)."
          (index (agent-q-tools--hunk-at-point review)))
     (aset (agent-q-tools--review-decisions review) index decision)
     (agent-q-tools--update-hunk review index)
-    (if (and advance (< (1+ index) (length (agent-q-tools--review-hunks review))))
+    (if (and advance (< (1+ index) (agent-q-tools--hunk-count review)))
         (agent-q-tools--goto-hunk review (1+ index))
       (agent-q-tools--goto-hunk review index))))
 
@@ -620,7 +693,7 @@ The value is (HEADER-START . MARKER-START)."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (last (1- (length (agent-q-tools--review-hunks review)))))
+         (last (1- (agent-q-tools--hunk-count review))))
     (agent-q-tools--goto-hunk
      review
      (if (< (point) (car (aref (agent-q-tools--review-headers review) 0)))
@@ -677,7 +750,7 @@ A pending or rejected hunk becomes accepted, an accepted one rejected."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (hunk (aref (agent-q-tools--review-summary review) index))
          (buffer (or (find-buffer-visiting (agent-q-tools--review-file review))
                      (find-file-noselect (agent-q-tools--review-file review))))
          (window (display-buffer buffer)))
@@ -724,7 +797,7 @@ leaves the hunk as it was."
   (interactive)
   (let* ((review (agent-q-tools--review-or-error))
          (index (agent-q-tools--hunk-at-point review))
-         (hunk (aref (agent-q-tools--review-hunks review) index))
+         (hunk (agent-q-tools--hunk review index))
          (decision (aref (agent-q-tools--review-decisions review) index))
          (review-buffer (current-buffer))
          (file-buffer (find-buffer-visiting (agent-q-tools--review-file review)))
@@ -755,7 +828,7 @@ leaves the hunk as it was."
       (with-current-buffer review-buffer
         (let ((review agent-q-tools--this-review))
           (when (and text review (not (agent-q-tools--review-done review)))
-            (let ((hunk (aref (agent-q-tools--review-hunks review) index)))
+            (let ((hunk (agent-q-tools--hunk review index)))
               (aset (agent-q-tools--review-decisions review) index
                     (if (equal text (plist-get hunk :new-text)) 'accept text)))
             (agent-q-tools--update-hunk review index)))))
@@ -789,6 +862,8 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
       (setf (agent-q-tools--review-cancelled review) t)
       (fillarray (agent-q-tools--review-decisions review) 'reject))
     (setf (agent-q-tools--review-done review) t)
+    (when (agent-q-tools--review-timer review)
+      (cancel-timer (agent-q-tools--review-timer review)))
     (setq agent-q-tools--open-reviews (delq review agent-q-tools--open-reviews))
     (let ((outcome (condition-case err
                        (agent-q-tools--apply-review review)
@@ -864,37 +939,6 @@ Its callback is told the call was cancelled."
   (format "%s %s %s" (if (cdr indices) "hunks" "hunk")
           (agent-q-tools--numbers indices) what))
 
-(defun agent-q-tools--hunk-text (hunk)
-  "Return the changed lines of HUNK as a unified diff without context.
-Each run of removed (-) and added (+) lines gets its own
-\"@@ -A,B +C,D @@\" header, as `diff -U0' writes it.  Context lines
-are left out: they are the file's own text, which the model did not
-send, and the result must not quote them."
-  (let ((old (or (plist-get hunk :old-start) 1))
-        (new (or (plist-get hunk :new-start) 1))
-        (lines (plist-get hunk :lines))
-        (out nil))
-    (while lines
-      (if (memq (car (car lines)) '(removed added))
-          (let ((run nil) (removed 0) (added 0))
-            (while (and lines (not (eq (car (car lines)) 'context)))
-              (pcase (car (car lines))
-                ('removed (cl-incf removed) (push (concat "-" (cdr (car lines))) run))
-                ('added (cl-incf added) (push (concat "+" (cdr (car lines))) run))
-                (_ (push (cdr (car lines)) run)))
-              (setq lines (cdr lines)))
-            (push (format "@@ -%d,%d +%d,%d @@"
-                          (if (zerop removed) (1- old) old) removed
-                          (if (zerop added) (1- new) new) added)
-                  out)
-            (setq out (append run out)
-                  old (+ old removed)
-                  new (+ new added)))
-        (when (eq (car (car lines)) 'context)
-          (setq old (1+ old) new (1+ new)))
-        (setq lines (cdr lines))))
-    (mapconcat (lambda (line) (concat line "\n")) (nreverse out) "")))
-
 (defun agent-q-tools--replace-contents (buffer text)
   "Replace the whole (widened) text of BUFFER with TEXT as one undo step."
   (with-current-buffer buffer
@@ -922,9 +966,10 @@ accepted none (rejected or cancelled the edit), and `:failure' when the
 file's buffer changed during the review, so nothing could be applied."
   (let* ((path (agent-q-tools--review-path review))
          (file (agent-q-tools--review-file review))
-         (hunks (agent-q-tools--review-hunks review))
+         (session (agent-q-tools--review-session review))
+         (summaries (agent-q-tools--review-summary review))
          (decisions (agent-q-tools--review-decisions review))
-         (total (length hunks))
+         (total (length summaries))
          accepted rejected pending edited)
     (dotimes (i total)
       (pcase (aref decisions i)
@@ -948,18 +993,22 @@ file's buffer changed during the review, so nothing could be applied."
           (saved nil)
           (stale nil))
       (when accepted
-        (let* ((buffer (or (find-buffer-visiting file) (find-file-noselect file)))
-               (now (with-current-buffer buffer
-                      (save-restriction
-                        (widen)
-                        (buffer-substring-no-properties (point-min) (point-max))))))
+        (let* ((buffer (or (find-buffer-visiting file)
+                           ;; Something other than a regular file put there during the review
+                           ;; (a FIFO would block `find-file-noselect') counts as a change.
+                           (and (or (not (file-exists-p file)) (file-regular-p file))
+                                (find-file-noselect file))))
+               (now (and buffer
+                         (with-current-buffer buffer
+                           (save-restriction
+                             (widen)
+                             (buffer-substring-no-properties (point-min) (point-max)))))))
           (if (not (equal now (agent-q-tools--review-current review)))
               (setq stale t)
             (agent-q-tools--replace-contents
              buffer
-             (agent-q--core-diff-apply (agent-q-tools--review-current review)
-                                       (agent-q-tools--review-proposal review)
-                                       (mapcar (lambda (d) (or d 'reject)) decisions)))
+             (agent-q--core-diff-session-apply
+              session (mapcar (lambda (d) (or d 'reject)) decisions)))
             (when agent-q-diff-save-after-apply
               (condition-case err
                   (progn
@@ -984,7 +1033,7 @@ file's buffer changed during the review, so nothing could be applied."
            (concat "\n\nEdited hunks as applied:\n"
                    (mapconcat (lambda (i)
                                 (format "Hunk %d (%s) now reads:\n%s" (1+ i)
-                                        (plist-get (aref hunks i) :header)
+                                        (plist-get (aref summaries i) :header)
                                         (aref decisions i)))
                               edited "\n"))
          "")
@@ -992,7 +1041,7 @@ file's buffer changed during the review, so nothing could be applied."
            (concat "\n\nNot applied (the removed and added lines of each hunk):\n"
                    (mapconcat (lambda (i)
                                 (format "Hunk %d:\n%s" (1+ i)
-                                        (agent-q-tools--hunk-text (aref hunks i))))
+                                        (agent-q--core-diff-session-changes session i)))
                               (sort (append rejected pending nil) #'<) ""))
          ""))))))
 
@@ -1023,7 +1072,7 @@ Return a review, or (STATUS . TEXT) when there is nothing to review:
 ORIGINAL does not match the current text, or the proposal changes
 nothing (both failures, with the explanation).  DESCRIPTION goes into
 the review's header."
-  (unless (fboundp 'agent-q--core-diff-hunks)
+  (unless (fboundp 'agent-q--core-diff-session)
     (error "The agent-q-core module is not loaded"))
   (let* ((file (expand-file-name path))
          (current (car (agent-q-tools--current-text file)))
@@ -1037,15 +1086,18 @@ the review's header."
                          (concat (substring current 0 (plist-get span :start))
                                  modified
                                  (substring current (plist-get span :end)))))
-             (hunks (agent-q--core-diff-hunks current proposal)))
-        (if (null hunks)
+             (session (agent-q--core-diff-session current proposal))
+             (count (agent-q--core-diff-session-count session)))
+        (if (zerop count)
             (cons :failure
                   (format "No change made to %s: the proposal is identical to the current text."
                           path))
           (agent-q-tools--make-review
            :path path :file file :current current :proposal proposal
-           :description description :hunks (vconcat hunks)
-           :decisions (make-vector (length hunks) nil)))))))
+           :description description :session session
+           :summary (agent-q--core-diff-session-summary session)
+           :details (make-vector count nil)
+           :decisions (make-vector count nil)))))))
 
 (defun agent-q-tools-review-edit-async (path original modified description callback
                                              &optional client)

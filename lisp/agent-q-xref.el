@@ -52,6 +52,21 @@
 ;; File names in results are shown with `abbreviate-file-name': they
 ;; stay absolute, so they can be passed to read_file as they are.
 ;;
+;; The scan runs on a native thread while Emacs waits in 10 ms slices
+;; checking for quit: C-g stops it, and so does the time limit
+;; `agent-q-xref-max-seconds'; the result then says it was interrupted
+;; and lists what was found until then.  At most
+;; `agent-q-xref-max-results' hits are turned into Lisp values.
+;;
+;; Lines are quoted only from public sources: files under Emacs's own
+;; Lisp directory, the package directories (`package-user-dir',
+;; `package-directory-list', site-lisp directories) or the read
+;; guard's allowed directories (`agent-q-builtins--allowed-directories'),
+;; and never from a file matching `agent-q-sensitive-file-patterns'.
+;; A hit elsewhere (a private ~/.emacs.d/secrets.el that read_file
+;; would ask about) is listed as FILE:LINE with its definition's name,
+;; without the line, and the result says why.
+;;
 ;; The handlers `agent-q-xref-who-calls-handler' and
 ;; `agent-q-xref-who-references-handler' take the tool's argument hash
 ;; table and return the result string.
@@ -61,15 +76,36 @@
 (require 'seq)
 (require 'subr-x)
 
-(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind))
+(declare-function agent-q--core-xref-scan "agent-q-core" (files name kind max-hits max-seconds))
 (declare-function agent-q--core-xref-index "agent-q-core" (files background))
+(declare-function agent-q--core-xref-scan-start "agent-q-core"
+                  (files name kind max-hits max-seconds))
+(declare-function agent-q--core-xref-scan-finished "agent-q-core" ())
+(declare-function agent-q--core-xref-scan-cancel "agent-q-core" (ticket))
+(declare-function agent-q-async-starting-p "agent-q-async" ())
+(declare-function agent-q-when-cancelled "agent-q-async" (function))
+(declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
+(defvar agent-q--channel-drain-functions)
+(declare-function agent-q-builtins--allowed-directories "agent-q-builtins" ())
+(declare-function agent-q-builtins--sensitive-pattern "agent-q-builtins" (&rest names))
 
 (defvar comp-eln-to-el-h)
+(defvar package-user-dir)
+(defvar package-directory-list)
 
 (defcustom agent-q-xref-max-results 100
   "Most hits listed by `who_calls' and `who_references'.
 The result says how many more were found but left out."
   :type 'natnum
+  :group 'agent-q)
+
+(defcustom agent-q-xref-max-seconds 20
+  "Longest time, in seconds, that one `who_calls' or `who_references' scans.
+Emacs waits for the scan (interruptibly: \[keyboard-quit] stops it);
+after this long the scan stops and the result lists what was found
+until then, saying it is incomplete.  nil means no limit.  A first
+scan of all of Emacs's own sources takes about a second."
+  :type '(choice (const :tag "No limit" nil) number)
   :group 'agent-q)
 
 (defcustom agent-q-xref-background-index t
@@ -130,6 +166,20 @@ removed."
         (substring name 0 (match-beginning 0))
       name)))
 
+(defvar agent-q-xref--source-cache (make-hash-table :test #'equal)
+  "Loaded file names mapped to the source files found for them.
+Only found sources are kept: looking a source up costs two file
+system calls, and a session has hundreds of libraries.  A source
+deleted since is reported by the scan as unreadable.")
+
+(defun agent-q-xref--cached-source-file (file)
+  "Return `agent-q-xref--source-file' of FILE, remembered once found."
+  (or (gethash file agent-q-xref--source-cache)
+      (let ((source (agent-q-xref--source-file file)))
+        (when source
+          (puthash file source agent-q-xref--source-cache))
+        source)))
+
 (defun agent-q-xref-library-sources ()
   "Return the sources of the libraries in `load-history'.
 The value is (SOURCES . MISSING): SOURCES a list of the readable
@@ -143,7 +193,7 @@ are in neither list."
       (let ((file (car-safe entry)))
         (when (and (stringp file)
                    (not (agent-q-xref--module-file-p file)))
-          (let ((source (agent-q-xref--source-file file)))
+          (let ((source (agent-q-xref--cached-source-file file)))
             (cond ((null source)
                    (push (agent-q-xref--library-name file) missing))
                   ((not (gethash source seen))
@@ -158,29 +208,124 @@ are in neither list."
     (unless (require 'agent-q-core nil t)
       (error "The agent-q-core module is not available; build it with `cargo build --release'"))))
 
-(defun agent-q-xref-find (name kind &optional files)
+(defun agent-q-xref-find (name kind &optional files max-hits max-seconds)
   "Find the occurrences of the symbol named NAME of KIND.
 KIND is `call' or `reference'.  FILES are the source files to
-search; when nil, those of the loaded libraries.  Return a plist
-\(:hits HITS :errors ERRORS :missing MISSING): HITS a list
-of (FILE LINE COLUMN DEFINITION LINE-TEXT) sorted by file and line,
-ERRORS a list of (FILE . MESSAGE) for unreadable files, MISSING the
-names of loaded libraries whose source is not installed (only when
-FILES is nil)."
+search; when nil, those of the loaded libraries.  MAX-HITS, when
+non-nil, is the most hits returned; MAX-SECONDS, when non-nil, the
+longest the scan may take.  Return a plist
+\(:hits HITS :total TOTAL :errors ERRORS :missing MISSING
+:interrupted INTERRUPTED :scanned SCANNED :files NFILES): HITS a
+list of (FILE LINE COLUMN DEFINITION LINE-TEXT) sorted by file and
+line, TOTAL how many were found (HITS may hold fewer), ERRORS a
+list of (FILE . MESSAGE) for unreadable files, MISSING the names of
+loaded libraries whose source is not installed (only when FILES is
+nil).  INTERRUPTED is `quit' when the user quit (\[keyboard-quit])
+during the scan, `timeout' when MAX-SECONDS passed: HITS and ERRORS
+are then those of the SCANNED files of NFILES."
   (agent-q-xref--ensure-module)
   (let* ((libraries (unless files (agent-q-xref-library-sources)))
          (searched (or files (car libraries)))
-         (result (agent-q--core-xref-scan searched name kind)))
-    (when agent-q-xref-background-index
+         (result (agent-q--core-xref-scan searched name kind max-hits max-seconds)))
+    (when (and agent-q-xref-background-index
+               (not (plist-get result :interrupted)))
       (agent-q--core-xref-index searched t))
-    (list :hits (car result) :errors (cdr result) :missing (cdr libraries))))
+    (append (list :missing (cdr libraries)) result)))
 
-(defun agent-q-xref--format-hit (hit)
-  "Format HIT, a (FILE LINE COLUMN DEFINITION LINE-TEXT) list, as a line."
+(defun agent-q-xref--public-directories ()
+  "Return the directories whose sources may be quoted, as true names.
+They are Emacs's own Lisp directory, the package directories
+\(`package-user-dir', `package-directory-list' and the site-lisp
+directories on `load-path') and the read guard's allowed
+directories (see `agent-q-builtins--allowed-directories')."
+  (let ((dirs (list (expand-file-name "../lisp" data-directory))))
+    (when (boundp 'package-user-dir)
+      (push package-user-dir dirs))
+    (when (boundp 'package-directory-list)
+      (setq dirs (append package-directory-list dirs)))
+    (dolist (dir load-path)
+      (when (and (stringp dir)
+                 (string-match "\\`\\(.*/site-lisp\\)\\(?:/\\|\\'\\)" dir))
+        (push (match-string 1 dir) dirs)))
+    (when (fboundp 'agent-q-builtins--allowed-directories)
+      (setq dirs (append (agent-q-builtins--allowed-directories) dirs)))
+    (delete-dups
+     (mapcar (lambda (dir) (file-name-as-directory (file-truename (expand-file-name dir))))
+             (seq-filter (lambda (dir)
+                           (and (stringp dir) (not (file-remote-p dir))
+                                (file-directory-p dir)))
+                         dirs)))))
+
+(defun agent-q-xref--sensitive-p (file truename)
+  "Return non-nil if FILE (whose true name is TRUENAME) is sensitive.
+That is when it matches `agent-q-sensitive-file-patterns'."
+  (if (fboundp 'agent-q-builtins--sensitive-pattern)
+      (agent-q-builtins--sensitive-pattern file truename)
+    (and (boundp 'agent-q-sensitive-file-patterns)
+         (let ((case-fold-search t))
+           (seq-some (lambda (re) (or (string-match-p re file) (string-match-p re truename)))
+                     (symbol-value 'agent-q-sensitive-file-patterns))))))
+
+(defun agent-q-xref--quote-policy (files)
+  "Decide which of FILES may have their lines quoted in a result.
+Return a hash table from each file to t (quote), `private' (outside
+the public directories) or `sensitive' (matches a sensitive file
+pattern)."
+  (let ((table (make-hash-table :test #'equal))
+        (public nil))
+    (dolist (file files)
+      (unless (gethash file table)
+        (let ((true (file-truename file)))
+          (puthash file
+                   (cond ((agent-q-xref--sensitive-p file true) 'sensitive)
+                         ((seq-some (lambda (dir) (string-prefix-p dir true))
+                                    (or public (setq public (agent-q-xref--public-directories))))
+                          t)
+                         (t 'private))
+                   table))))
+    table))
+
+(defun agent-q-xref--format-hit (hit &optional quote)
+  "Format HIT, a (FILE LINE COLUMN DEFINITION LINE-TEXT) list, as a line.
+With QUOTE nil, leave the line's text out."
   (pcase-let ((`(,file ,line ,_column ,definition ,text) hit))
-    (format "%s:%d: in %s: %s"
-            (abbreviate-file-name file) line
-            (or definition "top level") text)))
+    (if quote
+        (format "%s:%d: in %s: %s"
+                (abbreviate-file-name file) line
+                (or definition "top level") text)
+      (format "%s:%d: in %s"
+              (abbreviate-file-name file) line
+              (or definition "top level")))))
+
+(defun agent-q-xref--file-names (files)
+  "Return FILES abbreviated, sorted and joined, naming at most some of them.
+At most `agent-q-xref-max-error-files' are named; the text says how
+many more there are."
+  (let* ((sorted (sort (mapcar #'abbreviate-file-name files) #'string<))
+         (shown (seq-take sorted agent-q-xref-max-error-files)))
+    (concat (string-join shown ", ")
+            (if (> (length sorted) (length shown))
+                (format ", and %d more" (- (length sorted) (length shown)))
+              ""))))
+
+(defun agent-q-xref--withheld-notes (policy)
+  "Return the notes on the files whose lines POLICY withheld, or nil.
+POLICY is a table as returned by `agent-q-xref--quote-policy'."
+  (let (private sensitive notes)
+    (maphash (lambda (file decision)
+               (pcase decision
+                 ('private (push file private))
+                 ('sensitive (push file sensitive))))
+             policy)
+    (when private
+      (push (format "Lines not quoted from %d file(s) outside Emacs's Lisp directory, the package directories and the allowed directories (the read guard asks before reading such files; use read_file, which asks the user): %s"
+                    (length private) (agent-q-xref--file-names private))
+            notes))
+    (when sensitive
+      (push (format "Lines not quoted from %d file(s) matching a sensitive file pattern: %s"
+                    (length sensitive) (agent-q-xref--file-names sensitive))
+            notes))
+    (nreverse notes)))
 
 (defun agent-q-xref--notes (found)
   "Return the notes on what could not be searched in FOUND, or nil.
@@ -213,11 +358,26 @@ FOUND is a plist as returned by `agent-q-xref-find'."
 (defun agent-q-xref--report (name kind limit)
   "Return the result string for the occurrences of NAME of KIND.
 KIND is `call' or `reference'.  List at most LIMIT hits."
-  (let* ((found (agent-q-xref-find name kind))
-         (hits (plist-get found :hits))
-         (total (length hits))
+  (agent-q-xref--format name kind limit
+                        (agent-q-xref-find name kind nil limit agent-q-xref-max-seconds)))
+
+(defun agent-q-xref--format (name kind limit found)
+  "Return the result text for FOUND, the occurrences of NAME of KIND.
+FOUND is a plist from `agent-q-xref-find'; at most LIMIT hits are listed."
+  (let* ((hits (plist-get found :hits))
+         (total (plist-get found :total))
          (shown (seq-take hits limit))
+         (policy (agent-q-xref--quote-policy (mapcar #'car shown)))
          (lines nil))
+    (pcase (plist-get found :interrupted)
+      ('quit
+       (push (format "Interrupted by the user (C-g) after scanning %d of %d files: the results are incomplete."
+                     (plist-get found :scanned) (plist-get found :files))
+             lines))
+      ('timeout
+       (push (format "Stopped after %s s (agent-q-xref-max-seconds) having scanned %d of %d files: the results are incomplete."
+                     agent-q-xref-max-seconds (plist-get found :scanned) (plist-get found :files))
+             lines)))
     (if (null hits)
         (push (format (if (eq kind 'call)
                           "No callers found for %s"
@@ -227,7 +387,7 @@ KIND is `call' or `reference'.  List at most LIMIT hits."
       (push (format (if (eq kind 'call) "Functions calling %s:" "References to %s:") name)
             lines)
       (dolist (hit shown)
-        (push (agent-q-xref--format-hit hit) lines))
+        (push (agent-q-xref--format-hit hit (eq t (gethash (car hit) policy))) lines))
       (when (> total (length shown))
         (push (format "... %d more not shown (%d found in all)" (- total (length shown)) total)
               lines)))
@@ -236,24 +396,92 @@ KIND is `call' or `reference'.  List at most LIMIT hits."
              (push (format "Note: %s is not currently defined as a function." name) lines))
             ((and (eq kind 'reference) (not (boundp symbol)) (not (special-variable-p symbol)))
              (push (format "Note: %s is not currently bound as a variable." name) lines))))
-    (dolist (note (agent-q-xref--notes found))
+    (dolist (note (append (agent-q-xref--withheld-notes policy) (agent-q-xref--notes found)))
       (push note lines))
     (string-join (nreverse lines) "\n")))
 
-(defun agent-q-xref--handle (args key kind)
-  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND."
+(defun agent-q-xref--query (args key kind)
+  "The name and hit limit ARGS ask for under KEY, of KIND; or end the call.
+A missing name, or one that is not interned (no loaded code can then
+refer to it), ends the call as a failure with `agent-q-tool-fail'."
   (let ((name (and (hash-table-p args) (gethash key args)))
         (limit (if (hash-table-p args)
                    (gethash "limit" args agent-q-xref-max-results)
                  agent-q-xref-max-results)))
     (cond ((not (and (stringp name) (> (length name) 0)))
-           (format "Invalid arguments: '%s' must be a non-empty symbol name" key))
+           (agent-q-tool-fail "Invalid arguments: '%s' must be a non-empty symbol name" key))
           ;; `intern-soft' returns the symbol nil for "nil", which is interned.
           ((and (not (intern-soft name)) (not (equal name "nil")))
-           (format "Symbol %s not found: it is not interned, so no loaded code %s it."
-                   name (if (eq kind 'call) "calls" "references")))
-          (t (agent-q-xref--report name kind
-                                   (if (natnump limit) limit agent-q-xref-max-results))))))
+           (agent-q-tool-fail "Symbol %s not found: it is not interned, so no loaded code %s it."
+                              name (if (eq kind 'call) "calls" "references")))
+          (t (cons name (if (natnump limit) limit agent-q-xref-max-results))))))
+
+(defun agent-q-xref--handle (args key kind)
+  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND."
+  (pcase-let ((`(,name . ,limit) (agent-q-xref--query args key kind)))
+    (agent-q-xref--report name kind limit)))
+
+;;;; Off Emacs's main thread
+
+(defvar agent-q-xref--scans (make-hash-table)
+  "Asynchronous scans under way: ticket -> function to call with the found plist.")
+
+(defun agent-q-xref--drain-scans ()
+  "Hand each finished asynchronous scan to the function waiting for it."
+  (pcase-dolist (`(,ticket . ,found) (agent-q--core-xref-scan-finished))
+    (let ((continuation (gethash ticket agent-q-xref--scans)))
+      (remhash ticket agent-q-xref--scans)
+      (when continuation
+        (funcall continuation found)))))
+
+(defun agent-q-xref--handle-async (callback args key kind)
+  "Run a cross-reference tool on ARGS for the symbol under KEY, of KIND.
+CALLBACK gets the result.  Started by the asynchronous executor, the
+scan runs on worker threads and Emacs's thread is never held: the
+result arrives through the module's channel.  Otherwise (the
+synchronous executor) the scan runs at once, interruptible by
+\[keyboard-quit], and CALLBACK is called before this returns."
+  (condition-case err
+      (pcase-let ((`(,name . ,limit) (agent-q-xref--query args key kind)))
+        (if (not (and (fboundp 'agent-q-async-starting-p) (agent-q-async-starting-p)))
+            (funcall callback (agent-q-xref--report name kind limit))
+          (agent-q-xref--ensure-module)
+          (unless (memq #'agent-q-xref--drain-scans agent-q--channel-drain-functions)
+            (push #'agent-q-xref--drain-scans agent-q--channel-drain-functions))
+          (let* ((libraries (agent-q-xref-library-sources))
+                 (searched (car libraries))
+                 (ticket (agent-q--core-xref-scan-start searched name kind limit
+                                                        agent-q-xref-max-seconds)))
+            (agent-q-when-cancelled
+             (lambda ()
+               (remhash ticket agent-q-xref--scans)
+               (agent-q--core-xref-scan-cancel ticket)))
+            (puthash ticket
+                     (lambda (found)
+                       (if (plist-member found :error)
+                           (funcall callback (plist-get found :error) :failure)
+                         (when (and agent-q-xref-background-index
+                                    (not (plist-get found :interrupted)))
+                           (agent-q--core-xref-index searched t))
+                         (funcall callback
+                                  (agent-q-xref--format
+                                   name kind limit
+                                   (append (list :missing (cdr libraries)) found)))))
+                     agent-q-xref--scans))))
+    (agent-q-tool-failure (funcall callback (cadr err) :failure))
+    (error (funcall callback (format "Tool error: %s" (error-message-string err)) :failure))))
+
+(defun agent-q-xref-who-calls-async (callback args)
+  "Report to CALLBACK where the function named in ARGS is called.
+The asynchronous handler of the who_calls tool: see
+`agent-q-xref-who-calls-handler' and `agent-q-xref--handle-async'."
+  (agent-q-xref--handle-async callback args "function" 'call))
+
+(defun agent-q-xref-who-references-async (callback args)
+  "Report to CALLBACK where the variable named in ARGS is referenced.
+The asynchronous handler of the who_references tool: see
+`agent-q-xref-who-references-handler' and `agent-q-xref--handle-async'."
+  (agent-q-xref--handle-async callback args "variable" 'reference))
 
 (defun agent-q-xref-who-calls-handler (args)
   "Return where the function named in ARGS is called.

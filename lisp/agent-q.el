@@ -346,6 +346,18 @@ module."
      :enabled (agent-q--json-true-p (plist-get registration :enabled))
      :created-at (plist-get registration :created_at))))
 
+(defvar agent-q-registry-change-functions nil
+  "Functions called with REGISTRY after its set of tools changed.
+REGISTRY is nil for the global registry.  They run after a tool is
+registered, removed, enabled or disabled, and after a restore; the
+client bridges use them to keep the clients' tool lists in sync.  An
+error in one is reported, not raised.")
+
+(defun agent-q--registry-changed (registry)
+  "Run `agent-q-registry-change-functions' for REGISTRY."
+  (with-demoted-errors "agent-q: a registry change function failed: %S"
+    (run-hook-with-args 'agent-q-registry-change-functions registry)))
+
 (defun agent-q-register-tool (tool &optional registry)
   "Register TOOL in REGISTRY (default: the global one); return it as registered.
 A new name is added, enabled.  An identical definition leaves the
@@ -364,8 +376,9 @@ to the old one (\"always allow\") do not carry over."
                                         (agent-q-tool-source tool)
                                         (agent-q-tool-guard tool)
                                         (agent-q-tool-async tool))))
-    (agent-q--tool-from-registration
-     (cdr result) (agent-q--core-handler registry (agent-q-tool-name tool)))))
+    (prog1 (agent-q--tool-from-registration
+            (cdr result) (agent-q--core-handler registry (agent-q-tool-name tool)))
+      (agent-q--registry-changed registry))))
 
 (defmacro agent-q-deftool (name description parameters &rest keys)
   "Define the tool NAME and register it; return the registered tool.
@@ -457,12 +470,15 @@ modify them."
 (defun agent-q-set-tool-enabled (name enabled &optional registry)
   "Enable (ENABLED non-nil) or disable the tool NAME in REGISTRY.
 Signals `agent-q-unknown-tool' for an unknown NAME; idempotent."
-  (agent-q--tool-from-registration (agent-q--core-set-enabled registry name enabled)
-                                   (agent-q--core-handler registry name)))
+  (prog1 (agent-q--tool-from-registration (agent-q--core-set-enabled registry name enabled)
+                                          (agent-q--core-handler registry name))
+    (agent-q--registry-changed registry)))
 
 (defun agent-q-remove-tool (name &optional registry)
   "Remove the tool NAME from REGISTRY.  Return t if it was there."
-  (agent-q--core-remove registry name))
+  (when (agent-q--core-remove registry name)
+    (agent-q--registry-changed registry)
+    t))
 
 (defun agent-q-registry-snapshot (&optional registry as-json)
   "A snapshot of every registration in REGISTRY.
@@ -475,7 +491,8 @@ are not part of a snapshot."
   "Replace the contents of REGISTRY with SNAPSHOT; return the number of tools.
 SNAPSHOT comes from `agent-q-registry-snapshot'.  Handlers of tools
 that remain are kept.  Nothing changes when SNAPSHOT is invalid."
-  (agent-q--core-restore registry snapshot))
+  (prog1 (agent-q--core-restore registry snapshot)
+    (agent-q--registry-changed registry)))
 
 (defun agent-q-tool-metrics (&optional registry reset)
   "Execution metrics per tool of REGISTRY.
@@ -768,6 +785,15 @@ An error in one is reported and does not stop the others."
   "Show the log of cautious and dangerous tool executions."
   (interactive)
   (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
+
+;;;; The client bridges (loaded on first use)
+
+(autoload 'agent-q-gptel-mode "agent-q-gptel"
+  "Give gptel's requests agent-q's tools (a global minor mode)." t)
+(autoload 'agent-q-gptel-tools "agent-q-gptel"
+  "agent-q's tools as gptel tool objects.")
+(autoload 'agent-q-llm-tools "agent-q-llm"
+  "agent-q's tools as llm.el tool structs.")
 
 ;;;; The approval UI and the built-in tools
 

@@ -13,9 +13,19 @@ fi
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi
+if [ "${1:-}" = "--test" ]; then
+  # The bridge tests drive the real gptel and llm.el (../shared/vendor), which
+  # need compat on Emacs 28, talk HTTP through curl, and call a fake
+  # OpenAI-compatible server written for Python's standard library.
+  ls -d /usr/share/emacs/site-lisp/elpa-src/compat-* >/dev/null 2>&1 || need+=(elpa-compat)
+  command -v curl >/dev/null 2>&1 || need+=(curl)
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
+fi
 if [ "${1:-}" = "--bench" ]; then
   command -v rg >/dev/null 2>&1 || need+=(ripgrep)
   command -v diff >/dev/null 2>&1 || need+=(diffutils)
+  # Benchmark 2 compares the cross-reference scan with elisp-refs (helpful's "References").
+  compgen -G "/usr/share/emacs/site-lisp/elpa*/elisp-refs-*/elisp-refs.el" >/dev/null || need+=(elpa-elisp-refs)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 use similar::{Algorithm, DiffOp};
 use thiserror::Error;
 
+mod closest;
+mod lines;
+use closest::Budget;
+
 /// Lines of unchanged context around each change, as `diff -u`.
 pub const CONTEXT: usize = 3;
 
@@ -32,10 +36,19 @@ pub const MAX_TEXT_BYTES: usize = 64 * 1024 * 1024;
 /// Text of the marker line that follows a line without a final newline.
 pub const NO_NEWLINE_MARKER: &str = "\\ No newline at end of file";
 
-/// Time after which the line diff stops looking for a minimal diff and approximates.
+/// Time after which the line diff stops looking for a minimal diff and approximates, in the
+/// functions that diff again on every call ([`hunks`], [`apply`], [`unified`]): long, so that
+/// two calls on the same texts practically always find the same diff.
 const LINE_DIFF_TIMEOUT: Duration = Duration::from_secs(2);
-/// Total time spent on word refinement for one call; later hunks go unrefined.
-const REFINE_BUDGET: Duration = Duration::from_millis(300);
+/// The same for a diff kept for a review ([`LineDiff::within`] in a diff session), which is
+/// computed once, so that its approximation never has to agree with another call's: a 100,000
+/// line file reordered from top to bottom costs about 350 ms to diff exactly.
+pub const SESSION_LINE_DIFF_TIME: Duration = Duration::from_millis(80);
+/// Total time spent on word refinement of all the hunks at once ([`LineDiff::hunks`]); later
+/// hunks go unrefined.
+const REFINE_BUDGET: Duration = Duration::from_millis(100);
+/// Time spent on word refinement of one hunk built on demand ([`hunk_refine_deadline`]).
+const HUNK_REFINE_BUDGET: Duration = Duration::from_millis(50);
 /// A replaced block larger than this (bytes, either side) is not refined word by word.
 const REFINE_MAX_BYTES: usize = 32 * 1024;
 /// Below this similarity the lines are too different for word highlighting to help.
@@ -48,6 +61,18 @@ const LISTED_OCCURRENCES: usize = 10;
 const MISMATCH_CONTEXT: usize = 2;
 /// Longest excerpt of current text shown for a mismatch, in lines.
 const MISMATCH_MAX_LINES: usize = 12;
+/// Longest line of current text shown in full in a mismatch excerpt, in characters.
+const MISMATCH_MAX_LINE_CHARS: usize = 1000;
+/// Time [`locate`] may spend explaining a mismatch (from its start), so that a stale
+/// `original` never freezes Emacs: the closest match is then the best found so far.
+const CLOSEST_MATCH_TIME: Duration = Duration::from_millis(50);
+/// Work the closest-match search may do, in character steps (about 20–40 ms here); it makes
+/// the cut deterministic on a machine fast enough not to hit the deadline first.
+const CLOSEST_MATCH_WORK: u64 = 30_000_000;
+/// Bytes compared while counting occurrences of an ambiguous excerpt before giving up counting.
+const OCCURRENCE_WORK: usize = 64 * 1024 * 1024;
+/// Lines handled between two looks at the clock while voting.
+const VOTE_CLOCK_EVERY: usize = 4096;
 
 /// Errors of the diff concern.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -106,6 +131,20 @@ pub struct Mismatch {
     pub excerpt: String,
     /// What differs at the closest match (first differing line, whitespace, line endings).
     pub detail: String,
+    /// Set when the search for the closest match ran out of its time or work budget: the
+    /// match is then the best found so far.
+    pub cut_short: Option<SearchCut>,
+}
+
+/// How far a closest-match search got before its budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchCut {
+    /// Lines dealt with.
+    pub done: usize,
+    /// Lines there were to deal with.
+    pub total: usize,
+    /// What `done` counts: lines of the current text scanned, or similar-looking lines compared.
+    pub what: &'static str,
 }
 
 impl std::fmt::Display for Mismatch {
@@ -114,15 +153,27 @@ impl std::fmt::Display for Mismatch {
             f,
             "`original` does not match the current text (it may have changed since it was read)."
         )?;
+        let cut = self.cut_short.map(|c| {
+            format!(
+                "the search was cut short after {} of {} {}, to keep Emacs responsive",
+                c.done, c.total, c.what
+            )
+        });
         match self.line {
             Some(line) => {
                 write!(f, " Closest match at line {line}")?;
+                if let Some(cut) = cut {
+                    write!(f, " (the best found before {cut}; a closer one may exist)")?;
+                }
                 if !self.detail.is_empty() {
                     write!(f, "; {}", self.detail)?;
                 }
                 write!(f, ". Current text there:\n{}", self.excerpt)
             }
-            None => write!(f, " No similar lines were found in the current text."),
+            None => match cut {
+                Some(cut) => write!(f, " No similar lines were found before {cut}."),
+                None => write!(f, " No similar lines were found in the current text."),
+            },
         }
     }
 }
@@ -254,66 +305,412 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// Byte offset of the start of each line, plus the text length at the end.
-fn line_offsets(lines: &[&str]) -> Vec<usize> {
-    let mut offsets = Vec::with_capacity(lines.len() + 1);
-    let mut pos = 0;
-    offsets.push(0);
-    for line in lines {
-        pos += line.len();
-        offsets.push(pos);
-    }
-    offsets
-}
-
-/// The line diff of two texts, grouped into hunks (before rendering).
-struct LineDiff<'a> {
-    old_lines: Vec<&'a str>,
-    new_lines: Vec<&'a str>,
-    old_offsets: Vec<usize>,
-    new_offsets: Vec<usize>,
+/// The line diff of two texts grouped into hunks as `diff -u` groups them.
+///
+/// It keeps both texts (borrowed, or owned for a review that outlives the call) and the line
+/// operations, not the hunks' lines: [`LineDiff::summary`] is cheap, [`LineDiff::hunk`] builds
+/// one hunk's lines and word refinement when asked, and [`LineDiff::apply`] applies decisions
+/// without diffing again.
+#[derive(Debug, Clone)]
+pub struct LineDiff<S: AsRef<str> = String> {
+    old: S,
+    new: S,
+    old_starts: Vec<usize>,
+    new_starts: Vec<usize>,
     groups: Vec<Vec<DiffOp>>,
 }
 
-impl<'a> LineDiff<'a> {
-    fn new(old: &'a str, new: &'a str) -> Result<Self, DiffError> {
-        check_size("the old text", old)?;
-        check_size("the new text", new)?;
-        let old_lines = split_lines(old);
-        let new_lines = split_lines(new);
-        let deadline = Instant::now().checked_add(LINE_DIFF_TIMEOUT);
-        let ops = similar::capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
+/// Where a hunk is, without its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HunkSummary {
+    /// 0-based position of the hunk in the diff.
+    pub index: usize,
+    /// First old line, 1-based (the line before, possibly 0, when `old_lines` is 0), as `diff -u`.
+    pub old_start: usize,
+    /// Number of old lines covered.
+    pub old_lines: usize,
+    /// First new line, 1-based (the line before when `new_lines` is 0).
+    pub new_start: usize,
+    /// Number of new lines covered.
+    pub new_lines: usize,
+    /// `@@ -a,b +c,d @@`, with `,1` omitted as `diff -u` does.
+    pub header: String,
+}
+
+/// Where the text of a line of a [`HunkLayout`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSource {
+    /// Line N (0-based) of the old text.
+    Old(usize),
+    /// Line N (0-based) of the new text.
+    New(usize),
+    /// The [`NO_NEWLINE_MARKER`].
+    Marker,
+}
+
+/// One line of a [`HunkLayout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRef {
+    /// What the line is.
+    pub tag: LineTag,
+    /// Where its text is.
+    pub source: LineSource,
+    /// Changed words: half-open CHARACTER ranges within the line's text.
+    pub refinement: Vec<(usize, usize)>,
+}
+
+/// A hunk as line numbers: what [`Hunk`] holds, without copying any text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HunkLayout {
+    /// Where the hunk is.
+    pub summary: HunkSummary,
+    /// Its lines, in unified-diff order.
+    pub lines: Vec<LineRef>,
+    /// The old lines it covers (0-based, half-open).
+    pub old_range: Range<usize>,
+    /// The new lines it covers (0-based, half-open).
+    pub new_range: Range<usize>,
+}
+
+impl<S: AsRef<str>> LineDiff<S> {
+    /// The line diff from OLD to NEW. Errors: [`DiffError::TooLarge`].
+    pub fn new(old: S, new: S) -> Result<Self, DiffError> {
+        Self::within(old, new, LINE_DIFF_TIMEOUT)
+    }
+
+    /// The line diff from OLD to NEW, looking for a minimal diff for at most TIME (then an
+    /// approximation: a valid diff, not the shortest). Errors: [`DiffError::TooLarge`].
+    pub fn within(old: S, new: S, time: Duration) -> Result<Self, DiffError> {
+        check_size("the old text", old.as_ref())?;
+        check_size("the new text", new.as_ref())?;
+        let old_starts = lines::line_starts(old.as_ref());
+        let new_starts = lines::line_starts(new.as_ref());
+        let deadline = Instant::now().checked_add(time);
+        let ops = lines::line_ops(
+            lines::Side {
+                text: old.as_ref(),
+                starts: &old_starts,
+            },
+            lines::Side {
+                text: new.as_ref(),
+                starts: &new_starts,
+            },
+            deadline,
+        );
         let groups = similar::group_diff_ops(ops, CONTEXT);
         Ok(LineDiff {
-            old_offsets: line_offsets(&old_lines),
-            new_offsets: line_offsets(&new_lines),
-            old_lines,
-            new_lines,
+            old,
+            new,
+            old_starts,
+            new_starts,
             groups,
         })
     }
 
-    /// Old and new line ranges (0-based, half-open) of each hunk.
-    fn ranges(&self) -> Vec<(Range<usize>, Range<usize>)> {
-        self.groups
-            .iter()
-            .filter_map(|group| {
-                let first = group.first()?;
-                let last = group.last()?;
-                Some((
-                    first.old_range().start..last.old_range().end,
-                    first.new_range().start..last.new_range().end,
-                ))
-            })
-            .collect()
+    /// The old text.
+    pub fn old_text(&self) -> &str {
+        self.old.as_ref()
+    }
+
+    /// The new text.
+    pub fn new_text(&self) -> &str {
+        self.new.as_ref()
+    }
+
+    /// Number of hunks.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// True when the texts are identical (no hunks).
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Old and new line ranges (0-based, half-open) of hunk INDEX.
+    fn ranges(&self, index: usize) -> Option<(Range<usize>, Range<usize>)> {
+        let group = self.groups.get(index)?;
+        let (first, last) = (group.first()?, group.last()?);
+        Some((
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        ))
+    }
+
+    fn old_line(&self, i: usize) -> &str {
+        &self.old.as_ref()[self.old_starts[i]..self.old_starts[i + 1]]
+    }
+
+    fn new_line(&self, i: usize) -> &str {
+        &self.new.as_ref()[self.new_starts[i]..self.new_starts[i + 1]]
     }
 
     fn old_bytes(&self, lines: &Range<usize>) -> Range<usize> {
-        self.old_offsets[lines.start]..self.old_offsets[lines.end]
+        self.old_starts[lines.start]..self.old_starts[lines.end]
     }
 
     fn new_bytes(&self, lines: &Range<usize>) -> Range<usize> {
-        self.new_offsets[lines.start]..self.new_offsets[lines.end]
+        self.new_starts[lines.start]..self.new_starts[lines.end]
+    }
+
+    /// Where hunk INDEX is, or `None` past the last hunk.
+    pub fn summary(&self, index: usize) -> Option<HunkSummary> {
+        let (old_range, new_range) = self.ranges(index)?;
+        let start_number = |range: &Range<usize>| {
+            if range.is_empty() {
+                range.start
+            } else {
+                range.start + 1
+            }
+        };
+        Some(HunkSummary {
+            index,
+            old_start: start_number(&old_range),
+            old_lines: old_range.len(),
+            new_start: start_number(&new_range),
+            new_lines: new_range.len(),
+            header: format!(
+                "@@ -{} +{} @@",
+                header_range(old_range.start, old_range.len()),
+                header_range(new_range.start, new_range.len())
+            ),
+        })
+    }
+
+    /// Hunk INDEX with its lines, or `None` past the last hunk. Replaced lines are refined
+    /// word by word until REFINE_DEADLINE (not at all when it is `None`).
+    pub fn hunk(&self, index: usize, refine_deadline: Option<Instant>) -> Option<Hunk> {
+        let layout = self.layout(index, refine_deadline)?;
+        let lines = layout
+            .lines
+            .into_iter()
+            .map(|line| HunkLine {
+                tag: line.tag,
+                text: match line.source {
+                    LineSource::Old(i) => strip_newline(self.old_line(i)).to_string(),
+                    LineSource::New(i) => strip_newline(self.new_line(i)).to_string(),
+                    LineSource::Marker => NO_NEWLINE_MARKER.to_string(),
+                },
+                refinement: line.refinement,
+            })
+            .collect();
+        let summary = layout.summary;
+        Some(Hunk {
+            index,
+            old_start: summary.old_start,
+            old_lines: summary.old_lines,
+            new_start: summary.new_start,
+            new_lines: summary.new_lines,
+            header: summary.header,
+            lines,
+            old_text: self.old.as_ref()[self.old_bytes(&layout.old_range)].to_string(),
+            new_text: self.new.as_ref()[self.new_bytes(&layout.new_range)].to_string(),
+        })
+    }
+
+    /// Hunk INDEX as line numbers rather than texts, or `None` past the last hunk (see
+    /// [`LineDiff::hunk`]): for callers that take the texts from elsewhere.
+    pub fn layout(&self, index: usize, refine_deadline: Option<Instant>) -> Option<HunkLayout> {
+        let summary = self.summary(index)?;
+        let (old_range, new_range) = self.ranges(index)?;
+        let mut lines = Vec::new();
+        let mut push = |tag: LineTag, source: LineSource, text: &str, refinement: Vec<(usize, usize)>| {
+            lines.push(LineRef {
+                tag,
+                source,
+                refinement,
+            });
+            if !text.ends_with('\n') {
+                lines.push(LineRef {
+                    tag: LineTag::NoNewline,
+                    source: LineSource::Marker,
+                    refinement: Vec::new(),
+                });
+            }
+        };
+        for op in &self.groups[index] {
+            let (o, n) = (op.old_range(), op.new_range());
+            match op.tag() {
+                similar::DiffTag::Equal => {
+                    for i in o {
+                        push(LineTag::Context, LineSource::Old(i), self.old_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Delete => {
+                    for i in o {
+                        push(LineTag::Removed, LineSource::Old(i), self.old_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Insert => {
+                    for i in n {
+                        push(LineTag::Added, LineSource::New(i), self.new_line(i), Vec::new());
+                    }
+                }
+                similar::DiffTag::Replace => {
+                    let (mut old_ref, mut new_ref) = match refine_deadline {
+                        Some(deadline) => refine_block(
+                            &self.old.as_ref()[self.old_bytes(&o)],
+                            &self.new.as_ref()[self.new_bytes(&n)],
+                            deadline,
+                        )
+                        .unwrap_or_default(),
+                        None => Default::default(),
+                    };
+                    old_ref.resize_with(o.len(), Vec::new);
+                    new_ref.resize_with(n.len(), Vec::new);
+                    for (i, r) in o.zip(old_ref) {
+                        push(LineTag::Removed, LineSource::Old(i), self.old_line(i), r);
+                    }
+                    for (i, r) in n.zip(new_ref) {
+                        push(LineTag::Added, LineSource::New(i), self.new_line(i), r);
+                    }
+                }
+            }
+        }
+        Some(HunkLayout {
+            summary,
+            lines,
+            old_range,
+            new_range,
+        })
+    }
+
+    /// Byte offsets of the starts of the old text's lines, plus its length at the end.
+    pub fn old_line_starts(&self) -> &[usize] {
+        &self.old_starts
+    }
+
+    /// Byte offsets of the starts of the new text's lines, plus its length at the end.
+    pub fn new_line_starts(&self) -> &[usize] {
+        &self.new_starts
+    }
+
+    /// The changed lines of hunk INDEX as a unified diff without context, or `None` past the
+    /// last hunk: each run of removed (`-`) and added (`+`) lines (with their `\ No newline`
+    /// markers) under its own `@@ -A,B +C,D @@` header, numbered as `diff -U0` numbers them
+    /// (an empty side names the line before), counts always written; every line ends in `\n`.
+    pub fn changes(&self, index: usize) -> Option<String> {
+        let hunk = self.hunk(index, None)?;
+        let (old_range, new_range) = self.ranges(index)?;
+        // 1-based numbers of the next old and new lines.
+        let (mut old, mut new) = (old_range.start + 1, new_range.start + 1);
+        let mut out = String::new();
+        let mut lines = hunk.lines.iter().peekable();
+        while let Some(line) = lines.next() {
+            if line.tag == LineTag::Context {
+                old += 1;
+                new += 1;
+                continue;
+            }
+            let mut run = vec![line];
+            while let Some(next) = lines.next_if(|l| l.tag != LineTag::Context) {
+                run.push(next);
+            }
+            let count = |tag| run.iter().filter(|l| l.tag == tag).count();
+            let (removed, added) = (count(LineTag::Removed), count(LineTag::Added));
+            let _ = writeln!(
+                out,
+                "@@ -{},{removed} +{},{added} @@",
+                if removed == 0 { old - 1 } else { old },
+                if added == 0 { new - 1 } else { new }
+            );
+            for l in run {
+                out.push_str(l.tag.prefix());
+                out.push_str(&l.text);
+                out.push('\n');
+            }
+            old += removed;
+            new += added;
+        }
+        Some(out)
+    }
+
+    /// All the hunks, refined word by word within [`REFINE_BUDGET`] (later hunks unrefined).
+    pub fn hunks(&self) -> Vec<Hunk> {
+        let deadline = refine_deadline();
+        (0..self.len()).filter_map(|i| self.hunk(i, Some(deadline))).collect()
+    }
+
+    /// The text obtained from the old text by applying DECISIONS, one per hunk: the new side,
+    /// the old side or an edited new side. Linear in the size of the texts.
+    pub fn apply(&self, decisions: &[Decision]) -> Result<String, DiffError> {
+        if self.len() != decisions.len() {
+            return Err(DiffError::DecisionCount {
+                expected: self.len(),
+                got: decisions.len(),
+            });
+        }
+        let (old, new) = (self.old.as_ref(), self.new.as_ref());
+        let extra: usize = decisions
+            .iter()
+            .map(|d| match d {
+                Decision::Edit(text) => text.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut out = String::with_capacity(old.len().max(new.len()) + extra);
+        let mut pos = 0;
+        for (index, decision) in decisions.iter().enumerate() {
+            let Some((old_range, new_range)) = self.ranges(index) else {
+                continue;
+            };
+            let old_bytes = self.old_bytes(&old_range);
+            out.push_str(&old[pos..old_bytes.start]);
+            match decision {
+                Decision::Accept => out.push_str(&new[self.new_bytes(&new_range)]),
+                Decision::Reject => out.push_str(&old[old_bytes.clone()]),
+                Decision::Edit(text) => out.push_str(text),
+            }
+            pos = old_bytes.end;
+        }
+        out.push_str(&old[pos..]);
+        Ok(out)
+    }
+
+    /// The unified diff (`---`/`+++` header lines with the given labels, then the hunks), or
+    /// the empty string when the texts are identical, as `diff -u` prints it.
+    pub fn unified(&self, old_label: &str, new_label: &str) -> String {
+        let mut out = String::new();
+        if self.is_empty() {
+            return out;
+        }
+        let changed: usize = self
+            .groups
+            .iter()
+            .flatten()
+            .map(|op| self.old_bytes(&op.old_range()).len() + self.new_bytes(&op.new_range()).len())
+            .sum();
+        out.reserve(changed + 64 * self.len());
+        let _ = writeln!(out, "--- {old_label}\n+++ {new_label}");
+        let put = |out: &mut String, prefix: char, line: &str| {
+            out.push(prefix);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push('\n');
+                out.push_str(NO_NEWLINE_MARKER);
+                out.push('\n');
+            }
+        };
+        for index in 0..self.len() {
+            let Some(summary) = self.summary(index) else {
+                continue;
+            };
+            out.push_str(&summary.header);
+            out.push('\n');
+            for op in &self.groups[index] {
+                let (o, n) = (op.old_range(), op.new_range());
+                match op.tag() {
+                    similar::DiffTag::Equal => o.for_each(|i| put(&mut out, ' ', self.old_line(i))),
+                    similar::DiffTag::Delete => o.for_each(|i| put(&mut out, '-', self.old_line(i))),
+                    similar::DiffTag::Insert => n.for_each(|i| put(&mut out, '+', self.new_line(i))),
+                    similar::DiffTag::Replace => {
+                        o.for_each(|i| put(&mut out, '-', self.old_line(i)));
+                        n.for_each(|i| put(&mut out, '+', self.new_line(i)));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -455,159 +852,49 @@ fn ranges_per_line(tokens: &[&str], changed: &[bool]) -> LineRanges {
     lines
 }
 
-fn push_line(lines: &mut Vec<HunkLine>, tag: LineTag, line: &str, refinement: Vec<(usize, usize)>) {
-    lines.push(HunkLine {
-        tag,
-        text: strip_newline(line).to_string(),
-        refinement,
-    });
-    if !line.ends_with('\n') {
-        lines.push(HunkLine {
-            tag: LineTag::NoNewline,
-            text: NO_NEWLINE_MARKER.to_string(),
-            refinement: Vec::new(),
-        });
-    }
+/// The refinement deadline for all the hunks of a diff built now, as [`LineDiff::hunks`] uses.
+pub fn refine_deadline() -> Instant {
+    Instant::now() + REFINE_BUDGET
+}
+
+/// The refinement deadline for one hunk built now, as a review builds the hunk it shows.
+pub fn hunk_refine_deadline() -> Instant {
+    Instant::now() + HUNK_REFINE_BUDGET
 }
 
 /// The hunks of the line diff from OLD to NEW, with word refinement of changed lines.
 ///
 /// Identical texts give no hunks.
 pub fn hunks(old: &str, new: &str) -> Result<Vec<Hunk>, DiffError> {
-    build_hunks(old, new, true)
-}
-
-/// The hunks, with word refinement only when REFINE (a unified diff has no use for it).
-fn build_hunks(old: &str, new: &str, refine: bool) -> Result<Vec<Hunk>, DiffError> {
-    let diff = LineDiff::new(old, new)?;
-    let refine_deadline = Instant::now() + REFINE_BUDGET;
-    let mut hunks = Vec::with_capacity(diff.groups.len());
-    for (index, (group, (old_range, new_range))) in diff.groups.iter().zip(diff.ranges()).enumerate() {
-        let mut lines = Vec::new();
-        for op in group {
-            let (o, n) = (op.old_range(), op.new_range());
-            match op.tag() {
-                similar::DiffTag::Equal => {
-                    for line in &diff.old_lines[o] {
-                        push_line(&mut lines, LineTag::Context, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Delete => {
-                    for line in &diff.old_lines[o] {
-                        push_line(&mut lines, LineTag::Removed, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Insert => {
-                    for line in &diff.new_lines[n] {
-                        push_line(&mut lines, LineTag::Added, line, Vec::new());
-                    }
-                }
-                similar::DiffTag::Replace => {
-                    let old_block = &old[diff.old_bytes(&o)];
-                    let new_block = &new[diff.new_bytes(&n)];
-                    let (mut old_ref, mut new_ref) = if refine {
-                        refine_block(old_block, new_block, refine_deadline).unwrap_or_default()
-                    } else {
-                        Default::default()
-                    };
-                    old_ref.resize_with(o.len(), Vec::new);
-                    new_ref.resize_with(n.len(), Vec::new);
-                    for (line, r) in diff.old_lines[o].iter().zip(old_ref) {
-                        push_line(&mut lines, LineTag::Removed, line, r);
-                    }
-                    for (line, r) in diff.new_lines[n].iter().zip(new_ref) {
-                        push_line(&mut lines, LineTag::Added, line, r);
-                    }
-                }
-            }
-        }
-        let header = format!(
-            "@@ -{} +{} @@",
-            header_range(old_range.start, old_range.len()),
-            header_range(new_range.start, new_range.len())
-        );
-        let start_number = |range: &Range<usize>| {
-            if range.is_empty() {
-                range.start
-            } else {
-                range.start + 1
-            }
-        };
-        hunks.push(Hunk {
-            index,
-            old_start: start_number(&old_range),
-            old_lines: old_range.len(),
-            new_start: start_number(&new_range),
-            new_lines: new_range.len(),
-            header,
-            lines,
-            old_text: old[diff.old_bytes(&old_range)].to_string(),
-            new_text: new[diff.new_bytes(&new_range)].to_string(),
-        });
-    }
-    Ok(hunks)
+    Ok(LineDiff::new(old, new)?.hunks())
 }
 
 /// The text obtained from OLD by applying, for each hunk of the diff from OLD to NEW, its
 /// decision: the new side, the old side or an edited new side. Linear in the size of the texts.
 pub fn apply(old: &str, new: &str, decisions: &[Decision]) -> Result<String, DiffError> {
-    let diff = LineDiff::new(old, new)?;
-    let ranges = diff.ranges();
-    if ranges.len() != decisions.len() {
-        return Err(DiffError::DecisionCount {
-            expected: ranges.len(),
-            got: decisions.len(),
-        });
-    }
-    let extra: usize = decisions
-        .iter()
-        .map(|d| match d {
-            Decision::Edit(text) => text.len(),
-            _ => 0,
-        })
-        .sum();
-    let mut out = String::with_capacity(old.len().max(new.len()) + extra);
-    let mut pos = 0;
-    for ((old_range, new_range), decision) in ranges.iter().zip(decisions) {
-        let old_bytes = diff.old_bytes(old_range);
-        out.push_str(&old[pos..old_bytes.start]);
-        match decision {
-            Decision::Accept => out.push_str(&new[diff.new_bytes(new_range)]),
-            Decision::Reject => out.push_str(&old[old_bytes.clone()]),
-            Decision::Edit(text) => out.push_str(text),
-        }
-        pos = old_bytes.end;
-    }
-    out.push_str(&old[pos..]);
-    Ok(out)
+    LineDiff::new(old, new)?.apply(decisions)
 }
 
 /// A unified diff of OLD and NEW (`---`/`+++` header lines with the given labels, then the
 /// hunks), or the empty string when the texts are identical, as `diff -u` prints it.
 pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result<String, DiffError> {
-    let hunks = build_hunks(old, new, false)?;
-    let mut out = String::new();
-    if hunks.is_empty() {
-        return Ok(out);
-    }
-    let _ = writeln!(out, "--- {old_label}\n+++ {new_label}");
-    for hunk in &hunks {
-        out.push_str(&hunk.header);
-        out.push('\n');
-        for line in &hunk.lines {
-            out.push_str(line.tag.prefix());
-            out.push_str(&line.text);
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    Ok(LineDiff::new(old, new)?.unified(old_label, new_label))
 }
 
 /// Where ORIGINAL is in CURRENT: the whole text, or its only occurrence as an excerpt.
 ///
 /// Errors: [`DiffError::NotFound`] with the closest match, [`DiffError::Ambiguous`] with the
 /// occurrences, [`DiffError::EmptyOriginal`], [`DiffError::TooLarge`].
+///
+/// Bounded: explaining a mismatch takes at most about [`CLOSEST_MATCH_TIME`] plus linear work
+/// (the closest match is then the best found so far, and the explanation says so), and
+/// counting the occurrences of an ambiguous excerpt stops after [`OCCURRENCE_WORK`] bytes.
 pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
+    locate_until(current, original, Instant::now() + CLOSEST_MATCH_TIME)
+}
+
+/// [`locate`], with the closest-match search (if any) ending at DEADLINE at the latest.
+fn locate_until(current: &str, original: &str, deadline: Instant) -> Result<Span, DiffError> {
     check_size("the current text", current)?;
     check_size("`original`", original)?;
     if original == current {
@@ -622,21 +909,15 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
     }
     if original.is_empty() {
         return Err(DiffError::EmptyOriginal {
-            lines: split_lines(current).len(),
+            lines: count_lines(current),
         });
     }
-    let step = original.chars().next().map_or(1, char::len_utf8);
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(i) = current.get(from..).and_then(|rest| rest.find(original)) {
-        found.push(from + i);
-        if found.len() >= MAX_OCCURRENCES {
-            break;
-        }
-        from += i + step;
-    }
+    let (found, truncated) = occurrences(current, original);
     match found.as_slice() {
-        [] => Err(DiffError::NotFound(Box::new(mismatch(current, original)))),
+        [] => {
+            let budget = Budget::new(deadline, CLOSEST_MATCH_WORK);
+            Err(DiffError::NotFound(Box::new(mismatch(current, original, budget))))
+        }
         [byte_start] => {
             let prefix = &current[..*byte_start];
             let start = prefix.chars().count();
@@ -645,7 +926,7 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
                 end: start + original.chars().count(),
                 byte_start: *byte_start,
                 byte_end: byte_start + original.len(),
-                line: prefix.bytes().filter(|&b| b == b'\n').count() + 1,
+                line: memchr::memchr_iter(b'\n', prefix.as_bytes()).count() + 1,
                 whole: false,
             })
         }
@@ -654,28 +935,56 @@ pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
             let mut line = 1;
             let mut counted = 0;
             for &at in found.iter().take(LISTED_OCCURRENCES) {
-                line += current[counted..at].bytes().filter(|&b| b == b'\n').count();
+                line += memchr::memchr_iter(b'\n', &current.as_bytes()[counted..at]).count();
                 counted = at;
                 lines.push(line);
             }
             Err(DiffError::Ambiguous {
                 count: found.len(),
-                truncated: found.len() >= MAX_OCCURRENCES,
+                truncated,
                 lines,
             })
         }
     }
 }
 
-/// The closest match of ORIGINAL in CURRENT and what differs there.
-fn mismatch(current: &str, original: &str) -> Mismatch {
+/// Lines of TEXT, as [`split_lines`] counts them.
+fn count_lines(text: &str) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+/// Byte offsets of the occurrences of NEEDLE in HAYSTACK, overlapping ones included, and
+/// whether counting stopped early: at [`MAX_OCCURRENCES`], or once two are known and the
+/// comparisons exceed [`OCCURRENCE_WORK`] bytes (a long excerpt repeated many times over).
+fn occurrences(haystack: &str, needle: &str) -> (Vec<usize>, bool) {
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let step = needle.chars().next().map_or(1, char::len_utf8);
+    let mut found = Vec::new();
+    let mut from = 0;
+    let mut work = 0usize;
+    while let Some(i) = haystack.as_bytes().get(from..).and_then(|rest| finder.find(rest)) {
+        found.push(from + i);
+        work = work.saturating_add(i + needle.len());
+        if found.len() >= MAX_OCCURRENCES || (found.len() >= 2 && work > OCCURRENCE_WORK) {
+            return (found, true);
+        }
+        from += i + step;
+    }
+    (found, false)
+}
+
+/// The closest match of ORIGINAL in CURRENT and what differs there, searched within BUDGET.
+fn mismatch(current: &str, original: &str, mut budget: Budget) -> Mismatch {
     let cur_lines = split_lines(current);
     let orig_lines = split_lines(original);
-    let Some(start) = closest_start(&cur_lines, &orig_lines) else {
+    let (start, cut_short) = closest_start(&cur_lines, &orig_lines, &mut budget);
+    let Some(start) = start else {
         return Mismatch {
             line: None,
             excerpt: String::new(),
             detail: String::new(),
+            cut_short,
         };
     };
     // The excerpt: the window the original would cover, with a little context, capped.
@@ -684,7 +993,20 @@ fn mismatch(current: &str, original: &str) -> Mismatch {
     let shown_end = window_end.min(first + MISMATCH_MAX_LINES);
     let mut excerpt = String::new();
     for (i, line) in cur_lines[first..shown_end].iter().enumerate() {
-        let _ = writeln!(excerpt, "{:>6}: {}", first + i + 1, strip_newline(line));
+        let line = strip_newline(line);
+        let _ = write!(
+            excerpt,
+            "{:>6}: {}",
+            first + i + 1,
+            shorten(line, MISMATCH_MAX_LINE_CHARS)
+        );
+        if line.len() > MISMATCH_MAX_LINE_CHARS {
+            let more = line.chars().count().saturating_sub(MISMATCH_MAX_LINE_CHARS);
+            if more > 0 {
+                let _ = write!(excerpt, " [{more} more characters]");
+            }
+        }
+        excerpt.push('\n');
     }
     if shown_end < window_end {
         let _ = writeln!(excerpt, "   ...");
@@ -733,35 +1055,74 @@ fn mismatch(current: &str, original: &str) -> Mismatch {
         line: Some(start + 1),
         excerpt,
         detail,
+        cut_short,
     }
 }
 
 fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        text.to_string()
-    } else {
-        let mut s: String = text.chars().take(max_chars).collect();
-        s.push('…');
-        s
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((end, _)) => {
+            let mut s = text[..end].to_string();
+            s.push('…');
+            s
+        }
     }
 }
 
-/// The 0-based line of CURRENT where ORIGINAL most plausibly starts: each line of ORIGINAL that
-/// appears (trimmed) in CURRENT votes for the start it implies; lines common in ORIGINAL do not
-/// vote. Without votes, the line most similar to ORIGINAL's first non-blank line.
-fn closest_start(cur_lines: &[&str], orig_lines: &[&str]) -> Option<usize> {
+/// Bits of the filter that spares hashing lines that cannot vote.
+const VOTE_FILTER_BITS: usize = 1 << 16;
+
+/// The filter bit of a trimmed line: from its length and its first and last bytes.
+fn vote_filter_bit(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    let (first, last) = (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+    let key = (line.len() as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(u64::from(first) << 8 | u64::from(last))
+        .wrapping_mul(0xff51_afd7_ed55_8ccd);
+    (key >> 48) as usize % VOTE_FILTER_BITS
+}
+
+/// The 0-based line of CURRENT where ORIGINAL most plausibly starts, within BUDGET: each line
+/// of ORIGINAL that appears (trimmed) in CURRENT votes for the start it implies; lines common in
+/// ORIGINAL do not vote. Without votes, the line most similar to ORIGINAL's first non-blank
+/// line ([`closest::closest_line`]). Also says how far the search got if it was cut short.
+fn closest_start(cur_lines: &[&str], orig_lines: &[&str], budget: &mut Budget) -> (Option<usize>, Option<SearchCut>) {
     const MAX_REPEATS: usize = 4;
+    let scan_cut = |done: usize, total: usize| SearchCut {
+        done,
+        total,
+        what: closest::SCANNED,
+    };
+    // A filter on (length, first byte, last byte) spares hashing most lines of CURRENT.
+    let mut filter = vec![0u64; VOTE_FILTER_BITS / 64];
     let mut positions: HashMap<&str, Vec<usize>> = HashMap::new();
     for (j, line) in orig_lines.iter().enumerate() {
+        if j % VOTE_CLOCK_EVERY == 0 && !budget.in_time() {
+            return (None, Some(scan_cut(0, cur_lines.len())));
+        }
         let t = line.trim();
         if !t.is_empty() {
+            let bit = vote_filter_bit(t);
+            filter[bit / 64] |= 1 << (bit % 64);
             positions.entry(t).or_default().push(j);
         }
     }
     let mut votes = vec![0u32; cur_lines.len()];
     let mut any = false;
+    let mut cut = None;
     for (i, line) in cur_lines.iter().enumerate() {
-        if let Some(js) = positions.get(line.trim()) {
+        if i % VOTE_CLOCK_EVERY == 0 && !budget.in_time() {
+            cut = Some(scan_cut(i, cur_lines.len()));
+            break;
+        }
+        let t = line.trim();
+        let bit = vote_filter_bit(t);
+        if filter[bit / 64] & (1 << (bit % 64)) == 0 {
+            continue;
+        }
+        if let Some(js) = positions.get(t) {
             if js.len() <= MAX_REPEATS {
                 for &j in js {
                     if let Some(v) = i.checked_sub(j).and_then(|s| votes.get_mut(s)) {
@@ -772,32 +1133,26 @@ fn closest_start(cur_lines: &[&str], orig_lines: &[&str]) -> Option<usize> {
             }
         }
     }
-    if any {
+    if any || cut.is_some() {
         let mut best = 0;
         for (i, &v) in votes.iter().enumerate() {
             if v > votes[best] {
                 best = i;
             }
         }
-        return Some(best);
+        return (any.then_some(best), cut);
     }
     // No line matches exactly: the line most similar to the first non-blank line of ORIGINAL.
-    let (j, target) = orig_lines
+    let Some((j, target)) = orig_lines
         .iter()
         .enumerate()
         .map(|(j, l)| (j, l.trim()))
-        .find(|(_, l)| !l.is_empty())?;
-    if cur_lines.len() > 200_000 || target.len() > 1000 {
-        return None;
-    }
-    let trimmed: Vec<&str> = cur_lines.iter().map(|l| l.trim()).filter(|l| l.len() <= 1000).collect();
-    let best = similar::get_close_matches(target, &trimmed, 1, 0.5);
-    let found = best.first()?;
-    let i = cur_lines.iter().position(|l| {
-        let t = l.trim();
-        std::ptr::eq(t.as_ptr(), found.as_ptr()) && t.len() == found.len()
-    })?;
-    Some(i.saturating_sub(j))
+        .find(|(_, l)| !l.is_empty())
+    else {
+        return (None, None);
+    };
+    let found = closest::closest_line(cur_lines, target, budget);
+    (found.line.map(|i| i.saturating_sub(j)), found.cut_short)
 }
 
 #[cfg(test)]
@@ -1058,6 +1413,86 @@ mod tests {
         }
     }
 
+    /// A diff kept owned gives, hunk by hunk and on demand, what `hunks` gives all at once,
+    /// and applies decisions as `apply` does.
+    #[test]
+    fn line_diff_on_demand_matches_all_at_once() {
+        let old = numbered(60);
+        let new = replace_line(&replace_line(&old, 2, "line two"), 40, "line forty").replace("line 20\n", "") + "tail";
+        let all = hunks(&old, &new).unwrap();
+        let diff = LineDiff::new(old.clone(), new.clone()).unwrap();
+        assert_eq!(diff.len(), all.len());
+        assert_eq!(diff.len(), 4);
+        for (i, expected) in all.iter().enumerate() {
+            let summary = diff.summary(i).unwrap();
+            assert_eq!(
+                (
+                    summary.index,
+                    summary.old_start,
+                    summary.old_lines,
+                    summary.new_start,
+                    summary.new_lines
+                ),
+                (
+                    expected.index,
+                    expected.old_start,
+                    expected.old_lines,
+                    expected.new_start,
+                    expected.new_lines
+                )
+            );
+            assert_eq!(summary.header, expected.header);
+            assert_eq!(&diff.hunk(i, Some(hunk_refine_deadline())).unwrap(), expected);
+        }
+        assert_eq!(diff.summary(4), None);
+        assert_eq!(diff.hunk(4, None), None);
+        let decisions = [
+            Decision::Accept,
+            Decision::Reject,
+            Decision::Edit("x\n".into()),
+            Decision::Accept,
+        ];
+        assert_eq!(diff.apply(&decisions).unwrap(), apply(&old, &new, &decisions).unwrap());
+        assert_eq!(diff.old_text(), old);
+        assert_eq!(diff.new_text(), new);
+        assert_eq!(diff.unified("a", "b"), unified(&old, &new, "a", "b").unwrap());
+    }
+
+    /// Out of time at once, the line diff approximates: still a valid diff, whose hunks give
+    /// back both texts.
+    #[test]
+    fn an_approximate_line_diff_is_still_valid() {
+        let old: String = (0..2000).map(|i| format!("line {}\n", i % 700)).collect();
+        let new: String = old.split_inclusive('\n').rev().collect::<String>() + "end\n";
+        let diff = LineDiff::within(old.as_str(), new.as_str(), Duration::ZERO).unwrap();
+        assert!(!diff.is_empty());
+        assert_eq!(diff.apply(&vec![Decision::Accept; diff.len()]).unwrap(), new);
+        assert_eq!(diff.apply(&vec![Decision::Reject; diff.len()]).unwrap(), old);
+        let exact = LineDiff::new(old.as_str(), new.as_str()).unwrap();
+        assert_eq!(exact.apply(&vec![Decision::Accept; exact.len()]).unwrap(), new);
+    }
+
+    #[test]
+    fn changes_are_the_hunk_without_context() {
+        let old = numbered(20);
+        let new = replace_line(&old, 5, "five").replace("line 8\n", "line 8\nnew A\nnew B\n");
+        let diff = LineDiff::new(old.as_str(), new.as_str()).unwrap();
+        assert_eq!(diff.len(), 1);
+        assert_eq!(
+            diff.changes(0).unwrap(),
+            "@@ -5,1 +5,1 @@\n-line 5\n+five\n@@ -8,0 +9,2 @@\n+new A\n+new B\n"
+        );
+        assert_eq!(diff.changes(1), None);
+        // A removed last line without a newline keeps its marker; an emptied text.
+        let diff = LineDiff::new("a\nb", "a\n").unwrap();
+        assert_eq!(
+            diff.changes(0).unwrap(),
+            format!("@@ -2,1 +1,0 @@\n-b\n{NO_NEWLINE_MARKER}\n")
+        );
+        let diff = LineDiff::new("", "x\n").unwrap();
+        assert_eq!(diff.changes(0).unwrap(), "@@ -0,0 +1,1 @@\n+x\n");
+    }
+
     #[test]
     fn locate_whole_text_and_excerpt() {
         let current = "héllo\nwörld\nagain\n";
@@ -1134,6 +1569,137 @@ mod tests {
         assert!(m.detail.contains("CRLF"));
         // Empty original against a non-empty text.
         assert_eq!(locate("a\nb\n", "").unwrap_err(), DiffError::EmptyOriginal { lines: 2 });
+    }
+
+    /// Texts of LINES lines of about WIDTH characters of words, the same for the same SEED.
+    fn long_lines(lines: usize, width: usize, seed: u64) -> String {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            words[(state % 8) as usize]
+        };
+        let mut text = String::new();
+        for i in 0..lines {
+            let start = text.len();
+            let _ = write!(text, "{i:06}");
+            while text.len() - start < width {
+                text.push(' ');
+                text.push_str(next());
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    /// No deadline: large-input tests must not depend on the machine's speed (the benchmark
+    /// times the real `locate`); the work budget still applies.
+    fn locate_untimed(current: &str, original: &str) -> Result<Span, DiffError> {
+        locate_until(current, original, Instant::now() + Duration::from_secs(3600))
+    }
+
+    /// The case of the freeze: a stale excerpt of a 2 MB text of 2,000 long lines, every line of
+    /// it edited, so that no line votes and the closest line must be searched.
+    #[test]
+    fn stale_excerpt_of_long_lines_finds_the_edited_place() {
+        let current = long_lines(2000, 1000, 11);
+        let original: String = current
+            .split_inclusive('\n')
+            .skip(1200)
+            .take(3)
+            .map(|l| l.replacen("a", "A", 1))
+            .collect();
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, Some(1201));
+        assert_eq!(m.cut_short, None);
+        assert!(m.excerpt.contains("  1201: 001200 "), "{}", m.excerpt);
+        assert!(m.excerpt.contains("  1199: 001198 "));
+        assert!(m.detail.starts_with("line 1201 is `001200 "), "{}", m.detail);
+        // Long lines are shortened in the excerpt, saying by how much.
+        let long = "x".repeat(5000);
+        let text = format!("a\n{long}\nb\n");
+        let DiffError::NotFound(m) = locate_untimed(&text, "a\nc\n").unwrap_err() else {
+            panic!()
+        };
+        assert!(m.excerpt.contains("[4000 more characters]"), "{}", m.excerpt);
+    }
+
+    /// Every line a permutation of the same words: the bounds cannot prune, the work budget
+    /// cuts the search short, and the result is still the edited line, saying it was cut.
+    #[test]
+    fn adversarial_stale_excerpt_is_cut_short_with_a_sensible_match() {
+        let mut words: Vec<String> = (0..120).map(|i| format!("w{i:03}")).collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut current = String::new();
+        for _ in 0..12_000 {
+            for i in (1..words.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                words.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            current.push_str(&words.join(" "));
+            current.push('\n');
+        }
+        let line = current.split_inclusive('\n').nth(9000).unwrap();
+        let original = format!("{}#{}", &line[..300], &line[301..]);
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, Some(9001));
+        let cut = m.cut_short.expect("the work budget runs out");
+        assert_eq!(cut.what, closest::COMPARED);
+        assert!(cut.done < cut.total);
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!(
+                "Closest match at line 9001 (the best found before the search was cut short after {} of {} similar-looking lines compared",
+                cut.done, cut.total
+            )),
+            "{message}"
+        );
+        assert!(message.contains("Current text there:\n  8999: "));
+    }
+
+    #[test]
+    fn a_search_out_of_time_says_so() {
+        let current = long_lines(300, 80, 5);
+        let original = current.lines().nth(100).unwrap().replacen("a", "A", 1);
+        let err = locate_until(&current, &original, Instant::now()).unwrap_err();
+        let DiffError::NotFound(m) = &err else {
+            panic!("expected NotFound, got {err:?}");
+        };
+        assert_eq!(m.line, None);
+        assert_eq!(m.cut_short.map(|c| (c.done, c.what)), Some((0, closest::SCANNED)));
+        assert!(err
+            .to_string()
+            .ends_with("No similar lines were found before the search was cut short after 0 of 300 lines scanned, to keep Emacs responsive."));
+    }
+
+    /// Counting the occurrences of a long repeated excerpt stops once it has compared enough.
+    #[test]
+    fn counting_long_overlapping_occurrences_is_bounded() {
+        let current = "a".repeat(1_000_000);
+        let original = "a".repeat(100_000);
+        let err = locate_untimed(&current, &original).unwrap_err();
+        let DiffError::Ambiguous {
+            count,
+            truncated,
+            lines,
+        } = &err
+        else {
+            panic!("expected Ambiguous, got {err:?}");
+        };
+        assert!(truncated);
+        assert!((2..MAX_OCCURRENCES).contains(count), "{count}");
+        assert_eq!(lines, &vec![1; LISTED_OCCURRENCES]);
+        assert!(err.to_string().contains(&format!("occurs {count} or more times")));
     }
 
     #[test]

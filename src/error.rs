@@ -137,3 +137,25 @@ pub enum FileError {
         message: String,
     },
 }
+
+/// Why a read tool could not read a file through its descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReadError {
+    /// No file has that name (or a symbolic link points nowhere).
+    #[error("File not found: {}", .0.display())]
+    NotFound(std::path::PathBuf),
+    /// The system refused to open it.
+    #[error("Permission denied: {} is not readable", .0.display())]
+    PermissionDenied(std::path::PathBuf),
+    /// Not a regular file, too large, or another system error.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A `.gz` file whose content is not valid gzip data.
+    #[error("{} is not valid gzip data: {message}", .path.display())]
+    Gzip {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The decoder's message.
+        message: String,
+    },
+}

@@ -772,9 +772,9 @@ impl Call {
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> Step<L> {
-        if reason.is_some() && !self.approved {
-            self.reason = reason;
-        }
+        // After the user edited the arguments the guard runs again: its reason (or none) is then
+        // about the arguments the handler gets, which the user approved by writing them.
+        self.reason = reason;
         if !self.approved && (self.reason.is_some() || opts.needs_approval(self.level)) {
             self.stage = Stage::Asking;
             self.asked = true;

@@ -7,6 +7,7 @@
 //! - [`registry`]: the registry of tools (registration rules, filtering, snapshots, schemas);
 //! - [`sexp`]: conversion between Emacs Lisp s-expressions ([`lexpr::Value`]) and JSON;
 //! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
+//! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
 //! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
 //! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
@@ -21,6 +22,7 @@ pub mod binding;
 pub mod diff;
 pub mod error;
 pub mod executor;
+pub mod files;
 pub mod fsutil;
 pub mod native;
 #[cfg(test)]

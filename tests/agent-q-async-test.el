@@ -346,5 +346,42 @@
       (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
       (should (= 0 (agent-q--core-native-running))))))
 
+(ert-deftest agent-q-async-test-who-calls-scans-off-the-main-thread ()
+  ;; Under the asynchronous executor a scan holds Emacs's thread for no time:
+  ;; the call returns at once, a timer keeps ticking, the result arrives
+  ;; through the channel and says the same as the synchronous executor's.
+  (agent-q-async-test--with reg
+    (let* ((call '(:id "x" :name "who_calls" :arguments (:function "save-buffer")))
+           ;; Formatting a result may load libraries (project.el loads vc),
+           ;; which a later scan then searches too: load them first.
+           (_ (agent-q-builtins--allowed-directories))
+           (expected (plist-get (car (agent-q-execute-tool-calls (list call) reg)) :content))
+           (ticks 0)
+           (timer (run-at-time 0 0.01 (lambda () (cl-incf ticks))))
+           (started (float-time))
+           (results :none))
+      (unwind-protect
+          (progn
+            (agent-q-execute-tool-calls-async (list call) (lambda (r) (setq results r)) reg)
+            (should (< (- (float-time) started) 0.1))
+            (should (eq (agent-q--pending-state (car agent-q--pending)) 'running))
+            (agent-q-async-test--wait (lambda () (not (eq results :none))) 120)
+            (should (plist-get (car results) :success))
+            (should (string-prefix-p "Functions calling save-buffer:" (plist-get (car results) :content)))
+            (should (equal (plist-get (car results) :content) expected))
+            (should (> ticks 0)))
+        (cancel-timer timer)))))
+
+(ert-deftest agent-q-async-test-a-cancelled-scan-delivers-nothing-late ()
+  (agent-q-async-test--with reg
+    (let ((results :none))
+      (agent-q-execute-tool-calls-async
+       '((:id "x" :name "who_references" :arguments (:variable "buffer-file-name")))
+       (lambda (r) (setq results r)) reg)
+      (should (= 1 (agent-q-cancel-pending)))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))) 5)
+      (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
+      (should (= 0 (hash-table-count agent-q-xref--scans))))))
+
 (provide 'agent-q-async-test)
 ;;; agent-q-async-test.el ends here

@@ -60,7 +60,10 @@
                                              (push (list name agent-q-approval-context) asked)
                                              :denied)))
             (let ((r (agent-q-integration-test--call "read_file" (list :path secret))))
-              (should (string-prefix-p "Refused" (plist-get r :content)))
+              ;; A refused read is a denial: not a success, not approved.
+              (should-not (plist-get r :success))
+              (should-not (plist-get (plist-get r :metadata) :approved))
+              (should (equal "denied" (plist-get (plist-get r :metadata) :status)))
               (should-not (string-match-p "hunter2" (plist-get r :content)))
               (should (equal (car (car asked)) "read_file"))
               (should (plist-get (cadr (car asked)) :reason))))
@@ -99,7 +102,7 @@
       (delete-file file))))
 
 ;; S1: propose_file_edit is not prompted by the minibuffer approval (its review is
-;; its approval), so its handler must guard the file before the review reads it.
+;; its approval), so its guard asks before the review reads a guarded file.
 (ert-deftest agent-q-integration-test-propose-file-edit-guards-sensitive-files ()
   (let* ((dir (make-temp-file "agent-q-it" t))
          (secret (expand-file-name ".ssh/id_rsa" dir))
@@ -114,20 +117,20 @@
           (let ((agent-q-approval-function
                  (lambda (name args)
                    (push (list name args (plist-get agent-q-approval-context :reason)) asked)
-                   (if (equal name "propose_file_edit") :approved :denied))))
+                   ;; The review approves the edit; reading a guarded file is refused.
+                   (if (plist-get agent-q-approval-context :reason) :denied :approved))))
             ;; A wrong original would quote the file; a right one would show it in the review.
             (dolist (original '("X" "KEY-LINE-2\n"))
               (let* ((r (agent-q-integration-test--call
                          "propose_file_edit" (list :path secret :original original
                                                    :modified "Y\n" :description "d")))
                      (content (plist-get r :content)))
-                (should (string-prefix-p "Refused: propose_file_edit must read the file" content))
-                (should (string-match-p "sensitive file pattern" content))
+                (should (equal "User denied tool execution" content))
                 (should-not (string-match-p "KEY-LINE-[13]" content))))
-            (should (equal '("read_file" "propose_file_edit" "read_file" "propose_file_edit")
-                           (mapcar #'car asked)))
-            (should (equal (list :path secret) (nth 1 (car asked))))
-            (should (string-match-p "sensitive" (nth 2 (car asked)))))
+            (should (equal '("propose_file_edit" "propose_file_edit") (mapcar #'car asked)))
+            (should (equal secret (plist-get (nth 1 (car asked)) :path)))
+            (should (string-match-p "\\`propose_file_edit must read the file to show the edit: .*sensitive"
+                                    (nth 2 (car asked)))))
           ;; The product path: the minibuffer approval asks about the read, "n" refuses.
           (let ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
                 (prompts nil))
@@ -137,10 +140,10 @@
                                          (list :path secret :original "KEY-LINE-2\n"
                                                :modified "Y\n" :description "d"))
                                         :content)))
-                (should (string-prefix-p "Refused: " content))
+                (should (string-prefix-p "User denied tool execution" content))
                 (should-not (string-match-p "KEY-LINE-[13]" content))))
             (should (= 1 (length prompts)))
-            (should (string-match-p "read_file.*sensitive" (car prompts))))
+            (should (string-match-p "propose_file_edit" (car prompts))))
           (should (equal "KEY-LINE-1\nKEY-LINE-2\nKEY-LINE-3\n"
                          (with-temp-buffer (insert-file-contents secret) (buffer-string)))))
       (delete-directory dir t))))

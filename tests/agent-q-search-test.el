@@ -28,11 +28,20 @@
       (puthash (pop pairs) (pop pairs) table))
     table))
 
+(declare-function agent-q-builtins--buffer-guard "agent-q-files" (args))
+
 (defun agent-q-search-test--search (buffer pattern &rest more)
-  "Run search_in_buffer on BUFFER for regexp PATTERN with MORE arguments."
-  (agent-q-builtins--search-in-buffer
-   (apply #'agent-q-search-test--args
-          "pattern" pattern "buffer" (buffer-name buffer) "regex" t more)))
+  "Run search_in_buffer on BUFFER for regexp PATTERN with MORE arguments.
+As the executor runs it: the guard first (a temporary buffer is
+hidden, so reading it needs approval), then the handler, with the call
+approved.  A failure (`agent-q-tool-fail') gives its message."
+  (let* ((args (apply #'agent-q-search-test--args
+                      "pattern" pattern "buffer" (buffer-name buffer) "regex" t more))
+         (agent-q-call-context
+          (list :approved t :reason (agent-q-builtins--buffer-guard args))))
+    (condition-case err
+        (agent-q-builtins--search-in-buffer args)
+      (agent-q-tool-failure (cadr err)))))
 
 (defun agent-q-search-test--emacs-matches (pattern case-fold)
   "Return the (START . END) of every match of PATTERN in the current buffer.
@@ -245,11 +254,11 @@ after assertions.  The seed is fixed, so a failure reproduces."
                              (agent-q-search-test--search (current-buffer) "END")))))
 
 (ert-deftest agent-q-search-tool-raw-bytes ()
-  "Raw bytes in the buffer do not stop the search or shift positions."
+  "Raw bytes in the buffer do not stop the search or shift positions.
+They are shown as \\xNN in the lines quoted, and the result says so."
   (with-temp-buffer
     (insert "ab" (string #x3fffc1) "c\nabc")
-    (should (equal (format "Found 2 match(es) for 'ab.\\|abc':\n  Line 1, Column 0 (position 1): ab%sc\n  Line 2, Column 0 (position 6): abc"
-                           (string #x3fffc1))
+    (should (equal "Found 2 match(es) for 'ab.\\|abc':\n  Line 1, Column 0 (position 1): ab\\xC1c\n  Line 2, Column 0 (position 6): abc\n[Bytes that are not valid in the text's encoding are shown as \\xNN.]"
                    (agent-q-search-test--search (current-buffer) "ab.\\|abc")))))
 
 (provide 'agent-q-search-test)

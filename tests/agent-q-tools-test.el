@@ -533,9 +533,7 @@ DESCRIPTION is the proposal's description."
     (let ((result (agent-q-tools-test--review
                    file "line 19\nline 20\nline 21\n" "line 19\nLINE TWENTY\nline 21\n"
                    (lambda ()
-                     (should (= (length (agent-q-tools--review-hunks
-                                         agent-q-tools--this-review))
-                                1))
+                     (should (= (agent-q-tools--hunk-count agent-q-tools--this-review) 1))
                      (agent-q-tools-review-accept)
                      (agent-q-tools-review-finish)))))
       (should (string-match-p "Applied 1 of 1 hunks" result))
@@ -689,6 +687,37 @@ DESCRIPTION is the proposal's description."
 
 ;; The same review in a real terminal Emacs, driven through tmux, is in
 ;; agent-q-tmux-test.el (through the executor, as an LLM loop runs it).
+
+(ert-deftest agent-q-tools-test-a-large-review-renders-lazily ()
+  ;; 20,000 lines, every 20th changed: 1,000 hunks.  The review opens with
+  ;; every header but only the first bodies; moving to a hunk renders up to
+  ;; it; the decisions apply as reviewed.
+  (let* ((old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 20000) ""))
+         (new (replace-regexp-in-string "^line \\([0-9]*[02468]\\)0$" "LINE \\10" old)))
+    (agent-q-tools-test--with-file file old
+      (let ((result
+             (agent-q-tools-test--review
+              file old new
+              (lambda ()
+                (let ((review agent-q-tools--this-review))
+                  (should (= (agent-q-tools--hunk-count review) 1000))
+                  (should (= (agent-q-tools--review-rendered review)
+                             agent-q-tools--bodies-at-once))
+                  (should (= (count-matches "^@@ " (point-min) (point-max)) 1000))
+                  (agent-q-tools-review-reject)
+                  (agent-q-tools--goto-hunk review 500)
+                  (should (>= (agent-q-tools--review-rendered review) 501))
+                  (should (looking-at "@@ -10017,7 \\+10017,7 @@"))
+                  (agent-q-tools-review-reject)
+                  (agent-q-tools-review-accept-all)
+                  (agent-q-tools-review-finish))))))
+        (should (string-match-p "Applied 998 of 1000 hunks" result))
+        (should (string-match-p "hunks 1 and 501 rejected" result))
+        (let ((text (agent-q-tools-test--buffer-text file)))
+          (should (string-match-p "^line 20$" text))
+          (should (string-match-p "^LINE 40$" text))
+          (should (string-match-p "^line 10020$" text))
+          (should (string-match-p "^LINE 20000$" text)))))))
 
 (provide 'agent-q-tools-test)
 ;;; agent-q-tools-test.el ends here

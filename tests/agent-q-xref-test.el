@@ -14,6 +14,7 @@
 (require 'ert)
 (require 'agent-q-core)
 (require 'agent-q-xref)
+(require 'agent-q-builtins)
 
 (defun agent-q-xref-test--args (&rest pairs)
   "Return a hash table of the key/value PAIRS, as the executor passes them."
@@ -31,10 +32,13 @@
 
 (defmacro agent-q-xref-test--with-dir (var &rest body)
   "Run BODY with VAR bound to a fresh temporary directory, then delete it.
-The libraries loaded from the directory are removed from `load-history'
-afterwards, so they do not show up in the other tests' results."
+The directory is one of `agent-q-allowed-directories' meanwhile, so
+the lines of the libraries in it are quoted.  The libraries loaded
+from it are removed from `load-history' afterwards, so they do not
+show up in the other tests' results."
   (declare (indent 1))
-  `(let ((,var (file-name-as-directory (make-temp-file "agent-q-xref-" t))))
+  `(let* ((,var (file-name-as-directory (make-temp-file "agent-q-xref-" t)))
+          (agent-q-allowed-directories (list ,var)))
      (unwind-protect (progn ,@body)
        (setq load-history
              (seq-remove (lambda (entry)
@@ -156,17 +160,23 @@ afterwards, so they do not show up in the other tests' results."
              (format "No references found for %s\n" lonely)
              (agent-q-xref-who-references-handler
               (agent-q-xref-test--args "variable" lonely))))
-    (should (equal (agent-q-xref-who-calls-handler
-                    (agent-q-xref-test--args "function" ghost))
-                   (format "Symbol %s not found: it is not interned, so no loaded code calls it."
-                           ghost)))
+    ;; A name no code can refer to, or no name, is a failure of the call.
+    (let ((err (should-error (agent-q-xref-who-calls-handler
+                              (agent-q-xref-test--args "function" ghost))
+                             :type 'agent-q-tool-failure)))
+      (should (equal (cadr err)
+                     (format "Symbol %s not found: it is not interned, so no loaded code calls it."
+                             ghost))))
     (should (string-match-p
              "not interned, so no loaded code references it"
-             (agent-q-xref-who-references-handler
-              (agent-q-xref-test--args "variable" ghost))))
+             (cadr (should-error (agent-q-xref-who-references-handler
+                                  (agent-q-xref-test--args "variable" ghost))
+                                 :type 'agent-q-tool-failure))))
     (should (string-prefix-p
              "Invalid arguments"
-             (agent-q-xref-who-calls-handler (agent-q-xref-test--args "function" ""))))))
+             (cadr (should-error (agent-q-xref-who-calls-handler
+                                  (agent-q-xref-test--args "function" ""))
+                                 :type 'agent-q-tool-failure))))))
 
 (ert-deftest agent-q-xref-test-library-without-source ()
   "A loaded library whose source is gone is named as not searched."
@@ -263,26 +273,248 @@ afterwards, so they do not show up in the other tests' results."
       (with-temp-file other (insert (format "(defun xref-idx-b () (%s))\n" target)))
       (should (= 2 (agent-q--core-xref-index files nil)))
       (should (= 0 (agent-q--core-xref-index files nil)))
-      (should (equal (mapcar #'car (car (agent-q--core-xref-scan files target 'call)))
+      (should (equal (mapcar #'car (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits))
                      (list other)))
       ;; FILE did not contain the name when indexed; now it does.
       (with-temp-file file
         (insert (format "(defun xref-idx-a ()\n  (%s 1))\n" target)))
       (should (equal (mapcar (lambda (hit) (list (car hit) (nth 1 hit)))
-                             (car (agent-q--core-xref-scan files target 'call)))
+                             (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits))
                      (list (list file 2) (list other 1))))
       (should (consp (agent-q--core-xref-cache-info)))
       (should (memq (agent-q--core-xref-index files t) '(t nil)))
       (while (agent-q--core-xref-indexing-p) (sleep-for 0.01))
-      (should (= 2 (length (car (agent-q--core-xref-scan files target 'call))))))))
+      (should (= 2 (length (plist-get (agent-q--core-xref-scan files target 'call nil nil) :hits)))))))
+
+;; The bug this guards against is a scan that never returns, so it runs in a
+;; child Emacs under timeout(1): a hang fails the test instead of the suite.
+(ert-deftest agent-q-xref-test-fifo-is-an-error-not-a-hang ()
+  "A FIFO among the files is reported as unreadable; the others are scanned."
+  (agent-q-xref-test--with-dir dir
+    (let ((before (expand-file-name "a.el" dir))
+          (fifo (expand-file-name "m.el" dir))
+          (after (expand-file-name "z.el" dir))
+          (emacs (expand-file-name invocation-name invocation-directory))
+          (lisp-dir (file-name-directory (locate-library "agent-q-xref"))))
+      (with-temp-file before (insert "(defun xref-fifo-a () (xref-fifo-target))\n"))
+      (with-temp-file after (insert "(defun xref-fifo-z ()\n  (xref-fifo-target))\n"))
+      (should (zerop (call-process "mkfifo" nil nil nil fifo)))
+      (with-temp-buffer
+        (let* ((form `(progn
+                        (require 'agent-q-core)
+                        (require 'agent-q-xref)
+                        (let ((files (list ,before ,fifo ,after)))
+                          ;; The indexer first: a scan indexes what it parses.
+                          (prin1 (list (agent-q--core-xref-index files nil)
+                                       (agent-q-xref-find "xref-fifo-target" 'call files))))))
+               (status (call-process "timeout" nil (list t nil) nil "60"
+                                     emacs "--batch" "-Q" "-L" lisp-dir
+                                     "--eval" (prin1-to-string form))))
+          (should (eq status 0))
+          (pcase-let ((`(,indexed ,found) (car (read-from-string (buffer-string)))))
+            (should (equal (mapcar (lambda (hit) (list (nth 0 hit) (nth 1 hit) (nth 3 hit)))
+                                   (plist-get found :hits))
+                           (list (list before 1 "xref-fifo-a")
+                                 (list after 2 "xref-fifo-z"))))
+            (should (equal (plist-get found :errors)
+                           (list (cons fifo "a FIFO (named pipe), not a regular file; not read"))))
+            ;; The indexer skipped it too, and indexed the two others.
+            (should (equal indexed 2))))))))
+
+(ert-deftest agent-q-xref-test-private-and-sensitive-lines-are-not-quoted ()
+  "Hits in a library outside the public directories are listed without their line."
+  (let* ((private-dir (file-name-as-directory (make-temp-file "agent-q-xref-private-" t)))
+         (allowed-dir (file-name-as-directory (make-temp-file "agent-q-xref-allowed-" t)))
+         (agent-q-allowed-directories (list allowed-dir))
+         (agent-q-sensitive-file-patterns (cons "/my-secrets[^/]*\\'"
+                                                agent-q-sensitive-file-patterns))
+         (var (agent-q-xref-test--fresh-name "agent-q-xref-test-token"))
+         (private (expand-file-name "secrets.el" private-dir))
+         (sensitive (expand-file-name "my-secrets.el" allowed-dir))
+         (public (expand-file-name "public.el" allowed-dir)))
+    (unwind-protect
+        (progn
+          (agent-q-xref-test--write-and-load
+           private
+           (format ";;; secrets.el --- private  -*- lexical-binding: t -*-
+(defvar %1$s nil)
+(defun xref-private-setup ()
+  (setq %1$s \"sk-live-PRIVATE-123\"))
+" var))
+          (agent-q-xref-test--write-and-load
+           sensitive
+           (format "(defun xref-sensitive-setup () (setq %s \"sk-live-SENSITIVE-456\"))\n" var))
+          (agent-q-xref-test--write-and-load
+           public
+           (format "(defun xref-public-user () (message \"%%s\" %s))\n" var))
+          (let ((result (agent-q-xref-who-references-handler
+                         (agent-q-xref-test--args "variable" var))))
+            (should-not (string-match-p "sk-live" result))
+            (should (equal
+                     (split-string result "\n")
+                     (list (format "References to %s:" var)
+                           (format "%s:1: in xref-sensitive-setup" (abbreviate-file-name sensitive))
+                           (format "%s:1: in xref-public-user: (defun xref-public-user () (message \"%%s\" %s))"
+                                   (abbreviate-file-name public) var)
+                           (format "%s:4: in xref-private-setup" (abbreviate-file-name private))
+                           (format "Lines not quoted from 1 file(s) outside Emacs's Lisp directory, the package directories and the allowed directories (the read guard asks before reading such files; use read_file, which asks the user): %s"
+                                   (abbreviate-file-name private))
+                           (format "Lines not quoted from 1 file(s) matching a sensitive file pattern: %s"
+                                   (abbreviate-file-name sensitive)))))))
+      (setq load-history
+            (seq-remove (lambda (entry)
+                          (and (stringp (car entry))
+                               (or (string-prefix-p private-dir (car entry))
+                                   (string-prefix-p allowed-dir (car entry)))))
+                        load-history))
+      (delete-directory private-dir t)
+      (delete-directory allowed-dir t))))
+
+(ert-deftest agent-q-xref-test-emacs-and-package-sources-are-quoted ()
+  "Emacs's own sources and package directories are public; a temp dir is not."
+  (let* ((agent-q-allowed-directories nil)
+         (policy (agent-q-xref--quote-policy
+                  (list (agent-q-xref--source-file (symbol-file 'save-some-buffers 'defun))
+                        (expand-file-name "nowhere/x.el" temporary-file-directory))))
+         (decisions nil))
+    (maphash (lambda (_file decision) (push decision decisions)) policy)
+    (should (equal (sort (mapcar #'symbol-name decisions) #'string<) '("private" "t"))))
+  (let ((package-user-dir (make-temp-file "agent-q-xref-elpa-" t)))
+    (unwind-protect
+        (should (member (file-name-as-directory (file-truename package-user-dir))
+                        (agent-q-xref--public-directories)))
+      (delete-directory package-user-dir t))))
+
+(defun agent-q-xref-test--big-tree (dir links)
+  "Write a 5 MB library into DIR under 1 + LINKS hard-linked names.
+Every name has one call of `xref-big-target', on line 1.  Scanning
+them all reads 5 MB per name (disk and page cache hold it once), so
+1,500 names take minutes.  Return the file names."
+  (let ((big (expand-file-name "big-0000.el" dir))
+        (files nil))
+    (with-temp-file big
+      (insert "(defun xref-big-caller () (xref-big-target))\n")
+      (dotimes (i 60000)
+        (insert (format "(defun xref-big-fill-%d (x) (let ((y (* x 2))) (when (> y 3) (message \"%%s\" y))))\n" i))))
+    (push big files)
+    (dotimes (i links)
+      (let ((link (expand-file-name (format "big-%04d.el" (1+ i)) dir)))
+        (add-name-to-file big link)
+        (push link files)))
+    (nreverse files)))
+
+(ert-deftest agent-q-xref-test-time-limit-stops-a-long-scan ()
+  "A scan longer than `agent-q-xref-max-seconds' stops and says so."
+  (agent-q-xref-test--with-dir dir
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
+           (found (agent-q-xref-find "xref-big-target" 'call files nil 1.0)))
+      (should (eq (plist-get found :interrupted) 'timeout))
+      (should (= (plist-get found :files) 1501))
+      (should (< (plist-get found :scanned) 1501))
+      (should (= (plist-get found :total) (length (plist-get found :hits))))
+      (should (= (plist-get found :total) (plist-get found :scanned)))
+      (let ((agent-q-xref-max-seconds 1.0))
+        (cl-letf (((symbol-function 'agent-q-xref-library-sources)
+                   (lambda () (cons files nil))))
+          (intern "xref-big-target")
+          (should (string-match-p
+                   "\\`Stopped after 1.0 s (agent-q-xref-max-seconds) having scanned [0-9]+ of 1501 files: the results are incomplete\\.\nFunctions calling xref-big-target:\n.*big-[0-9]+\\.el:1: in xref-big-caller: (defun xref-big-caller () (xref-big-target))"
+                   (agent-q-xref-who-calls-handler
+                    (agent-q-xref-test--args "function" "xref-big-target")))))))))
+
+(ert-deftest agent-q-xref-test-long-scan-shows-progress ()
+  "A scan longer than a second says in the echo area how far it got."
+  (agent-q-xref-test--with-dir dir
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
+           (stderr (expand-file-name "stderr.txt" dir))
+           (emacs (expand-file-name invocation-name invocation-directory))
+           (lisp-dir (file-name-directory (locate-library "agent-q-xref")))
+           (form `(progn
+                    (require 'agent-q-core)
+                    (require 'agent-q-xref)
+                    (prin1 (plist-get (agent-q-xref-find "xref-big-target" 'call ',files nil 1.8)
+                                      :interrupted)))))
+      (with-temp-buffer
+        (should (eq 0 (call-process emacs nil (list t stderr) nil "--batch" "-Q" "-L" lisp-dir
+                                    "--eval" (prin1-to-string form))))
+        (should (equal (buffer-string) "timeout")))
+      (with-temp-buffer
+        (insert-file-contents stderr)
+        (should (re-search-forward
+                 "^Scanning for callers of xref-big-target: [0-9]+ of 1501 files (C-g to stop)\\.\\.\\.$"
+                 nil t))))))
+
+;; C-g in a real terminal Emacs (tmux), during a scan of about 7 GB
+;; of source text that would take minutes to finish.
+(ert-deftest agent-q-xref-test-c-g-interrupts-a-long-scan ()
+  "C-g stops a scan; the result says so and lists what was found until then."
+  (require 'agent-q-tmux-test)
+  (agent-q-tmux-test--ensure-tmux)
+  (agent-q-xref-test--with-dir dir
+    (let* ((files (agent-q-xref-test--big-tree dir 1500))
+           (out (expand-file-name "out.eld" dir))
+           (setup (expand-file-name "setup.el" dir))
+           (session (format "agent-q-xref-cg-%d-%d" (emacs-pid) (random 100000)))
+           (emacs (expand-file-name invocation-name invocation-directory))
+           (lisp-dir (file-name-directory (locate-library "agent-q-xref"))))
+      (with-temp-file setup
+        (prin1 `(progn
+                  (require 'cl-lib)
+                  (require 'agent-q-core)
+                  (require 'agent-q-xref)
+                  (require 'agent-q-builtins)
+                  (setq agent-q-allowed-directories (list ,dir))
+                  (intern "xref-big-target")
+                  (setq agent-q-xref-background-index nil)
+                  (defun xref-cg-run ()
+                    (interactive)
+                    (message "xref-scan-started")
+                    (redisplay t)
+                    (let ((result
+                           (cl-letf (((symbol-function 'agent-q-xref-library-sources)
+                                      (lambda () (cons ',files nil))))
+                             (agent-q-xref-who-calls-handler
+                              (let ((args (make-hash-table :test #'equal)))
+                                (puthash "function" "xref-big-target" args)
+                                args)))))
+                      (with-temp-file ,out (prin1 result (current-buffer)))
+                      (kill-emacs 0)))
+                  (global-set-key (kbd "<f5>") #'xref-cg-run))
+               (current-buffer)))
+      (unwind-protect
+          (progn
+            (agent-q-tmux-test--tmux
+             "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+             (mapconcat #'shell-quote-argument
+                        (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+            (agent-q-tmux-test--wait-screen session "scratch")
+            (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+            (agent-q-tmux-test--wait-screen session "xref-scan-started")
+            (sleep-for 1.5)
+            (agent-q-tmux-test--tmux "send-keys" "-t" session "C-g")
+            (let ((result (car (read-from-string (agent-q-tmux-test--wait-file out)))))
+              (should (string-match
+                       "\\`Interrupted by the user (C-g) after scanning \\([0-9]+\\) of 1501 files: the results are incomplete\\.\n"
+                       result))
+              (should (< (string-to-number (match-string 1 result)) 1501))
+              ;; The hits of the files scanned until then are listed.
+              (should (string-match-p "big-[0-9]+\\.el:1: in xref-big-caller: (defun xref-big-caller () (xref-big-target))"
+                                      result))))
+        (call-process "tmux" nil nil nil "kill-session" "-t" session)))))
 
 (ert-deftest agent-q-xref-test-module-argument-errors ()
   "The module signals `agent-q-xref-error' for invalid arguments."
-  (should-error (agent-q--core-xref-scan '(1) "x" 'call) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "" 'call) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan nil "x" 'calls) :type 'agent-q-xref-error)
-  (should-error (agent-q--core-xref-scan "file.el" "x" 'call) :type 'agent-q-xref-error)
-  (should (equal (agent-q--core-xref-scan nil "x" 'reference) '(nil))))
+  (should-error (agent-q--core-xref-scan '(1) "x" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'calls nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan "file.el" "x" 'call nil nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call -1 nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call "10" nil) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil -1) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil 1.0e+INF) :type 'agent-q-xref-error)
+  (should-error (agent-q--core-xref-scan nil "x" 'call nil "1") :type 'agent-q-xref-error)
+  (should (equal (agent-q--core-xref-scan nil "x" 'reference nil 10)
+                 '(:hits nil :errors nil :total 0 :scanned 0 :files 0 :interrupted nil))))
 
 (provide 'agent-q-xref-test)
 ;;; agent-q-xref-test.el ends here

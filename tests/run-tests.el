@@ -20,6 +20,14 @@
        (passed (ert--stats-passed-expected stats))
        (failed (ert-stats-completed-unexpected stats))
        (skipped (ert-stats-skipped stats)))
+  ;; Say why each skipped test was skipped (ERT's batch summary names it only).
+  (mapc (lambda (test)
+          (let ((result (ert-test-most-recent-result test)))
+            (when (ert-test-skipped-p result)
+              (princ (format "SKIPPED %s: %s\n" (ert-test-name test)
+                             (error-message-string
+                              (ert-test-result-with-condition-condition result)))))))
+        (ert--stats-tests stats))
   (princ (format "ert: %d passed, %d failed, %d skipped\n" passed failed skipped))
   (kill-emacs (if (and (zerop failed) (zerop skipped)) 0 1)))
 

@@ -16,6 +16,7 @@ mod symbols {
         agent_q_search_error "agent-q regexp search error" (agent_q_error)
         agent_q_tool_failure "Tool failed" (agent_q_error)
         agent_q_tool_denied "Tool execution denied" (agent_q_error)
+        agent_q_file_error "agent-q cannot read the file" (agent_q_error)
     }
 }
 pub(crate) use symbols::*;

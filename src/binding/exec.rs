@@ -37,9 +37,6 @@ use crate::spec::SafetyLevel;
 
 use super::convert::lisp::string;
 
-/// `emacs_process_input_quit` from emacs-module.h (Emacs 27+), which the crate does not re-export.
-const PROCESS_INPUT_QUIT: u32 = 1;
-
 /// The most calls one batch may hold.
 const MAX_CALLS: usize = 100_000;
 
@@ -47,18 +44,7 @@ const MAX_CALLS: usize = 100_000;
 /// `agent-q-max-result-chars`): a bound on memory, whatever a handler returns.
 const MAX_RESULT_BYTES: usize = 64 << 20;
 
-/// Whether the user has asked to quit (`C-g`), as the module API's `process_input` reports it.
-pub fn quit_requested(env: &Env) -> bool {
-    let raw = env.raw();
-    // SAFETY: `raw` is the live env of the current module call; process_input exists in the
-    // Emacs 28 env structure this module requires.
-    unsafe {
-        match (*raw).process_input {
-            Some(f) => f(raw) == PROCESS_INPUT_QUIT,
-            None => false,
-        }
-    }
-}
+pub use super::quit::quit_requested;
 
 struct EmacsHost<'e> {
     env: &'e Env,

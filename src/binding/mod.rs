@@ -11,6 +11,8 @@ pub mod convert;
 pub mod diff;
 pub mod errors;
 pub mod exec;
+pub mod files;
+pub mod quit;
 pub mod registry;
 pub mod search;
 pub mod xref;

@@ -676,6 +676,7 @@ fn modified_arguments_are_guarded_again_but_not_asked_again() {
     assert_eq!(host.asked.len(), 1);
     assert_eq!(host.guarded.len(), 2, "the guard saw the new arguments");
     assert_eq!(host.ran[0].get("path"), Some(&json!("/secret/other")));
+    assert_eq!(host.audit[0].reason.as_deref(), Some("/secret/other is sensitive"));
 }
 
 #[test]

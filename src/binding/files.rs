@@ -1,0 +1,276 @@
+//! `agent-q--core-file-*`: reading a file through one descriptor ([`crate::files`]) for the read
+//! tools.
+//!
+//! `agent-q--core-file-open` opens a regular file (never blocking) and returns a handle;
+//! `agent-q--core-file-info` says what the descriptor really designates, for the read guard to
+//! check; `agent-q--core-file-load` reads the bytes through that descriptor and describes them;
+//! `agent-q--core-file-page` cuts a page of UTF-8 text, `agent-q--core-file-bytes` hands the
+//! bytes to Emacs for its decoders; `agent-q--core-file-close` frees the bytes and closes the
+//! descriptor (the garbage collector would, later). Errors signal `agent-q-file-error` with
+//! (MESSAGE KIND), KIND one of `not-found`, `permission`, `not-regular`, `too-large`, `error`.
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use emacs::{defun, Env, IntoLisp, Result, Value};
+
+use super::errors;
+use crate::error::{FileError, ReadError};
+use crate::files::{self, Analysis, OpenedFile, Scan};
+
+/// An open file and, once loaded, its bytes, or once scanned, what the scan found.
+pub struct FileHandle {
+    opened: Option<OpenedFile>,
+    bytes: Option<(Vec<u8>, Analysis)>,
+    scan: Option<Scan>,
+}
+
+type Handle = RefCell<FileHandle>;
+
+fn signal<T>(env: &Env, e: &ReadError) -> Result<T> {
+    let kind = match e {
+        ReadError::NotFound(_) => "not-found",
+        ReadError::PermissionDenied(_) => "permission",
+        ReadError::File(FileError::NotRegular { .. }) => "not-regular",
+        ReadError::File(FileError::TooLarge { .. }) => "too-large",
+        ReadError::File(FileError::Io { .. }) | ReadError::Gzip { .. } => "error",
+    };
+    env.signal(errors::agent_q_file_error, (e.to_string(), env.intern(kind)?))
+}
+
+fn closed<T>(env: &Env) -> Result<T> {
+    errors::signal(env, errors::Kind::Generic, "agent-q: this file handle is closed")
+}
+
+fn int(n: u64) -> i64 {
+    // Device and inode numbers beyond i64 never compare equal to what Emacs reports: refused.
+    i64::try_from(n).unwrap_or(-1)
+}
+
+fn kw<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
+    env.intern(&format!(":{name}"))
+}
+
+/// Open PATH for reading if it is a regular file, without blocking; return a handle.
+///
+/// PATH is an absolute local file name. A FIFO, socket, device or directory signals
+/// `agent-q-file-error' (KIND `not-regular') without blocking, as do a missing file
+/// (`not-found') and one the system refuses to open (`permission').
+#[defun]
+fn file_open(env: &Env, path: String) -> Result<Value<'_>> {
+    match OpenedFile::open(Path::new(&path)) {
+        Ok(opened) => RefCell::new(FileHandle {
+            opened: Some(opened),
+            bytes: None,
+            scan: None,
+        })
+        .into_lisp(env),
+        Err(e) => signal(env, &e),
+    }
+}
+
+/// What the descriptor of HANDLE designates: (:true PATH :dev D :ino I :nlink N :size S).
+///
+/// PATH is the opened file's absolute name with links resolved (nil when the system does not
+/// say, e.g. the file was deleted after it was opened); D and I its device and inode numbers; N
+/// its number of hard links; S its size when opened.
+#[defun]
+fn file_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let h = cell.borrow();
+    let Some(opened) = h.opened.as_ref() else {
+        return closed(env);
+    };
+    let id = opened.identity();
+    let true_path = id.true_path.map(|p| p.to_string_lossy().into_owned());
+    env.list((
+        kw(env, "true")?,
+        true_path,
+        kw(env, "dev")?,
+        int(id.dev),
+        kw(env, "ino")?,
+        int(id.ino),
+        kw(env, "nlink")?,
+        int(id.nlink),
+        kw(env, "size")?,
+        int(id.size),
+    ))
+}
+
+/// Read HANDLE's file through its descriptor, at most MAX bytes, and describe the bytes.
+///
+/// With GUNZIP non-nil, gzip data is decompressed (at most MAX bytes of output). Return
+/// (:size N :utf8 B :binary B :eol EOL :bom B :cookie B): N bytes (decompressed); whether they
+/// are valid UTF-8; whether they look binary (a NUL, or many control characters in bytes that
+/// are not UTF-8); EOL `unix', `dos' or `other' (lone or mixed carriage returns); whether they
+/// start with a UTF-8 byte order mark; whether their head or tail holds a coding cookie, an XML
+/// declaration or a charset that Emacs would read to choose the coding system.
+#[defun]
+fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: i64, gunzip: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let mut h = cell.borrow_mut();
+    let Some(opened) = h.opened.as_ref() else {
+        return closed(env);
+    };
+    let bytes = match opened.load(u64::try_from(max).unwrap_or(0), gunzip.is_not_nil()) {
+        Ok(b) => b,
+        Err(e) => return signal(env, &e),
+    };
+    let a = files::analyze(&bytes);
+    let result = analysis_plist(env, bytes.len() as u64, &a)?;
+    h.bytes = Some((bytes, a));
+    Ok(result)
+}
+
+fn analysis_plist<'e>(env: &'e Env, size: u64, a: &Analysis) -> Result<Value<'e>> {
+    let size = int(size);
+    env.list((
+        kw(env, "size")?,
+        size,
+        kw(env, "utf8")?,
+        a.utf8,
+        kw(env, "binary")?,
+        a.binary,
+        kw(env, "eol")?,
+        env.intern(a.eol.as_str())?,
+        kw(env, "bom")?,
+        a.bom,
+        kw(env, "cookie")?,
+        a.cookie,
+    ))
+}
+
+/// Read HANDLE's file once through its descriptor, in chunks, without keeping it (at most MAX
+/// bytes), and describe it as `agent-q--core-file-load' does; remember where line OFFSET is.
+///
+/// For a page of a large UTF-8 file: `agent-q--core-file-page' then reads only the page. The
+/// scan validates UTF-8 and counts lines over the whole file, so the result is the same as
+/// after `agent-q--core-file-load'.
+#[defun]
+fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: i64, offset: i64) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let mut h = cell.borrow_mut();
+    let Some(opened) = h.opened.as_ref() else {
+        return closed(env);
+    };
+    let scan = match opened.scan(u64::try_from(max).unwrap_or(0), usize::try_from(offset).unwrap_or(1)) {
+        Ok(s) => s,
+        Err(e) => return signal(env, &e),
+    };
+    let result = analysis_plist(env, scan.size, &scan.analysis)?;
+    h.scan = Some(scan);
+    Ok(result)
+}
+
+/// A page of HANDLE's loaded UTF-8 text: LIMIT lines from line OFFSET, from COLUMN, at most
+/// MAX-CHARS characters.
+///
+/// Return (PAGE FIRST LAST TOTAL CUT LONG-LINE LINE-LENGTH COLUMN-OK), as read_file's pager
+/// computes them (see `agent-q-builtins--page-lines'): DOS line ends and a byte order mark are
+/// decoded as Emacs would. Signals when the text is not valid UTF-8 (decode it in Emacs then).
+#[defun]
+fn file_page<'e>(
+    env: &'e Env,
+    handle: Value<'e>,
+    offset: i64,
+    limit: i64,
+    column: i64,
+    max_chars: i64,
+) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let h = cell.borrow();
+    let size = |n: i64| usize::try_from(n).unwrap_or(0);
+    let p = match (h.bytes.as_ref(), h.scan.as_ref(), h.opened.as_ref()) {
+        (Some((bytes, a)), _, _) => {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
+            };
+            files::page(
+                files::body(text),
+                a.eol == files::Eol::Dos,
+                size(offset),
+                size(limit),
+                size(column),
+                size(max_chars),
+            )
+        }
+        (None, Some(scan), Some(opened)) if scan.analysis.utf8 => {
+            if size(offset).max(1) != scan.offset {
+                return errors::signal(
+                    env,
+                    errors::Kind::Generic,
+                    format!("agent-q: the file was scanned for line {}, not {offset}", scan.offset),
+                );
+            }
+            match opened.window_page(scan, size(offset), size(limit), size(column), size(max_chars)) {
+                Ok(p) => p,
+                Err(e) => return signal(env, &e),
+            }
+        }
+        _ => {
+            return errors::signal(
+                env,
+                errors::Kind::Generic,
+                "agent-q: the file is not loaded or not UTF-8",
+            )
+        }
+    };
+    env.list((
+        p.text,
+        int(p.first as u64),
+        int(p.last as u64),
+        int(p.total as u64),
+        p.cut,
+        p.long_line,
+        int(p.line_length as u64),
+        p.column_ok,
+    ))
+}
+
+/// The whole loaded UTF-8 text of HANDLE, decoded as Emacs would (DOS line ends and a byte order
+/// mark removed). Signals when the text is not valid UTF-8.
+#[defun]
+fn file_text<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let h = cell.borrow();
+    let Some((bytes, a)) = h.bytes.as_ref() else {
+        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not loaded");
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
+    };
+    files::decoded(text, a.eol == files::Eol::Dos).as_ref().into_lisp(env)
+}
+
+/// Replace the content of the existing regular file PATH with BYTES (a unibyte string), in
+/// place: for a file whose directory forbids replacing it by a rename. Never blocks, never
+/// creates a file; a FIFO, device or directory signals `agent-q-file-error'.
+#[defun]
+fn file_write_in_place<'e>(env: &'e Env, path: String, bytes: Value<'e>) -> Result<Value<'e>> {
+    let bytes: Vec<u8> = bytes.into_rust()?;
+    match files::write_in_place(Path::new(&path), &bytes) {
+        Ok(()) => env.intern("t"),
+        Err(e) => signal(env, &e),
+    }
+}
+
+/// The loaded bytes of HANDLE as a unibyte string, for Emacs to decode.
+#[defun]
+fn file_bytes<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let h = cell.borrow();
+    match h.bytes.as_ref() {
+        Some((bytes, _)) => bytes.as_slice().into_lisp(env),
+        None => errors::signal(env, errors::Kind::Generic, "agent-q: the file is not loaded"),
+    }
+}
+
+/// Close HANDLE's descriptor and free its bytes now. Closing twice is harmless.
+#[defun]
+fn file_close<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    let cell: &Handle = handle.into_rust()?;
+    let mut h = cell.borrow_mut();
+    h.opened = None;
+    h.bytes = None;
+    env.intern("nil")
+}
