@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, GlobalRef, IntoLisp, Result, Value};
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
 use super::convert::{self, Limits, WalkError};
 use super::errors::{self, Kind};
@@ -343,19 +343,73 @@ fn snapshot<'e>(env: &'e Env, registry: Value<'e>, as_json: Value<'e>) -> Result
     }
 }
 
-/// Empty JSON objects come back from Lisp as nil (null): give schemas their objects back.
-fn restore_empty_objects(v: &mut Json) {
-    match v {
-        Json::Object(map) => {
-            for (k, x) in map.iter_mut() {
-                if x.is_null() && matches!(k.as_str(), "properties" | "parameters" | "input_schema") {
-                    *x = Json::Object(Default::default());
-                }
-                restore_empty_objects(x);
-            }
+/// Empty JSON objects come back from Lisp as nil (null): give the schemas of SNAPSHOT their
+/// objects back. Only schema positions are touched (a snapshot's `parameters` and
+/// `output_schema`, and the subschemas inside them): a null that is data (a `default`, a
+/// `const`, an `enum` value) stays null. A property of any type (`{}`) came back null and made
+/// the snapshot impossible to restore.
+fn restore_empty_objects(snapshot: &mut Json) {
+    let Some(tools) = snapshot.get_mut("tools").and_then(Json::as_array_mut) else {
+        return;
+    };
+    for tool in tools {
+        let Some(spec) = tool.get_mut("spec").and_then(Json::as_object_mut) else {
+            continue;
+        };
+        if let Some(parameters) = spec.get_mut("parameters") {
+            restore_schema(parameters);
         }
-        Json::Array(items) => items.iter_mut().for_each(restore_empty_objects),
-        _ => {}
+        if let Some(output) = spec.get_mut("output_schema").filter(|o| !o.is_null()) {
+            restore_schema(output);
+        }
+    }
+}
+
+/// Give SCHEMA (a JSON Schema read back from a plist) its empty objects back, recursively.
+/// Its depth is bounded: it was read within the walker's depth limit.
+fn restore_schema(schema: &mut Json) {
+    if schema.is_null() {
+        *schema = Json::Object(Map::new());
+        return;
+    }
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    for (keyword, x) in map.iter_mut() {
+        match keyword.as_str() {
+            // Objects whose values are schemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if x.is_null() {
+                    *x = Json::Object(Map::new());
+                }
+                if let Some(subschemas) = x.as_object_mut() {
+                    subschemas.values_mut().for_each(restore_schema);
+                }
+            }
+            // Schemas, or (items in older drafts) lists of schemas.
+            "items"
+            | "additionalProperties"
+            | "additionalItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "contentSchema" => match x {
+                Json::Array(list) => list.iter_mut().for_each(restore_schema),
+                x => restore_schema(x),
+            },
+            // Lists of schemas.
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Some(list) = x.as_array_mut() {
+                    list.iter_mut().for_each(restore_schema);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
