@@ -164,7 +164,19 @@ modifies them (the module only reads values).")
   "Function called by stress_result's handler (synchronous or not).")
 
 (defvar agent-q-stress--source-file nil
-  "A small Emacs Lisp file for the xref functions.")
+  "A small Emacs Lisp file for the xref and file functions.")
+
+(defun agent-q-stress--handle (&optional load)
+  "A handle on the fixture's small file; loaded when LOAD is non-nil."
+  (agent-q-stress--fixture)
+  (let ((handle (agent-q--core-file-open agent-q-stress--source-file)))
+    (when load
+      (agent-q--core-file-load handle 100000 nil))
+    handle))
+
+(defun agent-q-stress--session ()
+  "A diff session of two small texts."
+  (agent-q--core-diff-session "a\nb\n" "a\nc\n"))
 
 (defconst agent-q-stress--parameters
   "{\"type\": \"object\", \"properties\": {\"value\": {}}, \"additionalProperties\": false}"
@@ -308,12 +320,29 @@ Every core function the module defines must be here (see the test
                                                                            :noquery t))))
       (agent-q--core-decide . ,(lambda () (list (funcall reg) "stress_echo" :approved '(:value 1))))
       (agent-q--core-diff-apply . ,(lambda () (list "a\nb\n" "a\nc\n" '(accept))))
+      (agent-q--core-diff-session . ,(lambda () (list "a\nb\n" "a\nc\n")))
+      (agent-q--core-diff-session-apply . ,(lambda () (list (agent-q-stress--session) '(accept))))
+      (agent-q--core-diff-session-changes . ,(lambda () (list (agent-q-stress--session) 0)))
+      (agent-q--core-diff-session-count . ,(lambda () (list (agent-q-stress--session))))
+      (agent-q--core-diff-session-hunk . ,(lambda () (list (agent-q-stress--session) 0)))
+      (agent-q--core-diff-session-summary . ,(lambda () (list (agent-q-stress--session))))
       (agent-q--core-diff-hunks . ,(lambda () (list "a\nb\n" "a\nc\n")))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
       (agent-q--core-diff-unified . ,(lambda () (list "a\nb\n" "a\nc\n" "old" "new")))
       (agent-q--core-execute . ,(lambda () (let ((args (agent-q-stress--call-args call)))
                                               (setf (nth 1 args) (list call))
                                               args)))
+      (agent-q--core-file-bytes . ,(lambda () (list (agent-q-stress--handle t))))
+      (agent-q--core-file-close . ,(lambda () (list (agent-q-stress--handle))))
+      (agent-q--core-file-info . ,(lambda () (list (agent-q-stress--handle))))
+      (agent-q--core-file-load . ,(lambda () (list (agent-q-stress--handle) 100000 nil)))
+      (agent-q--core-file-open . ,(lambda () (progn (agent-q-stress--fixture)
+                                                     (list agent-q-stress--source-file))))
+      (agent-q--core-file-page . ,(lambda () (list (agent-q-stress--handle t) 1 10 0 1000)))
+      (agent-q--core-file-scan . ,(lambda () (list (agent-q-stress--handle) 100000 1)))
+      (agent-q--core-file-text . ,(lambda () (list (agent-q-stress--handle t))))
+      (agent-q--core-file-write-in-place . ,(lambda () (list (make-temp-file "agent-q-stress-write")
+                                                             "written")))
       (agent-q--core-filter . ,(lambda () (list (funcall reg) :dangerous '(:stress) nil)))
       (agent-q--core-generation . ,(lambda () (list (funcall reg))))
       (agent-q--core-get . ,(lambda () (list (funcall reg) "stress_echo")))
@@ -343,7 +372,12 @@ Every core function the module defines must be here (see the test
       (agent-q--core-xref-clear-cache . ,(lambda () nil))
       (agent-q--core-xref-index . ,(lambda () (list (list agent-q-stress--source-file) nil)))
       (agent-q--core-xref-indexing-p . ,(lambda () nil))
-      (agent-q--core-xref-scan . ,(lambda () (list (list agent-q-stress--source-file) "car" 'call))))))
+      (agent-q--core-xref-scan . ,(lambda () (list (list agent-q-stress--source-file) "car" 'call nil nil)))
+      (agent-q--core-xref-scan-cancel . ,(lambda () (list 1)))
+      (agent-q--core-xref-scan-finished . ,(lambda () nil))
+      (agent-q--core-xref-scan-start . ,(lambda ()
+                                           (agent-q--ensure-channel)
+                                           (list (list agent-q-stress--source-file) "car" 'call nil nil))))))
 
 (defun agent-q-stress--module-functions ()
   "Return the functions of the loaded module, named `agent-q--core-...', sorted."
@@ -1071,6 +1105,27 @@ FAILURES lists messages naming the failing cases; TIMES is a list of
     (should (equal failures nil))))
 
 ;;;; Tests
+
+(ert-deftest agent-q-stress-test-a-snapshot-plist-keeps-empty-subschemas ()
+  ;; Found through the stress fixture: a property of any type ({}) came back
+  ;; from the plist form of a snapshot as nil, and the snapshot could not be
+  ;; restored.  A null that is data (a default) stays null.
+  (let ((reg (agent-q-make-registry))
+        (copy (agent-q-make-registry)))
+    (agent-q-register-tool
+     (agent-q-define-tool
+      "anything" "Takes anything."
+      (concat "{\"type\": \"object\", \"properties\": {\"value\": {},"
+              " \"list\": {\"type\": \"array\", \"items\": {}},"
+              " \"maybe\": {\"anyOf\": [{}, {\"type\": \"null\"}], \"default\": null}},"
+              " \"required\": [\"value\"]}")
+      :handler #'ignore)
+     reg)
+    (should (= 1 (agent-q-registry-restore (agent-q-registry-snapshot reg) copy)))
+    (should (equal (agent-q-registry-snapshot copy t) (agent-q-registry-snapshot reg t)))
+    (should-not (agent-q-validate-arguments "anything" '(:value [1 "two"] :list [1]) copy))
+    (should (string-match-p "field 'value': required"
+                            (agent-q-validate-arguments "anything" '(:list []) copy)))))
 
 (ert-deftest agent-q-stress-test-every-core-function-has-cases ()
   ;; The module's functions are read from the module itself: one added
