@@ -285,15 +285,15 @@ fn decision<'e>(env: &'e Env, value: Value<'e>) -> Result<Decision> {
                     _ => {}
                 }
             }
-            format!("the symbol {name}")
+            name
         }
         // Not printed: the value may be huge, deeply nested or circular.
-        other => format!("a {other}"),
+        other => format!("(a {other})"),
     };
     errors::signal(
         env,
         Kind::Diff,
-        format!("invalid hunk decision ({described}): expected accept, reject or a string (the edited new side)"),
+        format!("invalid hunk decision {described}: expected accept, reject or a string (the edited new side)"),
     )
 }
 
