@@ -3,6 +3,8 @@
 EMACS  ?= emacs
 CARGO  ?= cargo
 MODULE := lisp/agent-q-core.so
+# The stdio relay to Emacs's MCP server, for MCP clients that only start a command.
+RELAY  := bin/agent-q-mcp
 LISP   := $(wildcard lisp/*.el)
 RUST   := Cargo.toml $(wildcard src/*.rs src/*/*.rs)
 BATCH  := $(EMACS) --batch -Q -L lisp -L tests
@@ -15,12 +17,18 @@ help:  ## Show this help
 deps:  ## Install what is missing (emacs-nox, emacs-el; tmux for tests) with apt-get
 	@scripts/ensure-deps.sh
 
-build: $(MODULE)  ## Build the Rust module into lisp/agent-q-core.so
+build: $(MODULE) $(RELAY)  ## Build the Rust module into lisp/agent-q-core.so and the MCP relay into bin/agent-q-mcp
 
+# One cargo build makes both; the relay is replaced by a rename, so that a client running the
+# old one is not disturbed ("text file busy").
 $(MODULE): $(RUST)
 	@scripts/ensure-deps.sh
 	$(CARGO) build --release
 	cp target/release/libagent_q.so $(MODULE)
+	mkdir -p bin && cp target/release/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY)
+
+$(RELAY): $(MODULE)
+	@test -x $(RELAY) || { mkdir -p bin && cp target/release/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY); }
 
 test: test-rust test-lisp  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q
 
@@ -46,4 +54,4 @@ bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/RE
 
 clean:  ## Remove build products
 	$(CARGO) clean
-	rm -f $(MODULE) lisp/*.elc tests/*.elc
+	rm -f $(MODULE) $(RELAY) lisp/*.elc tests/*.elc

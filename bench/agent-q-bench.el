@@ -23,7 +23,8 @@
 ;; Environment variables:
 ;;   AGENT_Q_BENCH_RUNS    runs per candidate (default 7; at least 3)
 ;;   AGENT_Q_BENCH_ONLY    section ids to run, separated by commas or
-;;                         spaces (executor, xref, diff, schema, scale)
+;;                         spaces (executor, xref, diff, schema, scale,
+;;                         freezes-files, freezes-search)
 ;;   AGENT_Q_BENCH_OUTPUT  where to write the results (default
 ;;                         bench/RESULTS.md; when AGENT_Q_BENCH_ONLY is set,
 ;;                         nothing is written unless this is set too)

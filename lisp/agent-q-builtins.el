@@ -75,9 +75,11 @@ and this is non-nil."
 
 (defconst agent-q-builtin-tools
   `(("describe_symbol"
-     "Describe an Emacs Lisp symbol: whether it is a function, macro, special form, command, variable, user option, face or feature; its signature, documentation, current value (bounded) and the file that defines it. Use it before calling or changing something you do not know. Returns \"Symbol X not found\" with close matches when no such symbol exists."
-     ((:name "symbol" :type :string :description "The symbol's exact name, e.g. \"buffer-file-name\" or \"with-temp-buffer\"."))
-     ("symbol") :safe (:introspection) agent-q-builtins--describe-symbol)
+     "Describe an Emacs Lisp symbol: whether it is a function, macro, special form, command, variable, user option, constant, face or feature; its signature, documentation, current value (bounded) and the file that defines it. Use it before calling or changing something you do not know. The value of a variable that may hold a secret (a name like *-api-key or *token*, a variable defined in the user's private files, a value that looks like a key) is hidden and the result says why; pass show_value true to ask the user to show it. Fails with \"Symbol X not found\" and close matches when no such symbol exists."
+     ((:name "symbol" :type :string :description "The symbol's exact name, e.g. \"buffer-file-name\" or \"with-temp-buffer\".")
+      (:name "show_value" :type :boolean :description "Ask the user to show a value that was hidden as a possible secret; default false. Other values are always shown."))
+     ("symbol") :safe (:introspection) agent-q-builtins--describe-symbol
+     (:guard agent-q-builtins--describe-symbol-guard))
     ("apropos_search"
      "Find Emacs Lisp symbols whose name contains a string (a case-insensitive substring, not a regexp). Use it to discover functions or variables when you only know part of a name. Returns \"Found N symbol(s) matching 'P':\" and one line per symbol with its kind; long lists are capped and say how many were left out."
      ((:name "pattern" :type :string :description "Substring of the symbol names, e.g. \"window-buffer\".")

@@ -19,6 +19,21 @@
 
 ;; The handlers of eval_form, compile_form, get_last_error and
 ;; get_repl_history.
+;;
+;; A form that cannot be read, that fails to compile or that signals
+;; while it runs ends the call as a failure (`agent-q-tool-fail'): the
+;; error is in the result's :error and :content, and is kept for
+;; get_last_error (with the backtrace) and in the history.  A form that
+;; runs to the end succeeds whatever its value, even a string that reads
+;; "Error: ...".  An empty history or no recorded error is a successful
+;; answer; a limit out of range is a failure.  (The rule for all the
+;; built-in introspection and execution tools is in agent-q-support.el.)
+;;
+;; Everything kept is bounded: the history keeps the first
+;; `agent-q-builtins--kept-chars' characters of each form and result,
+;; and the last error keeps its condition printed within bounds, never
+;; the objects it carried (a 50 MB string in an error's data is neither
+;; kept alive nor printed whole).
 
 ;;; Code:
 
@@ -27,8 +42,7 @@
 (require 'seq)
 (require 'agent-q-support)
 
-(declare-function agent-q--error-message "agent-q" (condition))
-(declare-function agent-q--print-bounded "agent-q" (value limit &optional princ))
+(declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
 
 ;;;; Options
 
@@ -45,17 +59,30 @@
 
 ;;;; Execution: eval_form, compile_form, history and last error
 
+(defconst agent-q-builtins--kept-chars 2000
+  "How many characters of a form or result the history and last error keep.")
+
 (defvar agent-q-builtins--history nil
   "Recent eval_form and compile_form results, newest first.
-Each element is a plist (:tool NAME :form STRING :result STRING :time TIME).")
+Each element is a plist (:tool NAME :form STRING :result STRING :time TIME),
+FORM and RESULT cut to `agent-q-builtins--kept-chars'.")
 
 (defvar agent-q-builtins--last-error nil
   "The last error from eval_form or compile_form, as a plist or nil.
-Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
+Keys: :tool :form (cut), :error (the condition's symbol), :condition
+\(the condition printed within bounds), :message, :backtrace (list of
+strings) and :time.")
+
+(defun agent-q-builtins--keep (string)
+  "Return STRING cut to `agent-q-builtins--kept-chars' characters, for keeping."
+  (if (stringp string)
+      (agent-q-builtins--truncate string agent-q-builtins--kept-chars)
+    (agent-q-builtins--print string agent-q-builtins--kept-chars)))
 
 (defun agent-q-builtins--record (tool form result)
   "Record FORM and RESULT from TOOL in the bounded history."
-  (push (list :tool tool :form form :result result :time (current-time))
+  (push (list :tool tool :form (agent-q-builtins--keep form)
+              :result (agent-q-builtins--keep result) :time (current-time))
         agent-q-builtins--history)
   (when (> (length agent-q-builtins--history) agent-q-builtins-history-size)
     (setq agent-q-builtins--history
@@ -64,16 +91,25 @@ Keys: :tool :form :condition :message :backtrace (list of strings) :time.")
 (defun agent-q-builtins--remember-failure (tool form condition backtrace)
   "Record CONDITION raised by FORM in TOOL, with BACKTRACE, as the last error."
   (setq agent-q-builtins--last-error
-        (list :tool tool :form form :condition condition
-              :message (agent-q--error-message condition)
+        (list :tool tool :form (agent-q-builtins--keep form)
+              :error (car-safe condition)
+              :condition (agent-q-builtins--print condition)
+              :message (agent-q-builtins--error-text condition)
               :backtrace backtrace :time (current-time))))
 
 (defun agent-q-builtins--frame-string (fun args)
   "Return the backtrace frame FUN applied to ARGS as one short line."
-  (let ((print-length 8) (print-level 3) (print-escape-newlines t))
-    ;; Bounded in size too: `print-level' does not apply to vectors in Emacs 28.
-    (truncate-string-to-width (car (agent-q--print-bounded (cons fun args) 201))
-                              200 nil nil "...")))
+  (let ((text (car (agent-q-builtins--bounded-output
+                    200
+                    (lambda (stream)
+                      (let ((print-length 8) (print-level 3)
+                            (print-escape-newlines t) (print-circle nil))
+                        ;; One argument more than print-length, so that
+                        ;; a cut list still prints its "...".
+                        (prin1 (agent-q-builtins--shown-part
+                                (cons fun (seq-take args 9)) 200)
+                               stream)))))))
+    (if (< (length text) 200) text (concat (substring text 0 197) "..."))))
 
 (defun agent-q-builtins--call-capturing (thunk)
   "Call THUNK and capture its output, value, or error with a backtrace.
@@ -91,19 +127,21 @@ strings, innermost first, from the failing call out to THUNK."
             (setq num-nonmacro-input-events (1+ num-nonmacro-input-events))
             ;; Keep the frames between this debugger's own frame
             ;; (excluded) and THUNK's (excluded).
-            (let ((collected nil) (state 'inside-debugger))
+            ;; mapbacktrace goes outwards from the innermost frame;
+            ;; only the innermost frames are kept, and printed.
+            (let ((collected nil) (count 0) (state 'inside-debugger))
               (mapbacktrace
                (lambda (_evald fun args _flags)
                  (pcase state
                    ('inside-debugger
                     (when (eq fun capture) (setq state 'collecting)))
                    ('collecting
-                    (if (eq fun thunk)
-                        (setq state 'done)
-                      (push (agent-q-builtins--frame-string fun args)
-                            collected))))))
-              (setq frames (seq-take (nreverse collected)
-                                     agent-q-builtins-backtrace-frames)))
+                    (cond ((eq fun thunk) (setq state 'done))
+                          ((< count agent-q-builtins-backtrace-frames)
+                           (setq count (1+ count))
+                           (push (agent-q-builtins--frame-string fun args)
+                                 collected)))))))
+              (setq frames (nreverse collected)))
             nil)))
     (condition-case err
         (progn
@@ -122,61 +160,71 @@ strings, innermost first, from the failing call out to THUNK."
           (list :value value :output output))
       (error (list :error err :output output :backtrace frames)))))
 
-(defun agent-q-builtins--format-run (tool form-string outcome &optional prefix)
-  "Format OUTCOME of running FORM-STRING in TOOL, record it, return text.
-PREFIX is text put before the result (compiler warnings)."
+(defun agent-q-builtins--finish-run (tool form-string outcome &optional prefix)
+  "Report OUTCOME of running FORM-STRING in TOOL, after recording it.
+PREFIX is text put before the result (compiler warnings).  Return the
+text of a run that ended normally; end the call as a failure, with
+the error, when it signaled."
   (let ((output (plist-get outcome :output))
+        (failed (plist-member outcome :error))
         (text nil))
-    (if (plist-member outcome :error)
+    (if failed
         (let ((condition (plist-get outcome :error)))
           (agent-q-builtins--remember-failure tool form-string condition
                                           (plist-get outcome :backtrace))
           (setq text (format "Error: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
-                             (agent-q--error-message condition)
+                             (agent-q-builtins--error-text condition)
                              (agent-q-builtins--print condition))))
       (setq text (format "Value: %s" (agent-q-builtins--print (plist-get outcome :value)))))
     (unless (string-empty-p output)
       (setq text (format "%s\nOutput:\n%s" text
                          (agent-q-builtins--truncate output agent-q-builtins-max-value-chars))))
     (agent-q-builtins--record tool form-string text)
-    (concat (or prefix "") text)))
+    (setq text (concat (or prefix "") text))
+    (if failed (agent-q-tool-fail "%s" text) text)))
 
 (defun agent-q-builtins--read-for (tool string)
-  "Read the one form in STRING for TOOL: (:ok FORM) or (:error TEXT).
+  "Return the one form in STRING, read for TOOL.
 A form that cannot be read is recorded, as TOOL's last error and in the
-history, and TEXT is the result to return."
+history, and ends the call as a failure saying why."
   (let ((read (agent-q-builtins--read-one-form string)))
     (if (not (eq (car read) :error))
-        read
+        (cadr read)
       (let ((text (format "Error: %s" (cadr read))))
         (agent-q-builtins--remember-failure tool string
                                         (list 'invalid-read-syntax (cadr read)) nil)
         (agent-q-builtins--record tool string text)
-        (list :error text)))))
+        (agent-q-tool-fail "%s" text)))))
 
 (defun agent-q-builtins--eval-form (args)
   "Evaluate the one form in ARGS (\"form\") with lexical binding."
   (let* ((string (agent-q-builtins--arg args "form"))
-         (read (agent-q-builtins--read-for "eval_form" string)))
-    (if (eq (car read) :error)
-        (cadr read)
-      (let ((form (cadr read)))
-        (agent-q-builtins--format-run
-         "eval_form" string
-         (agent-q-builtins--call-capturing (lambda () (eval form t))))))))
+         (form (agent-q-builtins--read-for "eval_form" string)))
+    (agent-q-builtins--finish-run
+     "eval_form" string
+     (agent-q-builtins--call-capturing (lambda () (eval form t))))))
 
 (defun agent-q-builtins--compile (form)
   "Byte-compile FORM as the body of a lexical function.
-Return (COMPILED . WARNINGS) or signal the compiler's error."
+Return (COMPILED . WARNINGS) or signal the compiler's error.  The
+compiler reports some errors (a malformed argument list or `let') as
+warnings of level :error and returns no function: those signal too."
   (require 'bytecomp)
   (defvar byte-compile-log-warning-function)
   (defvar byte-compile-unresolved-functions)
   (let* ((warnings nil)
+         (errors nil)
          (byte-compile-log-warning-function
-          (lambda (string &rest _) (push string warnings)))
+          (lambda (string &optional _position _fill level)
+            (push string warnings)
+            (when (eq level :error) (push string errors))))
          (byte-compile-unresolved-functions nil)
          (lexical-binding t)
          (compiled (byte-compile `(lambda () ,form))))
+    (when (or errors (not (functionp compiled)))
+      (error "%s" (if errors
+                      (string-join (nreverse errors) "; ")
+                    "the compiler produced no function")))
     ;; Compiling a file reports unknown functions at its end; compiling
     ;; a form does not, so report them here.
     (dolist (entry (reverse byte-compile-unresolved-functions))
@@ -189,32 +237,36 @@ Return (COMPILED . WARNINGS) or signal the compiler's error."
 (defun agent-q-builtins--compile-form (args)
   "Byte-compile the form in ARGS (\"form\"), report warnings, then run it."
   (let* ((string (agent-q-builtins--arg args "form"))
-         (read (agent-q-builtins--read-for "compile_form" string)))
-    (if (eq (car read) :error)
-        (cadr read)
-      (let* ((form (cadr read))
-             (compiled (agent-q-builtins--call-capturing
-                        (lambda () (agent-q-builtins--compile form)))))
-        (if (plist-member compiled :error)
-            (let ((condition (plist-get compiled :error)))
-              (agent-q-builtins--remember-failure "compile_form" string condition
-                                              (plist-get compiled :backtrace))
-              (let ((text (format "Compilation failed: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
-                                  (agent-q--error-message condition)
-                                  (agent-q-builtins--print condition))))
-                (agent-q-builtins--record "compile_form" string text)
-                text))
-          (let* ((fn (car (plist-get compiled :value)))
-                 (warnings (cdr (plist-get compiled :value)))
-                 (prefix (if warnings
-                             (concat (format "Compiler warnings (%d):\n" (length warnings))
-                                     (mapconcat (lambda (w) (concat "  " w)) warnings "\n")
-                                     "\n")
-                           "No warnings.\n")))
-            (agent-q-builtins--format-run
-             "compile_form" string
-             (agent-q-builtins--call-capturing (lambda () (funcall fn)))
-             prefix)))))))
+         (form (agent-q-builtins--read-for "compile_form" string))
+         (compiled (agent-q-builtins--call-capturing
+                    (lambda () (agent-q-builtins--compile form)))))
+    (if (plist-member compiled :error)
+        (let ((condition (plist-get compiled :error)))
+          (agent-q-builtins--remember-failure "compile_form" string condition
+                                          (plist-get compiled :backtrace))
+          (let ((text (format "Compilation failed: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
+                              (agent-q-builtins--error-text condition)
+                              (agent-q-builtins--print condition))))
+            (agent-q-builtins--record "compile_form" string text)
+            (agent-q-tool-fail "%s" text)))
+      (let* ((fn (car (plist-get compiled :value)))
+             (warnings (cdr (plist-get compiled :value)))
+             (prefix (if warnings
+                         (agent-q-builtins--truncate
+                          (concat (format "Compiler warnings (%d):\n" (length warnings))
+                                  (mapconcat (lambda (w) (concat "  " w))
+                                             (seq-take warnings 100) "\n")
+                                  (if (> (length warnings) 100)
+                                      (format "\n  [... %d more warnings not shown ...]"
+                                              (- (length warnings) 100))
+                                    "")
+                                  "\n")
+                          agent-q-builtins-max-value-chars)
+                       "No warnings.\n")))
+        (agent-q-builtins--finish-run
+         "compile_form" string
+         (agent-q-builtins--call-capturing (lambda () (funcall fn)))
+         prefix)))))
 
 (defun agent-q-builtins--get-last-error (_args)
   "Return the last error recorded by eval_form or compile_form."
@@ -224,15 +276,14 @@ Return (COMPILED . WARNINGS) or signal the compiler's error."
       (concat
        (format "Last error (from %s at %s):\n" (plist-get e :tool)
                (format-time-string "%F %T" (plist-get e :time)))
-       (format "Condition: %s\n" (agent-q-builtins--print (plist-get e :condition)))
+       (format "Condition: %s\n" (plist-get e :condition))
        (format "Message: %s\n" (plist-get e :message))
-       (format "Form: %s\n" (agent-q-builtins--truncate
-                             (format "%s" (plist-get e :form)) 2000))
+       (format "Form: %s\n" (plist-get e :form))
        (let ((bt (plist-get e :backtrace)))
          (if bt
              (format "Backtrace (innermost first, %d frame(s)):\n%s" (length bt)
                      (mapconcat (lambda (f) (concat "  " f)) bt "\n"))
-           (if (eq (car-safe (plist-get e :condition)) 'invalid-read-syntax)
+           (if (eq (plist-get e :error) 'invalid-read-syntax)
                "Backtrace: none (the form could not be read)"
              "Backtrace: none captured")))))))
 
@@ -243,7 +294,8 @@ ARGS may hold \"limit\": how many entries (default 10, at most 50)."
         (total (length agent-q-builtins--history)))
     (cond
      ((not (and (numberp limit) (>= limit 1)))
-      (format "Invalid limit %s: give a number from 1 to 50." limit))
+      (agent-q-tool-fail "Invalid limit %s: give a number from 1 to 50."
+                         (agent-q-builtins--print limit 40)))
      ((zerop total) "No REPL history recorded yet (eval_form and compile_form record it).")
      (t
       (let* ((limit (min 50 (truncate limit)))
@@ -255,7 +307,7 @@ ARGS may hold \"limit\": how many entries (default 10, at most 50)."
           (lambda (e)
             (cl-incf i)
             (format "%d. [%s] %s\n   => %s" i (plist-get e :tool)
-                    (agent-q-builtins--truncate (format "%s" (plist-get e :form)) 1000)
+                    (agent-q-builtins--truncate (plist-get e :form) 1000)
                     (replace-regexp-in-string
                      "\n" "\n      "
                      (agent-q-builtins--truncate (plist-get e :result) 1000))))

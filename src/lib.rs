@@ -13,7 +13,9 @@
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
 //! - [`search`]: Emacs regexps translated for the linear-time [`regex`] crate, behind
-//!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern).
+//!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
+//! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs,
+//!   and the stdio relay behind the `agent-q-mcp` binary.
 //!
 //! The [`binding`] module is the thin layer that converts between Emacs values and that core.
 #![warn(missing_docs)]
@@ -24,6 +26,7 @@ pub mod error;
 pub mod executor;
 pub mod files;
 pub mod fsutil;
+pub mod mcp;
 pub mod native;
 #[cfg(test)]
 mod proptests;

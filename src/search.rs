@@ -2,10 +2,25 @@
 //!
 //! Emacs's own regexp engine backtracks, so a pattern an LLM writes, such as
 //! `\(a*\)*\(a*\)*c` on a line of 25 `a`s, can freeze Emacs for minutes. Here the Emacs pattern is
-//! translated into the syntax of the [`regex`] crate, whose matching time is linear in the text,
-//! and the text is searched in Rust. Match positions are CHARACTER offsets (0-based, end
-//! exclusive), as Emacs counts, and successive matches follow Emacs's `re-search-forward` loop:
-//! the next search starts where the last match ended, one character further after an empty match.
+//! translated into the syntax of Rust's `regex` crate ([`regex_syntax`]), matched by
+//! [`regex_automata`]'s engines in time linear in the text, and the text is searched in Rust. Match
+//! positions are CHARACTER offsets (0-based, end exclusive), as Emacs counts, and successive
+//! matches follow Emacs's `re-search-forward` loop: the next search starts where the last match
+//! ended, one character further after an empty match.
+//!
+//! # Bounded and interruptible
+//!
+//! Linear is not enough on a 20 MB buffer: counting millions of matches of `.` takes seconds, and
+//! some patterns (Unicode word boundaries next to non-ASCII text, large counted repetitions) fall
+//! back to the engine's slowest path, seconds per pass. So [`run`] counts at most
+//! [`Limits::max_counted`] matches, stops at [`Limits::deadline`], and checks a cancel flag
+//! between matches and between windows: it searches the text a window at a time (sized to take
+//! a few milliseconds each) whenever that gives exactly the matches a whole-text search gives
+//! (when no match can contain a newline, windows end at line ends; when matches have a bounded
+//! length, windows overlap by that length). A pattern that can match across lines with no bound
+//! (`\s-+`, `[^x]*`) is searched in one pass, which cannot be stopped midway.
+//! [`search_in_background`] runs all that on a worker thread, so Emacs's thread only waits, in
+//! short slices, asking whether the user quit.
 //!
 //! # What is translated
 //!
@@ -52,7 +67,13 @@
 //! `\=` (point), categories `\cC` / `\CC`, and syntax classes that depend entirely on the mode
 //! (comments `\s<` `\s>`, and `\s'` `\s$` `\s|` `\s!` `\s/` `\s@`).
 
-use regex::{Regex, RegexBuilder};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use regex_automata::meta::{self, Regex};
+use regex_automata::{Input, MatchKind};
+use regex_syntax::hir::{Class, Hir, HirKind};
 use thiserror::Error;
 
 /// Characters taken to have symbol syntax (Emacs's standard syntax table: `_-+*/&|<>=`).
@@ -103,12 +124,31 @@ pub enum SearchError {
     /// The translated pattern was rejected by the regex engine (a translation bug).
     #[error("Regexp could not be compiled: {0}")]
     Engine(String),
+    /// Too many earlier searches, abandoned when the user quit or at their time limit, are
+    /// still running on their worker threads.
+    #[error(
+        "{0} earlier searches are still finishing in the background (each was stopped in one long \
+         step of its pattern); try again in a few seconds"
+    )]
+    Busy(usize),
+    /// The time limit passed and the search did not stop at its next check: it was inside one
+    /// long, unstoppable step (a pattern that can match across lines without bound, searched in
+    /// one pass), so nothing it found can be reported.
+    #[error(
+        "the search did not stop at its time limit: this pattern can match across lines without \
+         a bound, so it is searched in one pass, which cannot be stopped midway; no partial result \
+         is available (try a pattern that stays within a line)"
+    )]
+    Stuck,
+    /// The worker thread could not be started or died (a bug).
+    #[error("the search failed: {0}")]
+    Failed(String),
 }
 
 /// A translated pattern, with the symbol-boundary checks to apply to each match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translation {
-    /// The pattern in [`regex`] syntax.
+    /// The pattern in the `regex` crate's syntax.
     pub pattern: String,
     /// Each match must start at a symbol start (`\_<` at the start of the Emacs pattern).
     pub symbol_start: bool,
@@ -116,13 +156,51 @@ pub struct Translation {
     pub symbol_end: bool,
 }
 
-/// The matches found by [`search`].
+/// Why a search stopped before the end of the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// [`Limits::max_counted`] matches were counted, and there are more.
+    CountLimit,
+    /// [`Limits::deadline`] passed.
+    TimeLimit,
+    /// The cancel flag was set.
+    Cancelled,
+}
+
+/// The matches found by [`search`] or [`run`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SearchResult {
     /// The first matches (at most the `max` asked for), as (start, end) character offsets.
     pub matches: Vec<(usize, usize)>,
-    /// How many matches there are in all.
+    /// How many matches were counted: all of them, unless the search [stopped](Self::stopped).
     pub total: usize,
+    /// Why the search stopped before the end of the text, if it did.
+    pub stopped: Option<Stop>,
+    /// How far the search got, as a character offset: the text's length when it was not
+    /// stopped; otherwise no match starting before this offset was missed.
+    pub searched: usize,
+}
+
+/// How much work a search may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// How many matches to list (with their offsets).
+    pub max_listed: usize,
+    /// How many matches to count before stopping (when there is one more); 0 counts them all.
+    pub max_counted: usize,
+    /// When to stop, if ever.
+    pub deadline: Option<Instant>,
+}
+
+impl Limits {
+    /// List MAX_LISTED matches, count all, never stop early.
+    pub fn listing(max_listed: usize) -> Self {
+        Limits {
+            max_listed,
+            max_counted: 0,
+            deadline: None,
+        }
+    }
 }
 
 /// One alternative being built: its pieces, and which piece a repetition operator applies to.
@@ -526,12 +604,18 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                         }
                         _ => return invalid(here, "\\_ must be followed by < or >"),
                     },
-                    other => seq.literal(regex::escape(other.encode_utf8(&mut [0; 4])), repetition_follows(&p, i)),
+                    other => seq.literal(
+                        regex_syntax::escape(other.encode_utf8(&mut [0; 4])),
+                        repetition_follows(&p, i),
+                    ),
                 }
             }
             other => {
                 i += 1;
-                seq.literal(regex::escape(other.encode_utf8(&mut [0; 4])), repetition_follows(&p, i));
+                seq.literal(
+                    regex_syntax::escape(other.encode_utf8(&mut [0; 4])),
+                    repetition_follows(&p, i),
+                );
             }
         }
     }
@@ -564,19 +648,162 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
     })
 }
 
-/// Compile a translated pattern, folding case when CASE_FOLD.
-pub fn compile(translation: &Translation, case_fold: bool) -> Result<Regex, SearchError> {
-    RegexBuilder::new(&translation.pattern)
-        .case_insensitive(case_fold)
-        .size_limit(SIZE_LIMIT)
-        .dfa_size_limit(SIZE_LIMIT)
-        .build()
-        .map_err(|e| match e {
-            regex::Error::CompiledTooBig(limit) => {
-                SearchError::TooLarge(format!("the compiled pattern exceeds the size limit of {limit} bytes"))
-            }
-            other => SearchError::Engine(other.to_string()),
+/// How the text is cut into windows, each searched with a separate engine call so that the
+/// search can stop between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Windows {
+    /// No match is longer than this many bytes: windows overlap by it.
+    Bounded(usize),
+    /// No match contains a newline: windows end just after one.
+    Lines,
+    /// Neither: the text is searched in one engine call per match.
+    Whole,
+}
+
+/// The longest match (in bytes) for which [`Windows::Bounded`] is used: beyond it the overlap
+/// between windows would cost too much.
+const MAX_BOUNDED_OVERLAP: usize = 64 << 10;
+
+/// The first window's size, in bytes; later ones are sized to take about [`WINDOW_TIME`].
+const FIRST_WINDOW: usize = 64 << 10;
+
+/// The smallest and largest window, in bytes.
+const WINDOW_RANGE: (usize, usize) = (4 << 10, 16 << 20);
+
+/// How long one window's search should take: the cancel flag and the deadline are checked at
+/// least this often (except in [`Windows::Whole`]).
+const WINDOW_TIME: Duration = Duration::from_millis(5);
+
+/// How many matches are handled between two checks of the cancel flag and the deadline.
+const CHECK_EVERY: usize = 256;
+
+/// A compiled search: a regexp, or a literal string.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    regex: Regex,
+    symbol_start: bool,
+    symbol_end: bool,
+    windows: Windows,
+}
+
+impl Pattern {
+    /// The Emacs regexp PATTERN, folding case when CASE_FOLD.
+    pub fn regexp(pattern: &str, case_fold: bool) -> Result<Self, SearchError> {
+        Self::compile(translate(pattern)?, case_fold)
+    }
+
+    /// The literal string TEXT, as `search-forward` finds it (folding case when CASE_FOLD).
+    pub fn literal(text: &str, case_fold: bool) -> Result<Self, SearchError> {
+        let chars = text.chars().count();
+        if chars > MAX_PATTERN_CHARS {
+            return Err(SearchError::TooLarge(format!(
+                "the pattern has {chars} characters, at most {MAX_PATTERN_CHARS} are accepted"
+            )));
+        }
+        let translation = Translation {
+            pattern: regex_syntax::escape(text),
+            symbol_start: false,
+            symbol_end: false,
+        };
+        Self::compile(translation, case_fold)
+    }
+
+    /// Compile a translated pattern, folding case when CASE_FOLD.
+    pub fn compile(translation: Translation, case_fold: bool) -> Result<Self, SearchError> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .case_insensitive(case_fold)
+            .utf8(true)
+            .build()
+            .parse(&translation.pattern)
+            .map_err(|e| SearchError::Engine(e.to_string()))?;
+        let windows = match hir.properties().maximum_len() {
+            Some(len) if len <= MAX_BOUNDED_OVERLAP => Windows::Bounded(len),
+            _ if !can_match_newline(&hir) => Windows::Lines,
+            _ => Windows::Whole,
+        };
+        let config = meta::Config::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .utf8_empty(true)
+            .nfa_size_limit(Some(SIZE_LIMIT))
+            .hybrid_cache_capacity(SIZE_LIMIT);
+        let regex = meta::Builder::new()
+            .configure(config)
+            .build_from_hir(&hir)
+            .map_err(|e| match e.size_limit() {
+                Some(limit) => {
+                    SearchError::TooLarge(format!("the compiled pattern exceeds the size limit of {limit} bytes"))
+                }
+                None => SearchError::Engine(e.to_string()),
+            })?;
+        Ok(Pattern {
+            regex,
+            symbol_start: translation.symbol_start,
+            symbol_end: translation.symbol_end,
+            windows,
         })
+    }
+
+    /// Whether the match START..END (byte offsets into TEXT) passes the symbol-boundary checks.
+    fn accepts(&self, text: &[u8], start: usize, end: usize) -> bool {
+        (!self.symbol_start || symbol_start_ok(text, start)) && (!self.symbol_end || symbol_end_ok(text, end))
+    }
+
+    /// The window starting at POS of about SIZE bytes: (ACCEPT, SPAN_END). The engine searches
+    /// POS..SPAN_END; only matches starting before ACCEPT are taken (the others are found again
+    /// from ACCEPT on). ACCEPT beyond the text means every match found is taken.
+    fn window(&self, text: &[u8], pos: usize, size: usize) -> (usize, usize) {
+        let len = text.len();
+        let all = (len + 1, len);
+        match self.windows {
+            Windows::Whole => all,
+            Windows::Bounded(longest) => {
+                let accept = pos.saturating_add(size);
+                let end = accept.saturating_add(longest);
+                if end >= len {
+                    all
+                } else {
+                    (accept, end)
+                }
+            }
+            Windows::Lines => {
+                let probe = pos.saturating_add(size);
+                match text.get(probe..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+                    Some(i) if probe + i + 1 < len => (probe + i + 1, probe + i + 1),
+                    _ => all,
+                }
+            }
+        }
+    }
+}
+
+/// Whether any character HIR consumes can be a newline. Walked with an explicit stack (the
+/// parser's nesting limit bounds the depth anyway).
+fn can_match_newline(hir: &Hir) -> bool {
+    let mut stack = vec![hir];
+    while let Some(h) = stack.pop() {
+        match h.kind() {
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Literal(lit) => {
+                if lit.0.contains(&b'\n') {
+                    return true;
+                }
+            }
+            HirKind::Class(Class::Unicode(c)) => {
+                if c.ranges().iter().any(|r| r.start() <= '\n' && '\n' <= r.end()) {
+                    return true;
+                }
+            }
+            HirKind::Class(Class::Bytes(c)) => {
+                if c.ranges().iter().any(|r| r.start() <= b'\n' && b'\n' <= r.end()) {
+                    return true;
+                }
+            }
+            HirKind::Repetition(r) => stack.push(&r.sub),
+            HirKind::Capture(c) => stack.push(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => stack.extend(hs.iter()),
+        }
+    }
+    false
 }
 
 /// Whether C counts as a symbol constituent (word character or one of [`SYMBOL_CHARS`]).
@@ -584,21 +811,82 @@ fn is_symbol_char(c: char) -> bool {
     c.is_alphanumeric() || SYMBOL_CHARS.contains(c)
 }
 
-/// Length in bytes of the character of TEXT at byte offset AT (1 past the end).
-fn char_len(text: &str, at: usize) -> usize {
-    text.get(at..).and_then(|s| s.chars().next()).map_or(1, char::len_utf8)
+/// Length in bytes of the UTF-8 sequence whose first byte is TEXT[AT] (1 past the end, and for
+/// a byte that cannot start a sequence).
+fn char_len(text: &[u8], at: usize) -> usize {
+    let n = match text.get(at) {
+        Some(&b) if b >= 0xF0 => 4,
+        Some(&b) if b >= 0xE0 => 3,
+        Some(&b) if b >= 0xC0 => 2,
+        _ => 1,
+    };
+    n.min(text.len().saturating_sub(at)).max(1)
 }
 
-fn symbol_start_ok(text: &str, at: usize) -> bool {
-    let before = text.get(..at).and_then(|s| s.chars().next_back());
-    let after = text.get(at..).and_then(|s| s.chars().next());
-    !before.is_some_and(is_symbol_char) && after.is_some_and(is_symbol_char)
+/// The character of TEXT starting at byte AT, if any.
+fn char_at(text: &[u8], at: usize) -> Option<char> {
+    let bytes = text.get(at..at + char_len(text, at))?;
+    std::str::from_utf8(bytes).ok()?.chars().next()
 }
 
-fn symbol_end_ok(text: &str, at: usize) -> bool {
-    let before = text.get(..at).and_then(|s| s.chars().next_back());
-    let after = text.get(at..).and_then(|s| s.chars().next());
-    before.is_some_and(is_symbol_char) && !after.is_some_and(is_symbol_char)
+/// The character of TEXT ending at byte AT, if any.
+fn char_before(text: &[u8], at: usize) -> Option<char> {
+    let mut start = at.checked_sub(1)?;
+    while start > 0 && at - start < 4 && text.get(start).is_some_and(|b| b & 0xC0 == 0x80) {
+        start -= 1;
+    }
+    std::str::from_utf8(text.get(start..at)?).ok()?.chars().next()
+}
+
+fn symbol_start_ok(text: &[u8], at: usize) -> bool {
+    !char_before(text, at).is_some_and(is_symbol_char) && char_at(text, at).is_some_and(is_symbol_char)
+}
+
+fn symbol_end_ok(text: &[u8], at: usize) -> bool {
+    char_before(text, at).is_some_and(is_symbol_char) && !char_at(text, at).is_some_and(is_symbol_char)
+}
+
+/// Byte offsets to character offsets, for offsets that never decrease.
+struct CharOffsets<'t> {
+    text: &'t [u8],
+    byte: usize,
+    char: usize,
+}
+
+impl<'t> CharOffsets<'t> {
+    fn new(text: &'t [u8]) -> Self {
+        CharOffsets { text, byte: 0, char: 0 }
+    }
+
+    /// The character offset of byte offset AT.
+    fn at(&mut self, at: usize) -> usize {
+        let at = at.min(self.text.len());
+        if at < self.byte {
+            self.byte = 0;
+            self.char = 0;
+        }
+        self.char += count_chars(&self.text[self.byte..at]);
+        self.byte = at;
+        self.char
+    }
+}
+
+/// How many characters BYTES holds: every byte but UTF-8 continuation bytes (`10xxxxxx`) starts
+/// one. Eight bytes at a time: a byte-wise loop takes about 1 ms per MB, which on a 20 MB text
+/// is most of a search's time.
+fn count_chars(bytes: &[u8]) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut continuation = 0usize;
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let w = u64::from_le_bytes(w);
+        // Bit 7 of each byte set where bit 7 is 1 and bit 6 is 0.
+        continuation += (w & !(w << 1) & HIGH).count_ones() as usize;
+    }
+    continuation += words.remainder().iter().filter(|&&b| b & 0xC0 == 0x80).count();
+    bytes.len() - continuation
 }
 
 /// Search TEXT for the Emacs regexp PATTERN: every match, the first MAX as character offsets.
@@ -606,42 +894,257 @@ fn symbol_end_ok(text: &str, at: usize) -> bool {
 /// Matches are found as Emacs's `re-search-forward` loop finds them (leftmost-first, the next
 /// search starting at the end of the last match, one character further after an empty match).
 pub fn search(text: &str, pattern: &str, case_fold: bool, max: usize) -> Result<SearchResult, SearchError> {
-    let translation = translate(pattern)?;
-    let re = compile(&translation, case_fold)?;
-    let mut result = SearchResult::default();
-    // Byte offset -> character offset, converted incrementally (matches come in order).
-    let (mut byte_at, mut char_at) = (0usize, 0usize);
-    let mut to_chars = |b: usize| -> usize {
-        if let Some(s) = text.get(byte_at..b) {
-            char_at += s.chars().count();
-            byte_at = b;
-        }
-        char_at
+    let pattern = Pattern::regexp(pattern, case_fold)?;
+    Ok(run(
+        text.as_bytes(),
+        &pattern,
+        &Limits::listing(max),
+        &AtomicBool::new(false),
+    ))
+}
+
+/// Search TEXT (UTF-8; any other bytes simply match nothing) for PATTERN within LIMITS, until
+/// the end of the text, a limit, or CANCEL being set.
+///
+/// Matches follow Emacs's `re-search-forward` loop, as in [`search`].
+pub fn run(text: &[u8], pattern: &Pattern, limits: &Limits, cancel: &AtomicBool) -> SearchResult {
+    // Windows much longer than their overlap, so that little is searched twice.
+    let overlap = match pattern.windows {
+        Windows::Bounded(longest) => longest,
+        _ => 0,
     };
-    let mut pos = 0;
-    while pos <= text.len() {
-        let Some(m) = re.find_at(text, pos) else {
-            break;
-        };
-        let ok = (!translation.symbol_start || symbol_start_ok(text, m.start()))
-            && (!translation.symbol_end || symbol_end_ok(text, m.end()));
-        if !ok {
-            pos = m.start() + char_len(text, m.start());
-            continue;
-        }
-        result.total += 1;
-        if result.matches.len() < max {
-            let start = to_chars(m.start());
-            let end = to_chars(m.end());
-            result.matches.push((start, end));
-        }
-        pos = if m.start() == m.end() {
-            m.end() + char_len(text, m.end())
+    let smallest = WINDOW_RANGE.0.max(4 * overlap);
+    let range = (smallest, WINDOW_RANGE.1.max(smallest));
+    run_windows(text, pattern, limits, cancel, FIRST_WINDOW.max(smallest), range)
+}
+
+/// [`run`] with windows of FIRST bytes at first, then between RANGE's bounds.
+fn run_windows(
+    text: &[u8],
+    pattern: &Pattern,
+    limits: &Limits,
+    cancel: &AtomicBool,
+    first: usize,
+    range: (usize, usize),
+) -> SearchResult {
+    let len = text.len();
+    let mut result = SearchResult::default();
+    let mut offsets = CharOffsets::new(text);
+    let should_stop = || {
+        if cancel.load(Ordering::Relaxed) {
+            Some(Stop::Cancelled)
+        } else if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stop::TimeLimit)
         } else {
-            m.end()
-        };
+            None
+        }
+    };
+    let mut size = first;
+    let mut pos = 0;
+    let mut handled = 0usize;
+    let mut counted_to = None;
+    let stopped = 'search: loop {
+        if pos > len {
+            break None;
+        }
+        if let Some(stop) = should_stop() {
+            break Some(stop);
+        }
+        let (accept, end) = pattern.window(text, pos, size);
+        let began = Instant::now();
+        loop {
+            let found = pattern
+                .regex
+                .search(&Input::new(text).span(pos..end))
+                .filter(|m| m.start() < accept);
+            let Some(m) = found else {
+                pos = accept;
+                break;
+            };
+            if pattern.accepts(text, m.start(), m.end()) {
+                if let Some(at) = counted_to {
+                    // One match more than the limit: there are more than were counted.
+                    pos = at;
+                    break 'search Some(Stop::CountLimit);
+                }
+                result.total += 1;
+                if result.matches.len() < limits.max_listed {
+                    let start = offsets.at(m.start());
+                    result.matches.push((start, offsets.at(m.end())));
+                }
+                pos = if m.is_empty() {
+                    m.end() + char_len(text, m.end())
+                } else {
+                    m.end()
+                };
+                if limits.max_counted > 0 && result.total == limits.max_counted {
+                    // Look for one more (without counting it), so that a text with exactly
+                    // the limit's number of matches is not reported as having "at least" that.
+                    counted_to = Some(pos);
+                }
+            } else {
+                pos = m.start() + char_len(text, m.start());
+            }
+            if pos > len {
+                break 'search None;
+            }
+            if pos >= accept {
+                break;
+            }
+            handled += 1;
+            if handled.is_multiple_of(CHECK_EVERY) {
+                if let Some(stop) = should_stop() {
+                    break 'search Some(stop);
+                }
+            }
+        }
+        let took = began.elapsed();
+        if took < WINDOW_TIME / 4 {
+            size = size.saturating_mul(2).min(range.1);
+        } else if took > WINDOW_TIME * 2 {
+            size = (size / 2).max(range.0);
+        }
+    };
+    result.stopped = stopped;
+    result.searched = offsets.at(if stopped.is_some() { pos } else { len });
+    result
+}
+
+/// What to search for, given to [`search_in_background`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// The pattern.
+    pub pattern: String,
+    /// Whether it is an Emacs regexp (else a literal string).
+    pub regexp: bool,
+    /// Whether case is ignored.
+    pub case_fold: bool,
+}
+
+/// How a search run by [`search_in_background`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It finished, or stopped at a limit.
+    Done(SearchResult),
+    /// The caller's `should_quit` answered true; the worker was told to stop and left behind.
+    Quit,
+}
+
+/// A bound on the worker threads running searches at once, those left behind included.
+#[derive(Debug)]
+pub struct Workers {
+    running: AtomicUsize,
+    max: usize,
+}
+
+impl Workers {
+    /// At most MAX workers at once.
+    pub const fn new(max: usize) -> Self {
+        Workers {
+            running: AtomicUsize::new(0),
+            max,
+        }
     }
-    Ok(result)
+
+    /// How many are running now.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    fn acquire(&'static self) -> Result<WorkerSlot, SearchError> {
+        let before = self.running.fetch_add(1, Ordering::SeqCst);
+        if before >= self.max {
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            return Err(SearchError::Busy(before));
+        }
+        Ok(WorkerSlot(self))
+    }
+}
+
+/// One worker's place in [`Workers`], given back when the worker ends (even by a panic).
+struct WorkerSlot(&'static Workers);
+
+impl Drop for WorkerSlot {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The workers of the module's searches: one running, and one left behind by a quit or a time
+/// limit while inside a long step.
+pub static WORKERS: Workers = Workers::new(2);
+
+/// How often the waiting thread wakes up to call `should_quit`.
+pub const POLL: Duration = Duration::from_millis(10);
+
+/// How long after the deadline the waiting thread waits for the worker to report.
+pub const GRACE: Duration = Duration::from_millis(100);
+
+/// When `on_slow` is called (once), if the search has not finished.
+pub const SLOW: Duration = Duration::from_secs(1);
+
+/// Compile QUERY and search TEXT within LIMITS on a worker thread (one of WORKERS), while this
+/// thread waits in slices of [`POLL`], calling SHOULD_QUIT after each.
+///
+/// When SHOULD_QUIT answers true, the worker is told to stop and this returns
+/// [`Outcome::Quit`] at once, without waiting for it. ON_SLOW is called once if the search is
+/// still running after [`SLOW`]. At the deadline the worker stops at its next check and reports
+/// what it found; if it does not within [`GRACE`] (it is inside one long step) the result is
+/// [`SearchError::Stuck`].
+pub fn search_in_background(
+    text: Vec<u8>,
+    query: Query,
+    limits: Limits,
+    workers: &'static Workers,
+    mut should_quit: impl FnMut() -> bool,
+    mut on_slow: impl FnMut(),
+) -> Result<Outcome, SearchError> {
+    let slot = workers.acquire()?;
+    let started = Instant::now();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (sender, receiver) = mpsc::channel();
+    let worker_cancel = Arc::clone(&cancel);
+    std::thread::Builder::new()
+        .name("agent-q-search".into())
+        .spawn(move || {
+            let slot = slot;
+            let answer = if query.regexp {
+                Pattern::regexp(&query.pattern, query.case_fold)
+            } else {
+                Pattern::literal(&query.pattern, query.case_fold)
+            }
+            .map(|pattern| run(&text, &pattern, &limits, &worker_cancel));
+            // Given back before answering, so that the next search, which may start as soon as
+            // the answer arrives, finds it free.
+            drop(slot);
+            // The receiver is gone when the waiting thread left: nothing to report then.
+            let _ = sender.send(answer);
+        })
+        .map_err(|e| SearchError::Failed(format!("cannot start a search thread: {e}")))?;
+    let mut slow_reported = false;
+    loop {
+        match receiver.recv_timeout(POLL) {
+            Ok(answer) => return answer.map(Outcome::Done),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(SearchError::Failed("the search thread ended without an answer".into()))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if should_quit() {
+            cancel.store(true, Ordering::Relaxed);
+            return Ok(Outcome::Quit);
+        }
+        if let Some(deadline) = limits.deadline {
+            if Instant::now() >= deadline + GRACE {
+                cancel.store(true, Ordering::Relaxed);
+                return Err(SearchError::Stuck);
+            }
+        }
+        if !slow_reported && started.elapsed() >= SLOW {
+            slow_reported = true;
+            on_slow();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -999,5 +1502,309 @@ mod tests {
         ] {
             let _ = search("a\nb é", p, true, 3);
         }
+    }
+
+    /// A small deterministic generator (a 64-bit LCG), so that failures reproduce.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    fn pattern(p: &str) -> Pattern {
+        Pattern::regexp(p, false).unwrap_or_else(|e| panic!("{p:?}: {e}"))
+    }
+
+    fn unlimited() -> Limits {
+        Limits::listing(usize::MAX)
+    }
+
+    #[test]
+    fn windows_follow_what_a_match_can_span() {
+        assert_eq!(pattern("with-temp-buffer").windows, Windows::Bounded(16));
+        assert_eq!(pattern(r"\_<car\_>").windows, Windows::Bounded(3));
+        assert_eq!(pattern(r"[[:alpha:]]\{3\}").windows, Windows::Bounded(12));
+        assert_eq!(pattern("a.*b").windows, Windows::Lines);
+        assert_eq!(pattern(r"\w+").windows, Windows::Lines);
+        assert_eq!(pattern("[^x\n]*").windows, Windows::Lines);
+        // In a bracket set a backslash is itself: this one can match a newline.
+        assert_eq!(pattern(r"[^x\n]*").windows, Windows::Whole);
+        assert_eq!(pattern(r"\s-+").windows, Windows::Whole);
+        assert_eq!(pattern("[^x]*").windows, Windows::Whole);
+        assert_eq!(pattern("a\nb*").windows, Windows::Whole);
+        assert_eq!(pattern(r"é\{60000\}").windows, Windows::Lines);
+    }
+
+    /// Searching in windows of a few bytes finds exactly what one whole-text pass finds.
+    #[test]
+    fn windows_give_the_matches_of_a_whole_pass() {
+        const TOKENS: &[&str] = &[
+            "a",
+            "b",
+            "c",
+            ".",
+            "[ab]",
+            "[^a\n]",
+            "\\(",
+            "\\)",
+            "\\|",
+            "*",
+            "+",
+            "?",
+            "*?",
+            "\\{1,2\\}",
+            "^",
+            "$",
+            "\\<",
+            "\\>",
+            "\\b",
+            "\\w",
+            "\\W",
+            "\\s-",
+            "\\`",
+            "\\'",
+            "é",
+            "[[:alpha:]]",
+            "\n",
+            "\\_<",
+            "\\_>",
+        ];
+        const TEXTS: &[&str] = &[
+            "aab b-\n(c)é.*ab\nab\n\nba-a é-b\n",
+            "abcabc\n\nba-a é-b\na\na.b  c*(ab)\nbbb aaa ccc-a-b",
+            "\n\n\naaa\nbbb\n",
+            "no newline at all: ab ba cab",
+        ];
+        let mut rng = Lcg(7);
+        let mut compared = 0;
+        for _ in 0..2000 {
+            let p: String = (0..1 + rng.below(6)).map(|_| TOKENS[rng.below(TOKENS.len())]).collect();
+            let Ok(windowed) = Pattern::regexp(&p, false) else {
+                continue;
+            };
+            let whole = Pattern {
+                windows: Windows::Whole,
+                ..windowed.clone()
+            };
+            for text in TEXTS {
+                let never = AtomicBool::new(false);
+                let expected = run(text.as_bytes(), &whole, &unlimited(), &never);
+                for size in [1, 3] {
+                    let got = run_windows(text.as_bytes(), &windowed, &unlimited(), &never, size, (size, size));
+                    assert_eq!(
+                        got, expected,
+                        "pattern {p:?} ({:?}), windows of {size}, text {text:?}",
+                        windowed.windows
+                    );
+                }
+                compared += 1;
+            }
+        }
+        assert!(compared > 4000, "{compared}");
+    }
+
+    #[test]
+    fn counting_stops_at_the_limit() {
+        let text = "x\n".repeat(50);
+        let limits = Limits {
+            max_listed: 3,
+            max_counted: 10,
+            deadline: None,
+        };
+        let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!(r.matches, vec![(0, 1), (2, 3), (4, 5)]);
+        assert_eq!((r.total, r.stopped, r.searched), (10, Some(Stop::CountLimit), 19));
+        // Not reached, or reached by the last match: complete.
+        let r = run(b"x x", &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (2, None, 3));
+        let text = "x\n".repeat(10);
+        let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (10, None, 20));
+        let text = "x\n".repeat(10) + "x";
+        let r = run(text.as_bytes(), &pattern("x"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (10, Some(Stop::CountLimit), 19));
+    }
+
+    #[test]
+    fn a_passed_deadline_or_a_cancel_stops_the_search() {
+        let text = "abc\n".repeat(1000);
+        let limits = Limits {
+            max_listed: 10,
+            max_counted: 0,
+            deadline: Some(Instant::now()),
+        };
+        let r = run(text.as_bytes(), &pattern("b"), &limits, &AtomicBool::new(false));
+        assert_eq!((r.total, r.stopped, r.searched), (0, Some(Stop::TimeLimit), 0));
+        let r = run(text.as_bytes(), &pattern("b"), &unlimited(), &AtomicBool::new(true));
+        assert_eq!((r.total, r.stopped), (0, Some(Stop::Cancelled)));
+    }
+
+    #[test]
+    fn literal_patterns_are_not_regexps() {
+        let never = AtomicBool::new(false);
+        let found = |p: Pattern, text: &str| run(text.as_bytes(), &p, &unlimited(), &never).matches;
+        let lit = |p: &str, fold: bool| Pattern::literal(p, fold).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found(lit("a.b", false), "axb a.b"), vec![(4, 7)]);
+        assert_eq!(found(lit(r"\(a\)", false), r"a \(a\)"), vec![(2, 7)]);
+        assert_eq!(found(lit("aa", false), "aaaaa"), vec![(0, 2), (2, 4)]);
+        assert_eq!(found(lit("Été", true), "été ÉTÉ ete"), vec![(0, 3), (4, 7)]);
+        assert_eq!(found(lit("Été", false), "été ÉTÉ Été"), vec![(8, 11)]);
+        let long = "a".repeat(MAX_PATTERN_CHARS + 1);
+        assert!(matches!(Pattern::literal(&long, false), Err(SearchError::TooLarge(_))));
+    }
+
+    #[test]
+    fn characters_are_counted_as_emacs_counts_them() {
+        for text in ["", "a", "é日本🦀x\n🦀xé", "0123456789abcdefé", "ééééééééé日"] {
+            assert_eq!(count_chars(text.as_bytes()), text.chars().count(), "{text:?}");
+        }
+        // A lone byte that cannot start a character is not counted.
+        assert_eq!(count_chars(b"a\x80b"), 2);
+    }
+
+    /// A text KIB kibibytes long on which `\b[[:alpha:]]+\b[[:digit:]]` takes about a second per
+    /// MB, and `\(?:\b[[:alpha:]]+\b\s-*\)\{20\}[0-9]` several (the engine's slowest path:
+    /// Unicode word boundaries next to non-ASCII text).
+    fn slow_text(kib: usize) -> Vec<u8> {
+        "défini la fonction été ünïcode\n".repeat(kib * 1024 / 34).into_bytes()
+    }
+
+    const SLOW: &str = r"\b[[:alpha:]]+\b[[:digit:]]";
+
+    fn query(p: &str) -> Query {
+        Query {
+            pattern: p.into(),
+            regexp: true,
+            case_fold: false,
+        }
+    }
+
+    /// Wait until WORKERS has no worker left (at most 60 s): the worker noticed the cancel.
+    fn all_stopped(workers: &Workers) -> bool {
+        let until = Instant::now() + Duration::from_secs(60);
+        while workers.running() > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        workers.running() == 0
+    }
+
+    #[test]
+    fn quitting_returns_at_once_and_stops_the_worker() {
+        static WORKERS: Workers = Workers::new(2);
+        let mut asked = 0;
+        let outcome = search_in_background(
+            slow_text(4096),
+            query(SLOW),
+            Limits::listing(10),
+            &WORKERS,
+            || {
+                asked += 1;
+                asked >= 3
+            },
+            || {},
+        );
+        assert_eq!(outcome, Ok(Outcome::Quit));
+        assert_eq!(asked, 3);
+        assert!(all_stopped(&WORKERS));
+    }
+
+    #[test]
+    fn background_search_reports_the_matches() {
+        static WORKERS: Workers = Workers::new(2);
+        let outcome = search_in_background(
+            "a1 b2\nc3".into(),
+            query(r"[a-z]\([0-9]\)"),
+            Limits::listing(2),
+            &WORKERS,
+            || false,
+            || {},
+        );
+        let Ok(Outcome::Done(r)) = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!((r.total, r.matches, r.stopped), (3, vec![(0, 2), (3, 5)], None));
+        let outcome = search_in_background(
+            b"x".to_vec(),
+            query(r"\(a\)\1"),
+            Limits::listing(2),
+            &WORKERS,
+            || false,
+            || {},
+        );
+        assert!(matches!(outcome, Err(SearchError::Unsupported { .. })), "{outcome:?}");
+        assert!(all_stopped(&WORKERS));
+    }
+
+    #[test]
+    fn a_finished_worker_gives_its_place_back_before_answering() {
+        static WORKERS: Workers = Workers::new(1);
+        for _ in 0..300 {
+            let outcome = search_in_background(
+                b"ab".to_vec(),
+                query("b"),
+                Limits::listing(1),
+                &WORKERS,
+                || false,
+                || {},
+            );
+            assert!(matches!(outcome, Ok(Outcome::Done(_))), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn the_deadline_stops_a_windowed_search_with_what_it_found() {
+        static WORKERS: Workers = Workers::new(2);
+        let mut text = b"1x2\n".to_vec();
+        text.extend(slow_text(8192));
+        let limits = Limits {
+            max_listed: 10,
+            max_counted: 0,
+            // Past the compilation (milliseconds), long before the end (seconds).
+            deadline: Some(Instant::now() + Duration::from_millis(1000)),
+        };
+        let outcome = search_in_background(
+            text.clone(),
+            query(r"[[:alpha:]]\{1,3\}\b[0-9]\|x"),
+            limits,
+            &WORKERS,
+            || false,
+            || {},
+        );
+        let Ok(Outcome::Done(r)) = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(r.stopped, Some(Stop::TimeLimit));
+        assert_eq!(r.matches, vec![(1, 2)]);
+        assert!(r.searched >= 2 && r.searched < text.len(), "{}", r.searched);
+    }
+
+    #[test]
+    fn a_long_unwindowed_step_past_the_deadline_is_stuck_and_the_next_search_busy() {
+        static WORKERS: Workers = Workers::new(1);
+        // Can match across lines with no bound: one pass, which cannot stop midway.
+        let stuck = r"\(?:\b[[:alpha:]]+\b\s-*\)\{20\}[0-9]";
+        assert_eq!(pattern(stuck).windows, Windows::Whole);
+        let limits = Limits {
+            max_listed: 10,
+            max_counted: 0,
+            // Past the compilation (tens of ms), within the one long step (seconds).
+            deadline: Some(Instant::now() + Duration::from_millis(500)),
+        };
+        // A few seconds in one step (a debug build is about 5 times slower).
+        let size = if cfg!(debug_assertions) { 128 } else { 512 };
+        let outcome = search_in_background(slow_text(size), query(stuck), limits, &WORKERS, || false, || {});
+        assert_eq!(outcome, Err(SearchError::Stuck));
+        // The worker left behind still holds the only place.
+        let outcome = search_in_background(b"x".to_vec(), query("x"), Limits::listing(1), &WORKERS, || false, || {});
+        assert_eq!(outcome, Err(SearchError::Busy(1)));
+        assert!(all_stopped(&WORKERS));
+        let outcome = search_in_background(b"x".to_vec(), query("x"), Limits::listing(1), &WORKERS, || false, || {});
+        assert!(matches!(outcome, Ok(Outcome::Done(_))), "{outcome:?}");
     }
 }

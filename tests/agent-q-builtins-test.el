@@ -10,7 +10,9 @@
 ;; libraries, temporary files and buffers.
 ;;
 ;; Section 1 calls the handler functions directly with an arguments
-;; hash table, as the executor does; it needs only agent-q-builtins.el.
+;; hash table, as the executor does; it needs agent-q-builtins.el, and
+;; agent-q.el for the failures (`agent-q-tool-fail' signals
+;; `agent-q-tool-failure', an error the module defines).
 ;;
 ;; Section 2 (tests tagged `needs-core') registers the tools with the
 ;; real registry and runs them through the real executor: it needs
@@ -48,6 +50,15 @@
     table))
 
 (defalias 'agent-q-builtins-test--a #'agent-q-builtins-test--args)
+
+(defun agent-q-builtins-test--fails (handler args)
+  "Call HANDLER with ARGS; return its failure message, or fail the test.
+HANDLER must end with `agent-q-tool-fail'."
+  (require 'agent-q)
+  (condition-case err
+      (progn (funcall handler args)
+             (ert-fail (list "expected a failure from" handler)))
+    (agent-q-tool-failure (cadr err))))
 
 ;;;; describe_symbol
 
@@ -88,6 +99,9 @@
 
 (ert-deftest agent-q-builtins-describe-symbol-value-is-bounded ()
   (let* ((agent-q-builtins-test--big-value (make-string 20000 ?x))
+         ;; The variable is defined in this file: allowed, so shown.
+         (agent-q-allowed-directories
+          (list (file-name-directory (symbol-file 'agent-q-builtins-test--big-value 'defvar))))
          (agent-q-builtins-max-value-chars 500)
          (out (agent-q-builtins--describe-symbol
                (agent-q-builtins-test--a "symbol" "agent-q-builtins-test--big-value"))))
@@ -105,14 +119,16 @@
     (should (string-match-p "^Feature: provided (loaded)" feature))))
 
 (ert-deftest agent-q-builtins-describe-symbol-not-found-suggests ()
-  (let ((out (agent-q-builtins--describe-symbol
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--describe-symbol
               (agent-q-builtins-test--a "symbol" "string-trimx"))))
     (should (string-prefix-p "Symbol string-trimx not found" out))
     (should (string-match-p "Did you mean: .*string-trim" out))))
 
 (ert-deftest agent-q-builtins-describe-symbol-empty ()
   (should (string-prefix-p "No symbol given"
-                           (agent-q-builtins--describe-symbol
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--describe-symbol
                             (agent-q-builtins-test--a "symbol" "  ")))))
 
 ;;;; apropos_search
@@ -150,14 +166,17 @@
     (should (string-match-p "\\[\\.\\.\\. [0-9]+ more not shown" out))))
 
 (ert-deftest agent-q-builtins-apropos-errors ()
+  ;; No match is a successful (empty) answer; bad input is a failure.
   (should (string-prefix-p "No symbols matching 'zzqxqzz-none'"
                            (agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" "zzqxqzz-none"))))
   (should (string-prefix-p "No pattern given"
-                           (agent-q-builtins--apropos-search
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" ""))))
   (should (string-prefix-p "Unknown type 'macro'"
-                           (agent-q-builtins--apropos-search
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--apropos-search
                             (agent-q-builtins-test--a "pattern" "x" "type" "macro")))))
 
 ;;;; function_arglist
@@ -188,14 +207,21 @@
 
 (ert-deftest agent-q-builtins-arglist-errors ()
   (should (string-prefix-p "fill-column is not a function (it is a user option)"
-                           (agent-q-builtins--function-arglist
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
                             (agent-q-builtins-test--a "function" "fill-column"))))
-  (let ((out (agent-q-builtins--function-arglist
+  (should (string-prefix-p "nil is not a function (it is a constant)"
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
+                            (agent-q-builtins-test--a "function" "nil"))))
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--function-arglist
               (agent-q-builtins-test--a "function" "string-trimm"))))
     (should (string-prefix-p "Function string-trimm not found" out))
     (should (string-match-p "Did you mean: string-trim" out)))
   (should (string-prefix-p "No function given"
-                           (agent-q-builtins--function-arglist
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--function-arglist
                             (agent-q-builtins-test--a "function" "")))))
 
 ;;;; list_package_symbols
@@ -224,12 +250,14 @@
     (should (string-match-p "^  project-root \\[function\\]" all))))
 
 (ert-deftest agent-q-builtins-package-symbols-not-found ()
-  (let ((out (agent-q-builtins--list-package-symbols
+  (let ((out (agent-q-builtins-test--fails
+              #'agent-q-builtins--list-package-symbols
               (agent-q-builtins-test--a "package" "no-such-package-zz"))))
     (should (string-prefix-p "Package no-such-package-zz not found" out))
     (should (string-match-p "(require 'no-such-package-zz)" out)))
   (should (string-prefix-p "No package given"
-                           (agent-q-builtins--list-package-symbols
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--list-package-symbols
                             (agent-q-builtins-test--a "package" "")))))
 
 ;;;; class_slots and class_hierarchy
@@ -271,13 +299,16 @@
 
 (ert-deftest agent-q-builtins-class-slots-errors ()
   (should (string-prefix-p "No class or struct type named no-such-class-zz"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "no-such-class-zz"))))
   (should (string-prefix-p "No class or struct type named car"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "car"))))
   (should (string-prefix-p "No class given"
-                           (agent-q-builtins--class-slots
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-slots
                             (agent-q-builtins-test--a "class" "")))))
 
 (ert-deftest agent-q-builtins-class-hierarchy-eieio ()
@@ -306,7 +337,8 @@
 
 (ert-deftest agent-q-builtins-class-hierarchy-not-found ()
   (should (string-prefix-p "No class or struct type named no-such-class-zz"
-                           (agent-q-builtins--class-hierarchy
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--class-hierarchy
                             (agent-q-builtins-test--a "class" "no-such-class-zz")))))
 
 ;;;; macroexpand_form
@@ -333,10 +365,12 @@
                            (agent-q-builtins--macroexpand-form
                             (agent-q-builtins-test--a "form" "(car x)"))))
   (should (string-prefix-p "Error: Incomplete form"
-                           (agent-q-builtins--macroexpand-form
+                           (agent-q-builtins-test--fails
+                            #'agent-q-builtins--macroexpand-form
                             (agent-q-builtins-test--a "form" "(when a"))))
   (should (equal "Error while expanding: Expansion refused"
-                 (agent-q-builtins--macroexpand-form
+                 (agent-q-builtins-test--fails
+                  #'agent-q-builtins--macroexpand-form
                   (agent-q-builtins-test--a "form" "(agent-q-builtins-test--failing-macro)")))))
 
 ;;;; eval_form, compile_form, get_last_error, get_repl_history
@@ -366,13 +400,16 @@
 (ert-deftest agent-q-builtins-eval-read-errors ()
   (agent-q-builtins-test--fresh-repl
     (should (string-prefix-p "Error: Expected exactly one form, but there is more text after it"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "(+ 1 2) (+ 3 4)"))))
     (should (string-prefix-p "Error: Incomplete form"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "(+ 1"))))
     (should (string-prefix-p "Error: The form is empty"
-                             (agent-q-builtins--eval-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--eval-form
                               (agent-q-builtins-test--a "form" "  \n"))))
     (should (string-match-p "Backtrace: none (the form could not be read)"
                             (agent-q-builtins--get-last-error nil)))))
@@ -380,7 +417,8 @@
 (ert-deftest agent-q-builtins-eval-error-and-last-error ()
   (agent-q-builtins-test--fresh-repl
     (should (equal "No recent errors recorded." (agent-q-builtins--get-last-error nil)))
-    (let ((out (agent-q-builtins--eval-form
+    (let ((out (agent-q-builtins-test--fails
+                #'agent-q-builtins--eval-form
                 (agent-q-builtins-test--a "form" "(progn (princ \"before\") (car 1))"))))
       (should (string-prefix-p "Error: Wrong type argument: listp, 1" out))
       (should (string-match-p "Condition: (wrong-type-argument listp 1)" out))
@@ -395,8 +433,10 @@
 
 (ert-deftest agent-q-builtins-eval-errors-are-captured-repeatedly ()
   (agent-q-builtins-test--fresh-repl
-    (agent-q-builtins--eval-form (agent-q-builtins-test--a "form" "(car 1)"))
-    (agent-q-builtins--eval-form (agent-q-builtins-test--a "form" "(agent-q-no-such-function 2)"))
+    (agent-q-builtins-test--fails #'agent-q-builtins--eval-form
+                                  (agent-q-builtins-test--a "form" "(car 1)"))
+    (agent-q-builtins-test--fails #'agent-q-builtins--eval-form
+                                  (agent-q-builtins-test--a "form" "(agent-q-no-such-function 2)"))
     (let ((last (agent-q-builtins--get-last-error nil)))
       (should (string-match-p "void-function agent-q-no-such-function" last))
       (should (string-match-p "  (agent-q-no-such-function 2)" last)))))
@@ -404,7 +444,8 @@
 (ert-deftest agent-q-builtins-backtrace-is-bounded ()
   (agent-q-builtins-test--fresh-repl
     (let ((agent-q-builtins-backtrace-frames 5))
-      (agent-q-builtins--eval-form
+      (agent-q-builtins-test--fails
+       #'agent-q-builtins--eval-form
        (agent-q-builtins-test--a
         "form" "(cl-labels ((f (n) (if (= n 0) (car 1) (f (1- n))))) (f 40))"))
       (should (string-match-p "Backtrace (innermost first, 5 frame(s))"
@@ -425,13 +466,15 @@
 
 (ert-deftest agent-q-builtins-compile-runtime-error ()
   (agent-q-builtins-test--fresh-repl
-    (let ((out (agent-q-builtins--compile-form
+    (let ((out (agent-q-builtins-test--fails
+                #'agent-q-builtins--compile-form
                 (agent-q-builtins-test--a "form" "(car (list-no-such-zz))"))))
       (should (string-match-p "^Compiler warnings (1):\n  the function .list-no-such-zz. is not known to be defined\\.$" out))
       (should (string-match-p "^Error: Symbol.s function definition is void: list-no-such-zz" out)))
     (should (string-match-p "from compile_form" (agent-q-builtins--get-last-error nil)))
     (should (string-prefix-p "Error: Incomplete form"
-                             (agent-q-builtins--compile-form
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--compile-form
                               (agent-q-builtins-test--a "form" "(car"))))))
 
 (ert-deftest agent-q-builtins-history-newest-first-and-limits ()
@@ -447,7 +490,8 @@
                              (agent-q-builtins--get-repl-history
                               (agent-q-builtins-test--a "limit" 2))))
     (should (string-prefix-p "Invalid limit 0"
-                             (agent-q-builtins--get-repl-history
+                             (agent-q-builtins-test--fails
+                              #'agent-q-builtins--get-repl-history
                               (agent-q-builtins-test--a "limit" 0))))))
 
 (ert-deftest agent-q-builtins-history-at-most-50-and-bounded ()

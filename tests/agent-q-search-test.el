@@ -8,7 +8,11 @@
 ;; the right answer, common patterns find exactly the matches Emacs's
 ;; own `re-search-forward' finds in Emacs's own sources (the emacs-el
 ;; package must be installed), and patterns that cannot be translated
-;; give a message naming the construct.  Run it alone with
+;; give a message naming the construct.  Literal mode finds what
+;; `search-forward' finds.  The search is bounded (counting stops at
+;; `agent-q-builtins-search-count-limit', the search at
+;; `agent-q-builtins-search-time-limit') and a real C-g, typed into a
+;; terminal Emacs driven through tmux, interrupts it.  Run it alone with
 ;; `ert-run-tests-batch-and-exit' after loading this file, or with the
 ;; other suites through tests/run-tests.el.
 
@@ -16,10 +20,16 @@
 
 (require 'ert)
 (require 'agent-q)
+(require 'agent-q-tmux-test)
 
 (declare-function agent-q--core-regex-search "agent-q-core"
                   (text pattern case-fold max))
 (declare-function agent-q-builtins--search-in-buffer "agent-q-builtins" (args))
+(declare-function agent-q--core-search-buffer "agent-q-core"
+                  (pattern regexp case-fold max-listed max-counted time-limit))
+(defvar agent-q-builtins-search-limit)
+(defvar agent-q-builtins-search-count-limit)
+(defvar agent-q-builtins-search-time-limit)
 
 (defun agent-q-search-test--args (&rest pairs)
   "Return a hash table of the key/value PAIRS, as the executor passes them."
@@ -260,6 +270,187 @@ They are shown as \\xNN in the lines quoted, and the result says so."
     (insert "ab" (string #x3fffc1) "c\nabc")
     (should (equal "Found 2 match(es) for 'ab.\\|abc':\n  Line 1, Column 0 (position 1): ab\\xC1c\n  Line 2, Column 0 (position 6): abc\n[Bytes that are not valid in the text's encoding are shown as \\xNN.]"
                    (agent-q-search-test--search (current-buffer) "ab.\\|abc")))))
+
+;;;; Literal mode, limits, raw bytes
+
+(defun agent-q-search-test--emacs-literal (string)
+  "Return the (START . END) of every `search-forward' match of STRING.
+Case-sensitive; positions as in `agent-q-search-test--emacs-matches'."
+  (save-excursion
+    (goto-char (point-min))
+    (let ((case-fold-search nil) (matches nil))
+      (while (search-forward string nil t)
+        (push (cons (- (match-beginning 0) (point-min))
+                    (- (match-end 0) (point-min)))
+              matches))
+      (nreverse matches))))
+
+(defun agent-q-search-test--module-matches (pattern regexp)
+  "Return every match of PATTERN in the current buffer, found by the module.
+REGEXP non-nil makes PATTERN a regexp.  Checks that the search was
+complete."
+  (let ((found (agent-q--core-search-buffer pattern regexp nil most-positive-fixnum 0 nil)))
+    (should (null (plist-get found :stopped)))
+    (should (= (plist-get found :total) (length (plist-get found :matches))))
+    (should (= (plist-get found :searched) (- (point-max) (point-min))))
+    (plist-get found :matches)))
+
+(ert-deftest agent-q-search-literal-agrees-with-search-forward ()
+  "Literal mode finds exactly what `search-forward' finds."
+  (with-temp-buffer
+    (insert-file-contents (agent-q-search-test--source "language/european.el.gz"))
+    (insert "aaaa é.é \\(x\\) [ab]* 日本🦀\n")
+    (dolist (string '("(defun " "nil" "é" "Latin" "a.b" "\\(x\\)" "[ab]*" "aa"
+                      "日本🦀" ";;;" "\n\n" "zzz-not-there"))
+      (should (equal (cons string (agent-q-search-test--emacs-literal string))
+                     (cons string (agent-q-search-test--module-matches string nil)))))))
+
+(ert-deftest agent-q-search-raw-bytes-keep-offsets ()
+  "Raw bytes and characters beyond Unicode count one character each.
+Spread over more than one of the pieces the module copies the text in
+\(64K characters), and dense enough that some are read a character at
+a time."
+  (with-temp-buffer
+    (dotimes (i 40000)
+      (insert "ab" (if (zerop (% i 7)) (string #x3fffc1 #x3fffa9) "é")
+              (if (zerop (% i 1000)) (string #x3fff80 #x110000) "")
+              (if (zerop (% i 13)) "\n" " ")))
+    (should (> (buffer-size) 140000))
+    (dolist (pattern '("b" "é" "^a" "b.\\{2\\} "))
+      (should (equal (cons pattern (agent-q-search-test--emacs-matches pattern nil))
+                     (cons pattern (agent-q-search-test--module-matches pattern t)))))
+    (should (equal (agent-q-search-test--emacs-literal "b")
+                   (agent-q-search-test--module-matches "b" nil)))))
+
+(ert-deftest agent-q-search-unibyte-buffer ()
+  "In a unibyte buffer each byte is a character, and never part of another."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (insert "a\200b\303\251b\n\377b")
+    (should (equal (agent-q-search-test--emacs-literal "b")
+                   (agent-q-search-test--module-matches "b" nil)))
+    (should (equal (agent-q-search-test--emacs-matches "^.b\\|b$" nil)
+                   (agent-q-search-test--module-matches "^.b\\|b$" t)))
+    ;; The bytes of "é" are two characters here, not "é".
+    (should (equal nil (agent-q-search-test--module-matches "é" nil)))))
+
+(ert-deftest agent-q-search-tool-count-limit ()
+  "Counting stops at the limit, and the result says \"at least\"."
+  (with-temp-buffer
+    (insert (make-string 50 ?x))
+    (let ((agent-q-builtins-search-limit 5)
+          (agent-q-builtins-search-count-limit 20))
+      (dolist (regex '(nil t))
+        (let ((out (agent-q-search-test--search (current-buffer) "x" "regex" regex)))
+          (should (string-prefix-p
+                   "Found at least 20 match(es) for 'x' (counting stopped there):\n  Line 1, Column 0 (position 1): xxx"
+                   out))
+          (should (string-suffix-p "\n[... at least 15 more matches not shown ...]" out))))
+      ;; Under the limit: exact, as before.
+      (let ((agent-q-builtins-search-count-limit 50))
+        (should (string-prefix-p "Found 50 match(es) for 'x':"
+                                 (agent-q-search-test--search (current-buffer) "x")))))
+    ;; The module reports where counting stopped.
+    (let ((found (agent-q--core-search-buffer "x" nil nil 2 20 nil)))
+      (should (equal '(20 ((0 . 1) (1 . 2)) count-limit 20)
+                     (list (plist-get found :total) (plist-get found :matches)
+                           (plist-get found :stopped) (plist-get found :searched)))))))
+
+(defun agent-q-search-test--slow-text (kib)
+  "About KIB kibibytes of text on which some patterns take the slow path.
+Unicode word boundaries next to non-ASCII letters make Rust's regex
+engine leave its DFA: about a second per MB for a pattern such as
+\\b[[:alpha:]]+\\b[[:digit:]]."
+  (let ((line "défini la fonction été ünïcode\n"))
+    (apply #'concat (make-list (/ (* kib 1024) (string-bytes line)) line))))
+
+(ert-deftest agent-q-search-tool-time-limit ()
+  "At the time limit the search stops and says how far it got."
+  (with-temp-buffer
+    (insert "1x2\n" (agent-q-search-test--slow-text 8192))
+    ;; Seconds of work on this text, stopped after a tenth of one: the limit is
+    ;; far below the work on any machine, so no timing is assumed.
+    (let* ((agent-q-builtins-search-time-limit 0.1)
+           (out (agent-q-search-test--search
+                 (current-buffer) "[[:alpha:]]\\{1,3\\}\\b[0-9]\\|x")))
+      (should (string-match
+               "\\`Found 1 match(es) for '.*' before line \\([0-9]+\\) (the search stopped at its time limit of 0.1 s (agent-q-builtins-search-time-limit) at line \\([0-9]+\\) of \\([0-9]+\\); the rest of the buffer was not searched):\n  Line 1, Column 1 (position 2): 1x2\\'"
+               out))
+      (let ((reached (string-to-number (match-string 1 out)))
+            (last (string-to-number (match-string 3 out))))
+        (should (= reached (string-to-number (match-string 2 out))))
+        (should (< 1 reached last))
+        (should (= last (line-number-at-pos (point-max))))))
+    ;; A pattern that can span lines without bound is searched in one pass,
+    ;; which cannot stop midway.  Depending on how fast the machine gets to
+    ;; that pass, the limit has passed before it (nothing searched) or during
+    ;; it (it cannot stop): either way the result says it is incomplete.
+    (erase-buffer)
+    (insert (agent-q-search-test--slow-text 2048))
+    (let ((agent-q-builtins-search-time-limit 0.02))
+      (should (string-match-p
+               (concat "\\`\\(?:Cannot search for regular expression '.*': the search did not stop at its time limit: this pattern can match across lines without a bound"
+                       "\\|No matches .* the search stopped at its time limit of 0.02 s .*; the rest of the buffer was not searched\\.\\)")
+               (agent-q-search-test--search
+                (current-buffer) "\\(?:\\b[[:alpha:]]+\\b\\s-*\\)\\{20\\}[0-9]"))))))
+
+;;;; Interrupting with C-g
+
+(ert-deftest agent-q-search-tmux-c-g-interrupts-the-search ()
+  "C-g typed into a terminal Emacs stops a long search at once.
+The search runs through `agent-q-execute-tool-calls' in `emacs -nw'
+under tmux; C-g reaches Emacs as the terminal's interrupt character,
+which sets `quit-flag', which the module sees through process_input.
+Without the polling the search would run for seconds and succeed
+\(checked by making the module's quit check answer nil: this fails)."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((session (format "agent-q-search-%d-%d" (emacs-pid) (random 100000)))
+         (out (make-temp-name (expand-file-name "agent-q-search-out" temporary-file-directory)))
+         (setup (make-temp-file "agent-q-search-setup" nil ".el"))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (call '((:id "s1" :name "search_in_buffer"
+                      :arguments (:pattern "\\b[[:alpha:]]+\\b[[:digit:]]" :buffer "big"
+                                           :regex t)))))
+    (with-temp-file setup
+      (prin1 `(progn
+                (setq agent-q-audit-file nil
+                      agent-q-builtins-search-time-limit nil)
+                (require 'agent-q)
+                (with-current-buffer (get-buffer-create "big")
+                  ;; Several seconds of work for this pattern.
+                  (insert ,(agent-q-search-test--slow-text 16384)))
+                (defun agent-q-search-test-run ()
+                  (interactive)
+                  (message "agent-q-search-test: searching")
+                  (redisplay t)
+                  (let ((results (agent-q-execute-tool-calls ',call)))
+                    (with-temp-file ,out
+                      (prin1 (list :results results) (current-buffer)))
+                    (kill-emacs 0)))
+                (global-set-key (kbd "<f5>") #'agent-q-search-test-run))
+             (current-buffer)))
+    (unwind-protect
+        (progn
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument
+                      (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+          (agent-q-tmux-test--wait-screen session "scratch")
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+          (agent-q-tmux-test--wait-screen session "agent-q-search-test: searching")
+          (sleep-for 0.5)
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "C-g")
+          (let* ((run (car (read-from-string (agent-q-tmux-test--wait-file out))))
+                 (result (car (plist-get run :results))))
+            (should (equal "s1" (plist-get result :id)))
+            (should-not (plist-get result :success))
+            ;; Run to the end it would succeed, with no matches.
+            (should (equal "Tool error: interrupted by the user (C-g)"
+                           (plist-get result :content)))))
+      (call-process "tmux" nil nil nil "kill-session" "-t" session)
+      (delete-file setup)
+      (when (file-exists-p out) (delete-file out)))))
 
 (provide 'agent-q-search-test)
 ;;; agent-q-search-test.el ends here

@@ -1,0 +1,203 @@
+//! The protocol handler: rmcp's [`ServerHandler`] over the [`Hub`].
+//!
+//! rmcp answers the lifecycle (initialize and version negotiation, `server/discover` for
+//! 2026-07-28), ping and cancellation bookkeeping; this handler adds what is agent-q's: the tool
+//! list from the hub, calls queued in the hub and awaited, progress while they wait, and the
+//! peers that must hear about tool list changes. Authentication and Origin checks are not here:
+//! they are layers around the whole service (see [`super::security`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ErrorData, ServerHandler};
+
+use super::hub::{ClientInfo, Hub, Outcome};
+
+/// The text of the result of a call its client cancelled (the client ignores it; the
+/// specification says it should not even be sent, but rmcp always answers a request).
+const CANCELLED: &str = "The call was cancelled by the client.";
+
+/// The status sent in progress notifications before the driver sets one.
+const DEFAULT_STATUS: &str = "waiting for Emacs";
+
+/// The handler of one session (2025 revisions) or one request (2026-07-28): cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) progress_interval: Duration,
+}
+
+impl Handler {
+    fn outcome_result(outcome: Outcome) -> CallToolResult {
+        let content = vec![ContentBlock::text(outcome.text)];
+        if outcome.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+    }
+}
+
+/// Withdraws the call from the hub if its handler stops waiting before the answer (cancelled
+/// request, closed session, server shutting down): the driver must not run what nobody waits
+/// for.
+struct WithdrawOnDrop {
+    hub: Arc<Hub>,
+    key: u64,
+    armed: bool,
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.hub.withdraw(self.key);
+        }
+    }
+}
+
+/// Who is calling, from the request's `_meta` (2026-07-28), or from `initialize` for a session.
+fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
+    let session = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    // Only a session has real handshake info: for a stateless request rmcp fills the peer info
+    // with its own defaults, which would name rmcp as the client.
+    let implementation = context.meta.client_info().or_else(|| {
+        session
+            .as_ref()
+            .and_then(|_| context.peer.peer_info())
+            .map(|info| info.client_info.clone())
+    });
+    let (name, version) = match implementation {
+        Some(found) => (found.name, found.version),
+        None => ("unknown".to_string(), String::new()),
+    };
+    ClientInfo {
+        name,
+        version,
+        session,
+        protocol_version: context.protocol_version().map(|version| version.to_string()),
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("agent-q", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools that work inside the user's running Emacs. Dangerous calls (and, by default, \
+                 cautious ones) wait until the user approves them in Emacs.",
+            )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.hub.add_session(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.hub.listed_tools().as_ref().clone(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.hub.listed_tools().iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let token: Option<ProgressToken> = context.meta.get_progress_token();
+        let client = client_of(&context);
+        let arguments = request.arguments.unwrap_or_default();
+        let ticket = match self
+            .hub
+            .begin_call(client, request.name.into_owned(), arguments, token.is_some())
+        {
+            Ok(ticket) => ticket,
+            Err(refusal) => return Ok(Self::outcome_result(refusal).into()),
+        };
+        let mut guard = WithdrawOnDrop {
+            hub: self.hub.clone(),
+            key: ticket.key,
+            armed: true,
+        };
+        let mut answer = ticket.answer;
+        let mut status = ticket.status;
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.progress_interval,
+            self.progress_interval,
+        );
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sent = 0u32;
+        let mut status_open = true;
+        loop {
+            let report = tokio::select! {
+                biased;
+                outcome = &mut answer => {
+                    guard.armed = false;
+                    // A dropped sender means the hub dropped the call without answering, which
+                    // only a server that is going away does.
+                    let outcome = outcome.unwrap_or_else(|_| Outcome::error("Emacs stopped the MCP server"));
+                    return Ok(Self::outcome_result(outcome).into());
+                }
+                _ = context.ct.cancelled() => {
+                    // The guard withdraws the call and tells the driver.
+                    drop(guard);
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(CANCELLED)]).into());
+                }
+                changed = status.changed(), if token.is_some() && status_open => {
+                    status_open = changed.is_ok();
+                    changed.is_ok()
+                }
+                _ = ticker.tick(), if token.is_some() => true,
+            };
+            if let (true, Some(token)) = (report, token.as_ref()) {
+                sent += 1;
+                let message = status
+                    .borrow_and_update()
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_STATUS.to_string());
+                let params = ProgressNotificationParam::new(token.clone(), f64::from(sent)).with_message(message);
+                // A failed notification (the stream is gone) is not the call's failure: the
+                // answer may still be delivered, or the cancellation will arrive.
+                let _ = context.peer.notify_progress(params).await;
+                ticker.reset();
+            }
+        }
+    }
+
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed == Some(true) {
+            self.hub.add_listener(context.sink().clone());
+            context.cancelled().await;
+            self.hub.remove_listener(context.sink().id());
+        } else {
+            context.cancelled().await;
+        }
+        Ok(())
+    }
+}

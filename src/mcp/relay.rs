@@ -1,0 +1,316 @@
+//! The stdio relay behind the `agent-q-mcp` binary: for MCP clients that can only start a
+//! command, it speaks the stdio transport (newline-delimited JSON-RPC) on its standard streams
+//! and relays every message to the Streamable HTTP server of the running Emacs, and every
+//! message of the server (responses, progress, list_changed) back.
+//!
+//! It finds the server in the connection file that `agent-q-mcp-start` writes (JSON with
+//! `url`, `token` and `pid`), and refuses to start, with a message on stderr, when no Emacs is
+//! serving: no file, a dead pid, a refused connection or a rejected token.
+//!
+//! The relay is a pump between two rmcp transports, the stdio server transport and the
+//! Streamable HTTP client transport; it does not interpret messages, so the client's
+//! `initialize` (and its `clientInfo`) reaches Emacs unchanged, while the HTTP transport handles
+//! sessions, the protocol version header and the server's GET stream.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::{RoleClient, RoleServer};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
+use serde::Deserialize;
+use tokio::task::JoinSet;
+
+use super::security::MAX_REQUEST_BODY_BYTES;
+use crate::error::RelayError;
+
+/// The environment variable that names the connection file.
+pub const CONNECTION_FILE_ENV: &str = "AGENT_Q_MCP_CONNECTION_FILE";
+
+/// The connection file's name in the Emacs user directory.
+pub const CONNECTION_FILE_NAME: &str = "agent-q-mcp.json";
+
+/// The largest connection file read (it holds three short fields).
+const MAX_CONNECTION_FILE_BYTES: u64 = 64 * 1024;
+
+/// What the connection file says.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Connection {
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// The bearer token.
+    pub token: String,
+    /// The process id of the Emacs that serves.
+    pub pid: i64,
+}
+
+/// The connection file to read: ARG (`--connection-file FILE`), else ENV
+/// ([`CONNECTION_FILE_ENV`]), else `~/.emacs.d/agent-q-mcp.json`, or
+/// `$XDG_CONFIG_HOME/emacs/agent-q-mcp.json` (default `~/.config/emacs`) when only that exists,
+/// as Emacs itself chooses its user directory.
+pub fn connection_file(arg: Option<PathBuf>, env: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(path) = arg.or(env) {
+        return Some(path);
+    }
+    let home = home?;
+    let classic = home.join(".emacs.d").join(CONNECTION_FILE_NAME);
+    if classic.exists() {
+        return Some(classic);
+    }
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| home.join(".config"))
+        .join("emacs")
+        .join(CONNECTION_FILE_NAME);
+    if xdg.exists() {
+        Some(xdg)
+    } else {
+        Some(classic)
+    }
+}
+
+/// Read and check the connection file at PATH.
+pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
+    let (file, _) = crate::fsutil::open_regular(path).map_err(|e| match e {
+        crate::error::FileError::Io { .. } if !path.exists() => RelayError::NoConnectionFile(path.to_path_buf()),
+        other => RelayError::BadConnectionFile {
+            path: path.to_path_buf(),
+            problem: other.to_string(),
+        },
+    })?;
+    let bad = |problem: String| RelayError::BadConnectionFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let bytes =
+        crate::fsutil::read_to_end_limited(&file, path, MAX_CONNECTION_FILE_BYTES).map_err(|e| bad(e.to_string()))?;
+    let connection: Connection = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    if !(connection.url.starts_with("http://127.0.0.1:") || connection.url.starts_with("http://localhost:")) {
+        return Err(bad(format!(
+            "url {} is not an http://127.0.0.1 address",
+            connection.url
+        )));
+    }
+    if connection.token.is_empty() || !connection.token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad("token is empty or not visible ASCII".into()));
+    }
+    if connection.pid <= 0 || connection.pid > i64::from(i32::MAX) {
+        return Err(bad(format!("pid {} is not a process id", connection.pid)));
+    }
+    Ok(connection)
+}
+
+/// Whether process PID exists (signal 0 checks without sending anything).
+pub fn process_alive(pid: i64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let result = unsafe { libc::kill(pid, 0) };
+    // EPERM: it exists but belongs to someone else, which a connection file of ours should
+    // not name; it is alive all the same, and the token check decides.
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn http_client() -> Result<reqwest::Client, RelayError> {
+    // No proxy: the server is on the loopback interface, and a proxy must never see the token.
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|e| RelayError::Http(e.to_string()))
+}
+
+/// Check that the server of CONNECTION answers and accepts its token, before relaying.
+pub async fn check_server(connection: &Connection) -> Result<(), RelayError> {
+    if !process_alive(connection.pid) {
+        return Err(RelayError::NotServing(format!(
+            "the Emacs that wrote the connection file (pid {}) is not running",
+            connection.pid
+        )));
+    }
+    // A GET without a session: the server answers 400 (session required) when the token is
+    // right, and 401 when it is not.
+    let response = http_client()?
+        .get(&connection.url)
+        .bearer_auth(&connection.token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .map_err(|e| RelayError::NotServing(format!("nothing answers at {} ({})", connection.url, error_chain(&e))))?;
+    match response.status().as_u16() {
+        401 => Err(RelayError::Unauthorized(connection.url.clone())),
+        403 | 404 => Err(RelayError::NotServing(format!(
+            "{} answered {}: it is not agent-q's MCP server",
+            connection.url,
+            response.status()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Relay between the MCP client on READ / WRITE (the stdio transport) and the server of
+/// CONNECTION, until the client closes its side. Fails when the server goes away.
+pub async fn relay<R, W>(connection: &Connection, read: R, write: W) -> Result<(), RelayError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let mut client_side: AsyncRwTransport<RoleServer, R, W> =
+        AsyncRwTransport::new_server(read, write).with_max_line_length(MAX_REQUEST_BODY_BYTES);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::<str>::from(connection.url.as_str()))
+        .auth_header(&connection.token);
+    config.max_json_response_size = MAX_REQUEST_BODY_BYTES;
+    config.max_sse_event_size = MAX_REQUEST_BODY_BYTES;
+    let mut server_side = StreamableHttpClientTransport::with_client(http_client()?, config);
+
+    // Messages to the server are sent concurrently (a tools/call may wait minutes for the user),
+    // as rmcp's own service loop sends them; messages to the client are written in order.
+    let mut upstream: JoinSet<Option<ServerJsonRpcMessage>> = JoinSet::new();
+    let outcome = loop {
+        let to_client = tokio::select! {
+            message = client_side.receive() => {
+                let Some(message) = message else { break Ok(()) };
+                let failure_reply = error_reply_for(&message);
+                let send = Transport::<RoleClient>::send(&mut server_side, message);
+                upstream.spawn(async move {
+                    match send.await {
+                        Ok(()) => None,
+                        Err(error) => {
+                            let problem = error_chain(&error);
+                            eprintln!("agent-q-mcp: could not relay a message to Emacs: {problem}");
+                            failure_reply.map(|reply| reply(problem))
+                        }
+                    }
+                });
+                continue;
+            }
+            message = Transport::<RoleClient>::receive(&mut server_side) => match message {
+                Some(message) => message,
+                None => break Err(RelayError::NotServing("the connection to Emacs closed".into())),
+            },
+            Some(Ok(Some(reply))) = upstream.join_next(), if !upstream.is_empty() => reply,
+        };
+        if let Err(error) = client_side.send(to_client).await {
+            break Err(RelayError::Io(format!("cannot write to the client: {error}")));
+        }
+    };
+    let _ = Transport::<RoleClient>::close(&mut server_side).await;
+    outcome
+}
+
+type ErrorReply = Box<dyn FnOnce(String) -> ServerJsonRpcMessage + Send>;
+
+/// For a request, how to answer it with a JSON-RPC error if it cannot be relayed, so that the
+/// client does not wait for ever.
+fn error_reply_for(message: &ClientJsonRpcMessage) -> Option<ErrorReply> {
+    match message {
+        JsonRpcMessage::Request(request) => {
+            let id = request.id.clone();
+            Some(Box::new(move |problem: String| {
+                ServerJsonRpcMessage::error(
+                    ErrorData::internal_error(format!("agent-q-mcp could not reach Emacs: {problem}"), None),
+                    Some(id),
+                )
+            }))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write_temp(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("agent-q-relay-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn the_connection_file_is_read_and_checked() {
+        let good = write_temp(
+            "good.json",
+            r#"{"url": "http://127.0.0.1:4242/mcp", "token": "abc", "pid": 42}"#,
+        );
+        assert_eq!(
+            read_connection(&good).unwrap(),
+            Connection {
+                url: "http://127.0.0.1:4242/mcp".into(),
+                token: "abc".into(),
+                pid: 42
+            }
+        );
+        let remote = write_temp(
+            "remote.json",
+            r#"{"url": "http://example.com/mcp", "token": "abc", "pid": 42}"#,
+        );
+        assert!(read_connection(&remote)
+            .unwrap_err()
+            .to_string()
+            .contains("not an http://127.0.0.1"));
+        let pid = write_temp(
+            "pid.json",
+            r#"{"url": "http://127.0.0.1:1/mcp", "token": "abc", "pid": 0}"#,
+        );
+        assert!(read_connection(&pid).unwrap_err().to_string().contains("pid 0"));
+        let garbage = write_temp("garbage.json", "{not json");
+        assert!(matches!(
+            read_connection(&garbage),
+            Err(RelayError::BadConnectionFile { .. })
+        ));
+        let missing = good.with_file_name("missing.json");
+        assert!(matches!(
+            read_connection(&missing),
+            Err(RelayError::NoConnectionFile(_))
+        ));
+    }
+
+    #[test]
+    fn the_connection_file_argument_wins_over_the_environment_and_the_default() {
+        let arg = Some(PathBuf::from("/a.json"));
+        let env = Some(PathBuf::from("/b.json"));
+        let home = Some(PathBuf::from("/nonexistent-home"));
+        assert_eq!(
+            connection_file(arg, env.clone(), home.clone()),
+            Some(PathBuf::from("/a.json"))
+        );
+        assert_eq!(connection_file(None, env, home.clone()), Some(PathBuf::from("/b.json")));
+        assert_eq!(
+            connection_file(None, None, home),
+            Some(PathBuf::from("/nonexistent-home/.emacs.d/agent-q-mcp.json"))
+        );
+        assert_eq!(connection_file(None, None, None), None);
+    }
+
+    #[test]
+    fn liveness_of_processes() {
+        assert!(process_alive(i64::from(std::process::id())));
+        assert!(!process_alive(0));
+        assert!(!process_alive(-1));
+        assert!(!process_alive(i64::from(i32::MAX)));
+    }
+}

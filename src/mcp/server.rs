@@ -1,0 +1,311 @@
+//! The HTTP server: rmcp's Streamable HTTP service on `/mcp`, behind the security layer, on
+//! 127.0.0.1, on a small tokio runtime that the [`RunningServer`] owns.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::Handler;
+use super::hub::Hub;
+use super::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
+use crate::error::McpError;
+
+/// How often a waiting call whose client sent a progress token gets `notifications/progress`.
+/// Claude Code abandons a call that has been silent for about 300 s; every notification resets
+/// that clock.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+
+/// The answer every waiting call gets when the server stops.
+pub const STOPPED: &str = "Emacs stopped the MCP server";
+
+/// The path of the MCP endpoint.
+pub const ENDPOINT: &str = "/mcp";
+
+/// The shortest token accepted: 128 bits in hex. [`super::make_token`] makes 256.
+const MIN_TOKEN_LEN: usize = 32;
+
+/// How long [`RunningServer::stop`] waits for the answers of the calls it ends to be written.
+const FLUSH_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// How long [`RunningServer::stop`] waits for connections to close before dropping them.
+const CLOSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The port on 127.0.0.1; 0 picks a free one (see [`RunningServer::port`]).
+    pub port: u16,
+    /// The bearer token every request must carry (see [`super::make_token`]).
+    pub token: String,
+    /// The interval of progress notifications for waiting calls.
+    pub progress_interval: Duration,
+}
+
+impl Config {
+    /// A free port, TOKEN, and the default progress interval.
+    pub fn new(token: impl Into<String>) -> Self {
+        Config {
+            port: 0,
+            token: token.into(),
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+}
+
+/// Starts the MCP server.
+#[derive(Debug)]
+pub struct Server;
+
+impl Server {
+    /// Serve HUB's tools at `http://127.0.0.1:PORT/mcp` as CONFIG says, until the returned
+    /// [`RunningServer`] is stopped or dropped. The hub accepts calls again if an earlier server
+    /// on it was stopped.
+    pub fn start(hub: Arc<Hub>, config: Config) -> Result<RunningServer, McpError> {
+        check_token(&config.token)?;
+        if config.progress_interval.is_zero() {
+            return Err(McpError::InvalidConfig("the progress interval must not be zero".into()));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("agent-q-mcp")
+            .enable_all()
+            .build()
+            .map_err(|e| McpError::Runtime(e.to_string()))?;
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
+        let bind_error = |e: std::io::Error| McpError::Bind {
+            address: address.to_string(),
+            message: e.to_string(),
+        };
+        // Bound here, synchronously, so that a port in use is reported to the caller.
+        let std_listener = std::net::TcpListener::bind(address).map_err(bind_error)?;
+        std_listener.set_nonblocking(true).map_err(bind_error)?;
+        let port = std_listener.local_addr().map_err(bind_error)?.port();
+        let listener = {
+            let _context = runtime.enter();
+            tokio::net::TcpListener::from_std(std_listener).map_err(bind_error)?
+        };
+
+        hub.open();
+        let transport_ct = CancellationToken::new();
+        let handler = Handler {
+            hub: hub.clone(),
+            progress_interval: config.progress_interval,
+        };
+        let rmcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
+            // A second line behind the security layer, which refuses these first.
+            .with_allowed_origins(
+                [
+                    "http://localhost:*",
+                    "https://localhost:*",
+                    "http://127.0.0.1:*",
+                    "https://127.0.0.1:*",
+                ]
+                .into_iter()
+                .chain(["http://[::1]:*", "https://[::1]:*"]),
+            )
+            .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
+            .with_cancellation_token(transport_ct.clone());
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            rmcp_config,
+        );
+        let (posts_tx, posts) = watch::channel(0usize);
+        let router = Router::new()
+            .route_service(ENDPOINT, service)
+            .layer(middleware::from_fn_with_state(Arc::new(posts_tx), track_posts))
+            .layer(middleware::from_fn_with_state(
+                Arc::new(Policy::new(&config.token)),
+                security::guard,
+            ));
+
+        let accept_ct = CancellationToken::new();
+        let serve = axum::serve(listener, router).with_graceful_shutdown(accept_ct.clone().cancelled_owned());
+        let serve_task = runtime.spawn(async move {
+            let _ = serve.await;
+        });
+        runtime.spawn(announce_tool_changes(hub.clone(), transport_ct.clone()));
+
+        Ok(RunningServer {
+            runtime: Some(runtime),
+            port,
+            hub,
+            accept_ct,
+            transport_ct,
+            posts,
+            serve_task: Some(serve_task),
+        })
+    }
+}
+
+fn check_token(token: &str) -> Result<(), McpError> {
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(McpError::InvalidConfig(format!(
+            "the token must have at least {MIN_TOKEN_LEN} characters (it has {})",
+            token.len()
+        )));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(McpError::InvalidConfig(
+            "the token must consist of visible ASCII characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Send `notifications/tools/list_changed` to every session and listener after each change of
+/// the hub's tool list, until CT is cancelled.
+async fn announce_tool_changes(hub: Arc<Hub>, ct: CancellationToken) {
+    let mut generation = hub.subscribe_tools();
+    generation.mark_unchanged();
+    loop {
+        tokio::select! {
+            _ = ct.cancelled() => return,
+            changed = generation.changed() => if changed.is_err() { return },
+        }
+        let (sessions, listeners) = hub.audience();
+        // One task each, so that a slow client cannot delay the others.
+        for peer in sessions {
+            tokio::spawn(async move {
+                let _ = peer.notify_tool_list_changed().await;
+            });
+        }
+        for sink in listeners {
+            tokio::spawn(async move {
+                let _ = sink.notify_tool_list_changed().await;
+            });
+        }
+    }
+}
+
+/// Counts POST requests until their response bodies are finished or dropped, so that
+/// [`RunningServer::stop`] can wait for the answers it gives to reach their clients.
+async fn track_posts(State(count): State<Arc<watch::Sender<usize>>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let guard = PostGuard::enter(count);
+    next.run(request)
+        .await
+        .map(|inner| Body::new(TrackedBody { inner, _guard: guard }))
+}
+
+struct PostGuard(Arc<watch::Sender<usize>>);
+
+impl PostGuard {
+    fn enter(count: Arc<watch::Sender<usize>>) -> Self {
+        count.send_modify(|n| *n += 1);
+        PostGuard(count)
+    }
+}
+
+impl Drop for PostGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+struct TrackedBody {
+    inner: Body,
+    _guard: PostGuard,
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A server that is running. Stop it with [`RunningServer::stop`], or drop it.
+#[derive(Debug)]
+pub struct RunningServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    port: u16,
+    hub: Arc<Hub>,
+    accept_ct: CancellationToken,
+    transport_ct: CancellationToken,
+    posts: watch::Receiver<usize>,
+    serve_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The port the server listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The URL of the MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}{ENDPOINT}", self.port)
+    }
+
+    /// Whether the server still runs.
+    pub fn is_running(&self) -> bool {
+        self.runtime.is_some()
+    }
+
+    /// Stop the server: every waiting call is answered with an error ("Emacs stopped the MCP
+    /// server"), those answers are given up to a second to be written, every connection is
+    /// closed, and the port is free when this returns. Calling it again does nothing.
+    ///
+    /// Call it from a thread outside the server's runtime (Emacs's main thread, a test's
+    /// thread); from inside any tokio runtime it cannot wait, and only cancels.
+    pub fn stop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        self.hub.close(STOPPED);
+        self.accept_ct.cancel();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.transport_ct.cancel();
+            runtime.shutdown_background();
+            return;
+        }
+        let mut posts = self.posts.clone();
+        let transport_ct = self.transport_ct.clone();
+        let serve_task = self.serve_task.take();
+        runtime.block_on(async move {
+            let _ = tokio::time::timeout(FLUSH_TIMEOUT, posts.wait_for(|n| *n == 0)).await;
+            transport_ct.cancel();
+            if let Some(task) = serve_task {
+                let _ = tokio::time::timeout(CLOSE_TIMEOUT, task).await;
+            }
+        });
+        // Drops every task still running, and with them the listener and connections.
+        runtime.shutdown_timeout(CLOSE_TIMEOUT);
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,565 @@
+//! The MCP server over a real socket on 127.0.0.1, driven by a thread that plays Emacs, with
+//! rmcp's own client (2025 lifecycle with sessions, and the 2026-07-28 stateless one) and raw
+//! HTTP for the status codes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agent_q::mcp::{Event, Outcome, STOPPED};
+use agent_q::spec::SafetyLevel;
+use common::*;
+use rmcp::model::ServerNotification;
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, ContentBlock, ProtocolVersion, RequestMetaObject, SubscriptionFilter,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::ClientLifecycleMode;
+use rmcp::ClientServiceExt;
+use serde_json::{json, Value};
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn call(name: &str, path: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_string()).with_arguments(json!({ "path": path }).as_object().unwrap().clone())
+}
+
+#[test]
+fn initialize_list_and_call_with_each_2025_revision() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let driver = Driver::spawn(fixture.hub.clone(), fixture.wakes);
+    let runtime = client_runtime();
+    for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25] {
+        runtime.block_on(async {
+            let (client, _notes) = connect(&url, &token, Some(version.clone())).await;
+            let server = client.peer_info().expect("initialize result");
+            assert_eq!(server.protocol_version, version, "negotiated version");
+            assert_eq!(
+                server.server_info.as_ref().map(|info| info.name.as_str()),
+                Some("agent-q")
+            );
+            let tools_capability = server.capabilities.tools.clone().expect("tools capability");
+            assert_eq!(tools_capability.list_changed, Some(true));
+
+            let tools = client.list_all_tools().await.unwrap();
+            let listed: Vec<Value> = tools.iter().map(|tool| serde_json::to_value(tool).unwrap()).collect();
+            assert_eq!(
+                listed.iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>(),
+                vec![json!("read_file"), json!("insert_text"), json!("write_file")]
+            );
+            assert_eq!(listed[0]["inputSchema"]["required"], json!(["path"]));
+            assert_eq!(listed[0]["description"], json!("The read_file tool"));
+            assert_eq!(
+                listed[0]["annotations"],
+                json!({"readOnlyHint": true, "destructiveHint": false})
+            );
+            assert_eq!(
+                listed[1]["annotations"],
+                json!({"readOnlyHint": false, "destructiveHint": false})
+            );
+            assert_eq!(
+                listed[2]["annotations"],
+                json!({"readOnlyHint": false, "destructiveHint": true})
+            );
+
+            let read = client.call_tool(call("read_file", "/tmp/a.txt")).await.unwrap();
+            assert_eq!(read.is_error, Some(false));
+            assert_eq!(text_of(&read), "contents of /tmp/a.txt");
+
+            let denied = client.call_tool(call("write_file", "/tmp/a.txt")).await.unwrap();
+            assert_eq!(denied.is_error, Some(true));
+            assert_eq!(text_of(&denied), "Denied: the user refused write_file");
+
+            let unknown = client.call_tool(call("no_such_tool", "/x")).await.unwrap();
+            assert_eq!(unknown.is_error, Some(true));
+            assert_eq!(text_of(&unknown), "Unknown tool: no_such_tool");
+
+            client.cancel().await.unwrap();
+        });
+    }
+    let seen = driver.seen.lock().unwrap().clone();
+    let calls: Vec<_> = seen
+        .iter()
+        .filter_map(|event| match event {
+            Event::Call { client, tool, .. } => Some((client.clone(), tool.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 6, "{seen:?}");
+    for (index, (client, _)) in calls.iter().enumerate() {
+        assert_eq!(client.name, "agent-q-test-client");
+        assert_eq!(client.version, "9.9.9");
+        assert!(client.session.as_deref().is_some_and(|id| !id.is_empty()), "{client:?}");
+        let expected = if index < 3 { "2025-06-18" } else { "2025-11-25" };
+        assert_eq!(client.protocol_version.as_deref(), Some(expected));
+    }
+    assert_ne!(
+        calls[0].0.session, calls[3].0.session,
+        "each client has its own session"
+    );
+    drop(driver);
+    drop(fixture.server);
+    // The port is free once the server is dropped.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("port released");
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+#[test]
+fn requests_without_the_right_token_or_from_foreign_origins_are_refused() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let auth = bearer(&fixture.token);
+    let json = ("content-type", "application/json");
+    let accept = ("accept", "application/json, text/event-stream");
+
+    let (status, head, _) = http(port, "POST", &[json, accept], INITIALIZE);
+    assert_eq!(status, 401);
+    assert!(head.contains("www-authenticate: bearer"), "{head}");
+
+    let wrong = bearer(&"0".repeat(64));
+    let (status, _, _) = http(port, "POST", &[json, accept, ("authorization", &wrong)], INITIALIZE);
+    assert_eq!(status, 401);
+
+    let (status, _, _) = http(
+        port,
+        "POST",
+        &[json, accept, ("authorization", "Basic dXNlcjpwYXNz")],
+        INITIALIZE,
+    );
+    assert_eq!(status, 401);
+
+    let foreign = [
+        json,
+        accept,
+        ("authorization", &auth),
+        ("origin", "https://evil.example"),
+    ];
+    let (status, head, _) = http(port, "POST", &foreign, INITIALIZE);
+    assert_eq!(status, 403);
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+
+    // A preflight from a foreign page gets nothing either.
+    let (status, head, _) = http(port, "OPTIONS", &[("origin", "https://evil.example")], "");
+    assert_eq!(status, 403);
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+
+    let rebinding = [json, accept, ("authorization", &auth), ("host", "evil.example")];
+    let (status, _, _) = http(port, "POST", &rebinding, INITIALIZE);
+    assert_eq!(status, 403);
+
+    let too_big = (agent_q::mcp::MAX_REQUEST_BODY_BYTES + 1).to_string();
+    let oversized = [
+        json,
+        accept,
+        ("authorization", &auth),
+        ("content-length", too_big.as_str()),
+    ];
+    let (status, _, _) = http(port, "POST", &oversized, "");
+    assert_eq!(status, 413);
+
+    let local = [
+        json,
+        accept,
+        ("authorization", &auth),
+        ("origin", "http://localhost:3000"),
+    ];
+    let (status, head, body) = http(port, "POST", &local, INITIALIZE);
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(head.contains("mcp-session-id: "), "{head}");
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    let replies = messages(&body);
+    let result = replies.iter().find(|m| m["id"] == json!(1)).expect("initialize reply");
+    assert_eq!(result["result"]["protocolVersion"], json!("2025-06-18"));
+
+    // Without the session id, a request other than initialize is refused (400).
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let no_session = [
+        json,
+        accept,
+        ("authorization", &auth),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let (status, _, _) = http(port, "POST", &no_session, list);
+    assert_eq!(status, 400);
+    // With an unknown session id: 404, so that the client initializes again.
+    let stale = [
+        json,
+        accept,
+        ("authorization", &auth),
+        ("mcp-protocol-version", "2025-06-18"),
+        ("mcp-session-id", "no-such-session"),
+    ];
+    let (status, _, _) = http(port, "POST", &stale, list);
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn a_connected_client_hears_that_the_tool_list_changed() {
+    let fixture = start();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    runtime.block_on(async {
+        let (client, mut notes) = connect(&url, &token, None).await;
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 3);
+        // The client opens its GET stream after initialization, concurrently with this test: a
+        // change announced before the stream is open may be lost, so change again until one is
+        // heard (each change is a real list_changed).
+        let mut heard = false;
+        for round in 0..5 {
+            let mut tools = sample_tools();
+            tools.push(tool(&format!("new_tool_{round}"), SafetyLevel::Cautious));
+            assert!(fixture.hub.set_tools(tools));
+            if let Ok(Some(note)) = tokio::time::timeout(Duration::from_secs(2), notes.recv()).await {
+                assert_eq!(note, Note::ToolListChanged);
+                heard = true;
+                break;
+            }
+        }
+        assert!(heard, "no notifications/tools/list_changed arrived");
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(names[3].starts_with("new_tool_"));
+        // Setting the same list again announces nothing.
+        let same = fixture.hub.tools();
+        assert!(!fixture.hub.set_tools(same));
+        assert!(tokio::time::timeout(Duration::from_millis(500), notes.recv())
+            .await
+            .is_err());
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn a_cancelled_call_is_withdrawn_from_the_driver() {
+    let fixture = start();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    let (client, _notes) = runtime.block_on(connect(&url, &token, None));
+    let peer = client.peer().clone();
+    let request =
+        |path: &str| ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call("read_file", path)));
+
+    // Taken by the driver, then cancelled: the driver gets Event::Cancel, and a late answer is
+    // ignored.
+    let handle = runtime
+        .block_on(peer.send_cancellable_request(request("/taken"), PeerRequestOptions::no_options()))
+        .unwrap();
+    let (key, tool, _, _) = fixture.next_call();
+    assert_eq!(tool, "read_file");
+    runtime
+        .block_on(handle.cancel(Some("the user pressed Esc".into())))
+        .unwrap();
+    let events = fixture.next_events();
+    assert_eq!(events, vec![Event::Cancel { key }]);
+    assert!(!fixture.hub.complete(key, Outcome::ok("too late")));
+
+    // Cancelled before the driver took it: the call is removed from the queue, never seen.
+    // (Waits on the hub, not on a wake, which could be a late one of the first call's Cancel.)
+    let handle = runtime
+        .block_on(peer.send_cancellable_request(request("/queued"), PeerRequestOptions::no_options()))
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.hub.pending_count() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fixture.hub.pending_count(), 1, "the call is queued");
+    runtime.block_on(handle.cancel(None)).unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.hub.pending_count() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(fixture.hub.pending_count(), 0);
+    assert!(
+        fixture.hub.take_events().is_empty(),
+        "the withdrawn call is not delivered"
+    );
+    runtime.block_on(client.cancel()).unwrap();
+}
+
+#[test]
+fn a_waiting_call_sends_progress_with_its_status() {
+    let fixture = start_with_interval(Duration::from_millis(150));
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    let (client, mut notes) = runtime.block_on(connect(&url, &token, None));
+    let peer = client.peer().clone();
+    let mut params = call("write_file", "/tmp/b.txt");
+    params.meta = Some(RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String("approval-1".into()),
+    )));
+    let pending = runtime.spawn(async move { peer.call_tool(params).await });
+    let (key, _, _, progress) = fixture.next_call();
+    assert!(progress, "the client sent a progress token");
+    assert!(fixture.hub.set_status(key, "waiting for the user's approval in Emacs"));
+    let received = runtime.block_on(async {
+        let mut received = Vec::new();
+        while received.len() < 3 {
+            match tokio::time::timeout(PATIENCE, notes.recv()).await {
+                Ok(Some(Note::Progress { progress, message })) => received.push((progress, message)),
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        received
+    });
+    assert_eq!(received.len(), 3, "{received:?}");
+    for (index, (progress, message)) in received.iter().enumerate() {
+        assert_eq!(*progress, (index + 1) as f64, "progress increases");
+        assert_eq!(message.as_deref(), Some("waiting for the user's approval in Emacs"));
+    }
+    assert!(fixture.hub.complete(key, Outcome::ok("written")));
+    let result = runtime.block_on(pending).unwrap().unwrap();
+    assert_eq!(text_of(&result), "written");
+    runtime.block_on(client.cancel()).unwrap();
+}
+
+#[test]
+fn stop_answers_waiting_calls_and_frees_the_port() {
+    let mut fixture = start();
+    let port = fixture.server.port();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    let (client, _notes) = runtime.block_on(connect(&url, &token, None));
+    let peer = client.peer().clone();
+    let pending = runtime.spawn(async move { peer.call_tool(call("write_file", "/tmp/c.txt")).await });
+    let (key, _, _, _) = fixture.next_call();
+
+    fixture.server.stop();
+    assert!(!fixture.server.is_running());
+    let result = runtime
+        .block_on(async { tokio::time::timeout(PATIENCE, pending).await })
+        .expect("the call is answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text_of(&result), STOPPED);
+    // The driver hears that the call it took is gone, and its answer is ignored.
+    assert!(fixture.hub.take_events().contains(&Event::Cancel { key }));
+    assert!(!fixture.hub.complete(key, Outcome::ok("too late")));
+    // The port is free at once.
+    let again = std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free after stop");
+    drop(again);
+    fixture.server.stop();
+    drop(client);
+}
+
+/// The `_meta` of a 2026-07-28 request: protocol version, capabilities and client.
+fn meta_2026() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "0.1"}
+    })
+}
+
+#[test]
+fn stateless_2026_07_28_requests_are_served_without_a_session() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let auth = bearer(&fixture.token);
+    let driver = Driver::spawn(fixture.hub.clone(), fixture.wakes);
+    let headers = |method: &'static str, name: Option<&'static str>| {
+        let mut headers = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", auth.as_str()),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
+        if let Some(name) = name {
+            headers.push(("mcp-name", name));
+        }
+        headers
+    };
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}});
+    let (status, head, body) = http(port, "POST", &headers("tools/list", None), &list.to_string());
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(!head.contains("mcp-session-id"), "{head}");
+    let reply = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == json!(1))
+        .expect("reply");
+    assert_eq!(reply["result"]["tools"].as_array().map(Vec::len), Some(3), "{reply}");
+
+    let call_request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "read_file", "arguments": {"path": "/etc/hosts"}, "_meta": meta_2026()}});
+    let (status, head, body) = http(
+        port,
+        "POST",
+        &headers("tools/call", Some("read_file")),
+        &call_request.to_string(),
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    let reply = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == json!(2))
+        .expect("reply");
+    assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    assert_eq!(reply["result"]["content"][0]["text"], json!("contents of /etc/hosts"));
+
+    // And rmcp's own client in its 2026-07-28 (discover) lifecycle.
+    let runtime = client_runtime();
+    let url = fixture.server.url();
+    let token = fixture.token.clone();
+    runtime.block_on(async {
+        let (notes, _received) = tokio::sync::mpsc::unbounded_channel();
+        let client = TestClient {
+            info: client_config(None),
+            notes,
+        };
+        let service = client
+            .serve_with_lifecycle(
+                http_transport(&url, &token),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("discover lifecycle");
+        assert_eq!(
+            service.peer_info().map(|info| info.protocol_version.clone()),
+            Some(ProtocolVersion::V_2026_07_28)
+        );
+        assert_eq!(service.list_all_tools().await.unwrap().len(), 3);
+        let result = service.call_tool(call("read_file", "/srv")).await.unwrap();
+        assert_eq!(text_of(&result), "contents of /srv");
+        service.cancel().await.unwrap();
+    });
+
+    let seen = driver.seen.lock().unwrap().clone();
+    let clients: Vec<_> = seen
+        .iter()
+        .filter_map(|event| match event {
+            Event::Call { client, .. } => Some(client.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(clients.len(), 2, "{seen:?}");
+    assert_eq!(clients[0].name, "raw-2026");
+    assert_eq!(clients[0].version, "0.1");
+    assert_eq!(clients[0].session, None);
+    assert_eq!(clients[0].protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(clients[1].name, "agent-q-test-client");
+    assert_eq!(clients[1].session, None);
+    assert!(matches!(&seen[0], Event::Call { progress: false, .. }));
+}
+
+#[test]
+fn a_2026_07_28_subscription_hears_that_the_tool_list_changed() {
+    let fixture = start();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    runtime.block_on(async {
+        let (notes, _received) = tokio::sync::mpsc::unbounded_channel();
+        let client = TestClient {
+            info: client_config(None),
+            notes,
+        };
+        let service = client
+            .serve_with_lifecycle(
+                http_transport(&url, &token),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("discover lifecycle");
+        let mut subscription = service
+            .peer()
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .expect("subscriptions/listen");
+        assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+        // The server registers the listener just after sending the acknowledgement, so a change
+        // made at once may precede it: change again until one is heard (each one is real).
+        let mut heard = None;
+        for round in 0..5 {
+            let mut tools = sample_tools();
+            tools.push(tool(&format!("another_{round}"), SafetyLevel::Safe));
+            assert!(fixture.hub.set_tools(tools));
+            if let Ok(next) = tokio::time::timeout(Duration::from_secs(2), subscription.next()).await {
+                heard = Some(next);
+                break;
+            }
+        }
+        assert!(
+            matches!(
+                heard,
+                Some(Ok(Some(ServerNotification::ToolListChangedNotification(_))))
+            ),
+            "{heard:?}"
+        );
+        service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn closing_a_2026_07_28_stream_withdraws_its_call() {
+    use std::io::Write;
+    let fixture = start();
+    let port = fixture.server.port();
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "write_file", "arguments": {"path": "/w"}, "_meta": meta_2026()}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: write_file\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        fixture.token,
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let (key, tool, client, _) = fixture.next_call();
+    assert_eq!((tool.as_str(), client.session), ("write_file", None));
+    // The call waits for Emacs; the client gives up and closes the connection, which in the
+    // 2026-07-28 revision means cancellation.
+    drop(stream);
+    assert_eq!(fixture.next_events(), vec![Event::Cancel { key }]);
+    assert!(!fixture.hub.complete(key, Outcome::ok("nobody listens")));
+}
+
+#[test]
+fn start_reports_a_busy_port_and_a_bad_token() {
+    let first = start();
+    let port = first.server.port();
+    let hub = agent_q::mcp::Hub::new(Box::new(|| {}));
+    let mut config = agent_q::mcp::Config::new(agent_q::mcp::make_token().unwrap());
+    config.port = port;
+    let error = agent_q::mcp::Server::start(hub.clone(), config).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot listen on 127.0.0.1:{port}: ")),
+        "{error}"
+    );
+    let error = agent_q::mcp::Server::start(hub, agent_q::mcp::Config::new("short")).unwrap_err();
+    assert!(error.to_string().contains("at least 32 characters"), "{error}");
+}
