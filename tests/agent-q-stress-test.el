@@ -364,6 +364,7 @@ Every core function the module defines must be here (see the test
       (agent-q--core-restore . ,(lambda () (list (agent-q-make-registry)
                                                   (agent-q--core-snapshot (funcall reg) nil))))
       (agent-q--core-schemas . ,(lambda () (list (funcall reg) nil :openai nil)))
+      (agent-q--core-search-buffer . ,(lambda () (list "l+" t nil 10 100 nil)))
       (agent-q--core-set-enabled . ,(lambda () (list (funcall reg) "stress_echo" t)))
       (agent-q--core-snapshot . ,(lambda () (list (funcall reg) nil)))
       (agent-q--core-validate . ,(lambda () (list (funcall reg) "stress_echo" '(:value 1))))
