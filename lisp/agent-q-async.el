@@ -171,6 +171,9 @@ the prompts and the audit log.  See `agent-q-pending' and
                           :client agent-q-client
                           :confirm agent-q-confirm-safety-levels))
 
+(defconst agent-q--max-calls 100000
+  "The most calls one batch may hold, as for `agent-q-execute-tool-calls'.")
+
 (cl-defun agent-q--execute-async (calls callback registry &key client confirm audit-all)
   "Start a batch of tool-call plists against REGISTRY; return the batch.
 The list CALLS holds them; CALLBACK gets the results.
@@ -180,6 +183,12 @@ AUDIT-ALL are the executor's options for this batch.  Return the batch."
     (unless length
       (signal 'agent-q-error
               (list "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run")))
+    ;; The synchronous driver's limit (the module's MAX_CALLS): starting each
+    ;; call here is synchronous, so a million of them froze Emacs for 30 s.
+    (when (> length agent-q--max-calls)
+      (signal 'agent-q-error
+              (list (format "CALLS holds %d calls, more than %d; nothing was run"
+                            length agent-q--max-calls))))
     (agent-q--ensure-channel)
     (let ((batch (agent-q--batch-create :results (make-vector length nil)
                                         :remaining length

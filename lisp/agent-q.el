@@ -454,6 +454,10 @@ or :anthropic, giving (:name N :description D :input_schema S).
 With JSON non-nil, return one JSON array as a string, ready for a
 request body.  Results are cached until the registry changes; do not
 modify them."
+  (unless (proper-list-p tools)
+    (signal 'agent-q-error
+            (list (format "TOOLS must be a list of tools or tool names, not a %s"
+                          (if (consp tools) "circular or dotted list" (type-of tools))))))
   (let* ((names (mapcar (lambda (tool) (if (agent-q-tool-p tool) (agent-q-tool-name tool) tool))
                         tools))
          (key (list registry (agent-q--core-generation registry) names format json)))
@@ -537,10 +541,80 @@ as #N; cut parts print as \"...\"."
          (print-length agent-q--print-length))
      ,@body))
 
+(defun agent-q--print-bounded (value limit &optional princ)
+  "Print VALUE with `prin1' (`princ' when PRINC), stopping at LIMIT characters.
+Return (TEXT . STATUS): STATUS is t when TEXT is all of it, `limit'
+when printing stopped at LIMIT, `error' when Emacs's printer refused
+the value (nested more than 200 levels).
+
+`print-level' and `print-length' bound the shape printed, not its
+size: a value that shares its parts (a list of two references to a
+list of two references to...) prints exponentially many characters,
+and in Emacs 28 `print-level' does not apply to vectors and records.
+So the characters are counted as they are printed.  `print-circle' is
+off (see `agent-q--with-bounded-printing')."
+  (let ((chars nil) (count 0) (status 'error))
+    (catch 'agent-q--print-limit
+      (condition-case nil
+          (let ((print-circle nil))
+            (funcall (if princ #'princ #'prin1) value
+                     (lambda (char)
+                       (when (>= count limit)
+                         (setq status 'limit)
+                         (throw 'agent-q--print-limit nil))
+                       (push char chars)
+                       (setq count (1+ count))))
+            (setq status t))
+        (error nil)))
+    (cons (concat (nreverse chars)) status)))
+
+(defconst agent-q--message-max-chars 4000
+  "Most characters of an error message built from a condition's data.")
+
 (defun agent-q--error-message (condition)
-  "The message of the error CONDITION, printed with bounds."
+  "The message of the error CONDITION, printed with bounds; never signals.
+As `error-message-string' gives it, when the data is small; otherwise
+built item by item, each printed within `agent-q--print-bounded''s
+bounds, so that huge, shared, deeply nested or circular data gives a
+message cut short rather than a hang, a crash or another error."
   (agent-q--with-bounded-printing
-    (error-message-string condition)))
+    (let* ((data (cdr-safe condition))
+           (items (proper-list-p data)))
+      (or (and items (<= items agent-q--print-length)
+               (eq (cdr (agent-q--print-bounded data agent-q--message-max-chars)) t)
+               (ignore-errors (error-message-string condition)))
+          (agent-q--error-message-cut condition)))))
+
+(defun agent-q--error-message-cut (condition)
+  "The message of the error CONDITION, each data item printed with bounds.
+The rules are those of `error-message-string'."
+  (let* ((symbol (car-safe condition))
+         (data (cdr-safe condition))
+         (conditions (and (symbolp symbol) (get symbol 'error-conditions)))
+         (file-error (memq 'file-error conditions))
+         (message (cond ((eq symbol 'error) (car-safe data))
+                        ((symbolp symbol) (get symbol 'error-message))))
+         (items (if (eq symbol 'error) (cdr-safe data) data))
+         (princ (or file-error (memq symbol '(end-of-file user-error))))
+         (budget agent-q--message-max-chars)
+         (parts nil)
+         (count 0))
+    (when (and file-error (consp items))
+      (setq message (car items) items (cdr items)))
+    (setq message (if (stringp message)
+                      (car (agent-q--print-bounded message budget t))
+                    "peculiar error"))
+    (while (and (consp items) (< count agent-q--print-length) (> budget 0))
+      (let ((printed (agent-q--print-bounded (car items) budget princ)))
+        (push (if (eq (cdr printed) t) (car printed) (concat (car printed) "...")) parts)
+        (setq budget (- budget (length (car printed)))
+              count (1+ count)
+              items (cdr items))))
+    (when (consp items)
+      (push "..." parts))
+    (concat message
+            (and parts (if (string-empty-p message) "" ": "))
+            (mapconcat #'identity (nreverse parts) ", "))))
 
 (defun agent-q--approval-call (tool-name args context)
   "Ask `agent-q-approval-function' about TOOL-NAME with ARGS.
@@ -574,7 +648,9 @@ first call counts."
                            (_ :failure))
                          (if (memq status '(nil :success :failure :denied))
                              value
-                           (format "The handler answered with an unknown status %S" status)))))))
+                           (format "The handler answered with an unknown status %s"
+                                   (agent-q--with-bounded-printing
+                                     (car (agent-q--print-bounded status 200))))))))))
 
 (defun agent-q--call-handler-and-wait (handler args context)
   "Call the asynchronous HANDLER with ARGS and wait for its answer.
@@ -629,7 +705,7 @@ error or a quit, denies; the handler should then end with
                                      (list :safety-level :safe :reason reason))
            (quit '(:invalid "the user quit (C-g) while being asked"))
            (error (list :invalid (format "the approval function failed: %s"
-                                         (error-message-string err)))))))
+                                         (agent-q--error-message err)))))))
     (if (eq (car-safe decision) :invalid)
         (list :denied (concat "Tool execution denied: " (cadr decision)))
       (agent-q--core-decide registry tool-name decision args))))
@@ -639,13 +715,26 @@ error or a quit, denies; the handler should then end with
 
 (defun agent-q--format-result (value)
   "VALUE as text for the model: lists pretty-printed, the rest with `prin1'.
-Printing is bounded, see `agent-q--with-bounded-printing'."
+Printing is bounded, see `agent-q--with-bounded-printing' and
+`agent-q--print-bounded': a value that prints to more than
+`agent-q-max-result-chars' characters (a million when that is 0), or
+nests too deeply for Emacs's printer, is cut, saying so."
   (agent-q--with-bounded-printing
     (let* ((print-escape-newlines nil)
-           (printed (prin1-to-string value)))
-      (if (and (consp value) (< (length printed) agent-q--pretty-print-limit))
-          (string-trim-right (pp-to-string value))
-        printed))))
+           (limit (if (> agent-q-max-result-chars 0)
+                      (max 1 (- agent-q-max-result-chars 200))
+                    1000000))
+           (printed (agent-q--print-bounded value limit))
+           (text (car printed)))
+      (pcase (cdr printed)
+        ('limit
+         (format "%s\n[... cut after %d characters: the value prints to more (agent-q-max-result-chars is %d); ask for a smaller part ...]"
+                 text limit agent-q-max-result-chars))
+        ('error
+         (format "%s\n[... cut: the value is nested too deeply for Emacs's printer ...]" text))
+        (_ (if (and (consp value) (< (length text) agent-q--pretty-print-limit))
+               (string-trim-right (pp-to-string value))
+             text))))))
 
 (defun agent-q--call-id (call)
   "Return the :id of CALL when it is a string, else nil; never signal."
@@ -661,8 +750,9 @@ An error in one is reported and does not stop the others."
         (funcall fn phase tool-name args result)
       (error
        (let ((text (agent-q--with-bounded-printing
-                     (format "agent-q: execution hook %S failed on %s %s: %s"
-                             fn phase tool-name (error-message-string err)))))
+                     (format "agent-q: execution hook %s failed on %s %s: %s"
+                             (car (agent-q--print-bounded fn 200)) phase tool-name
+                             (agent-q--error-message err)))))
          (agent-q--log-line text)
          (message "%s" text))))))
 

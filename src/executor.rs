@@ -666,7 +666,8 @@ impl Call {
         let mut this = Call::new(parsed.id.clone(), client, parsed.name.clone());
         let entry = lock(registry).entry(&parsed.name);
         let Some(entry) = entry else {
-            let done = ToolResult::failure(parsed.id, format!("Unknown tool: {}", parsed.name));
+            // The name is the model's text, of any length: the message quotes only its start.
+            let done = ToolResult::failure(parsed.id, format!("Unknown tool: {}", shorten(parsed.name, 200)));
             return (this, Step::Done(done));
         };
         let spec = &entry.registration.spec;

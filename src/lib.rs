@@ -28,6 +28,8 @@ pub mod files;
 pub mod fsutil;
 pub mod mcp;
 pub mod native;
+#[cfg(test)]
+mod proptests;
 pub mod registry;
 pub mod search;
 pub mod sexp;

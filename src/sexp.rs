@@ -279,10 +279,18 @@ fn print_float(f: f64) -> String {
         "0.0e+NaN".into()
     } else if f.is_infinite() {
         if f > 0.0 { "1.0e+INF" } else { "-1.0e+INF" }.into()
-    } else if f.fract() == 0.0 && f.abs() < 1e15 {
-        format!("{f:.1}")
     } else {
-        format!("{f}")
+        // Debug is the shortest text that reads back as the same float, with an exponent for
+        // very large and very small ones ("1e16", "1.5e-253"); Display would print those as
+        // hundreds of digits, and without a dot (read back as an integer). An exponent needs a
+        // dot before it to be a float for lexpr: "1.0e16".
+        let mut s = format!("{f:?}");
+        if let Some(e) = s.find('e') {
+            if !s[..e].contains('.') {
+                s.insert_str(e, ".0");
+            }
+        }
+        s
     }
 }
 
@@ -531,6 +539,21 @@ mod tests {
         assert_eq!(v.print(1000), r#"(:a "x\"y" b [1 2.5] (c . d))"#);
         assert_eq!(v.print(10), "(:a \"x\\...");
         assert_eq!(Sexp::Float(3.0).print(10), "3.0");
+    }
+
+    #[test]
+    fn floats_print_as_floats_that_read_back() {
+        for (f, text) in [
+            (1e15, "1000000000000000.0"),
+            (1e16, "1.0e16"),
+            (-1.5e-253, "-1.5e-253"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+        ] {
+            assert_eq!(Sexp::Float(f).print(100), text);
+            assert_eq!(text.parse::<f64>(), Ok(f));
+        }
+        assert_eq!(Sexp::parse("1.0e16"), Ok(Sexp::Float(1e16)));
     }
 
     #[test]

@@ -153,8 +153,8 @@ a line added, and the last line changed and given a newline.")
     (should-error (agent-q--core-diff-session-hunk session -1) :type 'agent-q-diff-error)
     (should-error (agent-q--core-diff-session-changes session 1) :type 'agent-q-diff-error))
   ;; Anything but a session is refused.
-  (should-error (agent-q--core-diff-session-count "not a session") :type 'rust-module-wrong-type)
-  (should-error (agent-q--core-diff-session-hunk nil 0) :type 'rust-module-wrong-type))
+  (should-error (agent-q--core-diff-session-count "not a session") :type 'agent-q-diff-error)
+  (should-error (agent-q--core-diff-session-hunk nil 0) :type 'agent-q-diff-error))
 
 (ert-deftest agent-q-diff-test-session-outlives-garbage-collection ()
   (let ((session (agent-q--core-diff-session "a\nb\n" "a\nc\n")))

@@ -55,6 +55,16 @@ pub fn is_open() -> bool {
 /// `agent-q--core-channel-drained' and then drains the queues. Replaces a previous channel.
 #[defun]
 fn channel_open(env: &Env, process: Value<'_>) -> Result<()> {
+    if !env.call("processp", (process,))?.is_not_nil() {
+        return super::errors::signal(
+            env,
+            super::errors::Kind::Generic,
+            format!(
+                "PROCESS must be a pipe process, not a {}",
+                super::args::type_name(env, process)
+            ),
+        );
+    }
     let w = env.open_channel(process)?;
     *lock(writer()) = Some(Box::new(w));
     WAKE_PENDING.store(false, Ordering::Release);
@@ -151,7 +161,8 @@ fn native_finished(env: &Env) -> Result<Value<'_>> {
 /// Abandon the native run TICKET: it is aborted and its outcome never delivered. Returns t if it
 /// was still running.
 #[defun]
-fn native_abort(ticket: i64) -> Result<bool> {
+fn native_abort(env: &Env, ticket: Value<'_>) -> Result<bool> {
+    let ticket = super::args::integer(env, ticket, "TICKET")?;
     let run = lock(runs()).running.remove(&u64::try_from(ticket).unwrap_or(0));
     match run {
         Some(Run { abort: Some(a) }) => {

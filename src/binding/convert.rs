@@ -36,7 +36,6 @@ pub(crate) mod lisp {
         symbol_name keywordp intern_soft
         car cdr proper_list_p safe_length
         make_hash_table puthash consp
-        error_message_string
     }
 }
 use lisp::*;
@@ -548,15 +547,21 @@ pub fn error_message(env: &Env, err: &emacs::Error) -> String {
         Some(ErrorKind::Signal { symbol: sym, data }) => {
             // SAFETY: the error came from a call on this env during the current module call.
             let (sym, data) = unsafe { (sym.value(env), data.value(env)) };
-            // agent-q.el's helper prints with bounds; the primitive is the fallback without it.
+            // agent-q.el's helper prints with bounds. Without it, only the symbol is named:
+            // `error-message-string' would print the data with the user's `print-circle', whose
+            // pre-pass overflows the C stack on a deeply nested value.
             env.cons(sym, data)
-                .and_then(|e| {
-                    env.call("agent-q--error-message", (e,))
-                        .or_else(|_| env.call(error_message_string, (e,)))
-                })
+                .and_then(|e| env.call("agent-q--error-message", (e,)))
                 .ok()
                 .and_then(|m| read_string(m, 1 << 16).ok())
-                .unwrap_or_else(|| "unknown error".into())
+                .unwrap_or_else(|| {
+                    let name = env
+                        .call(symbol_name, (sym,))
+                        .ok()
+                        .and_then(|n| read_string(n, 4096).ok())
+                        .unwrap_or_else(|| "an error".into());
+                    format!("{name} (its data cannot be printed)")
+                })
         }
         Some(ErrorKind::Throw { tag, .. }) => {
             // SAFETY: as above.

@@ -5,11 +5,17 @@
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
+use super::args::{self, MAX_TEXT_BYTES};
 use super::errors::{self, Kind};
 use crate::diff::{self, Decision, DiffError, Hunk, HunkLayout, HunkSummary, LineDiff, LineSource, LineTag};
 
-/// Most decisions read from a Lisp list (guards against circular lists).
+/// Most decisions read from a Lisp list.
 const MAX_DECISIONS: usize = 10_000_000;
+
+/// The text argument V, named WHAT, or an `agent-q-error`.
+fn text(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
+    args::string(env, v, what, MAX_TEXT_BYTES)
+}
 
 fn fail<T>(env: &Env, error: DiffError) -> Result<T> {
     errors::signal(env, Kind::Diff, error.to_string())
@@ -238,8 +244,8 @@ impl<'e> Symbols<'e> {
 /// `agent-q--core-diff-session' and build hunks as they are shown.
 #[defun]
 fn diff_hunks<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>) -> Result<Value<'e>> {
-    let old_text: String = old.into_rust()?;
-    let new_text: String = new.into_rust()?;
+    let old_text = text(env, old, "OLD")?;
+    let new_text = text(env, new, "NEW")?;
     let diff = match LineDiff::new(old_text.as_str(), new_text.as_str()) {
         Ok(diff) => diff,
         Err(e) => return fail(env, e),
@@ -266,39 +272,53 @@ fn diff_hunks<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>) -> Result<Value<
 }
 
 fn decision<'e>(env: &'e Env, value: Value<'e>) -> Result<Decision> {
-    let ty: String = env.call("symbol-name", [env.type_of(value)?])?.into_rust()?;
-    match ty.as_str() {
-        "string" => return Ok(Decision::Edit(value.into_rust()?)),
+    let ty = args::type_name(env, value);
+    let described = match ty.as_str() {
+        "string" => return Ok(Decision::Edit(text(env, value, "An edited hunk")?)),
         "symbol" => {
-            let name: String = env.call("symbol-name", [value])?.into_rust()?;
-            match name.as_str() {
-                "accept" | ":accept" => return Ok(Decision::Accept),
-                "reject" | ":reject" => return Ok(Decision::Reject),
-                _ => {}
+            let name = args::string(env, env.call("symbol-name", [value])?, "A decision", 256)?;
+            // Only the interned symbols are decisions: an uninterned look-alike is not.
+            if env.call("intern-soft", [value])? == value {
+                match name.as_str() {
+                    "accept" | ":accept" => return Ok(Decision::Accept),
+                    "reject" | ":reject" => return Ok(Decision::Reject),
+                    _ => {}
+                }
             }
+            name
         }
-        _ => {}
-    }
-    let printed: String = env.call("prin1-to-string", [value])?.into_rust()?;
+        // Not printed: the value may be huge, deeply nested or circular.
+        other => format!("(a {other})"),
+    };
     errors::signal(
         env,
         Kind::Diff,
-        format!("invalid hunk decision {printed}: expected accept, reject or a string (the edited new side)"),
+        format!("invalid hunk decision {described}: expected accept, reject or a string (the edited new side)"),
     )
 }
 
 /// DECISIONS, a Lisp list, as Rust values.
 fn decisions<'e>(env: &'e Env, decisions: Value<'e>) -> Result<Vec<Decision>> {
-    let mut parsed = Vec::new();
+    // Measured first: a circular or dotted list is refused before anything is read from it.
+    let length = env.call("proper-list-p", [decisions])?;
+    if !length.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Diff,
+            "hunk decisions must be a proper list (this one is circular, dotted or not a list)",
+        );
+    }
+    let length = usize::try_from(length.into_rust::<i64>()?).unwrap_or(usize::MAX);
+    if length > MAX_DECISIONS {
+        return errors::signal(
+            env,
+            Kind::Diff,
+            format!("too many hunk decisions (at most {MAX_DECISIONS})"),
+        );
+    }
+    let mut parsed = Vec::with_capacity(length.min(4096));
     let mut rest = decisions;
-    while rest.is_not_nil() {
-        if parsed.len() >= MAX_DECISIONS {
-            return errors::signal(env, Kind::Diff, "too many hunk decisions");
-        }
-        let consp = env.call("consp", [rest])?.is_not_nil();
-        if !consp {
-            return errors::signal(env, Kind::Diff, "hunk decisions must be a proper list");
-        }
+    for _ in 0..length {
         parsed.push(decision(env, rest.car()?)?);
         rest = rest.cdr()?;
     }
@@ -311,7 +331,8 @@ fn decisions<'e>(env: &'e Env, decisions: Value<'e>) -> Result<Vec<Decision>> {
 /// `:accept') takes the new side, `reject' (or `:reject') keeps the old side, and a string
 /// replaces the hunk's old side (context included) with that text.
 #[defun]
-fn diff_apply<'e>(env: &'e Env, old: String, new: String, decisions: Value<'e>) -> Result<String> {
+fn diff_apply<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>, decisions: Value<'e>) -> Result<String> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
     let parsed = self::decisions(env, decisions)?;
     match diff::apply(&old, &new, &parsed) {
         Ok(text) => Ok(text),
@@ -334,16 +355,33 @@ pub struct Session {
 /// `agent-q--core-diff-session-changes' for the changed lines of a hunk. The session is freed
 /// when it is garbage-collected. Signal `agent-q-diff-error' when a text is too large.
 #[defun(user_ptr)]
-fn diff_session(env: &Env, old: String, new: String) -> Result<Session> {
+fn diff_session<'e>(env: &'e Env, old: Value<'e>, new: Value<'e>) -> Result<Session> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
     match LineDiff::within(old, new, diff::SESSION_LINE_DIFF_TIME) {
         Ok(diff) => Ok(Session { diff }),
         Err(e) => fail(env, e),
     }
 }
 
+/// SESSION as the diff session it must be, or an `agent-q-error`.
+fn session_arg<'e>(env: &'e Env, session: Value<'e>) -> Result<std::cell::Ref<'e, Session>> {
+    match session.into_ref::<Session>() {
+        Ok(s) => Ok(s),
+        Err(_) => errors::signal(
+            env,
+            Kind::Diff,
+            format!(
+                "SESSION must be a diff session from agent-q--core-diff-session, not a {}",
+                args::type_name(env, session)
+            ),
+        ),
+    }
+}
+
 /// Return the number of hunks of the diff SESSION (0 when the texts are identical).
 #[defun]
-fn diff_session_count(session: &Session) -> Result<usize> {
+fn diff_session_count<'e>(env: &'e Env, session: Value<'e>) -> Result<usize> {
+    let session = session_arg(env, session)?;
     Ok(session.diff.len())
 }
 
@@ -353,7 +391,8 @@ fn diff_session_count(session: &Session) -> Result<usize> {
 /// :new-lines D), the first keys of a hunk of `agent-q--core-diff-hunks'. Cheap: no line of
 /// any hunk is built.
 #[defun]
-fn diff_session_summary<'e>(env: &'e Env, session: &Session) -> Result<Value<'e>> {
+fn diff_session_summary<'e>(env: &'e Env, session: Value<'e>) -> Result<Value<'e>> {
+    let session = session_arg(env, session)?;
     let symbols = Symbols::new(env)?;
     let mut summaries = Vec::with_capacity(session.diff.len());
     for index in 0..session.diff.len() {
@@ -364,7 +403,8 @@ fn diff_session_summary<'e>(env: &'e Env, session: &Session) -> Result<Value<'e>
     env.call("vector", &summaries[..])
 }
 
-fn hunk_index(env: &Env, session: &Session, index: i64) -> Result<usize> {
+fn hunk_index(env: &Env, session: &Session, index: Value<'_>) -> Result<usize> {
+    let index = args::integer(env, index, "INDEX")?;
     match usize::try_from(index) {
         Ok(i) if i < session.diff.len() => Ok(i),
         _ => errors::signal(
@@ -385,8 +425,9 @@ fn hunk_index(env: &Env, session: &Session, index: i64) -> Result<usize> {
 /// Word refinement gets its own time budget on each call. Signal `agent-q-diff-error' when
 /// there is no such hunk.
 #[defun]
-fn diff_session_hunk<'e>(env: &'e Env, session: &Session, index: i64) -> Result<Value<'e>> {
-    let index = hunk_index(env, session, index)?;
+fn diff_session_hunk<'e>(env: &'e Env, session: Value<'e>, index: Value<'e>) -> Result<Value<'e>> {
+    let session = session_arg(env, session)?;
+    let index = hunk_index(env, &session, index)?;
     let Some(hunk) = session.diff.hunk(index, Some(diff::hunk_refine_deadline())) else {
         return errors::signal(env, Kind::Diff, format!("no hunk {index} in this diff"));
     };
@@ -398,8 +439,9 @@ fn diff_session_hunk<'e>(env: &'e Env, session: &Session, index: i64) -> Result<
 /// header, as `diff -U0' numbers them, each line ending in a newline. Context lines are left
 /// out: they are the file's own text. Signal `agent-q-diff-error' when there is no such hunk.
 #[defun]
-fn diff_session_changes(env: &Env, session: &Session, index: i64) -> Result<String> {
-    let index = hunk_index(env, session, index)?;
+fn diff_session_changes<'e>(env: &'e Env, session: Value<'e>, index: Value<'e>) -> Result<String> {
+    let session = session_arg(env, session)?;
+    let index = hunk_index(env, &session, index)?;
     Ok(session.diff.changes(index).unwrap_or_default())
 }
 
@@ -409,7 +451,8 @@ fn diff_session_changes(env: &Env, session: &Session, index: i64) -> Result<Stri
 /// `accept' (or `:accept'), `reject' (or `:reject'), or a string that replaces the hunk's old
 /// side (context included).
 #[defun]
-fn diff_session_apply<'e>(env: &'e Env, session: &Session, decisions: Value<'e>) -> Result<String> {
+fn diff_session_apply<'e>(env: &'e Env, session: Value<'e>, decisions: Value<'e>) -> Result<String> {
+    let session = session_arg(env, session)?;
     let parsed = self::decisions(env, decisions)?;
     match session.diff.apply(&parsed) {
         Ok(text) => Ok(text),
@@ -424,7 +467,8 @@ fn diff_session_apply<'e>(env: &'e Env, session: &Session, decisions: Value<'e>)
 /// explanation when ORIGINAL is absent (with the current text around the closest match) or
 /// occurs more than once (with the lines where it occurs).
 #[defun]
-fn diff_locate<'e>(env: &'e Env, current: String, original: String) -> Result<Value<'e>> {
+fn diff_locate<'e>(env: &'e Env, current: Value<'e>, original: Value<'e>) -> Result<Value<'e>> {
+    let (current, original) = (text(env, current, "CURRENT")?, text(env, original, "ORIGINAL")?);
     match diff::locate(&current, &original) {
         Ok(span) => env.list((
             env.intern(":start")?,
@@ -443,7 +487,16 @@ fn diff_locate<'e>(env: &'e Env, current: String, original: String) -> Result<Va
 /// Return the unified diff of OLD and NEW with labels OLD-LABEL and NEW-LABEL, as `diff -u`
 /// prints it ("" when identical).
 #[defun]
-fn diff_unified(env: &Env, old: String, new: String, old_label: String, new_label: String) -> Result<String> {
+fn diff_unified<'e>(
+    env: &'e Env,
+    old: Value<'e>,
+    new: Value<'e>,
+    old_label: Value<'e>,
+    new_label: Value<'e>,
+) -> Result<String> {
+    let (old, new) = (text(env, old, "OLD")?, text(env, new, "NEW")?);
+    let old_label = args::string(env, old_label, "OLD-LABEL", args::MAX_NAME_BYTES)?;
+    let new_label = args::string(env, new_label, "NEW-LABEL", args::MAX_NAME_BYTES)?;
     match diff::unified(&old, &new, &old_label, &new_label) {
         Ok(text) => Ok(text),
         Err(e) => fail(env, e),

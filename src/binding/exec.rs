@@ -321,6 +321,9 @@ fn answer_outcome<'e>(host: &EmacsHost<'e>, pair: Value<'e>) -> Outcome {
     let parts = || -> Result<(String, Value<'e>)> {
         let status: Value<'e> = env.call("car-safe", (pair,))?;
         let value: Value<'e> = env.call("cdr-safe", (pair,))?;
+        if !env.call("symbolp", (status,))?.is_not_nil() {
+            return Ok((format!("a {}", super::args::type_name(env, status)), value));
+        }
         let name = env.call("symbol-name", (status,))?;
         Ok((convert::read_string(name, 64).unwrap_or_default(), value))
     };
@@ -344,12 +347,14 @@ fn answer_outcome<'e>(host: &EmacsHost<'e>, pair: Value<'e>) -> Outcome {
 
 fn options(
     env: &Env,
-    max_result_chars: i64,
-    max_argument_bytes: i64,
+    max_result_chars: Value<'_>,
+    max_argument_bytes: Value<'_>,
     hooks: Value<'_>,
     confirm: Value<'_>,
     audit_all: Value<'_>,
 ) -> Result<Options> {
+    let max_result_chars = super::args::integer(env, max_result_chars, "MAX-RESULT-CHARS")?;
+    let max_argument_bytes = super::args::integer(env, max_argument_bytes, "MAX-ARGUMENT-BYTES")?;
     let mut levels = Vec::new();
     for name in super::registry::name_list(env, confirm, "The safety levels to confirm")? {
         match name.parse::<SafetyLevel>() {
@@ -415,8 +420,8 @@ fn execute<'e>(
     env: &'e Env,
     registry: Value<'e>,
     calls: Value<'e>,
-    max_result_chars: i64,
-    max_argument_bytes: i64,
+    max_result_chars: Value<'e>,
+    max_argument_bytes: Value<'e>,
     hooks: Value<'e>,
     confirm: Value<'e>,
     audit_all: Value<'e>,
@@ -558,8 +563,23 @@ fn park<'e>(
 
 /// Take the call out of PENDING for a step; an error if Lisp is already working on it or it is
 /// done.
+/// The pending call PENDING holds, or an `agent-q-error` when it is something else.
+fn pending_cell<'e>(env: &'e Env, pending: Value<'e>) -> Result<&'e Pending> {
+    match pending.into_rust::<&Pending>() {
+        Ok(cell) => Ok(cell),
+        Err(_) => errors::signal(
+            env,
+            Kind::Generic,
+            format!(
+                "PENDING must be a pending call from agent-q--core-call-start, not a {}",
+                super::args::type_name(env, pending)
+            ),
+        ),
+    }
+}
+
 fn take<'e>(env: &'e Env, pending: Value<'e>) -> Result<(Shared, Options, Call)> {
-    let cell: &Pending = pending.into_rust()?;
+    let cell = pending_cell(env, pending)?;
     let mut p = cell.borrow_mut();
     match p.call.take() {
         Some(call) => Ok((p.registry.clone(), p.opts.clone(), call)),
@@ -580,8 +600,8 @@ fn call_start<'e>(
     env: &'e Env,
     registry: Value<'e>,
     call: Value<'e>,
-    max_result_chars: i64,
-    max_argument_bytes: i64,
+    max_result_chars: Value<'e>,
+    max_argument_bytes: Value<'e>,
     hooks: Value<'e>,
     confirm: Value<'e>,
     audit_all: Value<'e>,
@@ -611,7 +631,7 @@ fn call_decide<'e>(env: &'e Env, pending: Value<'e>, decision: Value<'e>) -> Res
             "the approval function returned a value that cannot be read: {e}"
         )),
         Err(WalkError::Emacs(e)) => {
-            pending.into_rust::<&Pending>()?.borrow_mut().call = Some(call);
+            pending_cell(env, pending)?.borrow_mut().call = Some(call);
             return Err(e);
         }
     };
@@ -639,8 +659,9 @@ fn call_finish<'e>(env: &'e Env, pending: Value<'e>, status: Value<'e>, value: V
 /// Cancel PENDING with REASON (nothing more of it runs). Return `(:done RESULT)`, or nil when it
 /// is finished or Lisp is working on it at this moment.
 #[defun]
-fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: String) -> Result<Value<'e>> {
-    let cell: &Pending = pending.into_rust()?;
+fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: Value<'e>) -> Result<Value<'e>> {
+    let cell = pending_cell(env, pending)?;
+    let reason = super::args::string(env, reason, "REASON", super::args::MAX_NAME_BYTES)?;
     let taken = {
         let mut p = cell.borrow_mut();
         p.call.take().map(|c| (p.registry.clone(), p.opts.clone(), c))
@@ -659,7 +680,7 @@ fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: String) -> Result<V
 /// :running :done; :stage is :busy while Lisp works on it.
 #[defun]
 fn call_info<'e>(env: &'e Env, pending: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Pending = pending.into_rust()?;
+    let cell = pending_cell(env, pending)?;
     let p = cell.borrow();
     let Some(call) = p.call.as_ref() else {
         return env.list((keyword(env, "stage")?, keyword(env, "busy")?));

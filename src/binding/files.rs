@@ -14,6 +14,7 @@ use std::path::Path;
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
+use super::args;
 use super::errors;
 use crate::error::{FileError, ReadError};
 use crate::files::{self, Analysis, OpenedFile, Scan};
@@ -38,6 +39,27 @@ fn signal<T>(env: &Env, e: &ReadError) -> Result<T> {
     env.signal(errors::agent_q_file_error, (e.to_string(), env.intern(kind)?))
 }
 
+/// HANDLE as the file handle it must be, or an `agent-q-error`.
+fn handle_arg<'e>(env: &'e Env, handle: Value<'e>) -> Result<&'e Handle> {
+    match handle.into_rust::<&Handle>() {
+        Ok(cell) => Ok(cell),
+        Err(_) => errors::signal(
+            env,
+            errors::Kind::Generic,
+            format!(
+                "HANDLE must be a file handle from agent-q--core-file-open, not a {}",
+                args::type_name(env, handle)
+            ),
+        ),
+    }
+}
+
+/// A size, count or offset argument: an integer (negative ones count as 0 where they are
+/// used), or an `agent-q-error` naming WHAT.
+fn int_arg(env: &Env, v: Value<'_>, what: &str) -> Result<i64> {
+    args::integer(env, v, what)
+}
+
 fn closed<T>(env: &Env) -> Result<T> {
     errors::signal(env, errors::Kind::Generic, "agent-q: this file handle is closed")
 }
@@ -57,7 +79,8 @@ fn kw<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
 /// `agent-q-file-error' (KIND `not-regular') without blocking, as do a missing file
 /// (`not-found') and one the system refuses to open (`permission').
 #[defun]
-fn file_open(env: &Env, path: String) -> Result<Value<'_>> {
+fn file_open<'e>(env: &'e Env, path: Value<'e>) -> Result<Value<'e>> {
+    let path = args::string(env, path, "PATH", args::MAX_NAME_BYTES)?;
     match OpenedFile::open(Path::new(&path)) {
         Ok(opened) => RefCell::new(FileHandle {
             opened: Some(opened),
@@ -76,7 +99,7 @@ fn file_open(env: &Env, path: String) -> Result<Value<'_>> {
 /// its number of hard links; S its size when opened.
 #[defun]
 fn file_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+    let cell = handle_arg(env, handle)?;
     let h = cell.borrow();
     let Some(opened) = h.opened.as_ref() else {
         return closed(env);
@@ -106,8 +129,9 @@ fn file_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
 /// start with a UTF-8 byte order mark; whether their head or tail holds a coding cookie, an XML
 /// declaration or a charset that Emacs would read to choose the coding system.
 #[defun]
-fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: i64, gunzip: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: Value<'e>, gunzip: Value<'e>) -> Result<Value<'e>> {
+    let cell = handle_arg(env, handle)?;
+    let max = int_arg(env, max, "MAX")?;
     let mut h = cell.borrow_mut();
     let Some(opened) = h.opened.as_ref() else {
         return closed(env);
@@ -147,8 +171,9 @@ fn analysis_plist<'e>(env: &'e Env, size: u64, a: &Analysis) -> Result<Value<'e>
 /// scan validates UTF-8 and counts lines over the whole file, so the result is the same as
 /// after `agent-q--core-file-load'.
 #[defun]
-fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: i64, offset: i64) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: Value<'e>, offset: Value<'e>) -> Result<Value<'e>> {
+    let cell = handle_arg(env, handle)?;
+    let (max, offset) = (int_arg(env, max, "MAX")?, int_arg(env, offset, "OFFSET")?);
     let mut h = cell.borrow_mut();
     let Some(opened) = h.opened.as_ref() else {
         return closed(env);
@@ -172,12 +197,16 @@ fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: i64, offset: i64) -> Resu
 fn file_page<'e>(
     env: &'e Env,
     handle: Value<'e>,
-    offset: i64,
-    limit: i64,
-    column: i64,
-    max_chars: i64,
+    offset: Value<'e>,
+    limit: Value<'e>,
+    column: Value<'e>,
+    max_chars: Value<'e>,
 ) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+    let cell = handle_arg(env, handle)?;
+    let offset = int_arg(env, offset, "OFFSET")?;
+    let limit = int_arg(env, limit, "LIMIT")?;
+    let column = int_arg(env, column, "COLUMN")?;
+    let max_chars = int_arg(env, max_chars, "MAX-CHARS")?;
     let h = cell.borrow();
     let size = |n: i64| usize::try_from(n).unwrap_or(0);
     let p = match (h.bytes.as_ref(), h.scan.as_ref(), h.opened.as_ref()) {
@@ -231,7 +260,7 @@ fn file_page<'e>(
 /// mark removed). Signals when the text is not valid UTF-8.
 #[defun]
 fn file_text<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+    let cell = handle_arg(env, handle)?;
     let h = cell.borrow();
     let Some((bytes, a)) = h.bytes.as_ref() else {
         return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not loaded");
@@ -246,8 +275,25 @@ fn file_text<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
 /// place: for a file whose directory forbids replacing it by a rename. Never blocks, never
 /// creates a file; a FIFO, device or directory signals `agent-q-file-error'.
 #[defun]
-fn file_write_in_place<'e>(env: &'e Env, path: String, bytes: Value<'e>) -> Result<Value<'e>> {
-    let bytes: Vec<u8> = bytes.into_rust()?;
+fn file_write_in_place<'e>(env: &'e Env, path: Value<'e>, bytes: Value<'e>) -> Result<Value<'e>> {
+    let path = args::string(env, path, "PATH", args::MAX_NAME_BYTES)?;
+    if !env.call("stringp", (bytes,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            errors::Kind::Generic,
+            format!("BYTES must be a unibyte string, not a {}", args::type_name(env, bytes)),
+        );
+    }
+    let bytes: Vec<u8> = match bytes.into_rust() {
+        Ok(b) => b,
+        Err(_) => {
+            return errors::signal(
+                env,
+                errors::Kind::Generic,
+                "BYTES cannot be read: it must be a unibyte string",
+            )
+        }
+    };
     match files::write_in_place(Path::new(&path), &bytes) {
         Ok(()) => env.intern("t"),
         Err(e) => signal(env, &e),
@@ -257,7 +303,7 @@ fn file_write_in_place<'e>(env: &'e Env, path: String, bytes: Value<'e>) -> Resu
 /// The loaded bytes of HANDLE as a unibyte string, for Emacs to decode.
 #[defun]
 fn file_bytes<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+    let cell = handle_arg(env, handle)?;
     let h = cell.borrow();
     match h.bytes.as_ref() {
         Some((bytes, _)) => bytes.as_slice().into_lisp(env),
@@ -268,7 +314,7 @@ fn file_bytes<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
 /// Close HANDLE's descriptor and free its bytes now. Closing twice is harmless.
 #[defun]
 fn file_close<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
-    let cell: &Handle = handle.into_rust()?;
+    let cell = handle_arg(env, handle)?;
     let mut h = cell.borrow_mut();
     h.opened = None;
     h.bytes = None;

@@ -5,6 +5,7 @@
 
 use emacs::{Env, IntoLisp, Result};
 
+pub mod args;
 pub mod channel;
 pub mod convert;
 pub mod diff;

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, GlobalRef, IntoLisp, Result, Value};
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
 use super::convert::{self, Limits, WalkError};
 use super::errors::{self, Kind};
@@ -48,12 +48,9 @@ pub fn resolve<'e>(registry: Value<'e>) -> Result<&'e Shared> {
     }
 }
 
-/// V as a string, or an `agent-q-error` naming WHAT.
+/// V as a string, or an `agent-q-error` naming WHAT and the problem.
 pub fn string_arg(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
-    match convert::read_string(v, 1 << 20) {
-        Ok(s) => Ok(s),
-        Err(_) => errors::signal(env, Kind::Generic, format!("{what} must be a string")),
-    }
+    super::args::string(env, v, what, super::args::MAX_NAME_BYTES)
 }
 
 /// Lock a registry, recovering from a poisoned lock.
@@ -346,19 +343,73 @@ fn snapshot<'e>(env: &'e Env, registry: Value<'e>, as_json: Value<'e>) -> Result
     }
 }
 
-/// Empty JSON objects come back from Lisp as nil (null): give schemas their objects back.
-fn restore_empty_objects(v: &mut Json) {
-    match v {
-        Json::Object(map) => {
-            for (k, x) in map.iter_mut() {
-                if x.is_null() && matches!(k.as_str(), "properties" | "parameters" | "input_schema") {
-                    *x = Json::Object(Default::default());
-                }
-                restore_empty_objects(x);
-            }
+/// Empty JSON objects come back from Lisp as nil (null): give the schemas of SNAPSHOT their
+/// objects back. Only schema positions are touched (a snapshot's `parameters` and
+/// `output_schema`, and the subschemas inside them): a null that is data (a `default`, a
+/// `const`, an `enum` value) stays null. A property of any type (`{}`) came back null and made
+/// the snapshot impossible to restore.
+fn restore_empty_objects(snapshot: &mut Json) {
+    let Some(tools) = snapshot.get_mut("tools").and_then(Json::as_array_mut) else {
+        return;
+    };
+    for tool in tools {
+        let Some(spec) = tool.get_mut("spec").and_then(Json::as_object_mut) else {
+            continue;
+        };
+        if let Some(parameters) = spec.get_mut("parameters") {
+            restore_schema(parameters);
         }
-        Json::Array(items) => items.iter_mut().for_each(restore_empty_objects),
-        _ => {}
+        if let Some(output) = spec.get_mut("output_schema").filter(|o| !o.is_null()) {
+            restore_schema(output);
+        }
+    }
+}
+
+/// Give SCHEMA (a JSON Schema read back from a plist) its empty objects back, recursively.
+/// Its depth is bounded: it was read within the walker's depth limit.
+fn restore_schema(schema: &mut Json) {
+    if schema.is_null() {
+        *schema = Json::Object(Map::new());
+        return;
+    }
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    for (keyword, x) in map.iter_mut() {
+        match keyword.as_str() {
+            // Objects whose values are schemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if x.is_null() {
+                    *x = Json::Object(Map::new());
+                }
+                if let Some(subschemas) = x.as_object_mut() {
+                    subschemas.values_mut().for_each(restore_schema);
+                }
+            }
+            // Schemas, or (items in older drafts) lists of schemas.
+            "items"
+            | "additionalProperties"
+            | "additionalItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "contentSchema" => match x {
+                Json::Array(list) => list.iter_mut().for_each(restore_schema),
+                x => restore_schema(x),
+            },
+            // Lists of schemas.
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Some(list) = x.as_array_mut() {
+                    list.iter_mut().for_each(restore_schema);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -400,15 +451,32 @@ fn schemas<'e>(
     format: Value<'e>,
     as_json: Value<'e>,
 ) -> Result<Value<'e>> {
-    let fmt = sexp_of(env, format, Kind::Generic)?;
+    let fmt = if format.is_not_nil() && env.call("symbolp", (format,))?.is_not_nil() {
+        sexp_of(env, format, Kind::Generic)?
+    } else if format.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!(
+                "The schema format must be :openai or :anthropic, not a {}",
+                super::args::type_name(env, format)
+            ),
+        );
+    } else {
+        Sexp::Nil
+    };
     let format = match fmt.as_keyword().or_else(|| fmt.as_symbol()) {
-        None | Some("openai") => SchemaFormat::OpenAi,
+        Some("openai") => SchemaFormat::OpenAi,
         Some("anthropic") => SchemaFormat::Anthropic,
-        Some(other) => {
+        None if fmt.is_nil() => SchemaFormat::OpenAi,
+        _ => {
             return errors::signal(
                 env,
                 Kind::Generic,
-                format!("Unknown schema format :{other} (expected :openai or :anthropic)"),
+                format!(
+                    "Unknown schema format {} (expected :openai or :anthropic)",
+                    sexp::describe(&fmt)
+                ),
             )
         }
     };
@@ -492,10 +560,11 @@ fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<
 fn decide<'e>(
     env: &'e Env,
     registry: Value<'e>,
-    name: String,
+    name: Value<'e>,
     decision: Value<'e>,
     args: Value<'e>,
 ) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
     let d = match convert::to_sexp(env, decision, Limits::default()) {
         Ok(s) => executor::parse_decision(&s),
         Err(WalkError::Convert(e)) => Decision::Invalid(format!(
@@ -531,8 +600,14 @@ fn decide<'e>(
 /// Register in REGISTRY the native tool NAME that waits, with a timeout of TIMEOUT-MS.
 /// It exercises native tools (runtime, timeout, `C-g`) from Lisp.
 #[defun]
-fn register_wait_tool<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, timeout_ms: i64) -> Result<Value<'e>> {
+fn register_wait_tool<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    name: Value<'e>,
+    timeout_ms: Value<'e>,
+) -> Result<Value<'e>> {
     let name = string_arg(env, name, "The tool name")?;
+    let timeout_ms = super::args::integer(env, timeout_ms, "TIMEOUT-MS")?;
     use crate::native::{Tool, WaitTool};
     let tool = WaitTool {
         name,

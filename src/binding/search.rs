@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use emacs::{defun, Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
 
+use super::args;
 use super::convert::lisp::quit;
 use super::errors::{self, Kind};
 use super::quit::quit_requested;
@@ -246,18 +247,21 @@ fn match_list<'e>(env: &'e Env, matches: &[(usize, usize)]) -> Result<Value<'e>>
 #[defun]
 fn search_buffer<'e>(
     env: &'e Env,
-    pattern: String,
+    pattern: Value<'e>,
     regexp: Value<'e>,
     case_fold: Value<'e>,
-    max_listed: i64,
-    max_counted: i64,
+    max_listed: Value<'e>,
+    max_counted: Value<'e>,
     time_limit: Value<'e>,
 ) -> Result<Value<'e>> {
     let started = Instant::now();
+    let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
+    let max_listed = args::integer(env, max_listed, "MAX-LISTED")?;
+    let max_counted = args::integer(env, max_counted, "MAX-COUNTED")?;
     let deadline = if time_limit.is_not_nil() {
         let seconds: f64 = match time_limit.into_rust::<f64>() {
             Ok(s) => s,
-            Err(_) => time_limit.into_rust::<i64>()? as f64,
+            Err(_) => args::integer(env, time_limit, "TIME-LIMIT (a number of seconds)")? as f64,
         };
         if !(seconds.is_finite() && seconds >= 0.0) {
             return errors::signal(env, Kind::Search, format!("Invalid time limit {seconds}"));
@@ -311,10 +315,19 @@ fn search_buffer<'e>(
 fn regex_search<'e>(
     env: &'e Env,
     text: Value<'e>,
-    pattern: String,
+    pattern: Value<'e>,
     case_fold: Value<'e>,
-    max: i64,
+    max: Value<'e>,
 ) -> Result<Value<'e>> {
+    if !env.call("stringp", (text,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Search,
+            format!("TEXT must be a string, not a {}", args::type_name(env, text)),
+        );
+    }
+    let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
+    let max = args::integer(env, max, "MAX")?;
     let query = Query {
         pattern,
         regexp: true,
@@ -334,7 +347,8 @@ fn regex_search<'e>(
 /// does not appear in the translation. Signals
 /// `agent-q-search-error' for a pattern it cannot translate.
 #[defun]
-fn regex_translate(env: &Env, pattern: String) -> Result<Value<'_>> {
+fn regex_translate<'e>(env: &'e Env, pattern: Value<'e>) -> Result<Value<'e>> {
+    let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
     match search::translate(&pattern) {
         Ok(t) => t.pattern.into_lisp(env),
         Err(e) => errors::signal(env, Kind::Search, e.to_string()),

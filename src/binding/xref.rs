@@ -36,24 +36,40 @@ const MAX_FILES: usize = 200_000;
 
 /// Read the list FILES of file name strings.
 fn file_list(env: &Env, files: Value<'_>) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+    // Measured first: a circular or dotted list is refused before anything is read from it.
+    let length = env.call("proper-list-p", (files,))?;
+    if !length.is_not_nil() {
+        return errors::signal(
+            env,
+            ErrorKind::Xref,
+            "FILES must be a proper list of file names (this one is circular, dotted or not a list)",
+        );
+    }
+    let length = usize::try_from(length.into_rust::<i64>()?).unwrap_or(usize::MAX);
+    if length > MAX_FILES {
+        return errors::signal(
+            env,
+            ErrorKind::Xref,
+            format!("too many files to scan (at most {MAX_FILES})"),
+        );
+    }
+    let mut out = Vec::with_capacity(length);
     let mut rest = files;
-    while rest.is_not_nil() {
-        if !env.call("consp", (rest,))?.is_not_nil() {
-            return errors::signal(env, ErrorKind::Xref, "FILES must be a proper list of file names");
-        }
-        if out.len() >= MAX_FILES {
-            return errors::signal(
-                env,
-                ErrorKind::Xref,
-                format!("too many files to scan (at most {MAX_FILES})"),
-            );
-        }
+    for _ in 0..length {
         let file: Value<'_> = rest.car()?;
         if !env.call("stringp", (file,))?.is_not_nil() {
             return errors::signal(env, ErrorKind::Xref, "FILES must contain only file name strings");
         }
-        out.push(PathBuf::from(file.into_rust::<String>()?));
+        match super::convert::read_string(file, 64 << 10) {
+            Ok(name) => out.push(PathBuf::from(name)),
+            Err(_) => {
+                return errors::signal(
+                    env,
+                    ErrorKind::Xref,
+                    "FILES must contain only file names (of at most 64 KiB, valid Unicode text)",
+                )
+            }
+        }
         rest = rest.cdr()?;
     }
     Ok(out)
@@ -196,11 +212,12 @@ fn scan_off_main_thread(
 fn xref_scan<'e>(
     env: &'e Env,
     files: Value<'e>,
-    name: String,
+    name: Value<'e>,
     kind: Value<'e>,
     max_hits: Value<'e>,
     max_seconds: Value<'e>,
 ) -> Result<Value<'e>> {
+    let name = super::args::string(env, name, "NAME", super::args::MAX_NAME_BYTES)?;
     let (kind, max_hits, max_wait) = scan_arguments(env, &name, kind, max_hits, max_seconds)?;
     let files = file_list(env, files)?;
     let (report, stop) = match scan_off_main_thread(env, files, name, kind, max_wait) {
@@ -220,8 +237,12 @@ fn scan_arguments<'e>(
 ) -> Result<(Kind, usize, Option<Duration>)> {
     let kind_name: String = env
         .call("symbol-name", (kind,))
-        .and_then(|v| v.into_rust())
-        .or_else(|_| errors::signal(env, ErrorKind::Xref, "KIND must be the symbol `call` or `reference`"))?;
+        .ok()
+        .and_then(|v| super::convert::read_string(v, 64).ok())
+        .map_or_else(
+            || errors::signal(env, ErrorKind::Xref, "KIND must be the symbol `call` or `reference`"),
+            Ok,
+        )?;
     let kind: Kind = match kind_name.parse() {
         Ok(kind) => kind,
         Err(e) => return errors::signal(env, ErrorKind::Xref, e.to_string()),
@@ -404,11 +425,12 @@ fn scans() -> MutexGuard<'static, Scans> {
 fn xref_scan_start<'e>(
     env: &'e Env,
     files: Value<'e>,
-    name: String,
+    name: Value<'e>,
     kind: Value<'e>,
     max_hits: Value<'e>,
     max_seconds: Value<'e>,
 ) -> Result<i64> {
+    let name = super::args::string(env, name, "NAME", super::args::MAX_NAME_BYTES)?;
     use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let (kind, max_hits, max_wait) = scan_arguments(env, &name, kind, max_hits, max_seconds)?;
@@ -489,7 +511,8 @@ fn xref_scan_finished(env: &Env) -> Result<Value<'_>> {
 /// Cancel the scan TICKET: it stops before its next file and its result is never delivered.
 /// Returns t if it was running.
 #[defun]
-fn xref_scan_cancel(ticket: i64) -> Result<bool> {
+fn xref_scan_cancel(env: &Env, ticket: Value<'_>) -> Result<bool> {
+    let ticket = super::args::integer(env, ticket, "TICKET")?;
     let cancel = scans().running.remove(&u64::try_from(ticket).unwrap_or(0));
     Ok(match cancel {
         Some(flag) => {
