@@ -15,7 +15,8 @@
 //!   directories, say). [`Step::Guard`] asks the host to run it; [`Call::guarded`] resumes.
 //! - **awaiting approval**: dangerous tools, the levels in [`Options::confirm`], and calls whose
 //!   guard gave a reason wait for a decision: [`Step::Ask`]; [`Call::decide`] resumes. Only an
-//!   explicit approval lets the call run. Because the user may take any time to decide (and may
+//!   explicit approval (the user's, or one of the user's approval rules, which the host applies
+//!   before asking: [`Decision::Rule`]) lets the call run. Because the user may take any time to decide (and may
 //!   change the registry meanwhile), the tool is looked up again when the decision arrives: a tool
 //!   that was removed, disabled or replaced (its registration id changed) does not run.
 //! - **running**: [`Step::Run`] hands the handler to the host; [`Call::finish`] takes its
@@ -217,8 +218,12 @@ pub struct AuditRecord {
     /// Its safety level.
     pub safety_level: SafetyLevel,
     /// `auto` (not asked), `approved`, `modified`, `review` (its own review decides), `denied`,
-    /// or `none` (cancelled before a decision).
+    /// `rule` (one of the user's approval rules allowed or denied it: see `rule`), or `none`
+    /// (cancelled before a decision).
     pub decision: &'static str,
+    /// The approval rule that decided, when `decision` is `rule`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     /// Why approval was needed, when a guard said so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -254,6 +259,14 @@ pub enum Decision {
     Denied(Option<String>),
     /// `(:modified NEW-ARGS)`.
     Modified(Sexp),
+    /// `(:rule :approved RULE)` or `(:rule :denied RULE)`: one of the user's standing approval
+    /// rules decided, without a prompt. RULE describes it, for the audit log and the model.
+    Rule {
+        /// Whether the rule allows the call.
+        allow: bool,
+        /// The rule, as text.
+        rule: String,
+    },
     /// Anything else: not a decision, so a denial, with the explanation.
     Invalid(String),
 }
@@ -276,7 +289,11 @@ impl From<ApprovalFailure> for Decision {
     }
 }
 
-/// Read an approval function's answer. Only `:approved` and `(:modified ARGS)` allow a run.
+/// The longest description of an approval rule kept in a decision (the audit log repeats it).
+const MAX_RULE_CHARS: usize = 500;
+
+/// Read an approval function's answer. Only `:approved`, `(:modified ARGS)` and `(:rule :approved RULE)`
+/// allow a run.
 ///
 /// Keywords are told apart from look-alikes by the binding: an uninterned symbol named
 /// `:approved` never becomes a [`Sexp::Keyword`].
@@ -297,6 +314,26 @@ pub fn parse_decision(v: &Sexp) -> Decision {
             other => Decision::Denied(Some(sexp::describe(other))),
         },
         Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified(args.clone()),
+        Some([head, verdict, rule]) if head.as_keyword() == Some("rule") => {
+            let allow = match verdict.as_keyword() {
+                Some("approved") => true,
+                Some("denied") => false,
+                _ => {
+                    return Decision::Invalid(format!(
+                        "the approval function returned a rule decision {}, which is neither :approved nor :denied",
+                        sexp::describe(verdict)
+                    ))
+                }
+            };
+            match rule {
+                Sexp::Str(r) if !r.trim().is_empty() => Decision::Rule {
+                    allow,
+                    rule: shorten(r.clone(), MAX_RULE_CHARS),
+                },
+                // A rule decision that cannot say which rule decided is not one.
+                _ => Decision::Invalid("the approval function returned a rule decision that names no rule".into()),
+            }
+        }
         _ => Decision::Invalid(format!(
             "the approval function returned {}, which is not a decision",
             sexp::describe(v)
@@ -310,7 +347,8 @@ pub fn denial_message(decision: &Decision) -> String {
         Decision::Denied(None) => "User denied tool execution".into(),
         Decision::Denied(Some(reason)) => format!("User denied tool execution: {reason}"),
         Decision::Invalid(why) => format!("Tool execution denied: {why}"),
-        Decision::Approved | Decision::Modified(_) => String::new(),
+        Decision::Rule { allow: false, rule } => format!("Tool execution denied by the user's approval rule: {rule}"),
+        Decision::Approved | Decision::Modified(_) | Decision::Rule { allow: true, .. } => String::new(),
     }
 }
 
@@ -614,6 +652,7 @@ pub struct Call {
     args: Map<String, Json>,
     stage: Stage,
     decision: &'static str,
+    rule: Option<String>,
     approved: bool,
     modified: bool,
     asked: bool,
@@ -637,6 +676,7 @@ impl Call {
             args: Map::new(),
             stage: Stage::Done,
             decision: "auto",
+            rule: None,
             approved: false,
             modified: false,
             asked: false,
@@ -723,7 +763,8 @@ impl Call {
         self.stage
     }
 
-    /// Whether the user approved this call (explicitly, or through the tool's own review).
+    /// Whether the user approved this call (explicitly, by one of their approval rules, or
+    /// through the tool's own review).
     pub fn approved_by_user(&self) -> bool {
         self.asked && self.approved
     }
@@ -879,6 +920,12 @@ impl Call {
                 self.approved = true;
                 Ok(self.run(registry, opts, fx))
             }
+            Decision::Rule { allow: true, rule } => {
+                self.decision = "rule";
+                self.rule = Some(rule);
+                self.approved = true;
+                Ok(self.run(registry, opts, fx))
+            }
             Decision::Modified(new_args) => {
                 let spec = &entry.registration.spec;
                 let checked = arguments_to_json(Some(&new_args), &spec.parameters, opts.max_argument_bytes)
@@ -904,6 +951,10 @@ impl Call {
             }
             denied => {
                 self.decision = "denied";
+                if let Decision::Rule { rule, .. } = &denied {
+                    self.decision = "rule";
+                    self.rule = Some(rule.clone());
+                }
                 Ok(Step::Done(self.end(
                     registry,
                     denial_message(&denied),
@@ -972,6 +1023,7 @@ impl Call {
             tool: self.name.clone(),
             safety_level: self.level,
             decision: self.decision,
+            rule: self.rule.clone(),
             reason: self.reason.clone(),
             arguments: audit_arguments(&self.args),
             success: result.map(|r| r.success),

@@ -228,7 +228,7 @@ impl<'e> Effects for EmacsHost<'e> {
         let env = self.env;
         let line = record.to_json_line();
         let summary = format!(
-            "{} {} [{}] {}{}{}",
+            "{} {} [{}] {}{}{}{}",
             record.event,
             record.tool,
             record.safety_level,
@@ -246,6 +246,11 @@ impl<'e> Effects for EmacsHost<'e> {
                 .client
                 .as_deref()
                 .map(|c| format!(" (from {c})"))
+                .unwrap_or_default(),
+            record
+                .rule
+                .as_deref()
+                .map(|r| format!(" by the rule: {r}"))
                 .unwrap_or_default()
         );
         let _ = env.call("agent-q--audit", (line, summary));

@@ -574,7 +574,7 @@ fn decide<'e>(
     };
     let denied = |env: &'e Env, msg: String| env.list((env.intern(":denied")?, msg));
     match d {
-        Decision::Approved => env.list((env.intern(":approved")?, args)),
+        Decision::Approved | Decision::Rule { allow: true, .. } => env.list((env.intern(":approved")?, args)),
         Decision::Modified(new_args) => {
             let entry = lock(resolve(registry)?).entry(&name);
             if let Some(entry) = entry {

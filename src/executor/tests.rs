@@ -552,6 +552,85 @@ fn decisions() {
     ));
 }
 
+#[test]
+fn rule_decisions_name_their_rule() {
+    assert_eq!(
+        parse_decision(&read(r#"(:rule :approved "allow read_it under ~/src/**")"#)),
+        Decision::Rule {
+            allow: true,
+            rule: "allow read_it under ~/src/**".into()
+        }
+    );
+    assert_eq!(
+        parse_decision(&read(r#"(:rule :denied "deny write_it")"#)),
+        Decision::Rule {
+            allow: false,
+            rule: "deny write_it".into()
+        }
+    );
+    // A rule decision must say which rule decided, and what it decided.
+    for bad in [
+        r#"(:rule :approved "")"#,
+        r#"(:rule :approved nil)"#,
+        r#"(:rule :approved 7)"#,
+        r#"(:rule :maybe "r")"#,
+        r#"(:rule "r" :approved)"#,
+        r#"(:rule :approved)"#,
+    ] {
+        assert!(matches!(parse_decision(&read(bad)), Decision::Invalid(_)), "{bad}");
+    }
+    // A long description is shortened: the audit log repeats it.
+    let long = format!(r#"(:rule :denied "{}")"#, "x".repeat(2000));
+    match parse_decision(&read(&long)) {
+        Decision::Rule { rule, .. } => assert!(rule.chars().count() < 510),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_rule_allows_or_denies_and_the_audit_names_it() {
+    let reg = registry();
+    let call = r#"(:id "w" :name "write_it" :arguments (:path "/src/x"))"#;
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:rule :approved "allow write_it under /src/**")"#))),
+        ..Default::default()
+    };
+    let r = run(&reg, &mut host, call);
+    assert!(r.success && r.approved);
+    assert_eq!(host.ran.len(), 1);
+    assert_eq!(events(&host), vec![("run", "rule"), ("result", "rule")]);
+    assert!(host
+        .audit
+        .iter()
+        .all(|a| a.rule.as_deref() == Some("allow write_it under /src/**")));
+    let line = host.audit[1].to_json_line();
+    assert!(
+        line.contains(r#""decision":"rule","rule":"allow write_it under /src/**""#),
+        "{line}"
+    );
+
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:rule :denied "deny write_it under /src/**")"#))),
+        ..Default::default()
+    };
+    let r = run(&reg, &mut host, call);
+    assert_eq!((r.success, r.approved, r.status), (false, false, Status::Denied));
+    assert_eq!(
+        r.content,
+        "Tool execution denied by the user's approval rule: deny write_it under /src/**"
+    );
+    assert!(host.ran.is_empty());
+    assert_eq!(events(&host), vec![("denied", "rule")]);
+    assert_eq!(host.audit[0].rule.as_deref(), Some("deny write_it under /src/**"));
+    assert_eq!(reg.lock().unwrap().metrics()["write_it"].denials, 1);
+
+    // A user's decision names no rule.
+    let mut host = approving();
+    run(&reg, &mut host, call);
+    assert!(host.audit.iter().all(|a| a.rule.is_none()));
+    assert!(!host.audit[0].to_json_line().contains("\"rule\""));
+}
+
 /// The registry changing while the user decides: nothing that changed runs.
 #[test]
 fn a_tool_changed_while_the_user_decides_does_not_run() {
