@@ -183,15 +183,16 @@ A symbol or nil; the symbol `function' when the entry is a function
                                 ((consp v) (car v))
                                 (t v)))))))))
 
-(defun agent-q-files--utf8-as-is-p (name analysis)
-  "Non-nil when Emacs would decode NAME's bytes, described by ANALYSIS, as UTF-8.
-Then the module may page them without Emacs's decoder."
-  (let* ((eol (plist-get analysis :eol))
-         (named (or (auto-coding-alist-lookup name)
-                    (agent-q-files--coding-entry name)))
-         (preferred (coding-system-priority-list t)))
-    (and (plist-get analysis :utf8)
-         (not (plist-get analysis :cookie))
+(defun agent-q-files--undecided-p (name analysis)
+  "Non-nil when nothing but detection chooses how to decode NAME's bytes.
+ANALYSIS describes the bytes: no coding cookie, no
+`coding-system-for-read', and NAME's entry in `auto-coding-alist' or
+`file-coding-system-alist', if any, leaves the text's encoding (and
+line ends, as far as ANALYSIS found them regular) undecided."
+  (let ((eol (plist-get analysis :eol))
+        (named (or (auto-coding-alist-lookup name)
+                   (agent-q-files--coding-entry name))))
+    (and (not (plist-get analysis :cookie))
          (memq eol '(unix dos))
          (null coding-system-for-read)
          (or (null named)
@@ -199,9 +200,39 @@ Then the module may page them without Emacs's decoder."
                   (memq (coding-system-base named)
                         '(undecided prefer-utf-8 utf-8-auto utf-8-with-signature))
                   (let ((type (coding-system-eol-type named)))
-                    (or (vectorp type) (eql type (if (eq eol 'dos) 1 0))))))
+                    (or (vectorp type) (eql type (if (eq eol 'dos) 1 0)))))))))
+
+(defun agent-q-files--utf8-as-is-p (name analysis)
+  "Non-nil when Emacs would decode NAME's bytes, described by ANALYSIS, as UTF-8.
+Then the module may page them without Emacs's decoder."
+  (let ((preferred (coding-system-priority-list t)))
+    (and (plist-get analysis :utf8)
+         (agent-q-files--undecided-p name analysis)
          preferred
          (memq (coding-system-base preferred) '(utf-8 utf-8-emacs prefer-utf-8 utf-8-auto)))))
+
+(defconst agent-q-files--7bit-or-utf8-codings
+  '(utf-8 utf-8-emacs prefer-utf-8 utf-8-auto utf-8-with-signature
+    iso-2022-7bit iso-2022-7bit-lock iso-2022-jp)
+  "Codings whose detection rejects text that is neither UTF-8 nor 7-bit.")
+
+(defun agent-q-files--latin1-as-is-p (name analysis)
+  "Non-nil when Emacs would decode NAME's bytes, described by ANALYSIS, as Latin-1.
+That is when the bytes are clean ISO-8859-1 that is not UTF-8 (no C1
+control, no escape: the module's `:latin1'), nothing but detection
+decides, and the first coding in `coding-system-priority-list' that
+accepts 8-bit text that is not UTF-8 is `iso-latin-1'.  Each byte is
+then the character of the same code, and the module pages the file
+without Emacs's decoder, which takes seconds on tens of megabytes."
+  (and (plist-get analysis :latin1)
+       (not (plist-get analysis :utf8))
+       (not (plist-get analysis :bom))
+       (agent-q-files--undecided-p name analysis)
+       (eq (seq-find (lambda (coding)
+                       (not (memq (coding-system-base coding)
+                                  agent-q-files--7bit-or-utf8-codings)))
+                     (coding-system-priority-list))
+           'iso-latin-1)))
 
 (defun agent-q-files--decode-into-buffer (handle name)
   "Insert the loaded bytes of HANDLE into the current buffer, decoded for NAME.
@@ -449,7 +480,8 @@ COLUMN characters of line OFFSET are skipped."
        (lambda (handle analysis name)
          (agent-q-builtins--format-page
           file ""
-          (if (agent-q-files--utf8-as-is-p name analysis)
+          (if (or (agent-q-files--utf8-as-is-p name analysis)
+                  (agent-q-files--latin1-as-is-p name analysis))
               (agent-q--core-file-page handle offset limit column
                                        (agent-q-builtins--page-chars))
             (agent-q-files--load handle name)

@@ -914,6 +914,12 @@ hard links were silently replaced."
     ("dos.txt" "one\r\ntwo\r\n\r\nthree\r\n" no-conversion)
     ("bom.txt" "\357\273\277first\nsecond\n" no-conversion)
     ("latin.txt" "caf\351\nna\357ve\n" no-conversion)
+    ("latin-dos.txt" "caf\351\r\nna\357ve\r\n\r\n\377" no-conversion)
+    ("latin-long.txt" ,(concat "\351t\351\n" (apply #'concat (make-list 30 "d\351j\340 ")) "\nend")
+     no-conversion)
+    ("latin-c1.txt" "caf\351 \205 ok\n" no-conversion)
+    ("latin-esc.txt" "caf\351 \e$B\n" no-conversion)
+    ("latin-bom.txt" "\357\273\277caf\351\n" no-conversion)
     ("mixed.txt" "a\r\nb\nc\r\n" no-conversion)
     ("mac.txt" "a\rb\rc\r" no-conversion)
     ("cookie.txt" ";; -*- coding: latin-1 -*-\ncaf\303\251\n" no-conversion)
@@ -952,6 +958,40 @@ hard links were silently replaced."
                                       pages))))
                           (nreverse pages))))
             (should (equal (list name expected) (list name actual)))))))))
+
+(ert-deftest agent-q-files-latin-1-is-paged-without-emacs-s-decoder ()
+  "Clean ISO-8859-1 is paged by the module; C1 controls or escapes leave it to Emacs.
+Decoding a 50 MB Latin-1 file in Emacs froze it for seconds."
+  (agent-q-files-test--with-dir dir
+    (let ((registry (agent-q-files-test--registry))
+          (decoded nil))
+      (pcase-dolist (`(,name . ,content)
+                     '(("clean.txt" . "caf\351\r\nna\357ve\r\n")
+                       ("c1.txt" . "caf\351 \205\n")
+                       ("esc.txt" . "caf\351 \e$B\n")))
+        (let ((coding-system-for-write 'no-conversion))
+          (with-temp-file (expand-file-name name dir) (set-buffer-multibyte nil) (insert content))))
+      (cl-letf* ((original (symbol-function 'agent-q-files--decode-into-buffer))
+                 ((symbol-function 'agent-q-files--decode-into-buffer)
+                  (lambda (handle name)
+                    (push (file-name-nondirectory name) decoded)
+                    (funcall original handle name))))
+        (dolist (name '("clean.txt" "c1.txt" "esc.txt"))
+          (should (plist-get (agent-q-files-test--call registry "read_file" (list :path name)) :success))))
+      (should (equal '("c1.txt" "esc.txt") (sort decoded #'string<)))
+      (should (string-match-p "^café\nnaïve\n"
+                              (agent-q-files-test--content
+                               (agent-q-files-test--call registry "read_file" '(:path "clean.txt")))))
+      ;; Another language environment's first choice is Emacs's to make.
+      (let ((decoded nil))
+        (cl-letf* ((original (symbol-function 'agent-q-files--decode-into-buffer))
+                   ((symbol-function 'agent-q-files--decode-into-buffer)
+                    (lambda (handle name)
+                      (push (file-name-nondirectory name) decoded)
+                      (funcall original handle name))))
+          (with-coding-priority '(japanese-shift-jis)
+            (agent-q-files-test--call registry "read_file" '(:path "clean.txt"))))
+        (should (equal '("clean.txt") decoded))))))
 
 (ert-deftest agent-q-files-gzip-is-decompressed ()
   (agent-q-files-test--with-dir dir

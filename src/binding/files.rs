@@ -123,11 +123,12 @@ fn file_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
 /// Read HANDLE's file through its descriptor, at most MAX bytes, and describe the bytes.
 ///
 /// With GUNZIP non-nil, gzip data is decompressed (at most MAX bytes of output). Return
-/// (:size N :utf8 B :binary B :eol EOL :bom B :cookie B): N bytes (decompressed); whether they
+/// (:size N :utf8 B :binary B :eol EOL :bom B :cookie B :latin1 B): N bytes (decompressed); whether they
 /// are valid UTF-8; whether they look binary (a NUL, or many control characters in bytes that
 /// are not UTF-8); EOL `unix', `dos' or `other' (lone or mixed carriage returns); whether they
 /// start with a UTF-8 byte order mark; whether their head or tail holds a coding cookie, an XML
-/// declaration or a charset that Emacs would read to choose the coding system.
+/// declaration or a charset that Emacs would read to choose the coding system; whether, not
+/// being UTF-8, they are clean ISO-8859-1 (no C1 control, no escape).
 #[defun]
 fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: Value<'e>, gunzip: Value<'e>) -> Result<Value<'e>> {
     let cell = handle_arg(env, handle)?;
@@ -147,21 +148,24 @@ fn file_load<'e>(env: &'e Env, handle: Value<'e>, max: Value<'e>, gunzip: Value<
 }
 
 fn analysis_plist<'e>(env: &'e Env, size: u64, a: &Analysis) -> Result<Value<'e>> {
-    let size = int(size);
-    env.list((
+    let flag = |b: bool| b.into_lisp(env);
+    let fields = [
         kw(env, "size")?,
-        size,
+        int(size).into_lisp(env)?,
         kw(env, "utf8")?,
-        a.utf8,
+        flag(a.utf8)?,
         kw(env, "binary")?,
-        a.binary,
+        flag(a.binary)?,
         kw(env, "eol")?,
         env.intern(a.eol.as_str())?,
         kw(env, "bom")?,
-        a.bom,
+        flag(a.bom)?,
         kw(env, "cookie")?,
-        a.cookie,
-    ))
+        flag(a.cookie)?,
+        kw(env, "latin1")?,
+        flag(a.latin1)?,
+    ];
+    env.list(&fields[..])
 }
 
 /// Read HANDLE's file once through its descriptor, in chunks, without keeping it (at most MAX
@@ -187,8 +191,8 @@ fn file_scan<'e>(env: &'e Env, handle: Value<'e>, max: Value<'e>, offset: Value<
     Ok(result)
 }
 
-/// A page of HANDLE's loaded UTF-8 text: LIMIT lines from line OFFSET, from COLUMN, at most
-/// MAX-CHARS characters.
+/// A page of HANDLE's loaded UTF-8 text (or clean ISO-8859-1 text, `:latin1' in its
+/// description): LIMIT lines from line OFFSET, from COLUMN, at most MAX-CHARS characters.
 ///
 /// Return (PAGE FIRST LAST TOTAL CUT LONG-LINE LINE-LENGTH COLUMN-OK), as read_file's pager
 /// computes them (see `agent-q-builtins--page-lines'): DOS line ends and a byte order mark are
@@ -211,11 +215,17 @@ fn file_page<'e>(
     let size = |n: i64| usize::try_from(n).unwrap_or(0);
     let p = match (h.bytes.as_ref(), h.scan.as_ref(), h.opened.as_ref()) {
         (Some((bytes, a)), _, _) => {
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text");
+            let transcoded;
+            let text = match std::str::from_utf8(bytes) {
+                Ok(text) => files::body(text),
+                Err(_) if a.latin1 => {
+                    transcoded = files::latin1_text(bytes);
+                    transcoded.as_str()
+                }
+                Err(_) => return errors::signal(env, errors::Kind::Generic, "agent-q: the file is not UTF-8 text"),
             };
             files::page(
-                files::body(text),
+                text,
                 a.eol == files::Eol::Dos,
                 size(offset),
                 size(limit),
@@ -223,7 +233,7 @@ fn file_page<'e>(
                 size(max_chars),
             )
         }
-        (None, Some(scan), Some(opened)) if scan.analysis.utf8 => {
+        (None, Some(scan), Some(opened)) if scan.analysis.utf8 || scan.analysis.latin1 => {
             if size(offset).max(1) != scan.offset {
                 return errors::signal(
                     env,
