@@ -234,6 +234,9 @@ without Emacs's decoder, which takes seconds on tens of megabytes."
                      (coding-system-priority-list))
            'iso-latin-1)))
 
+(defconst agent-q-files--decode-progress-bytes (* 16 1000 1000)
+  "Files from this size on are decoded with a progress message (over a second).")
+
 (defun agent-q-files--decode-into-buffer (handle name)
   "Insert the loaded bytes of HANDLE into the current buffer, decoded for NAME.
 The coding system is chosen as `insert-file-contents' would: a
@@ -253,7 +256,14 @@ in `file-coding-system-alist', then detection.  Return it."
          (coding (or coding-system-for-read auto
                      (and (coding-system-p named) named)
                      'undecided)))
-    (insert (decode-coding-string bytes coding t))
+    ;; Emacs's decoders run only here, on the main thread: about 1 s for 50 MB.
+    (if (< size agent-q-files--decode-progress-bytes)
+        (insert (decode-coding-string bytes coding t))
+      (let ((reporter (make-progress-reporter
+                       (format "agent-q: decoding %s (%d MB)..." (file-name-nondirectory name)
+                               (/ size 1000000)))))
+        (insert (decode-coding-string bytes coding t))
+        (progress-reporter-done reporter)))
     last-coding-system-used))
 
 (defun agent-q-files-read (file fn &optional unchecked offset)
