@@ -268,12 +268,13 @@ of a symbol that began before it."
 
 (defun agent-q-builtins--nesting-characters (string limit)
   "Return how many characters of STRING could open a level of nesting.
+Those are brackets, quotes and the `#' of a #N= label.
 Counting stops above LIMIT.  An upper bound of the depth of any form
 in STRING; the search for each character is done in C, so a long form
 with few parentheses costs little."
   (let ((n 0) (pos 0))
     (while (and (<= n limit)
-                (setq pos (string-match "[[('`,]" string pos)))
+                (setq pos (string-match "[[('`,#]" string pos)))
       (setq n (1+ n) pos (1+ pos)))
     n))
 
@@ -303,6 +304,15 @@ Linear in the length of STRING."
          ((memq c '(?\) ?\]))
           (when stack (setq total (- total (pop stack))))
           (setq pending 0 pos (1+ pos)))
+         ((and (= c ?#) (< (1+ pos) len) (<= ?0 (aref string (1+ pos)) ?9))
+          ;; #N= labels the next datum (the reader recurses on it);
+          ;; #N# refers back to one, a datum itself.
+          (let ((end (1+ pos)))
+            (while (and (< end len) (<= ?0 (aref string end) ?9))
+              (setq end (1+ end)))
+            (if (and (< end len) (= (aref string end) ?=))
+                (setq pending (1+ pending) pos (1+ end))
+              (setq pending 0 pos (1+ end)))))
          ((memq c '(?\' ?` ?, ?@ ?#))
           ;; `#' only matters as part of #' here; counting it otherwise
           ;; can only overcount.
