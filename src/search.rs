@@ -1082,6 +1082,10 @@ pub const POLL: Duration = Duration::from_millis(10);
 /// How long after the deadline the waiting thread waits for the worker to report.
 pub const GRACE: Duration = Duration::from_millis(100);
 
+/// How long after the deadline the waiting thread waits for a windowed search, which stops at
+/// its next check, before giving it up: only a machine too loaded to run it ever gets there.
+pub const LATE: Duration = Duration::from_secs(5);
+
 /// When `on_slow` is called (once), if the search has not finished.
 pub const SLOW: Duration = Duration::from_secs(1);
 
@@ -1091,8 +1095,9 @@ pub const SLOW: Duration = Duration::from_secs(1);
 /// When SHOULD_QUIT answers true, the worker is told to stop and this returns
 /// [`Outcome::Quit`] at once, without waiting for it. ON_SLOW is called once if the search is
 /// still running after [`SLOW`]. At the deadline the worker stops at its next check and reports
-/// what it found; if it does not within [`GRACE`] (it is inside one long step) the result is
-/// [`SearchError::Stuck`].
+/// what it found; if a search in one pass ([`Windows::Whole`]) does not within [`GRACE`] (it is
+/// inside one long step) the result is [`SearchError::Stuck`]; a windowed one is waited for up to
+/// [`LATE`].
 pub fn search_in_background(
     text: Vec<u8>,
     query: Query,
@@ -1106,6 +1111,9 @@ pub fn search_in_background(
     let cancel = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
     let worker_cancel = Arc::clone(&cancel);
+    // Whether the worker searches in one unstoppable pass: known once the pattern is compiled.
+    let whole = Arc::new(AtomicBool::new(false));
+    let worker_whole = Arc::clone(&whole);
     std::thread::Builder::new()
         .name("agent-q-search".into())
         .spawn(move || {
@@ -1115,7 +1123,10 @@ pub fn search_in_background(
             } else {
                 Pattern::literal(&query.pattern, query.case_fold)
             }
-            .map(|pattern| run(&text, &pattern, &limits, &worker_cancel));
+            .map(|pattern| {
+                worker_whole.store(pattern.windows == Windows::Whole, Ordering::Relaxed);
+                run(&text, &pattern, &limits, &worker_cancel)
+            });
             // Given back before answering, so that the next search, which may start as soon as
             // the answer arrives, finds it free.
             drop(slot);
@@ -1137,9 +1148,20 @@ pub fn search_in_background(
             return Ok(Outcome::Quit);
         }
         if let Some(deadline) = limits.deadline {
-            if Instant::now() >= deadline + GRACE {
+            let now = Instant::now();
+            if now >= deadline + GRACE && whole.load(Ordering::Relaxed) {
                 cancel.store(true, Ordering::Relaxed);
                 return Err(SearchError::Stuck);
+            }
+            // A windowed search stops at its next check, a window's time after the deadline; a
+            // loaded machine may take longer to give it the processor, which is no reason to
+            // call it stuck. Only one that does not answer long after is given up.
+            if now >= deadline + LATE {
+                cancel.store(true, Ordering::Relaxed);
+                return Err(SearchError::Failed(format!(
+                    "the search thread did not stop within {} s of its time limit",
+                    LATE.as_secs()
+                )));
             }
         }
         if !slow_reported && started.elapsed() >= SLOW {
