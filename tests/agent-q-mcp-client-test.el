@@ -448,6 +448,32 @@ client how it ended."
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 
+;; The same in the stateless revision: a subscriptions/listen stream.
+(ert-deftest agent-q-mcp-client-stateless-tools-list-changed ()
+  "In 2026-07-28, a listen stream for tool list changes hears of a new tool."
+  (agent-q-mcp-client-test--with-server
+    (unwind-protect
+        (let* ((run (agent-q-mcp-client-test--client
+                     "stateless-listen" nil
+                     :sdk 'sdk2
+                     :on-event
+                     (lambda (process event)
+                       (when (equal (alist-get 'event event) "ready")
+                         (agent-q-register-tool
+                          (agent-q-define-tool "e2e_probe" "A tool the e2e test adds."
+                                               '((:name "x" :type :string))
+                                               :handler (lambda (_args) "probed")))
+                         (process-send-string process "registered\n")))))
+               (ready (agent-q-mcp-client-test--event run "ready"))
+               (names (alist-get 'names (agent-q-mcp-client-test--event run "tools"))))
+          (should (equal (alist-get 'protocolVersion ready) "2026-07-28"))
+          (should (= (alist-get 'count ready) 18))
+          (should (equal (alist-get 'kind (agent-q-mcp-client-test--event run "list_changed"))
+                         "ToolsListChanged"))
+          (should (= (length names) 19))
+          (should (member "e2e_probe" names)))
+      (agent-q-remove-tool "e2e_probe"))))
+
 ;;;; The stdio relay
 
 (ert-deftest agent-q-mcp-client-stdio-relay ()

@@ -277,7 +277,35 @@ async def scenario_stateless(args):
                 emit(event="result", name=call["name"], isError=bool(result.is_error), text=text_of(result))
 
 
+async def scenario_stateless_listen(args):
+    """With the 2.x SDK in 2026-07-28: open a subscriptions/listen stream for tool list changes,
+    tell the test (which then registers a tool), wait for the change event, list again."""
+    import httpx2
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url, token = connection(args)
+    loop = asyncio.get_running_loop()
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http:
+        client = Client(
+            streamable_http_client(url, http_client=http),
+            client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
+        )
+        async with client:
+            before = await asyncio.wait_for(client.list_tools(), TIMEOUT)
+            async with client.listen(tools_list_changed=True) as subscription:
+                emit(event="ready", count=len(before.tools), protocolVersion=client.protocol_version)
+                await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), TIMEOUT)
+                events = subscription.__aiter__()
+                event = await asyncio.wait_for(events.__anext__(), TIMEOUT)
+                emit(event="list_changed", kind=type(event).__name__)
+            after = await asyncio.wait_for(client.list_tools(), TIMEOUT)
+            emit(event="tools", names=[tool.name for tool in after.tools])
+
+
 SCENARIOS = {
+    "stateless-listen": scenario_stateless_listen,
     "tools": scenario_tools,
     "calls": scenario_calls,
     "http-status": scenario_http_status,
