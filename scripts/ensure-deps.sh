@@ -20,6 +20,9 @@ if [ "${1:-}" = "--test" ]; then
   ls -d /usr/share/emacs/site-lisp/elpa-src/compat-* >/dev/null 2>&1 || need+=(elpa-compat)
   command -v curl >/dev/null 2>&1 || need+=(curl)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
+  # The MCP end-to-end tests create virtual environments (below): Debian's
+  # python3 has no venv/ensurepip without python3-venv.
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 fi
 if [ "${1:-}" = "--bench" ]; then
   command -v rg >/dev/null 2>&1 || need+=(ripgrep)
@@ -38,6 +41,27 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "agent-q: installing ${need[*]} with apt-get" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+fi
+
+# The MCP end-to-end tests (tests/agent-q-mcp-client-test.el) drive the server
+# with the official MCP Python SDK, 1.x and 2.x, each in its own virtual
+# environment under target/ with exactly the versions pinned in
+# tests/mcp-client/sdkN.txt.  A copy of the pin file inside the environment
+# marks it complete, so that a run with nothing to do is fast, and an
+# interrupted or outdated one is made again.
+if [ "${1:-}" = "--test" ]; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  for sdk in sdk1 sdk2; do
+    pins="$root/tests/mcp-client/$sdk.txt"
+    venv="$root/target/mcp-venv/$sdk"
+    if ! cmp -s "$pins" "$venv/agent-q-pins.txt" || [ ! -x "$venv/bin/python" ]; then
+      echo "agent-q: installing the MCP Python SDK ($sdk) into $venv" >&2
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$pins" >&2
+      cp "$pins" "$venv/agent-q-pins.txt"
+    fi
+  done
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

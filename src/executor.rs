@@ -215,8 +215,9 @@ pub struct AuditRecord {
     pub client: Option<String>,
     /// The tool.
     pub tool: String,
-    /// Its safety level.
-    pub safety_level: SafetyLevel,
+    /// Its safety level; absent when no such tool exists (a client called an unknown tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety_level: Option<SafetyLevel>,
     /// `auto` (not asked), `approved`, `modified`, `review` (its own review decides), `denied`,
     /// `rule` (one of the user's approval rules allowed or denied it: see `rule`), or `none`
     /// (cancelled before a decision).
@@ -707,7 +708,18 @@ impl Call {
         let entry = lock(registry).entry(&parsed.name);
         let Some(entry) = entry else {
             // The name is the model's text, of any length: the message quotes only its start.
-            let done = ToolResult::failure(parsed.id, format!("Unknown tool: {}", shorten(parsed.name, 200)));
+            let name = shorten(parsed.name, 200);
+            let done = ToolResult::failure(parsed.id, format!("Unknown tool: {name}"));
+            // A caller that audits every call (the MCP server) sees this failure in the log like
+            // any other: a client that calls tools that do not exist is worth noticing. There is
+            // no schema to read the arguments with, so they are recorded as they convert, or not
+            // at all.
+            if opts.audit_all {
+                this.name = name;
+                this.args = arguments_to_json(parsed.arguments, &Json::Object(Map::new()), opts.max_argument_bytes)
+                    .unwrap_or_default();
+                fx.audit(&this.record("result", Some(&done)));
+            }
             return (this, Step::Done(done));
         };
         let spec = &entry.registration.spec;
@@ -1021,7 +1033,7 @@ impl Call {
             id: self.id.clone(),
             client: self.client.clone(),
             tool: self.name.clone(),
-            safety_level: self.level,
+            safety_level: (self.tool_id != 0).then_some(self.level),
             decision: self.decision,
             rule: self.rule.clone(),
             reason: self.reason.clone(),

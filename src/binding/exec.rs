@@ -231,7 +231,9 @@ impl<'e> Effects for EmacsHost<'e> {
             "{} {} [{}] {}{}{}{}",
             record.event,
             record.tool,
-            record.safety_level,
+            record
+                .safety_level
+                .map_or_else(|| "no such tool".to_string(), |level| level.to_string()),
             record.decision,
             record
                 .status

@@ -470,6 +470,39 @@ fn cautious_tools_run_and_are_audited_and_audit_all_covers_safe_ones() {
 }
 
 #[test]
+fn an_unknown_tool_is_audited_when_every_call_is() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(&reg, &mut host, r#"(:id "u" :name "nope" :arguments (:x 1))"#);
+    assert_eq!((r.success, r.content.as_str()), (false, "Unknown tool: nope"));
+    assert!(
+        host.audit.is_empty(),
+        "not audited by default, like a safe call that failed validation"
+    );
+    let all = Options {
+        audit_all: true,
+        ..Options::default()
+    };
+    let r = execute_call(
+        &reg,
+        &read(r#"(:id "u" :name "nope" :arguments (:x 1) :client "claude-code 2.1")"#),
+        &CallContext::default(),
+        &mut host,
+        &all,
+    );
+    assert_eq!((r.success, r.content.as_str()), (false, "Unknown tool: nope"));
+    assert_eq!(events(&host), vec![("result", "auto")]);
+    let line = host.audit[0].to_json_line();
+    let record: Json = serde_json::from_str(&line).unwrap();
+    assert_eq!(record["tool"], "nope");
+    assert_eq!(record["client"], "claude-code 2.1");
+    assert_eq!(record["success"], false);
+    assert_eq!(record["arguments"], json!({"x": 1}));
+    assert_eq!(record["content"], "Unknown tool: nope");
+    assert!(record.get("safety_level").is_none(), "{line}");
+}
+
+#[test]
 fn failures_are_results() {
     let reg = registry();
     let mut host = MockHost::default();

@@ -1,0 +1,529 @@
+;;; agent-q-mcp-client-test.el --- agent-q's MCP server driven by real MCP clients  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; End-to-end tests of the MCP server (issue 10): this batch Emacs
+;; serves (`agent-q-mcp-start', with a temporary connection file and
+;; audit file), and the official MCP Python SDK drives it, run by
+;; tests/mcp-client/client.py as an asynchronous subprocess while Emacs
+;; goes on processing events -- the server's calls reach Emacs through
+;; the module's channel, and are run by the asynchronous executor, whose
+;; prompts come from timers.  The approval function is the test's: it
+;; answers deterministically and records what it was asked, with
+;; `agent-q-approval-context'.
+;;
+;; Two real clients: the SDK 1.30.0 (initialize and sessions, protocol
+;; 2025-11-25; over Streamable HTTP and over the stdio relay
+;; bin/agent-q-mcp) and the SDK 2.3.0, the released client that speaks
+;; the stateless 2026-07-28 revision (server/discover, no session).
+;; scripts/ensure-deps.sh --test installs each in a virtual environment
+;; under target/mcp-venv/, pinned by tests/mcp-client/sdkN.txt; without
+;; them every test here fails, saying so.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-mcp)
+
+(defvar agent-q-allowed-directories)
+(defvar agent-q-tools--session-approved)
+(defvar agent-q--pending)
+
+(defconst agent-q-mcp-client-test--root
+  (file-name-directory (directory-file-name
+                        (file-name-directory (or load-file-name buffer-file-name))))
+  "The root of the source tree.")
+
+(defconst agent-q-mcp-client-test--client
+  (expand-file-name "tests/mcp-client/client.py" agent-q-mcp-client-test--root)
+  "The Python MCP client script.")
+
+(defconst agent-q-mcp-client-test--relay
+  (expand-file-name "bin/agent-q-mcp" agent-q-mcp-client-test--root)
+  "The stdio relay that `make build' builds.")
+
+(defconst agent-q-mcp-client-test--timeout 40
+  "Seconds a client run may take before the test fails.
+Each wait inside the client is shorter.")
+
+(defconst agent-q-mcp-client-test--client-name "agent-q-e2e 1.2.3"
+  "How client.py introduces itself: name and version.")
+
+(defun agent-q-mcp-client-test--python (sdk)
+  "The Python of the virtual environment of SDK (`sdk1' or `sdk2')."
+  (let ((python (expand-file-name (format "target/mcp-venv/%s/bin/python" sdk)
+                                  agent-q-mcp-client-test--root)))
+    (unless (file-executable-p python)
+      (ert-fail (format "%s is missing: run scripts/ensure-deps.sh --test (make test does)" python)))
+    python))
+
+;;;; The server under test
+
+(defvar agent-q-mcp-client-test--dir nil
+  "The temporary directory of the running test: connection, audit and data files.")
+
+(defvar agent-q-mcp-client-test--asked nil
+  "What the approval function was asked, newest first: (TOOL ARGS CONTEXT).")
+
+(defvar agent-q-mcp-client-test--process nil
+  "The process of the client run under way.")
+
+(defvar agent-q-mcp-client-test--decide nil
+  "Function of (TOOL ARGS) giving the test's approval decision.")
+
+(defun agent-q-mcp-client-test--approve (tool args)
+  "Decide about TOOL with ARGS as the test wants; record them with the context."
+  (push (list tool args agent-q-approval-context) agent-q-mcp-client-test--asked)
+  (funcall agent-q-mcp-client-test--decide tool args))
+
+(defmacro agent-q-mcp-client-test--with-server (&rest body)
+  "Run BODY while this Emacs serves MCP, in a fresh temporary directory.
+The directory is the only one read freely; the connection file and the
+audit file are in it; dangerous calls are denied unless the test sets
+`agent-q-mcp-client-test--decide'."
+  (declare (indent 0) (debug t))
+  `(let* ((agent-q-mcp-client-test--dir (file-name-as-directory
+                                         (make-temp-file "agent-q-mcp-e2e" t)))
+          (agent-q-mcp-connection-file (expand-file-name "connection.json"
+                                                         agent-q-mcp-client-test--dir))
+          (agent-q-audit-file (expand-file-name "audit.jsonl" agent-q-mcp-client-test--dir))
+          (agent-q-allowed-directories (list agent-q-mcp-client-test--dir))
+          (agent-q-approval-function #'agent-q-mcp-client-test--approve)
+          (agent-q-mcp-client-test--decide (lambda (_tool _args) :denied))
+          (agent-q-mcp-client-test--asked nil)
+          (agent-q-tools--session-approved nil)
+          (agent-q-mcp-port 0)
+          (agent-q-mcp-max-safety-level :dangerous)
+          (agent-q-mcp-confirm-safety-levels '(:cautious :dangerous))
+          (agent-q-mcp-progress-interval 15))
+     (unwind-protect
+         (progn
+           (agent-q-mcp-start)
+           (should (file-exists-p agent-q-mcp-connection-file))
+           ,@body)
+       (agent-q-mcp-stop)
+       (agent-q-cancel-pending)
+       (delete-directory agent-q-mcp-client-test--dir t))))
+
+(defun agent-q-mcp-client-test--file (name &optional content)
+  "The file NAME in the test's directory, written with CONTENT when given."
+  (let ((file (expand-file-name name agent-q-mcp-client-test--dir)))
+    (when content
+      (with-temp-file file (insert content)))
+    file))
+
+(defun agent-q-mcp-client-test--file-content (file)
+  "The text of FILE, or nil when it does not exist."
+  (and (file-exists-p file)
+       (with-temp-buffer (insert-file-contents file) (buffer-string))))
+
+(defun agent-q-mcp-client-test--audit ()
+  "The audit file's records, oldest first, as alists."
+  (let ((file agent-q-audit-file))
+    (and (file-exists-p file)
+         (with-temp-buffer
+           (insert-file-contents file)
+           (mapcar (lambda (line)
+                     (json-parse-string line :object-type 'alist :array-type 'list
+                                        :null-object nil :false-object :false))
+                   (split-string (buffer-string) "\n" t))))))
+
+(defun agent-q-mcp-client-test--audited (tool event)
+  "The audit records of TOOL with EVENT."
+  (cl-remove-if-not (lambda (r) (and (equal (alist-get 'tool r) tool)
+                                     (equal (alist-get 'event r) event)))
+                    (agent-q-mcp-client-test--audit)))
+
+;;;; Running the client
+
+(cl-defstruct (agent-q-mcp-client-test--run (:constructor agent-q-mcp-client-test--run-create)
+                                            (:copier nil))
+  "A run of client.py: its process, the events it printed, its stderr."
+  process (pending "") events stderr exit)
+
+(defun agent-q-mcp-client-test--event (run name)
+  "The first event called NAME that RUN printed (an alist), or nil."
+  (cl-find-if (lambda (e) (equal (alist-get 'event e) name))
+              (agent-q-mcp-client-test--run-events run)))
+
+(defun agent-q-mcp-client-test--events (run name)
+  "Every event called NAME that RUN printed, in order."
+  (cl-remove-if-not (lambda (e) (equal (alist-get 'event e) name))
+                    (agent-q-mcp-client-test--run-events run)))
+
+(defun agent-q-mcp-client-test--describe (run)
+  "What RUN printed and said on stderr, for a failure message."
+  (format "exit %s\nevents: %S\nstderr: %s"
+          (agent-q-mcp-client-test--run-exit run)
+          (agent-q-mcp-client-test--run-events run)
+          (with-current-buffer (agent-q-mcp-client-test--run-stderr run)
+            (buffer-string))))
+
+(cl-defun agent-q-mcp-client-test--client (scenario arguments &key (sdk 'sdk1) on-event)
+  "Run client.py SCENARIO with ARGUMENTS (an alist, sent as JSON) under SDK.
+The connection file is added to ARGUMENTS.  Emacs keeps serving
+meanwhile.  ON-EVENT, when non-nil, is called with the process and
+each event as it is printed.  Return the run once the client exited;
+fail the test if it did not within `agent-q-mcp-client-test--timeout'
+seconds or did not end with its \"done\" event."
+  (let* ((stderr (generate-new-buffer " *agent-q-mcp-client stderr*"))
+         (run (agent-q-mcp-client-test--run-create :stderr stderr))
+         (json (json-encode (cons (cons 'connection_file agent-q-mcp-connection-file)
+                                  arguments)))
+         (process
+          (make-process
+           :name "agent-q-mcp-client" :buffer nil :stderr stderr :noquery t
+           :connection-type 'pipe :coding 'utf-8
+           :command (list (agent-q-mcp-client-test--python sdk)
+                          agent-q-mcp-client-test--client scenario json)
+           :filter
+           (lambda (proc output)
+             (let ((lines (split-string (concat (agent-q-mcp-client-test--run-pending run) output)
+                                        "\n")))
+               (setf (agent-q-mcp-client-test--run-pending run) (car (last lines)))
+               (dolist (line (butlast lines))
+                 (unless (string-empty-p line)
+                   (let ((event (json-parse-string line :object-type 'alist :array-type 'list
+                                                   :null-object nil :false-object :false)))
+                     (setf (agent-q-mcp-client-test--run-events run)
+                           (append (agent-q-mcp-client-test--run-events run) (list event)))
+                     (when on-event
+                       (funcall on-event proc event)))))))
+           :sentinel
+           (lambda (proc _event)
+             (unless (process-live-p proc)
+               (setf (agent-q-mcp-client-test--run-exit run) (process-exit-status proc))))))
+         (deadline (+ (float-time) agent-q-mcp-client-test--timeout)))
+    (setf (agent-q-mcp-client-test--run-process run) process)
+    (setq agent-q-mcp-client-test--process process)
+    (unwind-protect
+        (while (and (not (agent-q-mcp-client-test--run-exit run))
+                    (< (float-time) deadline))
+          ;; Any process (the channel from the server's threads, the client),
+          ;; and timers (the executor's prompts), run meanwhile.
+          (accept-process-output nil 0.05))
+      (when (process-live-p process)
+        (delete-process process)))
+    (unless (and (agent-q-mcp-client-test--run-exit run)
+                 (agent-q-mcp-client-test--event run "done"))
+      (ert-fail (format "client.py %s did not finish well:\n%s"
+                        scenario (agent-q-mcp-client-test--describe run))))
+    run))
+
+(defun agent-q-mcp-client-test--results (run)
+  "The \"result\" events of RUN: alists with isError and text."
+  (agent-q-mcp-client-test--events run "result"))
+
+(defun agent-q-mcp-client-test--error-p (result)
+  "Non-nil when RESULT (an event) is a failure result (isError true)."
+  (eq (alist-get 'isError result) t))
+
+;;;; Lifecycle and tools/list
+
+(ert-deftest agent-q-mcp-client-initialize-and-list-tools ()
+  "The SDK 1.x initializes (version negotiated) and lists every tool, annotated."
+  (agent-q-mcp-client-test--with-server
+    (let* ((run (agent-q-mcp-client-test--client "tools" nil))
+           (init (agent-q-mcp-client-test--event run "initialized"))
+           (tools (alist-get 'tools (agent-q-mcp-client-test--event run "tools")))
+           (registered (agent-q-list-registered-tools)))
+      ;; The SDK 1.30 asks for its newest version, which the server speaks.
+      (should (equal (alist-get 'protocolVersion init) "2025-11-25"))
+      (should (equal (alist-get 'serverName init) "agent-q"))
+      (should (eq (alist-get 'listChanged init) t))
+      (should (= (length tools) 18))
+      (should (equal (sort (mapcar (lambda (tool) (alist-get 'name tool)) tools) #'string<)
+                     (sort registered #'string<)))
+      (dolist (tool tools)
+        (let* ((name (alist-get 'name tool))
+               (schema (alist-get 'inputSchema tool))
+               (annotations (alist-get 'annotations tool))
+               (level (agent-q-tool-safety-level (agent-q-get-tool name))))
+          (should (equal (alist-get 'type schema) "object"))
+          ;; Every required parameter is described.
+          (dolist (required (alist-get 'required schema))
+            (should (assq (intern required) (alist-get 'properties schema))))
+          ;; The hints say what the safety level means, both always stated.
+          (should (equal (list name (alist-get 'readOnlyHint annotations)
+                               (alist-get 'destructiveHint annotations))
+                         (list name
+                               (if (eq level :safe) t :false)
+                               (if (eq level :dangerous) t :false))))))
+      (let ((read-file (cl-find "read_file" tools :key (lambda (tool) (alist-get 'name tool))
+                                :test #'equal)))
+        (should (equal (alist-get 'required (alist-get 'inputSchema read-file)) '("path")))))))
+
+;;;; tools/call
+
+(ert-deftest agent-q-mcp-client-read-file ()
+  "A read_file in the allowed directory returns the text; audited with the client."
+  (agent-q-mcp-client-test--with-server
+    (let* ((file (agent-q-mcp-client-test--file "hello.txt" "Hello from the e2e test\nline two\n"))
+           (run (agent-q-mcp-client-test--client
+                 "calls" `((calls . [((name . "read_file") (arguments (path . ,file)))]))))
+           (result (car (agent-q-mcp-client-test--results run)))
+           (audited (agent-q-mcp-client-test--audited "read_file" "result")))
+      (should-not (agent-q-mcp-client-test--error-p result))
+      (should (string-match-p "Hello from the e2e test\n.*line two" (alist-get 'text result)))
+      ;; A safe read of the allowed directory asks nobody...
+      (should-not agent-q-mcp-client-test--asked)
+      ;; ...but every MCP call is audited, naming its client.
+      (should (= (length audited) 1))
+      (should (equal (alist-get 'client (car audited))
+                     (concat agent-q-mcp-client-test--client-name " (MCP)")))
+      (should (eq (alist-get 'success (car audited)) t)))))
+
+(ert-deftest agent-q-mcp-client-write-file-denied-then-approved ()
+  "A write_file denied leaves the file as it was (isError); approved, writes it.
+The approval function is told which client asks, and the audit log says so."
+  (agent-q-mcp-client-test--with-server
+    (let* ((denied (agent-q-mcp-client-test--file "denied.txt" "original\n"))
+           (approved (agent-q-mcp-client-test--file "approved.txt"))
+           (agent-q-mcp-client-test--decide
+            (lambda (_tool args)
+              (if (string-suffix-p "approved.txt" (plist-get args :path))
+                  :approved
+                '(:denied "not this one"))))
+           (run (agent-q-mcp-client-test--client
+                 "calls" `((calls . [((name . "write_file")
+                                      (arguments (path . ,denied) (content . "overwritten\n")))
+                                     ((name . "write_file")
+                                      (arguments (path . ,approved) (content . "written by MCP\n")))]))))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (= (length results) 2))
+      (should (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (string-match-p "denied" (alist-get 'text (nth 0 results))))
+      (should (string-match-p "not this one" (alist-get 'text (nth 0 results))))
+      (should (equal (agent-q-mcp-client-test--file-content denied) "original\n"))
+      (should-not (agent-q-mcp-client-test--error-p (nth 1 results)))
+      (should (equal (agent-q-mcp-client-test--file-content approved) "written by MCP\n"))
+      ;; Asked twice, in order, each time told the client.
+      (should (equal (mapcar #'car (reverse agent-q-mcp-client-test--asked))
+                     '("write_file" "write_file")))
+      (dolist (asked agent-q-mcp-client-test--asked)
+        (should (string-match-p (regexp-quote agent-q-mcp-client-test--client-name)
+                                (plist-get (nth 2 asked) :client))))
+      (let ((refused (agent-q-mcp-client-test--audited "write_file" "denied"))
+            (done (agent-q-mcp-client-test--audited "write_file" "result")))
+        (should (= (length refused) 1))
+        (should (= (length done) 1))
+        (dolist (record (append refused done))
+          (should (equal (alist-get 'client record)
+                         (concat agent-q-mcp-client-test--client-name " (MCP)"))))
+        (should (equal (alist-get 'decision (car done)) "approved")))
+      ;; The log buffer names the client too.
+      (with-current-buffer agent-q-log-buffer-name
+        (should (string-match-p (regexp-quote agent-q-mcp-client-test--client-name)
+                                (buffer-string)))))))
+
+(ert-deftest agent-q-mcp-client-unknown-tool-and-invalid-arguments ()
+  "An unknown tool and invalid arguments are failure results that name the problem, audited."
+  (agent-q-mcp-client-test--with-server
+    (let* ((run (agent-q-mcp-client-test--client
+                 "calls" '((calls . [((name . "no_such_tool") (arguments (x . 1)))
+                                     ((name . "read_file") (arguments (path . 42)))
+                                     ((name . "read_file") (arguments (limit . 3)))]))))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (= (length results) 3))
+      (should (cl-every #'agent-q-mcp-client-test--error-p results))
+      (should (string-match-p "Unknown tool: no_such_tool" (alist-get 'text (nth 0 results))))
+      (should (string-match-p "Invalid arguments for read_file.*path" (alist-get 'text (nth 1 results))))
+      (should (string-match-p "read_file.*path" (alist-get 'text (nth 2 results))))
+      (should-not agent-q-mcp-client-test--asked)
+      ;; Every MCP call is audited, the failures too.
+      (should (= (length (agent-q-mcp-client-test--audited "read_file" "result")) 2))
+      (let ((unknown (agent-q-mcp-client-test--audit-of "no_such_tool")))
+        (should (= (length unknown) 1))
+        (should (eq (alist-get 'success (car unknown)) :false))
+        (should (equal (alist-get 'client (car unknown))
+                       (concat agent-q-mcp-client-test--client-name " (MCP)")))))))
+
+(defun agent-q-mcp-client-test--audit-of (tool)
+  "Every audit record of TOOL."
+  (cl-remove-if-not (lambda (r) (equal (alist-get 'tool r) tool))
+                    (agent-q-mcp-client-test--audit)))
+
+;;;; Security
+
+(ert-deftest agent-q-mcp-client-token-required ()
+  "A wrong token, or none, is refused with HTTP 401; the right one is served."
+  (agent-q-mcp-client-test--with-server
+    (let* ((token (plist-get (agent-q-mcp-status) :token))
+           (status (lambda (headers)
+                     (agent-q-mcp-client-test--event
+                      (agent-q-mcp-client-test--client "http-status" `((headers . ,headers)))
+                      "http")))
+           (wrong (funcall status `((Authorization . ,(concat "Bearer " (make-string 64 ?0)))))))
+      (should (= (alist-get 'status wrong) 401))
+      (should (string-match-p "\\`Bearer" (alist-get 'wwwAuthenticate wrong)))
+      (should-not (alist-get 'sessionId wrong))
+      (should (= (alist-get 'status (funcall status nil)) 401))
+      (let ((right (funcall status `((Authorization . ,(concat "Bearer " token))))))
+        (should (= (alist-get 'status right) 200))
+        (should (alist-get 'sessionId right))))))
+
+(ert-deftest agent-q-mcp-client-foreign-origin-refused ()
+  "A request from a foreign Origin is refused with HTTP 403, even with the token."
+  (agent-q-mcp-client-test--with-server
+    (let* ((auth (concat "Bearer " (plist-get (agent-q-mcp-status) :token)))
+           (status (lambda (origin)
+                     (alist-get 'status
+                                (agent-q-mcp-client-test--event
+                                 (agent-q-mcp-client-test--client
+                                  "http-status" `((headers (Authorization . ,auth) (Origin . ,origin))))
+                                 "http")))))
+      (should (= (funcall status "https://evil.example") 403))
+      (should (= (funcall status "http://localhost.evil.example:8080") 403))
+      (should (= (funcall status "http://localhost:3000") 200)))))
+
+;;;; Cancellation
+
+(ert-deftest agent-q-mcp-client-cancel-while-approval-pending ()
+  "Cancelling while the approval is asked withdraws it: nothing runs.
+The approval function is asked from the executor's timer; it tells the
+client it is being asked and then waits, as a prompt would, processing
+events.  If the cancellation did not withdraw it, it would approve
+after its wait and the file would be written.  Either way it tells the
+client how it ended."
+  (agent-q-mcp-client-test--with-server
+    (let* ((target (agent-q-mcp-client-test--file "cancelled.txt"))
+           (returned nil)
+           (agent-q-mcp-client-test--decide
+            (lambda (_tool _args)
+              (process-send-string agent-q-mcp-client-test--process "asked\n")
+              (unwind-protect
+                  (let ((deadline (+ (float-time) 10)))
+                    (while (< (float-time) deadline)
+                      (accept-process-output nil 0.05))
+                    (setq returned t)
+                    :approved)
+                (process-send-string agent-q-mcp-client-test--process
+                                     (if returned "returned\n" "withdrawn\n")))))
+           (run (agent-q-mcp-client-test--client
+                 "cancel" `((name . "write_file")
+                            (arguments (path . ,target) (content . "must not be written\n")))))
+           (told (mapcar (lambda (e) (alist-get 'line e))
+                         (agent-q-mcp-client-test--events run "told"))))
+      (should (equal told '("asked" "withdrawn")))
+      (should (= (length agent-q-mcp-client-test--asked) 1))
+      (should-not returned)
+      (should-not (file-exists-p target))
+      ;; The client was told, by progress, that its call waits for a decision in Emacs.
+      (should (cl-some (lambda (e) (string-match-p "decision" (or (alist-get 'message e) "")))
+                       (agent-q-mcp-client-test--events run "progress")))
+      ;; Emacs's side saw the withdrawal: audited as cancelled, nothing left pending.
+      (let ((cancelled (agent-q-mcp-client-test--audited "write_file" "cancelled")))
+        (should (= (length cancelled) 1))
+        (should (equal (alist-get 'decision (car cancelled)) "none"))
+        (should (equal (alist-get 'client (car cancelled))
+                       (concat agent-q-mcp-client-test--client-name " (MCP)")))
+        (should (string-match-p "cancelled" (alist-get 'content (car cancelled)))))
+      (should-not (agent-q-mcp-client-test--audited "write_file" "result"))
+      (should-not agent-q--pending)
+      (should (= 0 (plist-get (agent-q-mcp-status) :pending))))))
+
+;;;; Tool list changes
+
+(ert-deftest agent-q-mcp-client-tools-list-changed ()
+  "Registering a tool sends notifications/tools/list_changed; the new list has it."
+  (agent-q-mcp-client-test--with-server
+    (unwind-protect
+        (let* ((run (agent-q-mcp-client-test--client
+                     "list-changed" nil
+                     :on-event
+                     (lambda (process event)
+                       (when (equal (alist-get 'event event) "ready")
+                         (agent-q-register-tool
+                          (agent-q-define-tool "e2e_probe" "A tool the e2e test adds."
+                                               '((:name "x" :type :string))
+                                               :handler (lambda (_args) "probed")))
+                         (process-send-string process "registered\n")))))
+               (names (alist-get 'names (agent-q-mcp-client-test--event run "tools"))))
+          (should (= (alist-get 'count (agent-q-mcp-client-test--event run "ready")) 18))
+          (should (agent-q-mcp-client-test--event run "list_changed"))
+          (should (= (length names) 19))
+          (should (member "e2e_probe" names)))
+      (agent-q-remove-tool "e2e_probe"))))
+
+;; The same in the stateless revision: a subscriptions/listen stream.
+(ert-deftest agent-q-mcp-client-stateless-tools-list-changed ()
+  "In 2026-07-28, a listen stream for tool list changes hears of a new tool."
+  (agent-q-mcp-client-test--with-server
+    (unwind-protect
+        (let* ((run (agent-q-mcp-client-test--client
+                     "stateless-listen" nil
+                     :sdk 'sdk2
+                     :on-event
+                     (lambda (process event)
+                       (when (equal (alist-get 'event event) "ready")
+                         (agent-q-register-tool
+                          (agent-q-define-tool "e2e_probe" "A tool the e2e test adds."
+                                               '((:name "x" :type :string))
+                                               :handler (lambda (_args) "probed")))
+                         (process-send-string process "registered\n")))))
+               (ready (agent-q-mcp-client-test--event run "ready"))
+               (names (alist-get 'names (agent-q-mcp-client-test--event run "tools"))))
+          (should (equal (alist-get 'protocolVersion ready) "2026-07-28"))
+          (should (= (alist-get 'count ready) 18))
+          (should (equal (alist-get 'kind (agent-q-mcp-client-test--event run "list_changed"))
+                         "ToolsListChanged"))
+          (should (= (length names) 19))
+          (should (member "e2e_probe" names)))
+      (agent-q-remove-tool "e2e_probe"))))
+
+;;;; The stdio relay
+
+(ert-deftest agent-q-mcp-client-stdio-relay ()
+  "The SDK's stdio transport through bin/agent-q-mcp: initialize, tools/list, tools/call."
+  (should (file-executable-p agent-q-mcp-client-test--relay))
+  (agent-q-mcp-client-test--with-server
+    (let* ((file (agent-q-mcp-client-test--file "relayed.txt" "carried over stdio\n"))
+           (run (agent-q-mcp-client-test--client
+                 "stdio" `((relay . ,agent-q-mcp-client-test--relay)
+                           (calls . [((name . "read_file") (arguments (path . ,file)))]))))
+           (result (car (agent-q-mcp-client-test--results run)))
+           (audited (agent-q-mcp-client-test--audited "read_file" "result")))
+      (should (equal (alist-get 'protocolVersion (agent-q-mcp-client-test--event run "initialized"))
+                     "2025-11-25"))
+      (should (= (length (alist-get 'names (agent-q-mcp-client-test--event run "tools"))) 18))
+      (should-not (agent-q-mcp-client-test--error-p result))
+      (should (string-match-p "carried over stdio" (alist-get 'text result)))
+      ;; The relay passes the client's own introduction through.
+      (should (= (length audited) 1))
+      (should (equal (alist-get 'client (car audited))
+                     (concat agent-q-mcp-client-test--client-name " (MCP)"))))))
+
+;;;; The stateless revision, 2026-07-28
+
+(ert-deftest agent-q-mcp-client-stateless-2026-07-28 ()
+  "The SDK 2.x negotiates 2026-07-28 (no initialize), lists and calls; the client is named."
+  (agent-q-mcp-client-test--with-server
+    (let* ((file (agent-q-mcp-client-test--file "modern.txt" "stateless hello\n"))
+           (denied (agent-q-mcp-client-test--file "modern-denied.txt" "kept\n"))
+           (run (agent-q-mcp-client-test--client
+                 "stateless" `((calls . [((name . "read_file") (arguments (path . ,file)))
+                                         ((name . "write_file")
+                                          (arguments (path . ,denied) (content . "lost\n")))]))
+                 :sdk 'sdk2))
+           (connected (agent-q-mcp-client-test--event run "connected"))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (equal (alist-get 'protocolVersion connected) "2026-07-28"))
+      (should (eq (alist-get 'initialized connected) :false))
+      (should (equal (alist-get 'serverName connected) "agent-q"))
+      (should (= (length (alist-get 'names (agent-q-mcp-client-test--event run "tools"))) 18))
+      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (string-match-p "stateless hello" (alist-get 'text (nth 0 results))))
+      (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+      (should (equal (agent-q-mcp-client-test--file-content denied) "kept\n"))
+      ;; Without a session, the client is named by each request's _meta.
+      (should (string-match-p (regexp-quote agent-q-mcp-client-test--client-name)
+                              (plist-get (nth 2 (car agent-q-mcp-client-test--asked)) :client)))
+      (should (equal (alist-get 'client (car (agent-q-mcp-client-test--audited "read_file" "result")))
+                     (concat agent-q-mcp-client-test--client-name " (MCP)"))))))
+
+(provide 'agent-q-mcp-client-test)
+
+;;; agent-q-mcp-client-test.el ends here
