@@ -311,7 +311,17 @@ CONTEXT is the call's `agent-q-approval-context' (its :client,
 :safety-level, :reason and :review count).  DECISION is `deny', `ask'
 or `allow': deny rules win over ask rules, which win over allow
 rules; see `agent-q-approval-rules'.  Never signals: a rule that
-cannot be judged (an error resolving a name) does not match."
+cannot be judged (an error resolving a name) does not match, and any
+other error means no rule decides (so the user is asked)."
+  (condition-case err
+      (agent-q-rules--decide tool-name args context)
+    (error (display-warning 'agent-q (format "Approval rules not applied: %s"
+                                             (error-message-string err))
+                            :warning)
+           nil)))
+
+(defun agent-q-rules--decide (tool-name args context)
+  "The body of `agent-q-rules-decide' for TOOL-NAME, ARGS and CONTEXT."
   (let ((client (plist-get context :client))
         (matching nil))
     (dolist (rule (agent-q-rules--all))

@@ -60,7 +60,6 @@
 (require 'cl-lib)
 (require 'pp)
 (require 'subr-x)
-(require 'agent-q-rules)
 
 ;;;; The module
 
@@ -159,6 +158,8 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
 (declare-function agent-q--core-call-info "agent-q-core" (pending))
 (declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
+(declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
+(declare-function agent-q-rules-describe "agent-q-rules" (rule))
 
 ;;;; Reporting what a handler did
 
@@ -816,8 +817,9 @@ An error in one is reported and does not stop the others."
 (autoload 'agent-q-llm-tools "agent-q-llm"
   "agent-q's tools as llm.el tool structs.")
 
-;;;; The approval UI and the built-in tools
+;;;; The approval rules and UI, and the built-in tools
 
+(require 'agent-q-rules)
 (require 'agent-q-tools)
 (require 'agent-q-async)
 (require 'agent-q-builtins)
