@@ -466,6 +466,29 @@ are recorded in `prompts'."
                                (cl-remove-if-not (lambda (r) (member (alist-get 'event r) '("result" "denied")))
                                                  (agent-q-rules-test--audit)))))))))
 
+(ert-deftest agent-q-rules-test-mcp-style-calls-honour-client-rules ()
+  ;; The MCP server's driver: `agent-q--execute-async' confirming cautious
+  ;; tools, the client named with its version and "(MCP)".
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules '(("eval_form" (:client "claude-code") allow)
+                                   ("compile_form" nil deny)))
+    (let ((results :none)
+          (agent-q--pending nil)
+          (agent-q--asking nil)
+          (agent-q--queue-timer nil))
+      (agent-q--execute-async '((:id "1" :name "eval_form" :arguments (:form "(+ 40 2)"))
+                                (:id "2" :name "compile_form" :arguments (:form "(+ 1 1)"))
+                                (:id "3" :name "macroexpand_form" :arguments (:form "(when t 1)")))
+                              (lambda (r) (setq results r))
+                              registry
+                              :client "claude-code 2.1.197 (MCP)"
+                              :confirm '(:cautious :dangerous)
+                              :audit-all t)
+      (agent-q-rules-test--wait (lambda () (not (eq results :none))))
+      (should (equal '("success" "denied" "denied") (mapcar #'agent-q-rules-test--status results)))
+      (should (string-match-p "42" (plist-get (car results) :content)))
+      (should (equal '("macroexpand_form") (mapcar #'car agent-q-rules-test--asks))))))
+
 (provide 'agent-q-rules-test)
 
 ;;; agent-q-rules-test.el ends here
