@@ -245,6 +245,22 @@ request and denies; the audit goes to a fresh file."
         (should prompt)
         (should (equal "approved" (alist-get 'decision (car (last (agent-q-rules-test--audit))))))))))
 
+(ert-deftest agent-q-rules-test-the-custom-type-takes-the-documented-shapes ()
+  (require 'wid-edit)
+  (require 'cus-edit)
+  (let ((widget (widget-convert (get 'agent-q-approval-rules 'custom-type))))
+    (should (widget-apply widget :match
+                          '(("read_file" (:path "~/src" :client "claude-code") allow)
+                            ("write_file" (:path "~/src/notes") allow)
+                            ("eval_form" (:client "claude-code") ask)
+                            (t (:path "~/.password-store") deny)
+                            ("write_file" nil deny))))
+    (dolist (bad '((("write_file" nil maybe))
+                   (("write_file" (:paht "~/src") allow))
+                   ((write_file nil allow))
+                   (("write_file" nil))))
+      (should-not (widget-apply widget :match bad)))))
+
 (ert-deftest agent-q-rules-test-malformed-rules-are-ignored-with-a-warning ()
   (agent-q-rules-test--with dir registry
     (let ((warnings nil)
