@@ -21,7 +21,7 @@
 ;;
 ;; `agent-q-approve-in-minibuffer' is the default value of
 ;; `agent-q-approval-function': it shows a tool call in the minibuffer and
-;; reads a single key (y, n, r, e, v, a; C-g denies).
+;; reads a single key (y, n, r, e, v, a, s; C-g denies).
 ;;
 ;; `agent-q-tools-review-edit' is the approval of "propose_file_edit": it
 ;; opens a diff of the proposal against the current text in a buffer derived
@@ -53,6 +53,7 @@
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
 (declare-function agent-q--wait-for "agent-q" (predicate))
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
+(declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -203,6 +204,9 @@ shortened with a note.  Keys:
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
   a  approve, and approve TOOL-NAME for the rest of the session
+  s  save an approval rule about TOOL-NAME (see
+     `agent-q-rules-save-from-prompt'); when it decides this call,
+     that is the answer -> (:rule :approved TEXT) or (:rule :denied TEXT)
   l  later: leave it pending (asynchronous calls only, see
      `agent-q-pending')         -> `:later'
   \\<global-map>\\[keyboard-quit]  deny                     -> `:denied'
@@ -216,10 +220,12 @@ returns to this prompt.
 
 The executor calls this only for calls that need approval (dangerous
 ones, those at the levels in `agent-q-confirm-safety-levels', and
-those whose tool's guard gave a reason), so it always asks, with two
+those whose tool's guard gave a reason) and that no rule of
+`agent-q-approval-rules' decided, so it always asks, with two
 exceptions, neither of which applies when the context has a :reason
 \(a guard asking to read a sensitive or outside file, which is always
-asked):
+asked) or a :rule (an approval rule that says to ask; the prompt names
+it):
 
 - a tool the user approved for the session with \"a\" (the approval
   belongs to that registration of the tool, its :tool-id);
@@ -235,6 +241,7 @@ really designates (resolving links)."
         (id (agent-q-tools--context-get :tool-id)))
     (cond
      ((and (not reason)
+           (not (agent-q-tools--context-get :rule))
            (or (agent-q-tools--context-get :review)
                (and id (memql id agent-q-tools--session-approved))))
       :approved)
@@ -254,7 +261,8 @@ LEVEL is the safety level, REASON the context's reason or nil."
              (client (agent-q-tools--context-get :client))
              (later (agent-q-tools--context-get :async))
              (waiting (agent-q-tools--context-get :waiting))
-             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s: "
+             (rule (agent-q-tools--context-get :rule))
+             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways (s)ave rule%s: "
                              (if (and waiting (> waiting 0)) (format " (%d more waiting)" waiting) "")
                              (if client (format "%s wants to " client) "")
                              tool-name
@@ -268,9 +276,10 @@ LEVEL is the safety level, REASON the context's reason or nil."
                              (if (or cut (cdr short))
                                  " [long arguments shortened; v shows all]"
                                "")
+                             (if rule (format " [asked by the rule: %s]" rule) "")
                              (if later " (l)ater" "")))
              (key (read-char-choice-with-read-key
-                   prompt (if later '(?y ?n ?r ?e ?v ?a ?l) '(?y ?n ?r ?e ?v ?a)))))
+                   prompt (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))))
         (pcase key
           (?y (setq answer :approved))
           (?n (setq answer :denied))
@@ -282,6 +291,9 @@ LEVEL is the safety level, REASON the context's reason or nil."
                                  :denied
                                (list :denied text)))))
           (?v (agent-q-tools--show-call tool-name args))
+          (?s (setq answer (agent-q-rules-save-from-prompt
+                            tool-name args (and (boundp 'agent-q-approval-context)
+                                                agent-q-approval-context))))
           (?l (setq answer :later))
           (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
                 (setq answer (list :modified new)))))))

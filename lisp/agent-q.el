@@ -158,6 +158,8 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
 (declare-function agent-q--core-call-info "agent-q-core" (pending))
 (declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
+(declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
+(declare-function agent-q-rules-describe "agent-q-rules" (rule))
 
 ;;;; Reporting what a handler did
 
@@ -205,8 +207,10 @@ confirm every call."
 (defvar agent-q-approval-context nil
   "Plist describing the call being approved, bound around the approval function.
 Keys: :safety-level (a keyword), :reason (why a guard asks, or nil),
-:review (non-nil when the tool's own review is the approval of what it
-changes: the built-in propose_file_edit), :tool-id (the registration's
+:rule (the text of the approval rule that asks, when one does: see
+`agent-q-approval-rules'), :review (non-nil when the tool's own
+review is the approval of what it changes: the built-in
+propose_file_edit), :tool-id (the registration's
 identity: it changes when the tool is replaced, so decisions such as
 \"always allow\" attach to it), :client (where the call comes from, or
 nil) and :id (the call's id).")
@@ -617,14 +621,32 @@ The rules are those of `error-message-string'."
             (mapconcat #'identity (nreverse parts) ", "))))
 
 (defun agent-q--approval-call (tool-name args context)
-  "Ask `agent-q-approval-function' about TOOL-NAME with ARGS.
-CONTEXT is bound to `agent-q-approval-context' meanwhile, and
-`print-circle' to nil (see `agent-q--with-bounded-printing')."
-  (if (not agent-q-approval-function)
-      :no-approval-function
-    (let ((agent-q-approval-context context)
-          (print-circle nil))
-      (funcall agent-q-approval-function tool-name args))))
+  "Decide about TOOL-NAME with ARGS: by a rule, or by asking.
+This is where every decision is made (the synchronous and the
+asynchronous executor, `agent-q-request-approval').  A deny or allow
+rule of `agent-q-approval-rules' decides without asking, and the
+answer, (:rule :denied TEXT) or (:rule :approved TEXT), names it for
+the audit log.  Otherwise `agent-q-approval-function' is asked, with
+CONTEXT bound to `agent-q-approval-context' (plus :rule, the text of
+the rule, when an ask rule matched) and `print-circle' to nil (see
+`agent-q--with-bounded-printing')."
+  (let ((ruling (agent-q-rules-decide tool-name args context)))
+    (pcase (car ruling)
+      ('deny (let ((text (agent-q-rules-describe (cadr ruling))))
+               (message "agent-q: %s denied without asking, by the rule: %s" tool-name text)
+               (list :rule :denied text)))
+      ('allow (let ((text (agent-q-rules-describe (cadr ruling))))
+                (message "agent-q: %s ran without asking, by the rule: %s" tool-name text)
+                (list :rule :approved text)))
+      (_
+       (if (not agent-q-approval-function)
+           :no-approval-function
+         (let ((agent-q-approval-context
+                (if ruling
+                    (append context (list :rule (agent-q-rules-describe (cadr ruling))))
+                  context))
+               (print-circle nil))
+           (funcall agent-q-approval-function tool-name args)))))))
 
 (defun agent-q--call-handler (handler args context)
   "Call HANDLER with ARGS, with `agent-q-call-context' bound to CONTEXT.
@@ -795,8 +817,9 @@ An error in one is reported and does not stop the others."
 (autoload 'agent-q-llm-tools "agent-q-llm"
   "agent-q's tools as llm.el tool structs.")
 
-;;;; The approval UI and the built-in tools
+;;;; The approval rules and UI, and the built-in tools
 
+(require 'agent-q-rules)
 (require 'agent-q-tools)
 (require 'agent-q-async)
 (require 'agent-q-builtins)

@@ -218,3 +218,30 @@ pub enum RelayError {
     #[error("{0}")]
     Usage(String),
 }
+
+/// A directory glob of an approval rule (`agent-q-approval-rules`) that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GlobError {
+    /// The glob is not an absolute file name (after `~` was expanded).
+    #[error("the glob {0:?} is not an absolute file name (write it from / or ~)")]
+    NotAbsolute(String),
+    /// A `.` or `..` component: what it designates depends on links, so it is refused.
+    #[error("the glob {0:?} has a . or .. component; write the directory it means")]
+    DotComponent(String),
+    /// `**` inside a component, as in `a**b`.
+    #[error("the glob {0:?} has ** inside a component; ** must be a whole component (a/**/b)")]
+    BadDoubleStar(String),
+    /// A path to match that is not absolute.
+    #[error("the file name {0:?} is not absolute")]
+    PathNotAbsolute(String),
+    /// Longer than [`crate::rules::MAX_GLOB_BYTES`].
+    #[error("the {what} is {len} bytes long, more than {max}")]
+    TooLong {
+        /// `glob` or `file name`.
+        what: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+}

@@ -12,6 +12,7 @@
 //! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
+//! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
 //! - [`search`]: Emacs regexps translated for the linear-time [`regex`] crate, behind
 //!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
 //! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs,
@@ -31,6 +32,7 @@ pub mod native;
 #[cfg(test)]
 mod proptests;
 pub mod registry;
+pub mod rules;
 pub mod search;
 pub mod sexp;
 pub mod spec;

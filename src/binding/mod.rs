@@ -15,6 +15,7 @@ pub mod files;
 pub mod mcp;
 pub mod quit;
 pub mod registry;
+pub mod rules;
 pub mod search;
 pub mod xref;
 

@@ -1,0 +1,427 @@
+;;; agent-q-rules.el --- Standing approval rules for agent-q's tool calls  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; `agent-q-approval-rules' lets the user allow, deny or always ask about
+;; a tool once and for all, optionally only for files under a directory
+;; glob or for one client ("always allow read_file under ~/src for
+;; claude-code").  `agent-q--approval-call' (agent-q.el), the one place
+;; where the synchronous executor, the asynchronous one (gptel, llm.el,
+;; MCP) and `agent-q-request-approval' ask for a decision, consults
+;; `agent-q-rules-decide' first: a deny or allow rule decides without a
+;; prompt, and the core audits the decision as "rule", naming the rule;
+;; an ask rule makes the prompt say that a rule asked.
+;;
+;; The approval prompt's "s" key saves a rule for the call being asked
+;; about (`agent-q-rules-save-from-prompt'), for the session or, when
+;; the user says so, with `customize-save-variable'.
+;;
+;; Directory globs are matched by the module (`agent-q--core-rule-glob-*',
+;; src/rules.rs); names are resolved here, where Emacs knows `~', the
+;; current directory, links and remote files.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(declare-function agent-q--core-rule-glob-split "agent-q-core" (glob))
+(declare-function agent-q--core-rule-glob-covers "agent-q-core" (glob path))
+(declare-function agent-q--core-rule-glob-broad "agent-q-core" (glob home))
+(declare-function agent-q-guard-sensitive-match "agent-q-guard" (&rest files))
+
+;;;; The option
+
+(defcustom agent-q-approval-rules nil
+  "Standing decisions about tool calls that would otherwise be asked about.
+A list of rules (TOOL PATTERN DECISION):
+
+- TOOL is a tool's name (a string, e.g. \"write_file\") or t for any
+  tool.
+- PATTERN is nil (every call of TOOL) or a plist with either key or
+  both:
+  :path GLOB    only calls whose file arguments (:path, :file,
+                :filename, :directory or :dir) all lie under a
+                directory GLOB matches.  GLOB is absolute, `~' is
+                expanded; in a component * matches any characters and
+                ? one, and a whole component ** matches any number of
+                directories.  \"~/src\" covers ~/src and everything
+                below it; \"~/src/*/docs\" the docs directory of each
+                project in ~/src.  A file's true name (links followed)
+                is compared with GLOB's (whose leading directories are
+                resolved too), so a link in ~/src to a file elsewhere is
+                not under ~/src.
+  :client NAME  only calls from that client: NAME is the client's name
+                (\"gptel\", \"llm\", an MCP client's name such as
+                \"claude-code\"), compared with the first word of the
+                client the call comes from.
+- DECISION is `allow' (run without asking), `deny' (refuse without
+  asking; the model is told which rule refused) or `ask' (always ask,
+  even when the tool was allowed for the session with \"a\").
+
+Examples:
+
+  (\"read_file\" (:path \"~/src\" :client \"claude-code\") allow)
+  (\"write_file\" (:path \"~/src/notes\") allow)
+  (\"eval_form\" (:client \"claude-code\") ask)
+  (t (:path \"~/.password-store\") deny)
+  (\"write_file\" nil deny)
+
+Rules are consulted for the calls that need a decision: dangerous
+tools, those at the levels in `agent-q-confirm-safety-levels' (over
+MCP, `agent-q-mcp-confirm-safety-levels'), and those whose guard asks
+\(a file outside the allowed directories, say).  A call that runs
+without asking is not affected: to subject a safe tool to rules, add
+its level to the option that confirms it.  A rule decides even when
+`agent-q-approval-function' is nil.
+
+Among the rules that match a call, deny wins over ask, and ask over
+allow, whatever their order.  Allow rules are narrower than the
+others, so that a doubt means asking:
+- a file argument that is remote, has a \"..\" component, or matches
+  `agent-q-sensitive-file-patterns' (as given or as its true name) is
+  never covered by an allow rule, with or without a :path; deny and
+  ask rules compare both the name as given (expanded) and its true
+  name, allow rules only the true name;
+- a call whose guard asks (its context has a reason) is allowed only
+  by a rule with a :path, and only if its files are local, not
+  sensitive and have a single hard link: a guard's reason for reading
+  a sensitive file, a hidden buffer or a remote file is always asked;
+- propose_file_edit's per-hunk review is the approval of what it
+  changes: only deny rules apply to it (nothing skips the review).
+
+Rules saved from the prompt (the \"s\" key) never allow a dangerous
+tool for every path: they need a :path whose fixed leading directory
+is neither /, nor the home directory, nor one of its ancestors.  A
+rule written here by hand may (that is the user's explicit choice).
+
+A malformed rule is ignored, with a warning."
+  :type '(repeat
+          (list :tag "Rule"
+                (choice :tag "Tool"
+                        (const :tag "Any tool" t)
+                        (string :tag "Tool name"))
+                (choice :tag "Calls"
+                        (const :tag "Every call" nil)
+                        (list :tag "Files under a directory glob"
+                              (const :format "" :path)
+                              (string :tag "Directory glob"))
+                        (list :tag "From a client"
+                              (const :format "" :client)
+                              (string :tag "Client name"))
+                        (list :tag "Files under a directory glob, from a client"
+                              (const :format "" :path)
+                              (string :tag "Directory glob")
+                              (const :format "" :client)
+                              (string :tag "Client name")))
+                (choice :tag "Decision"
+                        (const :tag "Allow without asking" allow)
+                        (const :tag "Always ask" ask)
+                        (const :tag "Deny without asking" deny))))
+  :group 'agent-q)
+
+(defvar agent-q-rules--session nil
+  "Rules saved from the approval prompt for this session only.
+Same shape as `agent-q-approval-rules', consulted before them.")
+
+(defconst agent-q-rules--path-keys '(:path :file :filename :directory :dir)
+  "Argument keys whose string values are file names that :path globs judge.")
+
+;;;; Reading rules
+
+(defun agent-q-rules--check (rule)
+  "Return nil when RULE is well formed, else why not (a string)."
+  (pcase rule
+    (`(,tool ,pattern ,decision)
+     (cond
+      ((not (or (eq tool t) (and (stringp tool) (not (string-empty-p tool)))))
+       "its TOOL is neither a tool name nor t")
+      ((not (memq decision '(allow ask deny)))
+       "its DECISION is not allow, ask or deny")
+      ((not (and (proper-list-p pattern) (cl-evenp (length pattern))))
+       "its PATTERN is not nil or a plist")
+      ((cl-loop for (key value) on pattern by #'cddr
+                thereis (or (not (memq key '(:path :client)))
+                            (not (stringp value)) (string-empty-p value)))
+       "its PATTERN has a key other than :path and :client, or a value that is not a non-empty string")
+      ((plist-get pattern :path)
+       (condition-case err
+           (progn (agent-q-rules--resolve-glob (plist-get pattern :path)) nil)
+         (error (error-message-string err))))))
+    (_ "it is not a list (TOOL PATTERN DECISION)")))
+
+(defvar agent-q-rules--warned nil
+  "Malformed rules already warned about, so that each is warned about once.")
+
+(defun agent-q-rules--warn (rule why)
+  "Warn once that RULE is ignored because of WHY."
+  (unless (member rule agent-q-rules--warned)
+    (push rule agent-q-rules--warned)
+    (display-warning 'agent-q
+                     (format "The approval rule %S is ignored: %s" rule why)
+                     :warning)))
+
+(defun agent-q-rules--resolve-glob (glob)
+  "Return the directory GLOB expanded, its fixed leading part resolved.
+`~' is expanded and the leading directories without wildcards are
+replaced by their true name, so that the glob is compared with true
+names.  Signal an error for a relative or remote GLOB, and for one with
+a . or .. component."
+  (when (string-empty-p glob)
+    (error "The glob is empty"))
+  (when (cl-some (lambda (c) (member c '("." ".."))) (split-string glob "/"))
+    (error "The glob %S has a . or .. component; write the directory it means" glob))
+  (unless (file-name-absolute-p glob)
+    (error "The glob %S is not absolute (write it from / or ~)" glob))
+  (when (file-remote-p glob)
+    (error "The glob %S is remote: remote files never match an approval rule" glob))
+  (let* ((split (agent-q--core-rule-glob-split (expand-file-name glob)))
+         (true (file-truename (car split))))
+    (if (string-empty-p (cdr split))
+        true
+      (concat (file-name-as-directory true) (cdr split)))))
+
+(defun agent-q-rules--home ()
+  "The true name of the home directory."
+  (directory-file-name (file-truename (expand-file-name "~"))))
+
+(defun agent-q-rules--broad-p (glob)
+  "Return non-nil when GLOB would cover nearly every file.
+See `agent-q-approval-rules'."
+  (agent-q--core-rule-glob-broad (agent-q-rules--resolve-glob glob) (agent-q-rules--home)))
+
+(defun agent-q-rules-describe (rule)
+  "A one-line description of RULE, e.g. \"allow read_file under ~/src for gptel\"."
+  (pcase-let ((`(,tool ,pattern ,decision) rule))
+    (concat (format "%s %s" decision (if (eq tool t) "any tool" tool))
+            (when-let ((glob (plist-get pattern :path))) (format " under %s" glob))
+            (when-let ((client (plist-get pattern :client))) (format " for %s" client))
+            (if (member rule agent-q-rules--session) " (saved for this session)" ""))))
+
+;;;; Matching a call
+
+(defun agent-q-rules--client-name (client)
+  "The name of CLIENT, its first word: \"claude-code\" for \"claude-code 2.1 (MCP)\"."
+  (and (stringp client)
+       (car (split-string client "[ \t]+" t))))
+
+(defun agent-q-rules--path-arguments (args)
+  "The file names among ARGS (a plist), the values of `agent-q-rules--path-keys'."
+  (and (proper-list-p args)
+       (cl-loop for (key value) on args by #'cddr
+                when (and (memq key agent-q-rules--path-keys) (stringp value))
+                collect value)))
+
+(defun agent-q-rules--remote-p (path)
+  "Non-nil when PATH is remote, or relative in a remote `default-directory'."
+  (or (file-remote-p path)
+      (and (not (file-name-absolute-p path)) (file-remote-p default-directory))))
+
+(defun agent-q-rules--names (path)
+  "The local names PATH stands for: (EXPANDED TRUE), or nil for a remote PATH."
+  (unless (agent-q-rules--remote-p path)
+    (let ((expanded (expand-file-name path)))
+      (list expanded (file-truename expanded)))))
+
+(defun agent-q-rules--trusted-p (path)
+  "Non-nil when an allow rule may judge PATH: local, without `..', not sensitive."
+  (and (not (string-empty-p path))
+       (not (agent-q-rules--remote-p path))
+       (not (member ".." (split-string path "[/\\\\]")))
+       (let ((names (agent-q-rules--names path)))
+         (not (and (fboundp 'agent-q-guard-sensitive-match)
+                   (apply #'agent-q-guard-sensitive-match names))))))
+
+(defun agent-q-rules--single-link-p (path)
+  "Non-nil unless PATH is a regular file with several hard links."
+  (let ((attrs (file-attributes (cadr (agent-q-rules--names path)))))
+    (or (null attrs) (file-attribute-type attrs)
+        (<= (file-attribute-link-number attrs) 1))))
+
+(defun agent-q-rules--covers-p (glob path strict)
+  "Non-nil when the directory GLOB covers PATH.
+STRICT (for allow rules) compares only PATH's true name; otherwise
+its expanded name counts too."
+  (let ((resolved (agent-q-rules--resolve-glob glob))
+        (names (agent-q-rules--names path)))
+    (and names
+         (cl-some (lambda (name) (agent-q--core-rule-glob-covers resolved name))
+                  (if strict (cdr names) names)))))
+
+(defun agent-q-rules--matches-p (rule tool-name args client)
+  "Return non-nil when RULE matches TOOL-NAME called with ARGS from CLIENT.
+Allow rules match strictly (see `agent-q-approval-rules')."
+  (pcase-let* ((`(,tool ,pattern ,decision) rule)
+               (glob (plist-get pattern :path))
+               (name (plist-get pattern :client))
+               (paths (agent-q-rules--path-arguments args))
+               (strict (eq decision 'allow)))
+    (and (or (eq tool t) (equal tool tool-name))
+         (or (null name) (equal name (agent-q-rules--client-name client)))
+         (if glob
+             (and paths
+                  (if strict
+                      (cl-every (lambda (p) (and (agent-q-rules--trusted-p p)
+                                                 (agent-q-rules--covers-p glob p t)))
+                                paths)
+                    (cl-some (lambda (p) (agent-q-rules--covers-p glob p nil)) paths)))
+           (or (not strict) (cl-every #'agent-q-rules--trusted-p paths))))))
+
+(defun agent-q-rules--allow-eligible-p (rule args context)
+  "Non-nil when the allow RULE may decide a call with ARGS in CONTEXT."
+  (let ((paths (agent-q-rules--path-arguments args))
+        (glob (plist-get (nth 1 rule) :path)))
+    (and (not (plist-get context :review))
+         (or (not (plist-get context :reason))
+             (and glob paths (cl-every #'agent-q-rules--single-link-p paths)))
+         ;; Defence in depth: a rule saved from the prompt never allows a dangerous
+         ;; tool everywhere, even if it got into the session list some other way.
+         (not (and (member rule agent-q-rules--session)
+                   (eq (plist-get context :safety-level) :dangerous)
+                   (or (null glob) (agent-q-rules--broad-p glob)))))))
+
+(defun agent-q-rules--all ()
+  "The rules in force: the session's, then `agent-q-approval-rules'.
+Malformed rules are left out, with a warning."
+  (cl-remove-if (lambda (rule)
+                  (let ((why (agent-q-rules--check rule)))
+                    (when why (agent-q-rules--warn rule why))
+                    why))
+                (append agent-q-rules--session
+                        (and (proper-list-p agent-q-approval-rules) agent-q-approval-rules))))
+
+(defun agent-q-rules-decide (tool-name args context)
+  "Return the rule deciding TOOL-NAME's call with ARGS, as (DECISION RULE), or nil.
+CONTEXT is the call's `agent-q-approval-context' (its :client,
+:safety-level, :reason and :review count).  DECISION is `deny', `ask'
+or `allow': deny rules win over ask rules, which win over allow
+rules; see `agent-q-approval-rules'.  Never signals: a rule that
+cannot be judged (an error resolving a name) does not match, and any
+other error means no rule decides (so the user is asked)."
+  (condition-case err
+      (agent-q-rules--decide tool-name args context)
+    (error (display-warning 'agent-q (format "Approval rules not applied: %s"
+                                             (error-message-string err))
+                            :warning)
+           nil)))
+
+(defun agent-q-rules--decide (tool-name args context)
+  "The body of `agent-q-rules-decide' for TOOL-NAME, ARGS and CONTEXT."
+  (let ((client (plist-get context :client))
+        (matching nil))
+    (dolist (rule (agent-q-rules--all))
+      (when (condition-case err
+                (agent-q-rules--matches-p rule tool-name args client)
+              (error (agent-q-rules--warn rule (error-message-string err)) nil))
+        (push rule matching)))
+    (setq matching (nreverse matching))
+    (let ((deny (cl-find 'deny matching :key #'cl-third))
+          (ask (cl-find 'ask matching :key #'cl-third))
+          (allow (cl-find-if (lambda (r)
+                               (and (eq (cl-third r) 'allow)
+                                    (ignore-errors (agent-q-rules--allow-eligible-p r args context))))
+                             matching)))
+      (cond
+       (deny (list 'deny deny))
+       ((plist-get context :review) nil)
+       (ask (list 'ask ask))
+       (allow (list 'allow allow))))))
+
+;;;; Saving a rule from the prompt
+
+(defun agent-q-rules--default-directory (args)
+  "The directory to offer for a rule about a call with ARGS, or nil.
+The directory of the first file argument's true name, abbreviated."
+  (let* ((path (car (agent-q-rules--path-arguments args)))
+         (names (and path (not (string-empty-p path)) (agent-q-rules--names path))))
+    (when names
+      (let ((true (cadr names)))
+        (abbreviate-file-name
+         (directory-file-name
+          (if (file-directory-p true) true (file-name-directory true))))))))
+
+(defun agent-q-rules--read-rule (tool-name args context)
+  "Read a rule about TOOL-NAME's call with ARGS in CONTEXT from the user.
+Return the rule, or nil when the user gave up."
+  (let* ((decision (pcase (read-char-choice-with-read-key
+                           (format "Rule for %s: (a)llow (d)eny as(k) (q)uit: " tool-name)
+                           '(?a ?d ?k ?q))
+                     (?a 'allow) (?d 'deny) (?k 'ask)))
+         (default (agent-q-rules--default-directory args))
+         (client (agent-q-rules--client-name (plist-get context :client))))
+    (when decision
+      (let* ((glob (string-trim
+                    (read-string (format "%s %s under the directory (a glob; empty: any file): "
+                                         decision tool-name)
+                                 default)))
+             (for-client (and client
+                              (y-or-n-p (format "Only for calls from %s? " client))))
+             (pattern (append (and (not (string-empty-p glob)) (list :path glob))
+                              (and for-client (list :client client)))))
+        (list tool-name pattern decision)))))
+
+(defun agent-q-rules--refusal (rule context)
+  "Why RULE, read from the prompt for a call in CONTEXT, cannot be saved, or nil."
+  (or (agent-q-rules--check rule)
+      (let ((glob (plist-get (nth 1 rule) :path)))
+        (and (eq (nth 2 rule) 'allow)
+             (eq (plist-get context :safety-level) :dangerous)
+             (or (null glob) (agent-q-rules--broad-p glob))
+             (format "a rule saved from the prompt cannot allow the dangerous tool %s %s; give a narrower directory (or write such a rule by hand in `agent-q-approval-rules')"
+                     (nth 0 rule)
+                     (if glob (format "under %s, which covers nearly every file" glob)
+                       "for every file"))))))
+
+(defun agent-q-rules-save-from-prompt (tool-name args context)
+  "Read a rule about TOOL-NAME's call with ARGS in CONTEXT, save it, apply it.
+This is the approval prompt's \"s\" key.  The rule defaults to this
+tool, the directory of the call's file argument (editable) and,
+when the user says so, the call's client.  It is kept for the
+session, or saved with `customize-save-variable' when the user asks
+to keep it.  Return the decision for this call when the new rules
+decide it: (:rule :approved TEXT) or (:rule :denied TEXT); nil to ask
+again (the user gave up, the rule was refused, or it asks)."
+  (let* ((rule (agent-q-rules--read-rule tool-name args context))
+         (refusal (and rule (agent-q-rules--refusal rule context))))
+    (cond
+     ((null rule) nil)
+     (refusal (message "agent-q: rule not saved: %s" refusal)
+              ;; Let the message be read before the prompt comes back over it.
+              (unless noninteractive (sit-for 2))
+              nil)
+     (t
+      (if (y-or-n-p (format "Keep \"%s\" in future sessions (saves `agent-q-approval-rules')? "
+                            (agent-q-rules-describe rule)))
+          (customize-save-variable 'agent-q-approval-rules
+                                   (append agent-q-approval-rules (list rule)))
+        (setq agent-q-rules--session (append agent-q-rules--session (list rule))))
+      (let ((ruling (agent-q-rules-decide tool-name args context)))
+        (pcase (car ruling)
+          ('allow (list :rule :approved (agent-q-rules-describe (cadr ruling))))
+          ('deny (list :rule :denied (agent-q-rules-describe (cadr ruling))))
+          (_ (message "agent-q: rule saved; it does not decide this call")
+             nil)))))))
+
+(defun agent-q-forget-session-rules ()
+  "Forget the approval rules saved from the prompt for this session."
+  (interactive)
+  (setq agent-q-rules--session nil))
+
+(provide 'agent-q-rules)
+
+;;; agent-q-rules.el ends here

@@ -1,0 +1,510 @@
+;;; agent-q-rules-test.el --- Approval rules against the real executor  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; `agent-q-approval-rules' with the real module, the built-in tools and
+;; real files: an allow rule runs a dangerous write without asking (and
+;; the audit names the rule), deny wins over allow, files outside the
+;; glob, behind a link or through ".." ask, client-scoped rules, rules
+;; saved from the real minibuffer prompt (and a dangerous match-all one
+;; refused), sensitive files and propose_file_edit's review never
+;; skipped, and the asynchronous executor honouring the same rules.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-q)
+
+(defvar agent-q-tools--review-driver)
+(defvar agent-q-tools--session-approved)
+(defvar agent-q--pending)
+(defvar agent-q--asking)
+(defvar agent-q--queue-timer)
+(defvar agent-q-allowed-directories)
+(declare-function agent-q-tools-review-accept-all "agent-q-tools" ())
+(declare-function agent-q-tools-review-finish "agent-q-tools" ())
+
+;;;; Helpers
+
+(defvar agent-q-rules-test--asks nil
+  "The approval requests of the current test: (TOOL ARGS CONTEXT), newest first.")
+
+(defun agent-q-rules-test--approver (answer)
+  "An approval function that records each request and returns ANSWER."
+  (lambda (tool args)
+    (push (list tool args agent-q-approval-context) agent-q-rules-test--asks)
+    answer))
+
+(defmacro agent-q-rules-test--with (dir registry &rest body)
+  "Run BODY with DIR a fresh directory (true name, allowed) and REGISTRY a registry.
+No rules are in force at first; the approval function records each
+request and denies; the audit goes to a fresh file."
+  (declare (indent 2) (debug (symbolp symbolp body)))
+  `(let* ((,dir (file-name-as-directory (file-truename (make-temp-file "agent-q-rules" t))))
+          (,registry (agent-q-make-registry))
+          (default-directory ,dir)
+          (agent-q-allowed-directories (list ,dir))
+          (agent-q-approval-rules nil)
+          (agent-q-rules--session nil)
+          (agent-q-rules--warned nil)
+          (agent-q-tools--session-approved nil)
+          (agent-q-client nil)
+          (agent-q-confirm-safety-levels '(:dangerous))
+          (agent-q-tool-execution-functions nil)
+          (agent-q-approval-function (agent-q-rules-test--approver :denied))
+          (agent-q-rules-test--asks nil)
+          (agent-q-audit-file (make-temp-file "agent-q-rules-audit" nil ".jsonl")))
+     (agent-q-register-builtin-tools ,registry)
+     (unwind-protect (progn ,@body)
+       (delete-file agent-q-audit-file)
+       (dolist (buffer (buffer-list))
+         (let ((file (buffer-file-name buffer)))
+           (when (and file (string-prefix-p ,dir file))
+             (with-current-buffer buffer (set-buffer-modified-p nil))
+             (kill-buffer buffer))))
+       (delete-directory ,dir t))))
+
+(defun agent-q-rules-test--call (registry tool args &optional client)
+  "Call TOOL with ARGS in REGISTRY synchronously, from CLIENT; return the result."
+  (let ((agent-q-client client))
+    (car (agent-q-execute-tool-calls (list (list :id "r" :name tool :arguments args))
+                                     registry))))
+
+(defun agent-q-rules-test--status (result)
+  "The status of RESULT: success, failure, denied or cancelled."
+  (plist-get (plist-get result :metadata) :status))
+
+(defun agent-q-rules-test--write (file content)
+  "Write CONTENT to FILE, making its directory."
+  (make-directory (file-name-directory file) t)
+  (let ((coding-system-for-write 'utf-8-unix))
+    (write-region content nil file nil 'silent)))
+
+(defun agent-q-rules-test--read (file)
+  "The contents of FILE."
+  (with-temp-buffer
+    (insert-file-contents file)
+    (buffer-string)))
+
+(defun agent-q-rules-test--buffer-text (file)
+  "The text of the buffer visiting FILE (a review applies there, unsaved)."
+  (with-current-buffer (find-file-noselect file)
+    (buffer-string)))
+
+(defun agent-q-rules-test--audit ()
+  "The records of the audit file, as alists."
+  (with-temp-buffer
+    (insert-file-contents agent-q-audit-file)
+    (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+            (split-string (buffer-string) "\n" t))))
+
+(defun agent-q-rules-test--wait (predicate)
+  "Process events until PREDICATE is non-nil, at most 10 seconds."
+  (let ((deadline (+ (float-time) 10)))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or (funcall predicate) (ert-fail "Timed out waiting"))))
+
+(defun agent-q-rules-test--run-async (registry calls &optional client)
+  "Run CALLS in REGISTRY asynchronously from CLIENT; wait for the results."
+  (let ((results :none)
+        (agent-q--pending nil)
+        (agent-q--asking nil)
+        (agent-q--queue-timer nil)
+        (agent-q-client client))
+    (agent-q-execute-tool-calls-async calls (lambda (r) (setq results r)) registry)
+    (agent-q-rules-test--wait (lambda () (not (eq results :none))))
+    results))
+
+;;;; Allow, deny, and what they cover
+
+(ert-deftest agent-q-rules-test-allow-runs-a-dangerous-write-without-asking ()
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules `(("write_file" (:path ,dir) allow)))
+    (let* ((file (expand-file-name "sub/a.txt" dir))
+           (r (agent-q-rules-test--call registry "write_file" `(:path ,file :content "ruled\n"))))
+      (should (equal "success" (agent-q-rules-test--status r)))
+      (should (plist-get (plist-get r :metadata) :approved))
+      (should-not agent-q-rules-test--asks)
+      (should (equal "ruled\n" (agent-q-rules-test--read file)))
+      (let ((records (agent-q-rules-test--audit))
+            (text (format "allow write_file under %s" dir)))
+        (should records)
+        (dolist (record records)
+          (should (equal "rule" (alist-get 'decision record)))
+          (should (equal text (alist-get 'rule record)))))
+      (with-current-buffer agent-q-log-buffer-name
+        (should (string-match-p (regexp-quote (format "by the rule: allow write_file under %s" dir))
+                                (buffer-string)))))))
+
+(ert-deftest agent-q-rules-test-deny-wins-over-allow-in-any-order ()
+  (agent-q-rules-test--with dir registry
+    (let ((secret (expand-file-name "secret/x.txt" dir))
+          (ok (expand-file-name "ok.txt" dir))
+          (allow `("write_file" (:path ,dir) allow))
+          (deny `(t (:path ,(concat dir "secret")) deny)))
+      (dolist (rules (list (list allow deny) (list deny allow)))
+        (setq agent-q-approval-rules rules
+              agent-q-rules-test--asks nil)
+        (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,secret :content "no"))))
+          (should (equal "denied" (agent-q-rules-test--status r)))
+          (should (equal (format "Tool execution denied by the user's approval rule: deny any tool under %ssecret" dir)
+                         (plist-get r :content)))
+          (should-not (file-exists-p secret))
+          (should-not agent-q-rules-test--asks))
+        (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,ok :content "yes"))))
+          (should (equal "success" (agent-q-rules-test--status r)))
+          (should-not agent-q-rules-test--asks)))
+      (should (equal "rule" (alist-get 'decision (car (agent-q-rules-test--audit))))))))
+
+(ert-deftest agent-q-rules-test-outside-the-glob-asks ()
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules `(("write_file" (:path ,(concat dir "sub")) allow)))
+    (make-directory (expand-file-name "sub" dir))
+    (dolist (path (list (expand-file-name "other.txt" dir)
+                        (expand-file-name "subx/a.txt" dir)
+                        ;; ".." is refused, even where it would lead back under the glob.
+                        (concat dir "sub/../other.txt")
+                        (concat dir "sub/../sub/a.txt")
+                        ;; A remote file never matches an allow rule (nothing connects).
+                        (concat "/ssh:nowhere.invalid:" dir "sub/a.txt")))
+      (setq agent-q-rules-test--asks nil)
+      (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,path :content "x"))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should (equal "write_file" (car (car agent-q-rules-test--asks))))))
+    (should-not (file-exists-p (expand-file-name "other.txt" dir)))
+    (should-not (file-exists-p (expand-file-name "sub/a.txt" dir)))
+    ;; A relative name is judged where it lands.
+    (let ((r (agent-q-rules-test--call registry "write_file" '(:path "sub/rel.txt" :content "r"))))
+      (should (equal "success" (agent-q-rules-test--status r))))))
+
+(ert-deftest agent-q-rules-test-a-link-out-of-the-glob-asks ()
+  (agent-q-rules-test--with dir registry
+    (let* ((outside (file-name-as-directory (file-truename (make-temp-file "agent-q-rules-out" t))))
+           (target (expand-file-name "target.txt" outside))
+           (link (expand-file-name "sub/link.txt" dir)))
+      (unwind-protect
+          (progn
+            (agent-q-rules-test--write target "original\n")
+            (make-directory (expand-file-name "sub" dir))
+            (make-symbolic-link target link)
+            (setq agent-q-approval-rules `(("write_file" (:path ,(concat dir "sub")) allow)))
+            (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,link :content "pwned\n"))))
+              (should (equal "denied" (agent-q-rules-test--status r)))
+              (should agent-q-rules-test--asks)
+              (should (equal "original\n" (agent-q-rules-test--read target))))
+            ;; A glob whose leading directory is a link is resolved too: a link to
+            ;; the outside directory covers the files in it.
+            (let ((dir-link (expand-file-name "out-link" dir)))
+              (make-symbolic-link outside dir-link)
+              (setq agent-q-approval-rules `(("write_file" (:path ,dir-link) allow))
+                    agent-q-rules-test--asks nil)
+              (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,target :content "new\n"))))
+                (should (equal "success" (agent-q-rules-test--status r)))
+                (should-not agent-q-rules-test--asks))))
+        (delete-directory outside t)))))
+
+(ert-deftest agent-q-rules-test-client-scoped-rule ()
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules `(("write_file" (:path ,dir :client "claude-code") allow)))
+    (let ((file (expand-file-name "c.txt" dir)))
+      (dolist (client '(nil "gptel" "claude-codex 1.0 (MCP)"))
+        (setq agent-q-rules-test--asks nil)
+        (should (equal "denied" (agent-q-rules-test--status
+                                 (agent-q-rules-test--call registry "write_file"
+                                                           `(:path ,file :content "x") client))))
+        (should agent-q-rules-test--asks))
+      (should-not (file-exists-p file))
+      (setq agent-q-rules-test--asks nil)
+      (should (equal "success" (agent-q-rules-test--status
+                                (agent-q-rules-test--call registry "write_file"
+                                                          `(:path ,file :content "x")
+                                                          "claude-code 2.1.197 (MCP)"))))
+      (should-not agent-q-rules-test--asks)
+      (should (equal "claude-code 2.1.197 (MCP)"
+                     (alist-get 'client (car (last (agent-q-rules-test--audit)))))))))
+
+(ert-deftest agent-q-rules-test-ask-rule-asks-and-the-prompt-says-so ()
+  (agent-q-rules-test--with dir registry
+    (let* ((file (expand-file-name "q.txt" dir))
+           (prompt nil)
+           (agent-q-approval-function #'agent-q-approve-in-minibuffer))
+      (setq agent-q-approval-rules `(("write_file" (:path ,dir) allow)
+                                     ("write_file" nil ask)))
+      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                 (lambda (p _chars &rest _) (setq prompt p) ?a)))
+        ;; "a" approves for the session; the ask rule still asks next time.
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "write_file" `(:path ,file :content "1")))))
+        (should (string-match-p "\\[asked by the rule: ask write_file\\]" prompt))
+        (setq prompt nil)
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "write_file" `(:path ,file :content "2")))))
+        (should prompt)
+        (should (equal "approved" (alist-get 'decision (car (last (agent-q-rules-test--audit))))))))))
+
+(ert-deftest agent-q-rules-test-the-custom-type-takes-the-documented-shapes ()
+  (require 'wid-edit)
+  (require 'cus-edit)
+  (let ((widget (widget-convert (get 'agent-q-approval-rules 'custom-type))))
+    (should (widget-apply widget :match
+                          '(("read_file" (:path "~/src" :client "claude-code") allow)
+                            ("write_file" (:path "~/src/notes") allow)
+                            ("eval_form" (:client "claude-code") ask)
+                            (t (:path "~/.password-store") deny)
+                            ("write_file" nil deny))))
+    (dolist (bad '((("write_file" nil maybe))
+                   (("write_file" (:paht "~/src") allow))
+                   ((write_file nil allow))
+                   (("write_file" nil))))
+      (should-not (widget-apply widget :match bad)))))
+
+(ert-deftest agent-q-rules-test-malformed-rules-are-ignored-with-a-warning ()
+  (agent-q-rules-test--with dir registry
+    (let ((warnings nil)
+          (file (expand-file-name "m.txt" dir)))
+      (setq agent-q-approval-rules `(("write_file" (:path ,(concat dir "../" (file-name-nondirectory (directory-file-name dir)))) allow)
+                                     ("write_file" (:path "relative/dir") allow)
+                                     ("write_file" (:paht ,dir) allow)
+                                     ("write_file" nil maybe)
+                                     "write_file"))
+      (cl-letf (((symbol-function 'display-warning)
+                 (lambda (_type message &rest _) (push message warnings))))
+        (should (equal "denied" (agent-q-rules-test--status
+                                 (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x")))))
+        (should agent-q-rules-test--asks)
+        (should (= 5 (length warnings)))
+        (should (cl-some (lambda (w) (string-match-p "\\.\\. component" w)) warnings))
+        (should (cl-some (lambda (w) (string-match-p "not absolute" w)) warnings))
+        (should (cl-some (lambda (w) (string-match-p "not allow, ask or deny" w)) warnings))
+        ;; Each is warned about once.
+        (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x"))
+        (should (= 5 (length warnings)))))))
+
+;;;; What rules never skip
+
+(ert-deftest agent-q-rules-test-sensitive-files-still-ask ()
+  (agent-q-rules-test--with dir registry
+    (let* ((other (file-name-as-directory (file-truename (make-temp-file "agent-q-rules-src" t))))
+           (notes (expand-file-name "notes.txt" other))
+           (env (expand-file-name ".env" other)))
+      (unwind-protect
+          (progn
+            (agent-q-rules-test--write notes "plain notes\n")
+            (agent-q-rules-test--write env "TOKEN=hunter2\n")
+            (setq agent-q-approval-rules `(("read_file" (:path ,other :client "claude-code") allow)
+                                           (t (:path ,other) allow)))
+            ;; The issue's example: a read outside the allowed directories, which the
+            ;; guard asks about, is allowed by the rule.
+            (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,notes) "claude-code 2 (MCP)")))
+              (should (equal "success" (agent-q-rules-test--status r)))
+              (should (string-match-p "plain notes" (plist-get r :content)))
+              (should-not agent-q-rules-test--asks)
+              (should (equal "rule" (alist-get 'decision (car (last (agent-q-rules-test--audit)))))))
+            ;; A sensitive file is asked about, and the guard's reason says why.
+            (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,env) "claude-code 2 (MCP)")))
+              (should (equal "denied" (agent-q-rules-test--status r)))
+              (should-not (string-match-p "hunter2" (plist-get r :content)))
+              (should (string-match-p "sensitive file pattern"
+                                      (plist-get (nth 2 (car agent-q-rules-test--asks)) :reason))))
+            ;; So is a write to one, which no guard asks about.
+            (setq agent-q-rules-test--asks nil)
+            (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,env :content "TOKEN=x\n"))))
+              (should (equal "denied" (agent-q-rules-test--status r)))
+              (should agent-q-rules-test--asks)
+              (should (equal "TOKEN=hunter2\n" (agent-q-rules-test--read env))))
+            ;; And a file with several hard links (another name may be sensitive).
+            (setq agent-q-rules-test--asks nil)
+            (add-name-to-file notes (expand-file-name "twin.txt" other))
+            (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,notes) "claude-code 2 (MCP)")))
+              (should (equal "denied" (agent-q-rules-test--status r)))
+              (should (equal '("read_file") (mapcar #'car agent-q-rules-test--asks)))))
+        (delete-directory other t)))))
+
+(ert-deftest agent-q-rules-test-propose-file-edit-is-still-reviewed ()
+  (agent-q-rules-test--with dir registry
+    (let* ((file (expand-file-name "e.txt" dir))
+           (reviewed 0)
+           (agent-q-approval-function #'agent-q-approve-in-minibuffer)
+           (agent-q-tools--review-driver
+            (lambda (buffer)
+              (cl-incf reviewed)
+              (with-current-buffer buffer
+                (agent-q-tools-review-accept-all)
+                (agent-q-tools-review-finish)))))
+      (agent-q-rules-test--write file "old line\n")
+      (setq agent-q-approval-rules `(("propose_file_edit" (:path ,dir) allow)
+                                     (t (:path ,dir) ask)))
+      (let ((r (agent-q-rules-test--call registry "propose_file_edit"
+                                         `(:path ,file :original "old line" :modified "new line"
+                                                 :description "d"))))
+        (should (equal "success" (agent-q-rules-test--status r)))
+        (should (= 1 reviewed))
+        (should (equal "new line\n" (agent-q-rules-test--buffer-text file)))
+        (should (equal "review" (alist-get 'decision (car (last (agent-q-rules-test--audit)))))))
+      ;; A deny rule refuses it before any review.
+      (setq agent-q-approval-rules `(("propose_file_edit" (:path ,dir) deny)))
+      (let ((r (agent-q-rules-test--call registry "propose_file_edit"
+                                         `(:path ,file :original "new line" :modified "newer"
+                                                 :description "d"))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should (= 1 reviewed))
+        (should (equal "new line\n" (agent-q-rules-test--buffer-text file)))))))
+
+;;;; Rules saved from the prompt
+
+(defmacro agent-q-rules-test--answering (keys answers &rest body)
+  "Run BODY typing KEYS at the prompt, the strings read being the defaults.
+ANSWERS are the successive answers to `y-or-n-p'.  The prompts read
+are recorded in `prompts'."
+  (declare (indent 2))
+  `(let ((unread-command-events (listify-key-sequence (kbd ,keys)))
+         (yes-no ,answers)
+         (prompts nil))
+     (cl-letf (((symbol-function 'read-string)
+                (lambda (prompt &optional initial &rest _)
+                  (push (cons prompt initial) prompts)
+                  (if (functionp 'agent-q-rules-test--typed)
+                      (funcall 'agent-q-rules-test--typed initial)
+                    initial)))
+               ((symbol-function 'y-or-n-p)
+                (lambda (prompt)
+                  (push prompt prompts)
+                  (if yes-no (pop yes-no) (ert-fail (format "Unexpected question: %s" prompt))))))
+       ,@body)))
+
+(ert-deftest agent-q-rules-test-a-rule-saved-from-the-prompt ()
+  (agent-q-rules-test--with dir registry
+    (let* ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
+           (first (expand-file-name "p/one.txt" dir))
+           (second (expand-file-name "p/deeper/two.txt" dir)))
+      (make-directory (expand-file-name "p/deeper" dir) t)
+      (agent-q-rules-test--answering "s a" '(t nil)
+        (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,first :content "1")
+                                           "claude-code 2.1 (MCP)")))
+          (should (equal "success" (agent-q-rules-test--status r)))
+          ;; The directory offered is that of the file, editable.
+          (should (equal (directory-file-name (concat dir "p"))
+                         (cdr (cl-find-if #'consp prompts))))
+          (should (member "Only for calls from claude-code? " prompts))
+          (should-not unread-command-events)))
+      (should (equal agent-q-rules--session
+                     `(("write_file" (:path ,(concat dir "p") :client "claude-code") allow))))
+      (should-not agent-q-approval-rules)
+      (should (equal (format "allow write_file under %sp for claude-code (saved for this session)" dir)
+                     (alist-get 'rule (car (last (agent-q-rules-test--audit))))))
+      ;; The next call under that directory from that client runs without a prompt.
+      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                 (lambda (&rest _) (ert-fail "asked again"))))
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "write_file"
+                                                            `(:path ,second :content "2")
+                                                            "claude-code 2.1 (MCP)")))))
+      (should (equal "2" (agent-q-rules-test--read second)))
+      ;; Kept for future sessions: saved with Customize, in `custom-file'.
+      (let* ((custom-file (make-temp-file "agent-q-rules-custom" nil ".el"))
+             (user-init-file custom-file)
+             (third (expand-file-name "q/three.txt" dir)))
+        (unwind-protect
+            (progn
+              (make-directory (expand-file-name "q" dir))
+              (agent-q-rules-test--answering "s d" '(nil t)
+                (should (equal "denied" (agent-q-rules-test--status
+                                         (agent-q-rules-test--call registry "write_file"
+                                                                   `(:path ,third :content "3")
+                                                                   "gptel")))))
+              (should-not (file-exists-p third))
+              (should (equal agent-q-approval-rules `(("write_file" (:path ,(concat dir "q")) deny))))
+              (should (string-match-p (regexp-quote (format "(\"write_file\" (:path \"%sq\") deny)" dir))
+                                      (agent-q-rules-test--read custom-file))))
+          (delete-file custom-file)
+          ;; Forget what Customize recorded, for the tests that follow.
+          (dolist (prop '(saved-value theme-value customized-value))
+            (put 'agent-q-approval-rules prop nil)))))))
+
+(ert-deftest agent-q-rules-test-a-dangerous-match-all-rule-from-the-prompt-is-refused ()
+  (agent-q-rules-test--with dir registry
+    (let* ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
+           (file (expand-file-name "x.txt" dir))
+           (home (directory-file-name (file-truename (expand-file-name "~")))))
+      (dolist (typed (list "" "/" "/*/x" home (file-name-directory home)))
+        (cl-letf (((symbol-function 'agent-q-rules-test--typed) (lambda (_) typed)))
+          ;; s a: save "allow" for the typed directory -- refused, so the prompt
+          ;; comes back, and n denies.
+          (agent-q-rules-test--answering "s a n" nil
+            (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x"))))
+              (should (equal "denied" (agent-q-rules-test--status r)))
+              (should-not unread-command-events)))))
+      (should-not agent-q-rules--session)
+      (should-not agent-q-approval-rules)
+      (should-not (file-exists-p file))
+      ;; Written by hand, the same rule is the user's explicit choice.
+      (setq agent-q-approval-rules '(("write_file" nil allow)))
+      (should (equal "success" (agent-q-rules-test--status
+                                (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x")))))
+      ;; A cautious tool may be allowed everywhere from the prompt.
+      (let ((agent-q-confirm-safety-levels '(:dangerous :cautious)))
+        (agent-q-rules-test--answering "s a" '(nil nil)
+          (cl-letf (((symbol-function 'agent-q-rules-test--typed) (lambda (_) "")))
+            (should (equal "success" (agent-q-rules-test--status
+                                      (agent-q-rules-test--call registry "eval_form" '(:form "(+ 1 2)")))))))
+        (should (equal agent-q-rules--session '(("eval_form" nil allow))))))))
+
+;;;; The asynchronous executor
+
+(ert-deftest agent-q-rules-test-the-asynchronous-executor-honours-rules ()
+  (agent-q-rules-test--with dir registry
+    (let ((allowed (expand-file-name "a/x.txt" dir))
+          (denied (expand-file-name "d/x.txt" dir))
+          (asked (expand-file-name "x.txt" dir)))
+      (setq agent-q-approval-rules `(("write_file" (:path ,(concat dir "a") :client "llm") allow)
+                                     ("write_file" (:path ,(concat dir "d")) deny)))
+      (let ((results (agent-q-rules-test--run-async
+                      registry
+                      `((:id "1" :name "write_file" :arguments (:path ,allowed :content "a"))
+                        (:id "2" :name "write_file" :arguments (:path ,denied :content "d"))
+                        (:id "3" :name "write_file" :arguments (:path ,asked :content "q")))
+                      "llm")))
+        (should (equal '("success" "denied" "denied")
+                       (mapcar #'agent-q-rules-test--status results)))
+        (should (string-match-p "denied by the user's approval rule: deny write_file"
+                                (plist-get (nth 1 results) :content)))
+        (should (equal "User denied tool execution" (plist-get (nth 2 results) :content)))
+        ;; Only the call no rule decided was asked about.
+        (should (equal (list asked) (mapcar (lambda (a) (plist-get (nth 1 a) :path))
+                                            agent-q-rules-test--asks)))
+        (should (equal "a" (agent-q-rules-test--read allowed)))
+        (should-not (file-exists-p denied))
+        (should (equal '("rule" "rule" "denied")
+                       (mapcar (lambda (r) (alist-get 'decision r))
+                               (cl-remove-if-not (lambda (r) (member (alist-get 'event r) '("result" "denied")))
+                                                 (agent-q-rules-test--audit)))))))))
+
+(ert-deftest agent-q-rules-test-mcp-style-calls-honour-client-rules ()
+  ;; The MCP server's driver: `agent-q--execute-async' confirming cautious
+  ;; tools, the client named with its version and "(MCP)".
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules '(("eval_form" (:client "claude-code") allow)
+                                   ("compile_form" nil deny)))
+    (let ((results :none)
+          (agent-q--pending nil)
+          (agent-q--asking nil)
+          (agent-q--queue-timer nil))
+      (agent-q--execute-async '((:id "1" :name "eval_form" :arguments (:form "(+ 40 2)"))
+                                (:id "2" :name "compile_form" :arguments (:form "(+ 1 1)"))
+                                (:id "3" :name "macroexpand_form" :arguments (:form "(when t 1)")))
+                              (lambda (r) (setq results r))
+                              registry
+                              :client "claude-code 2.1.197 (MCP)"
+                              :confirm '(:cautious :dangerous)
+                              :audit-all t)
+      (agent-q-rules-test--wait (lambda () (not (eq results :none))))
+      (should (equal '("success" "denied" "denied") (mapcar #'agent-q-rules-test--status results)))
+      (should (string-match-p "42" (plist-get (car results) :content)))
+      (should (equal '("macroexpand_form") (mapcar #'car agent-q-rules-test--asks))))))
+
+(provide 'agent-q-rules-test)
+
+;;; agent-q-rules-test.el ends here
