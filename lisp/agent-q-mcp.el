@@ -112,13 +112,15 @@ idle timeouts (Claude Code gives up on a call idle for about 300 s)."
 ;;;; Starting and stopping
 
 ;;;###autoload
-(defun agent-q-mcp-start ()
+(defun agent-q-mcp-start (&optional interactive)
   "Start serving agent-q's tools to MCP clients on 127.0.0.1.
 The URL and a fresh token go into `agent-q-mcp-connection-file'; see
-`agent-q-mcp-status' for ready-made commands to connect a client."
-  (interactive)
+`agent-q-mcp-status' for ready-made commands to connect a client.
+Return the URL.  When the server runs already, do nothing (and, if
+INTERACTIVE, as when called as a command, say so)."
+  (interactive (list t))
   (if (agent-q-mcp-running-p)
-      (when (called-interactively-p 'interactive)
+      (when interactive
         (message "agent-q: the MCP server is already running at %s" agent-q-mcp--url))
     (agent-q--ensure-channel)
     (let ((token (agent-q--core-mcp-make-token)))
@@ -135,11 +137,12 @@ The URL and a fresh token go into `agent-q-mcp-connection-file'; see
              agent-q-mcp--url))
   agent-q-mcp--url)
 
-(defun agent-q-mcp-stop ()
+(defun agent-q-mcp-stop (&optional interactive)
   "Stop the MCP server: release its port, remove the connection file.
 Calls still waiting are withdrawn (nothing more of them runs) and their
-clients get an error."
-  (interactive)
+clients get an error.  Return t if it was running.  INTERACTIVE, as
+when called as a command, means say that it stopped."
+  (interactive (list t))
   (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
     (maphash (lambda (_key entry)
                (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
@@ -152,7 +155,7 @@ clients get an error."
     (remove-hook 'kill-emacs-hook #'agent-q-mcp-stop)
     (agent-q-mcp--delete-connection-file)
     (setq agent-q-mcp--url nil agent-q-mcp--token nil)
-    (when (and was (called-interactively-p 'interactive))
+    (when (and was interactive)
       (message "agent-q: MCP server stopped"))
     was))
 
@@ -268,19 +271,21 @@ An unknown tool is left to the executor, which says so."
 
 ;;;; Status
 
-(defun agent-q-mcp-status ()
+(defun agent-q-mcp-status (&optional interactive)
   "Show the MCP server's state and copy a command that connects Claude Code.
-Return a plist (:url URL :token TOKEN :pending N :connection-file FILE),
-or nil when the server is not running."
-  (interactive)
+Return a plist (:url URL :token TOKEN :pending N :connection-file FILE
+:command COMMAND), or nil when the server is not running.  INTERACTIVE,
+as when called as a command, means show the state in the echo area
+and put COMMAND in the kill ring."
+  (interactive (list t))
   (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status))))
     (if (not status)
-        (progn (when (called-interactively-p 'interactive)
+        (progn (when interactive
                  (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)"))
                nil)
       (let ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
                              agent-q-mcp--url agent-q-mcp--token)))
-        (when (called-interactively-p 'interactive)
+        (when interactive
           (kill-new command)
           (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s.  Copied: %s"
                    agent-q-mcp--url (plist-get status :pending)
