@@ -221,6 +221,24 @@ An unknown tool is left to the executor, which says so."
 
 ;;;; Calls
 
+(defconst agent-q-mcp--max-client-chars 60
+  "The most characters of an MCP client's name and version shown to the user.")
+
+(defun agent-q-mcp--client-label (client)
+  "How the prompt, the review and the audit log name CLIENT.
+CLIENT is \"NAME VERSION\" as the MCP client introduced itself: its
+own claim, so control and bidirectional formatting characters become
+spaces and it is cut to `agent-q-mcp--max-client-chars' characters,
+lest a name such as \"x wants to run read_file [safe]\" followed by
+newlines write the approval prompt.  \" (MCP)\" is appended, so that no
+MCP client can pass for a bridge (gptel, llm) or claim its approvals."
+  (let* ((text (replace-regexp-in-string
+                "[[:cntrl:]\u200e\u200f\u202a-\u202e\u2066-\u2069]+" " "
+                (if (and (stringp client) (not (string-blank-p client))) client "unknown")))
+         (text (string-trim (replace-regexp-in-string "  +" " " text))))
+    (concat (truncate-string-to-width text agent-q-mcp--max-client-chars nil nil "...")
+            " (MCP)")))
+
 (defun agent-q-mcp--drain ()
   "Take the server's events and act on them."
   (when (fboundp 'agent-q--core-mcp-take)
@@ -246,7 +264,7 @@ An unknown tool is left to the executor, which says so."
                         (agent-q--core-mcp-complete key (not (plist-get result :success))
                                                     (plist-get result :content))))
                     nil
-                    :client (concat client " (MCP)")
+                    :client (agent-q-mcp--client-label client)
                     :confirm agent-q-mcp-confirm-safety-levels
                     :audit-all t)))
         (puthash key (cons batch nil) agent-q-mcp--calls)
