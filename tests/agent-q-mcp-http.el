@@ -138,11 +138,24 @@ answer `initialize' as the specification says."
   "Start a tools/call of TOOL with ARGUMENTS (a plist) in SESSION; return the process.
 URL and TOKEN reach the server.  Read the result with
 `agent-q-mcp-http-call-result'."
-  (agent-q-mcp-http-post
-   url (agent-q-mcp-http-json "tools/call" (cl-incf agent-q-mcp-http--next-id)
-                              (list :name tool
-                                    :arguments (or arguments (make-hash-table))))
-   :token token :session session))
+  (let* ((id (cl-incf agent-q-mcp-http--next-id))
+         (process (agent-q-mcp-http-post
+                   url (agent-q-mcp-http-json "tools/call" id
+                                              (list :name tool
+                                                    :arguments (or arguments (make-hash-table))))
+                   :token token :session session)))
+    (process-put process 'agent-q-mcp-id id)
+    process))
+
+(defun agent-q-mcp-http-cancel (url token session call)
+  "Send notifications/cancelled for the tools/call of the process CALL in SESSION.
+URL and TOKEN reach the server.  Return the HTTP status."
+  (plist-get (agent-q-mcp-http-request
+              url (agent-q-mcp-http-json "notifications/cancelled" nil
+                                         (list :requestId (process-get call 'agent-q-mcp-id)
+                                               :reason "the test cancelled it"))
+              :token token :session session)
+             :status))
 
 (defun agent-q-mcp-http-call-result (process &optional seconds)
   "Wait up to SECONDS for the tools/call of PROCESS; return (:error BOOL :text TEXT).

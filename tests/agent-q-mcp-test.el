@@ -380,6 +380,81 @@ Decisions go to `agent-q-approval-function', which BODY binds."
             (should (eql (plist-get (agent-q-mcp-status) :pending) 0)))
         (agent-q-remove-tool "mcp_test_count")))))
 
+;;;; Cancellation and the audit
+
+(defun agent-q-mcp-test--no-success (call)
+  "Check that the cancelled tools/call of the process CALL ended with no success.
+The specification says a cancelled request gets no response; the
+stream ends, at most with an error result."
+  (let* ((answer (agent-q-mcp-http-response call))
+         (response (cl-find-if (lambda (m) (plist-member m :id)) (plist-get answer :messages)))
+         (result (plist-get response :result)))
+    (should (eql (plist-get answer :status) 200))
+    (should (or (null response) (eq (plist-get result :isError) t)))))
+
+(ert-deftest agent-q-mcp-test-cancelled-calls-run-nothing ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token))
+           (target (agent-q-mcp-test--temp-file "line 1\nline 2\n"))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :later)))
+      (unwind-protect
+          (progn
+            ;; A write waiting for its approval, withdrawn by the client:
+            (let ((call (agent-q-mcp-http-call-start url token session "write_file"
+                                                     (list :path target :content "x\n"))))
+              (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
+              (should (= (length agent-q--pending) 1))
+              (should (eql (agent-q-mcp-http-cancel url token session call) 202))
+              (agent-q-mcp-test--no-success call)
+              ;; the decision is no longer pending, and nothing ran.
+              (agent-q-mcp-http-wait (lambda () (null agent-q--pending)) 10 "the withdrawal")
+              (should (equal (agent-q-mcp-test--file target) "line 1\nline 2\n")))
+            ;; An edit under review, withdrawn by the client: the review closes.
+            (let* ((agent-q-approval-function (lambda (&rest _) :approved)) ; reading it
+                   (call (agent-q-mcp-http-call-start
+                          url token session "propose_file_edit"
+                          (list :path target :original "line 1\nline 2\n"
+                                :modified "line 1\nLINE 2\n" :description "An edit")))
+                   (review nil))
+              (agent-q-mcp-http-wait
+               (lambda ()
+                 (setq review (cl-find-if (lambda (b) (string-prefix-p "*agent-q-diff: " (buffer-name b)))
+                                          (buffer-list))))
+               20 "the review buffer")
+              (should (eql (agent-q-mcp-http-cancel url token session call) 202))
+              (agent-q-mcp-test--no-success call)
+              (agent-q-mcp-http-wait (lambda () (not (buffer-live-p review))) 10 "the review to close")
+              (should-not agent-q--pending)
+              (should (equal (agent-q-mcp-test--file target) "line 1\nline 2\n"))))
+        (delete-file target)))))
+
+(ert-deftest agent-q-mcp-test-the-audit-names-the-client ()
+  (agent-q-mcp-test--with
+    (let* ((agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+           (url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token "codex-mcp-client" "0.159.3"))
+           (agent-q-approval-function (lambda (&rest _) :approved)))
+      (should (equal (agent-q-mcp-http-call url token session "function_arglist" (list :function "car"))
+                     '(:error nil :text "(car LIST)")))
+      (should (equal (agent-q-mcp-http-call url token session "eval_form" (list :form "(+ 1 2)"))
+                     '(:error nil :text "Value: 3")))
+      (let ((entries (with-temp-buffer
+                       (insert-file-contents agent-q-audit-file)
+                       (mapcar (lambda (line) (json-parse-string line :object-type 'plist))
+                               (split-string (buffer-string) "\n" t)))))
+        ;; Every MCP call is audited, safe ones included, with its client.
+        (should (equal (mapcar (lambda (e) (list (plist-get e :event) (plist-get e :tool)
+                                                 (plist-get e :decision)))
+                               entries)
+                       '(("run" "function_arglist" "auto") ("result" "function_arglist" "auto")
+                         ("run" "eval_form" "approved") ("result" "eval_form" "approved"))))
+        (should (cl-every (lambda (e) (equal (plist-get e :client) "codex-mcp-client 0.159.3 (MCP)"))
+                          entries))))))
+
 ;;;; Emacs exiting with a call pending
 
 (defun agent-q-mcp-test--child (dir how)
