@@ -57,7 +57,8 @@ value\" strings.  Read the answer with `agent-q-mcp-http-response'."
     process))
 
 (defun agent-q-mcp-http--parse (text)
-  "Parse TEXT, curl's -i output, into (:status N :headers ALIST :body BODY :messages LIST)."
+  "Parse TEXT, curl's -i output.
+Return (:status N :headers ALIST :body BODY :messages LIST)."
   (let* ((text (replace-regexp-in-string "\r" "" text))
          (split (string-search "\n\n" text))
          (head (if split (substring text 0 split) text))
@@ -135,7 +136,8 @@ answer `initialize' as the specification says."
   "The id of the next request `agent-q-mcp-http-call-start' sends.")
 
 (defun agent-q-mcp-http-call-start (url token session tool arguments)
-  "Start a tools/call of TOOL with ARGUMENTS (a plist) in SESSION; return the process.
+  "Start a tools/call of TOOL with ARGUMENTS (a plist) in SESSION.
+Return the curl process.
 URL and TOKEN reach the server.  Read the result with
 `agent-q-mcp-http-call-result'."
   (let* ((id (cl-incf agent-q-mcp-http--next-id))
@@ -158,7 +160,8 @@ URL and TOKEN reach the server.  Return the HTTP status."
              :status))
 
 (defun agent-q-mcp-http-call-result (process &optional seconds)
-  "Wait up to SECONDS for the tools/call of PROCESS; return (:error BOOL :text TEXT).
+  "Wait up to SECONDS for the tools/call of PROCESS.
+Return (:error BOOL :text TEXT).
 Fails the test unless the answer is an HTTP 200 carrying a result."
   (let* ((answer (agent-q-mcp-http-response process seconds))
          (response (cl-find-if (lambda (m) (plist-member m :id)) (plist-get answer :messages)))

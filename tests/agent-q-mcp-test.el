@@ -458,7 +458,8 @@ stream ends, at most with an error result."
 ;;;; Emacs exiting with a call pending
 
 (defun agent-q-mcp-test--child (dir how)
-  "Serve MCP from a child Emacs in DIR, keep a write_file call pending, end it by HOW.
+  "Serve MCP from a child Emacs in DIR; end it by HOW with a call pending.
+The pending call is a write_file waiting for its approval.
 HOW is `kill-emacs' (the child calls it) or `sigterm'.  Return a plist:
 :result (the client's answer), :connection (whether the connection
 file remains), :target (the file's text afterwards)."
