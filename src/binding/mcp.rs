@@ -13,6 +13,7 @@ use std::time::Duration;
 use emacs::{defun, Env, IntoLisp, Result, Value};
 use serde_json::Value as Json;
 
+use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
 use crate::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
@@ -56,7 +57,10 @@ fn mcp_make_token(env: &Env) -> Result<String> {
 /// Emacs through it. Return the URL of its endpoint. Signals when it is running already or the
 /// port cannot be bound.
 #[defun]
-fn mcp_start(env: &Env, port: i64, token: String, progress_seconds: f64) -> Result<String> {
+fn mcp_start<'e>(env: &'e Env, port: Value<'e>, token: Value<'e>, progress_seconds: Value<'e>) -> Result<String> {
+    let port = args::integer(env, port, "PORT")?;
+    let token = args::string(env, token, "TOKEN", args::MAX_NAME_BYTES)?;
+    let progress_seconds = args::number(env, progress_seconds, "PROGRESS-SECONDS")?;
     if !super::channel::is_open() {
         return errors::signal(env, Kind::Generic, "agent-q's channel to Emacs is not open");
     }
@@ -203,7 +207,9 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
 /// Answer the call KEY with TEXT, as a failure (`isError') when IS-ERROR is non-nil. Return t if
 /// the call was still waiting (a withdrawn or answered call is ignored).
 #[defun]
-fn mcp_complete(key: i64, is_error: Value<'_>, text: String) -> Result<bool> {
+fn mcp_complete<'e>(env: &'e Env, key: Value<'e>, is_error: Value<'e>, text: Value<'e>) -> Result<bool> {
+    let key = args::integer(env, key, "KEY")?;
+    let text = args::string(env, text, "TEXT", args::MAX_TEXT_BYTES)?;
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
         return Ok(false);
     };
@@ -217,7 +223,9 @@ fn mcp_complete(key: i64, is_error: Value<'_>, text: String) -> Result<bool> {
 
 /// Tell the client of call KEY what it waits for (sent as progress, if it asked for progress).
 #[defun]
-fn mcp_set_status(key: i64, text: String) -> Result<bool> {
+fn mcp_set_status<'e>(env: &'e Env, key: Value<'e>, text: Value<'e>) -> Result<bool> {
+    let key = args::integer(env, key, "KEY")?;
+    let text = args::string(env, text, "TEXT", args::MAX_NAME_BYTES)?;
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
         return Ok(false);
     };
