@@ -250,7 +250,8 @@ print_error_message), for a STREAM that stops after MAX characters."
 (defconst agent-q-builtins-max-form-depth 1000
   "Deepest nesting of a form the tools read.
 Levels are parentheses, brackets, quotes, #N= labels, and modifier
-escapes in a row (?\\C-\\M-a, \"\\M-\\C-x\").  Emacs's reader recurses
+escapes in a row (a backslash, C and a hyphen, then another such, in a
+character literal or a string).  Emacs's reader recurses
 once per level and overflows the C stack somewhere between 20,000 and
 50,000 levels, which kills or hangs Emacs; real code nests a few dozen
 levels.")
@@ -272,8 +273,8 @@ of a symbol that began before it."
   "Return how many places of STRING could open a level of nesting.
 Counting stops above LIMIT.  An upper bound of the depth of any form
 in STRING: parentheses, brackets, quotes, `#' (labels) and modifier
-escapes (\\C-, \\M-, \\^...).  The search for each is done in C, so
-a long form with few of them costs little."
+escapes (a backslash before C, M, S, H, A, s or ^).  The search for
+each is done in C, so a long form with few of them costs little."
   (let ((n 0) (pos 0))
     (while (and (<= n limit)
                 (setq pos (string-match "[[('`,#]\\|\\\\[CMSHAs^]" string pos)))
@@ -282,8 +283,9 @@ a long form with few of them costs little."
 
 (defun agent-q-builtins--long-escape-chain-p (string limit)
   "Return non-nil when STRING has more than LIMIT modifier escapes in a row.
-The reader reads the modifiers of a character (?\\C-\\M-\\S-a, and
-the same in a string) by recursing once per modifier.  An escaped
+The reader reads the modifiers of a character (a backslash, a
+modifier letter and a hyphen, or a backslash and a caret, each), in a
+character literal or in a string, by recursing once per modifier.  An escaped
 backslash before one is counted too: a chain may be counted longer
 than it is, never shorter."
   (let ((pos 0) (run 0) (end -1) (deep nil))
