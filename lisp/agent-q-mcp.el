@@ -112,13 +112,15 @@ idle timeouts (Claude Code gives up on a call idle for about 300 s)."
 ;;;; Starting and stopping
 
 ;;;###autoload
-(defun agent-q-mcp-start ()
+(defun agent-q-mcp-start (&optional interactive)
   "Start serving agent-q's tools to MCP clients on 127.0.0.1.
 The URL and a fresh token go into `agent-q-mcp-connection-file'; see
-`agent-q-mcp-status' for ready-made commands to connect a client."
-  (interactive)
+`agent-q-mcp-status' for ready-made commands to connect a client.
+Return the URL.  When the server runs already, do nothing (and, if
+INTERACTIVE, as when called as a command, say so)."
+  (interactive (list t))
   (if (agent-q-mcp-running-p)
-      (when (called-interactively-p 'interactive)
+      (when interactive
         (message "agent-q: the MCP server is already running at %s" agent-q-mcp--url))
     (agent-q--ensure-channel)
     (let ((token (agent-q--core-mcp-make-token)))
@@ -135,11 +137,12 @@ The URL and a fresh token go into `agent-q-mcp-connection-file'; see
              agent-q-mcp--url))
   agent-q-mcp--url)
 
-(defun agent-q-mcp-stop ()
+(defun agent-q-mcp-stop (&optional interactive)
   "Stop the MCP server: release its port, remove the connection file.
 Calls still waiting are withdrawn (nothing more of them runs) and their
-clients get an error."
-  (interactive)
+clients get an error.  Return t if it was running.  INTERACTIVE, as
+when called as a command, means say that it stopped."
+  (interactive (list t))
   (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
     (maphash (lambda (_key entry)
                (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
@@ -152,7 +155,7 @@ clients get an error."
     (remove-hook 'kill-emacs-hook #'agent-q-mcp-stop)
     (agent-q-mcp--delete-connection-file)
     (setq agent-q-mcp--url nil agent-q-mcp--token nil)
-    (when (and was (called-interactively-p 'interactive))
+    (when (and was interactive)
       (message "agent-q: MCP server stopped"))
     was))
 
@@ -218,6 +221,24 @@ An unknown tool is left to the executor, which says so."
 
 ;;;; Calls
 
+(defconst agent-q-mcp--max-client-chars 60
+  "The most characters of an MCP client's name and version shown to the user.")
+
+(defun agent-q-mcp--client-label (client)
+  "How the prompt, the review and the audit log name CLIENT.
+CLIENT is \"NAME VERSION\" as the MCP client introduced itself: its
+own claim, so control and bidirectional formatting characters become
+spaces and it is cut to `agent-q-mcp--max-client-chars' characters,
+lest a name such as \"x wants to run read_file [safe]\" followed by
+newlines write the approval prompt.  \" (MCP)\" is appended, so that no
+MCP client can pass for a bridge (gptel, llm) or claim its approvals."
+  (let* ((text (replace-regexp-in-string
+                "[[:cntrl:]\u200e\u200f\u202a-\u202e\u2066-\u2069]+" " "
+                (if (and (stringp client) (not (string-blank-p client))) client "unknown")))
+         (text (string-trim (replace-regexp-in-string "  +" " " text))))
+    (concat (truncate-string-to-width text agent-q-mcp--max-client-chars nil nil "...")
+            " (MCP)")))
+
 (defun agent-q-mcp--drain ()
   "Take the server's events and act on them."
   (when (fboundp 'agent-q--core-mcp-take)
@@ -243,7 +264,7 @@ An unknown tool is left to the executor, which says so."
                         (agent-q--core-mcp-complete key (not (plist-get result :success))
                                                     (plist-get result :content))))
                     nil
-                    :client (concat client " (MCP)")
+                    :client (agent-q-mcp--client-label client)
                     :confirm agent-q-mcp-confirm-safety-levels
                     :audit-all t)))
         (puthash key (cons batch nil) agent-q-mcp--calls)
@@ -268,19 +289,21 @@ An unknown tool is left to the executor, which says so."
 
 ;;;; Status
 
-(defun agent-q-mcp-status ()
+(defun agent-q-mcp-status (&optional interactive)
   "Show the MCP server's state and copy a command that connects Claude Code.
-Return a plist (:url URL :token TOKEN :pending N :connection-file FILE),
-or nil when the server is not running."
-  (interactive)
+Return a plist (:url URL :token TOKEN :pending N :connection-file FILE
+:command COMMAND), or nil when the server is not running.  INTERACTIVE,
+as when called as a command, means show the state in the echo area
+and put COMMAND in the kill ring."
+  (interactive (list t))
   (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status))))
     (if (not status)
-        (progn (when (called-interactively-p 'interactive)
+        (progn (when interactive
                  (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)"))
                nil)
       (let ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
                              agent-q-mcp--url agent-q-mcp--token)))
-        (when (called-interactively-p 'interactive)
+        (when interactive
           (kill-new command)
           (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s.  Copied: %s"
                    agent-q-mcp--url (plist-get status :pending)

@@ -248,10 +248,13 @@ print_error_message), for a STREAM that stops after MAX characters."
 ;;;; Reading forms
 
 (defconst agent-q-builtins-max-form-depth 1000
-  "Deepest nesting of a form the tools read (parentheses and quotes).
-Emacs's reader recurses once per level and overflows the C stack
-somewhere between 20,000 and 50,000 levels, which in batch mode hangs
-Emacs; real code nests a few dozen levels.")
+  "Deepest nesting of a form the tools read.
+Levels are parentheses, brackets, quotes, #N= labels, and modifier
+escapes in a row (a backslash, C and a hyphen, then another such, in a
+character literal or a string).  Emacs's reader recurses
+once per level and overflows the C stack somewhere between 20,000 and
+50,000 levels, which kills or hangs Emacs; real code nests a few dozen
+levels.")
 
 (defconst agent-q-builtins--blank-chars (concat "\0- " (string #xa0))
   "The characters Emacs's reader treats as whitespace, for a regexp class.")
@@ -267,23 +270,41 @@ of a symbol that began before it."
             (and (= c ?@) (> pos 1) (= (aref string (- pos 2)) ?,))))))
 
 (defun agent-q-builtins--nesting-characters (string limit)
-  "Return how many characters of STRING could open a level of nesting.
-Those are brackets, quotes and the `#' of a #N= label.
+  "Return how many places of STRING could open a level of nesting.
 Counting stops above LIMIT.  An upper bound of the depth of any form
-in STRING; the search for each character is done in C, so a long form
-with few parentheses costs little."
+in STRING: parentheses, brackets, quotes, `#' (labels) and modifier
+escapes (a backslash before C, M, S, H, A, s or ^).  The search for
+each is done in C, so a long form with few of them costs little."
   (let ((n 0) (pos 0))
     (while (and (<= n limit)
-                (setq pos (string-match "[[('`,#]" string pos)))
+                (setq pos (string-match "[[('`,#]\\|\\\\[CMSHAs^]" string pos)))
       (setq n (1+ n) pos (1+ pos)))
     n))
+
+(defun agent-q-builtins--long-escape-chain-p (string limit)
+  "Return non-nil when STRING has more than LIMIT modifier escapes in a row.
+The reader reads the modifiers of a character (a backslash, a
+modifier letter and a hyphen, or a backslash and a caret, each), in a
+character literal or in a string, by recursing once per modifier.  An escaped
+backslash before one is counted too: a chain may be counted longer
+than it is, never shorter."
+  (let ((pos 0) (run 0) (end -1) (deep nil))
+    (while (and (not deep)
+                (setq pos (string-match "\\\\\\(?:[CMSHAs]-\\|\\^\\)" string pos)))
+      (setq run (if (= pos end) (1+ run) 1)
+            end (match-end 0)
+            pos end)
+      (when (> run limit)
+        (setq deep t)))
+    deep))
 
 (defun agent-q-builtins--too-deep-p (string limit)
   "Return non-nil when reading STRING would nest deeper than LIMIT.
 A conservative lexer: it skips strings, comments, character literals
 and escaped characters as the reader does, and counts an opening
-parenthesis or bracket, and each quote, backquote or comma before
-a datum, as a level (the reader recurses on all of them).  It may
+parenthesis or bracket, each #N= label, and each quote, backquote or
+comma before a datum, as a level (the reader recurses on all of them).
+Chains of modifier escapes are `agent-q-builtins--long-escape-chain-p's.  It may
 count a level too many in odd cases (`?\\^(' ), never one too few.
 Linear in the length of STRING."
   (let ((pos 0)
@@ -304,15 +325,9 @@ Linear in the length of STRING."
          ((memq c '(?\) ?\]))
           (when stack (setq total (- total (pop stack))))
           (setq pending 0 pos (1+ pos)))
-         ((and (= c ?#) (< (1+ pos) len) (<= ?0 (aref string (1+ pos)) ?9))
-          ;; #N= labels the next datum (the reader recurses on it);
-          ;; #N# refers back to one, a datum itself.
-          (let ((end (1+ pos)))
-            (while (and (< end len) (<= ?0 (aref string end) ?9))
-              (setq end (1+ end)))
-            (if (and (< end len) (= (aref string end) ?=))
-                (setq pending (1+ pending) pos (1+ end))
-              (setq pending 0 pos (1+ end)))))
+         ((and (= c ?#) (eq (string-match "#[0-9]+=" string pos) pos))
+          ;; A label, #N=: the reader recurses to read what it labels.
+          (setq pending (1+ pending) pos (match-end 0)))
          ((memq c '(?\' ?` ?, ?@ ?#))
           ;; `#' only matters as part of #' here; counting it otherwise
           ;; can only overcount.
@@ -369,8 +384,9 @@ than whitespace and comments is an error; so is a form longer than
                          (length string) agent-q-builtins-max-form-chars)))
    ((and (> (agent-q-builtins--nesting-characters string agent-q-builtins-max-form-depth)
             agent-q-builtins-max-form-depth)
-         (agent-q-builtins--too-deep-p string agent-q-builtins-max-form-depth))
-    (list :error (format "The form nests deeper than %d levels (parentheses, brackets and quotes); it is not read."
+         (or (agent-q-builtins--too-deep-p string agent-q-builtins-max-form-depth)
+             (agent-q-builtins--long-escape-chain-p string agent-q-builtins-max-form-depth)))
+    (list :error (format "The form nests deeper than %d levels (parentheses, brackets, quotes, #N= labels or modifier escapes); it is not read."
                          agent-q-builtins-max-form-depth)))
    (t
     (condition-case err

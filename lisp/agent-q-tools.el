@@ -101,10 +101,20 @@ A file name given as :path is never shortened."
 ;;;; Minibuffer approval
 
 (defvar agent-q-tools--session-approved nil
-  "Ids of the tools the user approved for the rest of the session with \"a\".
-An id names one registration of one tool in one registry: a tool
-replaced or re-registered with another handler has a new id, so it
-is asked about again.")
+  "What the user approved for the rest of the session with \"a\".
+Each entry is (TOOL-ID . CLIENT): one registration of one tool, called
+by one client.  TOOL-ID names one registration of one tool in one
+registry: a tool replaced or re-registered with another handler has a
+new id, so it is asked about again.  CLIENT is the approval context's
+:client (such as \"gptel\" or \"claude-code 2.1.0 (MCP)\"), or nil for
+calls that name no client: approving write_file for one coding agent
+approves it for no other.")
+
+(defun agent-q-tools--session-key ()
+  "The key of the call being approved in `agent-q-tools--session-approved'.
+Nil when the call's tool has no id."
+  (let ((id (agent-q-tools--context-get :tool-id)))
+    (and id (cons id (agent-q-tools--context-get :client)))))
 
 (defun agent-q-tools--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.
@@ -203,7 +213,8 @@ shortened with a note.  Keys:
   r  deny with a reason, typed    -> (:denied REASON)
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
-  a  approve, and approve TOOL-NAME for the rest of the session
+  a  approve, and approve TOOL-NAME for the rest of the session,
+     for calls from the same client only
   s  save an approval rule about TOOL-NAME (see
      `agent-q-rules-save-from-prompt'); when it decides this call,
      that is the answer -> (:rule :approved TEXT) or (:rule :denied TEXT)
@@ -228,7 +239,8 @@ asked) or a :rule (an approval rule that says to ask; the prompt names
 it):
 
 - a tool the user approved for the session with \"a\" (the approval
-  belongs to that registration of the tool, its :tool-id);
+  belongs to that registration of the tool, its :tool-id, and to the
+  client that called it, the context's :client);
 - a tool whose own review is the approval (:review in the context,
   which the executor sets only for the built-in handler of
   \"propose_file_edit\", never for a tool that merely has its name):
@@ -238,12 +250,12 @@ A :path argument is never shortened, and the prompt names the file it
 really designates (resolving links)."
   (let ((level (agent-q-tools--context-get :safety-level))
         (reason (agent-q-tools--context-get :reason))
-        (id (agent-q-tools--context-get :tool-id)))
+        (key (agent-q-tools--session-key)))
     (cond
      ((and (not reason)
            (not (agent-q-tools--context-get :rule))
            (or (agent-q-tools--context-get :review)
-               (and id (memql id agent-q-tools--session-approved))))
+               (and key (member key agent-q-tools--session-approved))))
       :approved)
      (t
       (condition-case nil
@@ -262,7 +274,7 @@ LEVEL is the safety level, REASON the context's reason or nil."
              (later (agent-q-tools--context-get :async))
              (waiting (agent-q-tools--context-get :waiting))
              (rule (agent-q-tools--context-get :rule))
-             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways (s)ave rule%s: "
+             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s: "
                              (if (and waiting (> waiting 0)) (format " (%d more waiting)" waiting) "")
                              (if client (format "%s wants to " client) "")
                              tool-name
@@ -277,14 +289,15 @@ LEVEL is the safety level, REASON the context's reason or nil."
                                  " [long arguments shortened; v shows all]"
                                "")
                              (if rule (format " [asked by the rule: %s]" rule) "")
+                             (if client (format " for %s" client) "")
                              (if later " (l)ater" "")))
              (key (read-char-choice-with-read-key
                    prompt (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))))
         (pcase key
           (?y (setq answer :approved))
           (?n (setq answer :denied))
-          (?a (let ((id (agent-q-tools--context-get :tool-id)))
-                (when id (cl-pushnew id agent-q-tools--session-approved)))
+          (?a (let ((key (agent-q-tools--session-key)))
+                (when key (cl-pushnew key agent-q-tools--session-approved :test #'equal)))
               (setq answer :approved))
           (?r (let ((text (read-string (format "Reason for denying %s: " tool-name))))
                 (setq answer (if (string-empty-p (string-trim text))

@@ -10,7 +10,13 @@
 ;; - a dangerous write_file call shows the prompt; y writes the file and
 ;;   n leaves it untouched;
 ;; - a three-hunk propose_file_edit opens the review; a, r, a and C-c C-c
-;;   leave hunks 1 and 3 applied and hunk 2 not.
+;;   leave hunks 1 and 3 applied and hunk 2 not;
+;; - the same review, asked for by an MCP client: the terminal Emacs
+;;   serves MCP (`agent-q-mcp-start'), a client (curl, speaking
+;;   Streamable HTTP with a session) calls propose_file_edit, the user
+;;   answers a, r, a, C-c C-c in the review, and the client receives
+;;   "Applied 2 of 3 hunks ..." while the file on disk has hunks 1 and
+;;   3 only.
 ;;
 ;; tmux is installed with apt-get when it is missing.
 
@@ -19,6 +25,8 @@
 (require 'ert)
 (require 'cl-lib)
 (require 'agent-q)
+(require 'json)
+(require 'agent-q-mcp-http)
 
 (defun agent-q-tmux-test--ensure-tmux ()
   "Install tmux with apt-get when it is missing."
@@ -182,6 +190,74 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
       ;; The buffer has hunks 1 and 3; the file on disk is not saved.
       (should (equal (car (plist-get run :buffers)) (agent-q-tmux-test--edited '(2 28))))
       (should (equal (agent-q-tmux-test--file target) agent-q-tmux-test--old)))))
+
+;;;; An MCP client's edit, reviewed in the terminal
+
+(ert-deftest agent-q-tmux-test-mcp-client-edit-reviewed-hunk-by-hunk ()
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((dir (make-temp-file "agent-q-tmux-mcp" t))
+         (connection (expand-file-name "mcp.json" dir))
+         (target (expand-file-name "notes.txt" dir))
+         (setup (expand-file-name "setup.el" dir))
+         (session-name (format "agent-q-tmux-mcp-%d-%d" (emacs-pid) (random 100000)))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-file target (insert agent-q-tmux-test--old))
+    ;; What a user puts in init.el to serve MCP, with the connection file
+    ;; and the audit kept out of the real ~/.emacs.d, and edits saved.
+    (with-temp-file setup
+      (prin1 `(progn
+                (setq agent-q-audit-file nil
+                      agent-q-mcp-connection-file ,connection
+                      agent-q-diff-save-after-apply t)
+                (require 'agent-q)
+                (agent-q-mcp-start))
+             (current-buffer)))
+    (unwind-protect
+        (progn
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session-name "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+          (agent-q-tmux-test--wait-screen session-name "MCP server at http://127\\.0\\.0\\.1:")
+          (let* ((json (let ((json-object-type 'alist))
+                         (json-read-file connection)))
+                 (url (alist-get 'url json))
+                 (token (alist-get 'token json))
+                 (mcp (agent-q-mcp-http-connect url token "tmux-test-client" "1.0"))
+                 (call (agent-q-mcp-http-call-start
+                        url token mcp "propose_file_edit"
+                        (list :path target :original agent-q-tmux-test--old
+                              :modified (agent-q-tmux-test--edited '(2 15 28))
+                              :description "Three scattered edits"))))
+            ;; The file is outside the allowed directories: reading it is asked
+            ;; first, and the prompt says which client asks.
+            (let ((screen (agent-q-tmux-test--wait-screen
+                           session-name "propose_file_edit must read the file")))
+              (should (string-match-p
+                       "tmux-test-client 1\\.0 (MCP) wants to run propose_file_edit" screen)))
+            (agent-q-tmux-test--tmux "send-keys" "-t" session-name "y")
+            (let ((screen (agent-q-tmux-test--wait-screen
+                           session-name "Progress: 0 accepted, 0 rejected, 3 pending")))
+              ;; The review says where the edit comes from.
+              (should (string-match-p "From: tmux-test-client 1\\.0 (MCP)" screen)))
+            (dolist (key '("a" "r" "a"))
+              (agent-q-tmux-test--tmux "send-keys" "-t" session-name key))
+            (agent-q-tmux-test--wait-screen session-name "Progress: 2 accepted, 1 rejected, 0 pending")
+            ;; The client is still waiting: nothing is decided before C-c C-c.
+            (should (process-live-p call))
+            (agent-q-tmux-test--tmux "send-keys" "-t" session-name "C-c" "C-c")
+            (let ((result (agent-q-mcp-http-call-result call 30)))
+              (message "The MCP client received: %S" result)
+              (should-not (plist-get result :error))
+              (should (string-match-p
+                       (concat "\\`Applied 2 of 3 hunks to .*notes\\.txt "
+                               "(hunks 1 and 3 accepted; hunk 2 rejected)")
+                       (plist-get result :text)))
+              ;; What was not applied is told to the client.
+              (should (string-match-p "LINE 15, edited" (plist-get result :text))))
+            (should (equal (agent-q-tmux-test--file target) (agent-q-tmux-test--edited '(2 28))))))
+      (call-process "tmux" nil nil nil "kill-session" "-t" session-name)
+      (delete-directory dir t))))
 
 (provide 'agent-q-tmux-test)
 

@@ -200,6 +200,43 @@ DESCRIPTION is the proposal's description."
                                                 "run_shell" '(:command "ls") :tool-id 41)
                    '(:denied)))))
 
+;; A real prompt, typed into: "a" approves the tool for the client that
+;; called it, never for another client or for calls that name none.
+(ert-deftest agent-q-tools-test-a-belongs-to-the-client ()
+  (let ((agent-q-tools--session-approved nil)
+        (prompts nil))
+    (cl-letf* ((real (symbol-function 'read-char-choice-with-read-key))
+               ((symbol-function 'read-char-choice-with-read-key)
+                (lambda (prompt chars &rest rest)
+                  (push prompt prompts)
+                  (apply real prompt chars rest))))
+      (should (equal (agent-q-tools-test--approve (list ?a) :dangerous nil
+                                                  "write_file" '(:path "x") :tool-id 7
+                                                  :client "claude-code 2.1.0 (MCP)")
+                     '(:approved)))
+      ;; The prompt says whom "always" is for.
+      (should (string-match-p "claude-code 2.1.0 (MCP) wants to run write_file" (car prompts)))
+      (should (string-match-p "(a)lways for claude-code 2.1.0 (MCP)" (car prompts)))
+      (setq prompts nil)
+      ;; The same client again: approved without a prompt.
+      (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                                  "write_file" '(:path "y") :tool-id 7
+                                                  :client "claude-code 2.1.0 (MCP)")
+                     (list :approved ?n)))
+      (should-not prompts)
+      ;; Another client, a bridge, or a call with no client: each is asked.
+      (dolist (client '("gemini-cli-mcp-client 0.61.0 (MCP)" "gptel" nil))
+        (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                                    "write_file" '(:path "y") :tool-id 7
+                                                    :client client)
+                       '(:denied))))
+      (should (= (length prompts) 3))
+      ;; Another tool for the same client: asked.
+      (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
+                                                  "eval_form" '(:form "1") :tool-id 8
+                                                  :client "claude-code 2.1.0 (MCP)")
+                     '(:denied))))))
+
 (ert-deftest agent-q-tools-test-c-g-denies ()
   (should (equal (agent-q-tools-test--approve (list ?\C-g) :dangerous nil
                                               "write_file" '(:path "/tmp/x"))

@@ -59,3 +59,20 @@ pub fn integer(env: &Env, v: Value<'_>, what: &str) -> Result<i64> {
         Err(_) => errors::signal(env, Kind::Generic, format!("{what} is an integer beyond 64 bits")),
     }
 }
+
+/// V as a number (an integer or a float), or an `agent-q-error` naming WHAT.
+pub fn number(env: &Env, v: Value<'_>, what: &str) -> Result<f64> {
+    let ty = env.type_of(v).ok();
+    if ty.is_some_and(|ty| *convert::lisp::float == ty) {
+        return v.into_rust::<f64>();
+    }
+    if ty.is_some_and(|ty| *convert::lisp::integer == ty) {
+        // A bignum is a number too, if an absurd one: it becomes the largest.
+        return Ok(v.into_rust::<i64>().map(|i| i as f64).unwrap_or(f64::MAX));
+    }
+    errors::signal(
+        env,
+        Kind::Generic,
+        format!("{what} must be a number, not a {}", type_name(env, v)),
+    )
+}

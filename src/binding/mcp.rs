@@ -43,21 +43,6 @@ fn hub(env: &Env) -> Result<Arc<Hub>> {
     }
 }
 
-/// V as a number of seconds (an integer or a float), or an `agent-q-error` naming WHAT.
-fn seconds(env: &Env, v: Value<'_>, what: &str) -> Result<f64> {
-    if env.call("floatp", (v,))?.is_not_nil() {
-        return v.into_rust::<f64>();
-    }
-    if env.call("integerp", (v,))?.is_not_nil() {
-        return Ok(args::integer(env, v, what)? as f64);
-    }
-    errors::signal(
-        env,
-        Kind::Generic,
-        format!("{what} must be a number, not a {}", args::type_name(env, v)),
-    )
-}
-
 /// A fresh bearer token: 256 random bits as 64 hexadecimal digits.
 #[defun]
 fn mcp_make_token(env: &Env) -> Result<String> {
@@ -74,8 +59,8 @@ fn mcp_make_token(env: &Env) -> Result<String> {
 #[defun]
 fn mcp_start<'e>(env: &'e Env, port: Value<'e>, token: Value<'e>, progress_seconds: Value<'e>) -> Result<String> {
     let port = args::integer(env, port, "PORT")?;
-    let token = args::string(env, token, "TOKEN", 4096)?;
-    let progress_seconds = seconds(env, progress_seconds, "PROGRESS-SECONDS")?;
+    let token = args::string(env, token, "TOKEN", args::MAX_NAME_BYTES)?;
+    let progress_seconds = args::number(env, progress_seconds, "PROGRESS-SECONDS")?;
     if !super::channel::is_open() {
         return errors::signal(env, Kind::Generic, "agent-q's channel to Emacs is not open");
     }

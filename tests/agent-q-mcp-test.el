@@ -1,0 +1,536 @@
+;;; agent-q-mcp-test.el --- agent-q-mcp.el against the real server on a real socket  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; The Emacs side of the MCP server: `agent-q-mcp-start' / -stop /
+;; -status and `agent-q-mcp-mode', with the module's real server on
+;; 127.0.0.1 and curl as the client (tests/agent-q-mcp-http.el):
+;;
+;; - the connection file (mode 0600, url/token/pid; the url works with
+;;   the token and refuses a request without it), removed by stop, the
+;;   port free at once after stop, even with a call waiting;
+;; - starting twice, stopping twice; the status and its pending count;
+;;   the mode;
+;; - calls over MCP: cautious tools confirmed by default, the prompt
+;;   naming the client, "always" only for that client; Emacs busy
+;;   delays calls but loses and duplicates none;
+;; - a child Emacs that exits (kill-emacs, SIGTERM) with a dangerous
+;;   call pending: the client gets an error answer, the connection file
+;;   is gone, nothing ran.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-mcp-http)
+
+(defmacro agent-q-mcp-test--with (&rest body)
+  "Run BODY with a fresh connection file name and no server; stop it after.
+Binds `dir' to a temporary directory holding the connection file.
+Decisions go to `agent-q-approval-function', which BODY binds."
+  (declare (indent 0))
+  `(let* ((dir (make-temp-file "agent-q-mcp-test" t))
+          (agent-q-mcp-connection-file (expand-file-name "mcp.json" dir))
+          (agent-q-mcp-port 0)
+          (agent-q-audit-file nil)
+          (agent-q-tools--session-approved nil)
+          (agent-q--pending nil)
+          (agent-q--asking nil)
+          (agent-q--queue-timer nil))
+     (should-not (agent-q-mcp-running-p))
+     (unwind-protect (progn ,@body)
+       (agent-q-mcp-stop)
+       (agent-q-cancel-pending)
+       (delete-directory dir t))))
+
+(defun agent-q-mcp-test--connection ()
+  "The connection file's contents, as an alist."
+  (let ((json-object-type 'alist) (json-key-type 'symbol))
+    (json-read-file agent-q-mcp-connection-file)))
+
+(defun agent-q-mcp-test--port (url)
+  "The port of URL."
+  (string-to-number (replace-regexp-in-string "\\`http://127\\.0\\.0\\.1:\\([0-9]+\\)/mcp\\'" "\\1" url)))
+
+(defun agent-q-mcp-test--bind (port)
+  "Listen on 127.0.0.1:PORT and close at once; non-nil when it could."
+  (let ((server (condition-case nil
+                    (make-network-process :name "agent-q-mcp-test-bind" :server t
+                                          :host "127.0.0.1" :service port :family 'ipv4
+                                          :noquery t)
+                  (file-error nil))))
+    (when server
+      (delete-process server)
+      t)))
+
+(defun agent-q-mcp-test--temp-file (content)
+  "A new temporary file holding CONTENT."
+  (let ((file (make-temp-file "agent-q-mcp-file" nil ".txt")))
+    (with-temp-file file (insert content))
+    file))
+
+(defun agent-q-mcp-test--file (file)
+  "FILE's contents."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+;;;; Starting, stopping, the connection file
+
+(ert-deftest agent-q-mcp-test-start-writes-a-private-connection-file ()
+  (agent-q-mcp-test--with
+    (let ((url (agent-q-mcp-start)))
+      (should (string-match-p "\\`http://127\\.0\\.0\\.1:[0-9]+/mcp\\'" url))
+      (should (agent-q-mcp-running-p))
+      (should (file-exists-p agent-q-mcp-connection-file))
+      (should (= (file-modes agent-q-mcp-connection-file) #o600))
+      (let ((connection (agent-q-mcp-test--connection)))
+        (should (equal (alist-get 'url connection) url))
+        (should (equal (alist-get 'pid connection) (emacs-pid)))
+        (should (string-match-p "\\`[0-9a-f]\\{64\\}\\'" (alist-get 'token connection)))
+        ;; No temporary file is left beside it.
+        (should (equal (directory-files dir nil "\\`[^.]") '("mcp.json")))
+        ;; The url works with the token...
+        (agent-q-mcp-http-connect url (alist-get 'token connection))
+        ;; ...and without it, or with another, it refuses.
+        (let ((init (agent-q-mcp-http-json
+                     "initialize" 1 (list :protocolVersion agent-q-mcp-http-protocol
+                                          :capabilities (make-hash-table)
+                                          :clientInfo (list :name "x" :version "1")))))
+          (should (eql (plist-get (agent-q-mcp-http-request url init) :status) 401))
+          (should (eql (plist-get (agent-q-mcp-http-request url init :token (make-string 64 ?0))
+                                  :status)
+                       401))
+          ;; A foreign Origin is refused even with the token.
+          (should (eql (plist-get (agent-q-mcp-http-request
+                                   url init :token (alist-get 'token connection)
+                                   :headers '("Origin: http://evil.example"))
+                                  :status)
+                       403)))))))
+
+(ert-deftest agent-q-mcp-test-stop-removes-the-file-and-frees-the-port ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (port (agent-q-mcp-test--port url))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token))
+           (target (agent-q-mcp-test--temp-file "old\n"))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :later)))
+      (unwind-protect
+          (let ((call (agent-q-mcp-http-call-start url token session "write_file"
+                                                   (list :path target :content "new\n"))))
+            ;; A dangerous call waits for the user...
+            (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
+            (should (= (plist-get (agent-q-mcp-status) :pending) 1))
+            ;; ...when the server stops: its client is answered with an error,
+            (should (eq (agent-q-mcp-stop) t))
+            (should-not (agent-q-mcp-running-p))
+            (should-not (file-exists-p agent-q-mcp-connection-file))
+            ;; the port is free at once,
+            (should (agent-q-mcp-test--bind port))
+            (let ((result (agent-q-mcp-http-call-result call)))
+              (should (plist-get result :error))
+              (should (string-match-p "Emacs stopped the MCP server" (plist-get result :text))))
+            ;; nothing ran, and nothing waits any more.
+            (should (equal (agent-q-mcp-test--file target) "old\n"))
+            (should-not agent-q--pending)
+            ;; The port can be served again at once, too.
+            (let ((agent-q-mcp-port port))
+              (should (equal (agent-q-mcp-start) url)))
+            (should-not (equal agent-q-mcp--token token))
+            (agent-q-mcp-stop)
+            ;; A request now finds nobody listening.
+            (should-not (plist-get (agent-q-mcp-http-request
+                                    url (agent-q-mcp-http-json "ping" 1) :token token)
+                                   :status))
+            ;; Stopping again is harmless.
+            (should-not (agent-q-mcp-stop)))
+        (delete-file target)))))
+
+(ert-deftest agent-q-mcp-test-stop-keeps-a-file-another-emacs-wrote ()
+  (agent-q-mcp-test--with
+    (agent-q-mcp-start)
+    ;; Another Emacs started its own server and wrote the file meanwhile.
+    (with-temp-file agent-q-mcp-connection-file
+      (insert "{\"url\":\"http://127.0.0.1:1/mcp\",\"token\":\"x\",\"pid\":1}"))
+    (agent-q-mcp-stop)
+    (should (file-exists-p agent-q-mcp-connection-file))))
+
+(ert-deftest agent-q-mcp-test-starting-twice-is-harmless ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (file-before (agent-q-mcp-test--file agent-q-mcp-connection-file))
+           (messages nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (format &rest args) (push (apply #'format-message format args) messages))))
+        (should (equal (call-interactively #'agent-q-mcp-start) url)))
+      ;; Same server, same token, same file: clients already connected go on.
+      (should (equal agent-q-mcp--token token))
+      (should (equal (agent-q-mcp-test--file agent-q-mcp-connection-file) file-before))
+      (should (equal messages (list (format "agent-q: the MCP server is already running at %s" url))))
+      (agent-q-mcp-http-connect url token)
+      ;; Called from Lisp it says nothing and returns the url.
+      (should (equal (agent-q-mcp-start) url)))))
+
+(ert-deftest agent-q-mcp-test-start-on-a-busy-port-fails-clearly ()
+  (agent-q-mcp-test--with
+    (let* ((blocker (make-network-process :name "agent-q-mcp-test-blocker" :server t
+                                          :host "127.0.0.1" :service t :family 'ipv4
+                                          :noquery t))
+           (agent-q-mcp-port (process-contact blocker :service)))
+      (unwind-protect
+          (let ((err (should-error (agent-q-mcp-start))))
+            (should (string-match-p (format "127\\.0\\.0\\.1:%d" agent-q-mcp-port)
+                                    (error-message-string err)))
+            (should-not (agent-q-mcp-running-p))
+            (should-not (file-exists-p agent-q-mcp-connection-file)))
+        (delete-process blocker)))))
+
+(ert-deftest agent-q-mcp-test-status ()
+  (agent-q-mcp-test--with
+    (should-not (agent-q-mcp-status))
+    (let ((messages nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (format &rest args) (push (apply #'format-message format args) messages))))
+        (call-interactively #'agent-q-mcp-status))
+      (should (string-match-p "not running" (car messages))))
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :later))
+           (status (agent-q-mcp-status)))
+      (should (equal (plist-get status :url) url))
+      (should (equal (plist-get status :token) token))
+      (should (eql (plist-get status :pending) 0))
+      (should (equal (plist-get status :connection-file)
+                     (expand-file-name agent-q-mcp-connection-file)))
+      (let ((call (agent-q-mcp-http-call-start url token session "eval_form"
+                                               (list :form "(+ 1 2)"))))
+        (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
+        (should (eql (plist-get (agent-q-mcp-status) :pending) 1))
+        ;; Interactively: the state in the echo area (never the token), the
+        ;; command to connect Claude Code in the kill ring.
+        (let ((messages nil) (kill-ring nil))
+          (cl-letf (((symbol-function 'message)
+                     (lambda (format &rest args) (push (apply #'format-message format args) messages))))
+            (call-interactively #'agent-q-mcp-status))
+          (should (string-match-p (regexp-quote url) (car messages)))
+          (should (string-match-p "1 call(s) waiting" (car messages)))
+          (should-not (string-match-p token (car messages)))
+          (should (equal (car kill-ring)
+                         (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
+                                 url token))))
+        (agent-q-cancel-pending)
+        (let ((result (agent-q-mcp-http-call-result call)))
+          (should (plist-get result :error))
+          (should (string-match-p "cancel" (plist-get result :text))))
+        (agent-q-mcp-http-wait (lambda () (eql (plist-get (agent-q-mcp-status) :pending) 0))
+                               10 "no call pending")))
+    (agent-q-mcp-stop)
+    (should-not (agent-q-mcp-status))))
+
+(ert-deftest agent-q-mcp-test-mode-starts-and-stops ()
+  (agent-q-mcp-test--with
+    (unwind-protect
+        (progn
+          (agent-q-mcp-mode 1)
+          (should agent-q-mcp-mode)
+          (should (agent-q-mcp-running-p))
+          (should (file-exists-p agent-q-mcp-connection-file))
+          (agent-q-mcp-http-connect (alist-get 'url (agent-q-mcp-test--connection))
+                                    (alist-get 'token (agent-q-mcp-test--connection)))
+          (agent-q-mcp-mode -1)
+          (should-not (agent-q-mcp-running-p))
+          (should-not (file-exists-p agent-q-mcp-connection-file)))
+      (agent-q-mcp-mode -1))))
+
+;;;; Calls
+
+(ert-deftest agent-q-mcp-test-cautious-is-confirmed-and-the-prompt-names-the-client ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token "claude-code" "2.1.197"))
+           (prompts nil)
+           (contexts nil)
+           (answer ?n)
+           (agent-q-approval-function
+            (lambda (tool args)
+              (push agent-q-approval-context contexts)
+              (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                         (lambda (prompt &rest _) (push prompt prompts) answer)))
+                (agent-q-approve-in-minibuffer tool args)))))
+      (should (equal agent-q-mcp-confirm-safety-levels '(:cautious :dangerous)))
+      ;; eval_form is cautious: asked; n denies it, and the client hears so.
+      (let ((result (agent-q-mcp-http-call url token session "eval_form" (list :form "(+ 1 2)"))))
+        (should (plist-get result :error))
+        (should (equal (plist-get result :text) "User denied tool execution")))
+      (should (= (length prompts) 1))
+      (should (string-match-p "\\`agent-q: claude-code 2\\.1\\.197 (MCP) wants to run eval_form \\[cautious\\]"
+                              (car prompts)))
+      (should (equal (plist-get (car contexts) :client) "claude-code 2.1.197 (MCP)"))
+      ;; y runs it.
+      (setq answer ?y)
+      (should (equal (agent-q-mcp-http-call url token session "eval_form" (list :form "(+ 1 2)"))
+                     '(:error nil :text "Value: 3")))
+      ;; A safe tool is not asked.
+      (should (equal (plist-get (agent-q-mcp-http-call url token session "function_arglist"
+                                                       (list :function "car"))
+                                :error)
+                     nil))
+      (should (= (length prompts) 2))
+      ;; With cautious left out, eval_form runs without asking.
+      (let ((agent-q-mcp-confirm-safety-levels '(:dangerous)))
+        (should (equal (agent-q-mcp-http-call url token session "eval_form" (list :form "(* 6 7)"))
+                       '(:error nil :text "Value: 42"))))
+      (should (= (length prompts) 2)))))
+
+(ert-deftest agent-q-mcp-test-always-is-for-that-client-only ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (claude (agent-q-mcp-http-connect url token "claude-code" "2.1.197"))
+           (gemini (agent-q-mcp-http-connect url token "gemini-cli" "0.61.0"))
+           (prompts nil)
+           (keys nil)
+           (agent-q-approval-function
+            (lambda (tool args)
+              (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                         (lambda (prompt &rest _) (push prompt prompts) (pop keys))))
+                (agent-q-approve-in-minibuffer tool args)))))
+      ;; "a" for claude-code's eval_form: approved, and remembered...
+      (setq keys (list ?a))
+      (should (equal (agent-q-mcp-http-call url token claude "eval_form" (list :form "(+ 1 1)"))
+                     '(:error nil :text "Value: 2")))
+      (should (string-match-p "(a)lways for claude-code 2\\.1\\.197 (MCP)" (car prompts)))
+      ;; ...so its next eval_form runs without a prompt,
+      (should (equal (agent-q-mcp-http-call url token claude "eval_form" (list :form "(+ 2 2)"))
+                     '(:error nil :text "Value: 4")))
+      (should (= (length prompts) 1))
+      ;; but gemini-cli's eval_form is asked (and denied here),
+      (setq keys (list ?n))
+      (should (equal (agent-q-mcp-http-call url token gemini "eval_form" (list :form "(+ 3 3)"))
+                     '(:error t :text "User denied tool execution")))
+      (should (= (length prompts) 2))
+      (should (string-match-p "gemini-cli 0\\.61\\.0 (MCP) wants to run eval_form" (car prompts)))
+      ;; and so is another tool for claude-code.
+      (setq keys (list ?n))
+      (should (plist-get (agent-q-mcp-http-call url token claude "macroexpand_form"
+                                                (list :form "(when a b)"))
+                         :error))
+      (should (= (length prompts) 3)))))
+
+(ert-deftest agent-q-mcp-test-client-names-are-bounded-in-the-prompt ()
+  "A client's name is its own claim: it cannot write the prompt."
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect
+                     url token
+                     (concat "x wants to run describe_symbol [safe]\n" (string #x202e) (make-string 500 ?\s) "y")
+                     "1"))
+           (contexts nil)
+           (agent-q-approval-function
+            (lambda (&rest _) (push agent-q-approval-context contexts) :denied)))
+      (agent-q-mcp-http-call url token session "eval_form" (list :form "1"))
+      (let ((client (plist-get (car contexts) :client)))
+        (should (<= (length client) 100))
+        (should-not (string-match-p (concat "[\n\t" (string #x202e) "]") client))
+        (should (string-suffix-p " (MCP)" client))))))
+
+(ert-deftest agent-q-mcp-test-busy-emacs-delays-calls-but-loses-none ()
+  (agent-q-mcp-test--with
+    (let* ((runs nil)
+           (busy-until nil))
+      (agent-q-deftool "mcp_test_count" "Count the calls." '((:name "n" :type :integer))
+        :required '("n")
+        :handler (lambda (args)
+                   (push (cons (gethash "n" args) (float-time)) runs)
+                   (format "run %d of call %d" (length runs) (gethash "n" args))))
+      (unwind-protect
+          (let* ((url (agent-q-mcp-start))
+                 (token agent-q-mcp--token)
+                 (session (agent-q-mcp-http-connect url token))
+                 (calls (mapcar (lambda (n)
+                                  (agent-q-mcp-http-call-start url token session "mcp_test_count"
+                                                               (list :n n)))
+                                '(1 2 3))))
+            ;; Emacs is busy for 3 s: no process output read, no timer run.
+            (setq busy-until (+ (float-time) 3))
+            (while (< (float-time) busy-until))
+            ;; The server queued the three calls meanwhile; none ran.
+            (should (eql (plist-get (agent-q-mcp-status) :pending) 3))
+            (should-not runs)
+            ;; Free again: each is answered once, by its own run.
+            (let ((results (mapcar #'agent-q-mcp-http-call-result calls)))
+              (should (equal (sort (mapcar (lambda (r) (plist-get r :text)) results) #'string<)
+                             (sort (mapcar (lambda (run)
+                                             (format "run %d of call %d"
+                                                     (1+ (cl-position run (reverse runs)))
+                                                     (car run)))
+                                           runs)
+                                   #'string<)))
+              (should-not (cl-some (lambda (r) (plist-get r :error)) results)))
+            (accept-process-output nil 0.5)
+            (should (equal (sort (mapcar #'car runs) #'<) '(1 2 3)))
+            (should (cl-every (lambda (run) (>= (cdr run) busy-until)) runs))
+            (should (eql (plist-get (agent-q-mcp-status) :pending) 0)))
+        (agent-q-remove-tool "mcp_test_count")))))
+
+;;;; Cancellation and the audit
+
+(defun agent-q-mcp-test--no-success (call)
+  "Check that the cancelled tools/call of the process CALL ended with no success.
+The specification says a cancelled request gets no response; the
+stream ends, at most with an error result."
+  (let* ((answer (agent-q-mcp-http-response call))
+         (response (cl-find-if (lambda (m) (plist-member m :id)) (plist-get answer :messages)))
+         (result (plist-get response :result)))
+    (should (eql (plist-get answer :status) 200))
+    (should (or (null response) (eq (plist-get result :isError) t)))))
+
+(ert-deftest agent-q-mcp-test-cancelled-calls-run-nothing ()
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token))
+           (target (agent-q-mcp-test--temp-file "line 1\nline 2\n"))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :later)))
+      (unwind-protect
+          (progn
+            ;; A write waiting for its approval, withdrawn by the client:
+            (let ((call (agent-q-mcp-http-call-start url token session "write_file"
+                                                     (list :path target :content "x\n"))))
+              (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
+              (should (= (length agent-q--pending) 1))
+              (should (eql (agent-q-mcp-http-cancel url token session call) 202))
+              (agent-q-mcp-test--no-success call)
+              ;; the decision is no longer pending, and nothing ran.
+              (agent-q-mcp-http-wait (lambda () (null agent-q--pending)) 10 "the withdrawal")
+              (should (equal (agent-q-mcp-test--file target) "line 1\nline 2\n")))
+            ;; An edit under review, withdrawn by the client: the review closes.
+            (let* ((agent-q-approval-function (lambda (&rest _) :approved)) ; reading it
+                   (call (agent-q-mcp-http-call-start
+                          url token session "propose_file_edit"
+                          (list :path target :original "line 1\nline 2\n"
+                                :modified "line 1\nLINE 2\n" :description "An edit")))
+                   (review nil))
+              (agent-q-mcp-http-wait
+               (lambda ()
+                 (setq review (cl-find-if (lambda (b) (string-prefix-p "*agent-q-diff: " (buffer-name b)))
+                                          (buffer-list))))
+               20 "the review buffer")
+              (should (eql (agent-q-mcp-http-cancel url token session call) 202))
+              (agent-q-mcp-test--no-success call)
+              (agent-q-mcp-http-wait (lambda () (not (buffer-live-p review))) 10 "the review to close")
+              (should-not agent-q--pending)
+              (should (equal (agent-q-mcp-test--file target) "line 1\nline 2\n"))))
+        (delete-file target)))))
+
+(ert-deftest agent-q-mcp-test-the-audit-names-the-client ()
+  (agent-q-mcp-test--with
+    (let* ((agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+           (url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token "codex-mcp-client" "0.159.3"))
+           (agent-q-approval-function (lambda (&rest _) :approved)))
+      (should (equal (agent-q-mcp-http-call url token session "function_arglist" (list :function "car"))
+                     '(:error nil :text "(car LIST)")))
+      (should (equal (agent-q-mcp-http-call url token session "eval_form" (list :form "(+ 1 2)"))
+                     '(:error nil :text "Value: 3")))
+      (let ((entries (with-temp-buffer
+                       (insert-file-contents agent-q-audit-file)
+                       (mapcar (lambda (line) (json-parse-string line :object-type 'plist))
+                               (split-string (buffer-string) "\n" t)))))
+        ;; Every MCP call is audited, safe ones included, with its client.
+        (should (equal (mapcar (lambda (e) (list (plist-get e :event) (plist-get e :tool)
+                                                 (plist-get e :decision)))
+                               entries)
+                       '(("run" "function_arglist" "auto") ("result" "function_arglist" "auto")
+                         ("run" "eval_form" "approved") ("result" "eval_form" "approved"))))
+        (should (cl-every (lambda (e) (equal (plist-get e :client) "codex-mcp-client 0.159.3 (MCP)"))
+                          entries))))))
+
+;;;; Emacs exiting with a call pending
+
+(defun agent-q-mcp-test--child (dir how)
+  "Serve MCP from a child Emacs in DIR; end it by HOW with a call pending.
+The pending call is a write_file waiting for its approval.
+HOW is `kill-emacs' (the child calls it) or `sigterm'.  Return a plist:
+:result (the client's answer), :connection (whether the connection
+file remains), :target (the file's text afterwards)."
+  (let* ((connection (expand-file-name "child-mcp.json" dir))
+         (pending-file (expand-file-name "pending" dir))
+         (quit-file (expand-file-name "quit" dir))
+         (target (expand-file-name "target.txt" dir))
+         (script (expand-file-name "child.el" dir))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-file target (insert "old\n"))
+    (with-temp-file script
+      (prin1 `(progn
+                (setq agent-q-audit-file nil
+                      agent-q-mcp-connection-file ,connection
+                      ;; Every decision is left for later: the call stays pending.
+                      agent-q-approval-function (lambda (&rest _) :later))
+                (require 'agent-q)
+                (agent-q-mcp-start)
+                (while t
+                  (accept-process-output nil 0.05)
+                  (when (and agent-q--pending (not (file-exists-p ,pending-file)))
+                    (write-region "" nil ,pending-file))
+                  (when (file-exists-p ,quit-file)
+                    (kill-emacs 0))))
+             (current-buffer)))
+    (let ((child (make-process :name "agent-q-mcp-child" :buffer (generate-new-buffer " *child*")
+                               :command (list emacs "--batch" "-Q" "-L" lisp-dir "-l" script)
+                               :connection-type 'pipe :noquery t :sentinel #'ignore)))
+      (unwind-protect
+          (progn
+            (agent-q-mcp-http-wait (lambda () (or (file-exists-p connection)
+                                                  (not (process-live-p child))))
+                                   30 "the child's connection file")
+            (unless (file-exists-p connection)
+              (ert-fail (list "The child did not serve"
+                              (with-current-buffer (process-buffer child) (buffer-string)))))
+            (let* ((json (let ((json-object-type 'alist)) (json-read-file connection)))
+                   (url (alist-get 'url json))
+                   (token (alist-get 'token json))
+                   (session (agent-q-mcp-http-connect url token))
+                   (call (agent-q-mcp-http-call-start url token session "write_file"
+                                                      (list :path target :content "new\n"))))
+              (agent-q-mcp-http-wait (lambda () (file-exists-p pending-file)) 30
+                                     "the call pending in the child")
+              (pcase how
+                ('kill-emacs (write-region "" nil quit-file))
+                ('sigterm (signal-process child 'SIGTERM)))
+              (let ((result (agent-q-mcp-http-call-result call 30)))
+                (agent-q-mcp-http-wait (lambda () (not (process-live-p child))) 20 "the child's exit")
+                (list :result result
+                      :connection (file-exists-p connection)
+                      :port-free (agent-q-mcp-test--bind (agent-q-mcp-test--port url))
+                      :target (agent-q-mcp-test--file target)))))
+        (when (process-live-p child) (delete-process child))
+        (kill-buffer (process-buffer child))))))
+
+(ert-deftest agent-q-mcp-test-exit-answers-the-pending-call ()
+  (dolist (how '(kill-emacs sigterm))
+    (let ((dir (make-temp-file "agent-q-mcp-child" t)))
+      (unwind-protect
+          (let ((outcome (agent-q-mcp-test--child dir how)))
+            (ert-info ((format "ended by %s: %S" how outcome))
+              (should (plist-get (plist-get outcome :result) :error))
+              (should (string-match-p "Emacs stopped the MCP server"
+                                      (plist-get (plist-get outcome :result) :text)))
+              (should-not (plist-get outcome :connection))
+              (should (plist-get outcome :port-free))
+              (should (equal (plist-get outcome :target) "old\n"))))
+        (delete-directory dir t)))))
+
+(provide 'agent-q-mcp-test)
+
+;;; agent-q-mcp-test.el ends here
