@@ -82,7 +82,8 @@
               (push (list :id id :success t
                           :content (if (stringp value) value (prin1-to-string value))
                           :metadata (list :execution_time_ms elapsed
-                                          :safety_level (cdr tool) :approved t))
+                                          :safety_level (cdr tool) :approved t
+                                          :status "success"))
                     results))))))
     (nreverse results)))
 
