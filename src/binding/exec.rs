@@ -36,6 +36,7 @@ use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
 
 use super::convert::lisp::{cons, kw_arguments, kw_client, kw_id, kw_name, nil, string, t as lisp_t};
+use callee::kw_done;
 
 /// Lisp functions the executor calls on every tool call, as global references to their symbols
 /// (they are defined in agent-q.el and in this module, after the module's init): calling them
@@ -45,6 +46,7 @@ mod callee {
     emacs::use_symbols! {
         call_handler => "agent-q--call-handler"
         execute_chunk => "agent-q--core-execute-chunk"
+        kw_done => ":done"
     }
 
     emacs::use_functions! {
@@ -764,18 +766,17 @@ fn advance<'e>(
     mut call: Call,
     mut step: Step<LispHandler>,
     pending: Option<Value<'e>>,
+    given: Given<'e>,
 ) -> Result<Value<'e>> {
-    let mut host = EmacsHost {
-        env,
-        given: Given::default(),
-    };
+    let mut host = EmacsHost { env, given };
     loop {
         let next = match step {
             Step::Done(result) => {
                 if let Some(p) = pending {
                     p.into_rust::<&Pending>()?.borrow_mut().call = None;
                 }
-                return env.list((keyword(env, "done")?, convert::result_value(env, &result)?));
+                let id = host.given.id.as_ref().map(|(text, v)| (text.as_str(), *v));
+                return env.list((kw_done.bind(env), convert::result_value_with_id(env, &result, id)?));
             }
             Step::Guard(guard) => {
                 let answer = host.guard(&guard, call.args());
@@ -893,6 +894,23 @@ fn call_start<'e>(
     let shared = resolve(registry)?.clone();
     let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
     let ctx = context(env, client)?;
+    if let Some(lc) = read_call(env, call, &opts)? {
+        let mut host = EmacsHost {
+            env,
+            given: Given {
+                id: Some((lc.id.clone(), lc.id_value)),
+                name: Some((lc.name.clone(), lc.name_value)),
+            },
+        };
+        let parsed = ToolCall {
+            id: Some(lc.id),
+            name: lc.name,
+            arguments: lc.arguments.as_ref(),
+            client: lc.client,
+        };
+        let (c, step) = Call::start_parsed(&shared, parsed, &ctx, &opts, &mut host);
+        return advance(env, &shared, &opts, c, step, None, host.given);
+    }
     let sx = match call_sexp(env, call, &opts)? {
         Ok(sx) => sx,
         Err(failure) => return env.list((keyword(env, "done")?, convert::result_value(env, &failure)?)),
@@ -903,7 +921,7 @@ fn call_start<'e>(
     };
     let (c, step) = Call::start(&shared, &sx, &ctx, &opts, &mut host);
     drop(sx);
-    advance(env, &shared, &opts, c, step, None)
+    advance(env, &shared, &opts, c, step, None, Given::default())
 }
 
 /// Resume PENDING, which waits for a decision, with DECISION (as an approval function returns
@@ -926,7 +944,7 @@ fn call_decide<'e>(env: &'e Env, pending: Value<'e>, decision: Value<'e>) -> Res
         given: Given::default(),
     };
     match call.decide(&registry, parsed, &opts, &mut host) {
-        Ok(step) => advance(env, &registry, &opts, call, step, Some(pending)),
+        Ok(step) => advance(env, &registry, &opts, call, step, Some(pending), Given::default()),
         Err(e) => stage_error(env, e),
     }
 }
@@ -943,7 +961,15 @@ fn call_finish<'e>(env: &'e Env, pending: Value<'e>, status: Value<'e>, value: V
     let outcome = answer_outcome(&host, env.cons(status, value)?);
     let mut host = host;
     match call.finish(&registry, outcome, &opts, &mut host) {
-        Ok(result) => advance(env, &registry, &opts, call, Step::Done(result), Some(pending)),
+        Ok(result) => advance(
+            env,
+            &registry,
+            &opts,
+            call,
+            Step::Done(result),
+            Some(pending),
+            Given::default(),
+        ),
         Err(e) => stage_error(env, e),
     }
 }
