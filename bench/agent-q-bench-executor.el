@@ -23,11 +23,13 @@
 
 (require 'cl-lib)
 (require 'agent-q-bench)
+(require 'agent-q-async)
 
 (declare-function agent-q-make-registry "agent-q" ())
 (declare-function agent-q-define-tool "agent-q" (name description parameters &rest keys))
 (declare-function agent-q-register-tool "agent-q" (tool &optional registry))
 (declare-function agent-q-execute-tool-calls "agent-q" (calls &optional registry))
+(declare-function agent-q-execute-tool-calls-async "agent-q-async" (calls callback &optional registry))
 
 (defconst agent-q-bench-executor-calls 10000
   "How many tool calls one run executes.")
@@ -82,7 +84,8 @@
               (push (list :id id :success t
                           :content (if (stringp value) value (prin1-to-string value))
                           :metadata (list :execution_time_ms elapsed
-                                          :safety_level (cdr tool) :approved t))
+                                          :safety_level (cdr tool) :approved t
+                                          :status "success"))
                     results))))))
     (nreverse results)))
 
@@ -91,6 +94,25 @@
   (let (results)
     (dolist (call batch)
       (push (car (agent-q-execute-tool-calls (list call) registry)) results))
+    (nreverse results)))
+
+(defun agent-q-bench-executor--async (batch registry)
+  "Execute BATCH in REGISTRY asynchronously; return the results.
+Measured end to end: from the start of the batch until its callback has
+run (from a timer, which `accept-process-output' runs; with a timeout of
+0 it does not sleep first, as it does with any positive timeout)."
+  (let ((results 'pending))
+    (agent-q-execute-tool-calls-async batch (lambda (r) (setq results r)) registry)
+    (while (eq results 'pending)
+      (accept-process-output nil 0))
+    results))
+
+(defun agent-q-bench-executor--async-singles (batch registry)
+  "Execute each call of BATCH in REGISTRY asynchronously, one batch each.
+Each batch is awaited (until its callback ran) before the next starts."
+  (let (results)
+    (dolist (call batch)
+      (push (car (agent-q-bench-executor--async (list call) registry)) results))
     (nreverse results)))
 
 (defun agent-q-bench-executor--without-time (results)
@@ -116,12 +138,14 @@
                  (agent-q-bench-executor--plain calls table)))
          (ours (agent-q-bench-executor--without-time
                 (agent-q-execute-tool-calls calls registry)))
-         (same (equal plain ours)))
-    (agent-q-bench-note "Check: the %d results of the executor and of the plain loop are %s apart from `:execution_time_ms`."
+         (async (agent-q-bench-executor--without-time
+                 (agent-q-bench-executor--async calls registry)))
+         (same (and (equal plain ours) (equal plain async))))
+    (agent-q-bench-note "Check: the %d results of the executor (synchronous and asynchronous) and of the plain loop are %s apart from `:execution_time_ms`."
                         n (if same "identical" "**DIFFERENT** (the comparison is not fair)"))
     (unless same
-      (agent-q-bench-note "First plain result: `%S`; first executor result: `%S`."
-                          (car plain) (car ours)))
+      (agent-q-bench-note "First plain result: `%S`; first executor result: `%S`; first asynchronous result: `%S`."
+                          (car plain) (car ours) (car async)))
     (let ((bench (format "1. %d safe calls, trivial handler" n)))
       (agent-q-bench-compare
        bench
@@ -132,11 +156,17 @@
              (list :label "agent-q, one batch per call" :n n
                    :run (lambda (_) (agent-q-bench-executor--singles calls registry)))
              (list :label "agent-q, one batch, arguments as JSON text" :n n
-                   :run (lambda (_) (agent-q-execute-tool-calls json-calls registry))))
+                   :run (lambda (_) (agent-q-execute-tool-calls json-calls registry)))
+             (list :label "agent-q asynchronous, one batch, until its callback ran" :n n
+                   :run (lambda (_) (agent-q-bench-executor--async calls registry)))
+             (list :label "agent-q asynchronous, one batch per call, each until its callback ran" :n n
+                   :run (lambda (_) (agent-q-bench-executor--async-singles calls registry))))
        :unit "call")
       (dolist (gc '(out in))
         (let ((plain-row (agent-q-bench-find bench "plain Emacs Lisp dispatch loop" gc)))
-          (dolist (label '("agent-q, one batch of all calls" "agent-q, one batch per call"))
+          (dolist (label '("agent-q, one batch of all calls" "agent-q, one batch per call"
+                           "agent-q asynchronous, one batch, until its callback ran"
+                           "agent-q asynchronous, one batch per call, each until its callback ran"))
             (let ((row (agent-q-bench-find bench label gc)))
               (agent-q-bench-note
                "- GC %s, %s: %s µs per call against %s µs for the plain loop: **%.2f×** (target ≤ 2×: %s)."

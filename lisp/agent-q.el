@@ -516,7 +516,8 @@ Otherwise the message \"Invalid arguments for NAME: field \\='X\\=': REASON\"."
 CALLS holds them; each is (:id ID :name NAME :arguments ARGS), ARGS
 a plist or a JSON object string.  The result has one plist per call:
   (:id ID :success t :content STRING
-   :metadata (:execution_time_ms F :safety_level \"safe\" :approved t))
+   :metadata (:execution_time_ms F :safety_level \"safe\" :approved t
+              :status \"success\"))
 and on failure :success is nil and :error holds the message too.
 Dangerous tools, and those at the levels in
 `agent-q-confirm-safety-levels', run only when `agent-q-approval-function'
@@ -648,12 +649,15 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
                (print-circle nil))
            (funcall agent-q-approval-function tool-name args)))))))
 
-(defun agent-q--call-handler (handler args context)
-  "Call HANDLER with ARGS, with `agent-q-call-context' bound to CONTEXT.
-`print-circle' is nil meanwhile, whatever the user set: a handler that
-prints a deep value must not kill Emacs (see
-`agent-q--with-bounded-printing')."
-  (let ((agent-q-call-context context)
+(defun agent-q--call-handler (handler args id tool client approved reason)
+  "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.
+ID, TOOL, CLIENT, APPROVED and REASON are the context's values (the
+executor passes them apart: the plist is cheaper to build here, in
+byte code, than from the module).  `print-circle' is nil meanwhile,
+whatever the user set: a handler that prints a deep value must not
+kill Emacs (see `agent-q--with-bounded-printing')."
+  (let ((agent-q-call-context (list :id id :tool tool :client client
+                                    :approved approved :reason reason))
         (print-circle nil))
     (funcall handler args)))
 

@@ -696,13 +696,24 @@ impl Call {
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> (Call, Step<L>) {
-        let parsed = match parse_call(call) {
-            Ok(c) => c,
+        match parse_call(call) {
+            Ok(parsed) => Call::start_parsed(registry, parsed, ctx, opts, fx),
             Err((id, message)) => {
                 let done = ToolResult::failure(id.clone(), message);
-                return (Call::new(id, ctx.client.clone(), String::new()), Step::Done(done));
+                (Call::new(id, ctx.client.clone(), String::new()), Step::Done(done))
             }
-        };
+        }
+    }
+
+    /// [`Call::start`] for a call already taken apart (by [`parse_call`], or by a driver that
+    /// reads the host's call directly and applies the same rules).
+    pub fn start_parsed<L: Clone>(
+        registry: &Shared<L>,
+        parsed: ToolCall<'_>,
+        ctx: &CallContext,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> (Call, Step<L>) {
         let client = parsed.client.clone().or_else(|| ctx.client.clone());
         let mut this = Call::new(parsed.id.clone(), client, parsed.name.clone());
         let entry = lock(registry).entry(&parsed.name);
@@ -1134,7 +1145,30 @@ pub fn execute_call<H: Host>(
     host: &mut H,
     opts: &Options,
 ) -> ToolResult {
-    let (mut call, mut step) = Call::start(registry, call, ctx, opts, host);
+    let (call, step) = Call::start(registry, call, ctx, opts, host);
+    drive(registry, call, step, opts, host)
+}
+
+/// [`execute_call`] for a call already taken apart.
+pub fn execute_parsed<H: Host>(
+    registry: &Shared<H::Lisp>,
+    call: ToolCall<'_>,
+    ctx: &CallContext,
+    host: &mut H,
+    opts: &Options,
+) -> ToolResult {
+    let (call, step) = Call::start_parsed(registry, call, ctx, opts, host);
+    drive(registry, call, step, opts, host)
+}
+
+/// The synchronous driver's loop, from the first step on.
+fn drive<H: Host>(
+    registry: &Shared<H::Lisp>,
+    mut call: Call,
+    mut step: Step<H::Lisp>,
+    opts: &Options,
+    host: &mut H,
+) -> ToolResult {
     loop {
         let next = match step {
             Step::Done(result) => return result,

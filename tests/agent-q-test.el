@@ -689,6 +689,61 @@
     (should-error (agent-q-execute-tool-calls "not a list" reg) :type 'agent-q-error)
     (should-error (agent-q-execute-tool-calls '(a . b) reg) :type 'agent-q-error)))
 
+;; A batch longer than 32 calls runs in parts (each a nested module call, so that its Lisp
+;; values are freed as it returns), and usual calls are read without converting the whole plist:
+;; every call must still get exactly the result the general path gives it alone.
+(ert-deftest agent-q-test-long-batch-equals-the-general-path ()
+  (agent-q-test--with-registry reg
+    (agent-q-register-tool (agent-q-test--greet-tool) reg)
+    (let* ((deep (let ((x "bottom")) (dotimes (_ 200) (setq x (list x))) x))
+           (shapes `((:id "ok" :name "greet" :arguments (:who "Ada"))
+                     (:id "json" :name "greet" :arguments "{\"who\": \"Bob\"}")
+                     (:id "client" :name "greet" :arguments (:who "C") :client "tester")
+                     (:name "greet" :id "order" :arguments (:who "D"))
+                     (:id "noargs" :name "greet")
+                     (:id "unknown" :name "nope" :arguments nil)
+                     (:id 7 :name "greet" :arguments (:who "int id"))
+                     (:id "sym" :name greet :arguments (:who "symbol name"))
+                     (:id "extra" :name "greet" :arguments (:who "E") :other 1)
+                     (:id "dup" :id "dup2" :name "greet" :arguments (:who "F"))
+                     (:id "empty-name" :name "" :arguments (:who "G"))
+                     (:name "greet" :arguments (:who "no id"))
+                     (:id "deep" :name "greet" :arguments (:who ,deep))
+                     (:id "odd" :name "greet" :arguments)
+                     (:id "bad" :name "greet" :arguments (:who ,(current-buffer)))
+                     (:id "type" :name "greet" :arguments (:who 3))
+                     "not a call"
+                     nil))
+           (calls (let (l) (dotimes (i 100) (push (nth (% i (length shapes)) shapes) l)) (nreverse l)))
+           (untimed (lambda (r)
+                      (let ((copy (copy-sequence r)))
+                        (plist-put copy :metadata
+                                   (plist-put (copy-sequence (plist-get r :metadata))
+                                              :execution_time_ms 0)))))
+           (results (agent-q-execute-tool-calls calls reg)))
+      (should (= (length results) 100))
+      (cl-loop for call in calls
+               for result in results
+               for alone = (apply #'agent-q--core-call-start
+                                  (list reg call agent-q-max-result-chars agent-q-max-argument-bytes
+                                        nil agent-q-confirm-safety-levels nil nil))
+               do (should (eq (car alone) :done))
+               (should (equal (funcall untimed result) (funcall untimed (cadr alone)))))
+      (should (equal (plist-get (nth 0 results) :content) "Hello, Ada."))
+      (should (string-match-p "nested more than 128 levels"
+                              (plist-get (nth 12 results) :content))))))
+
+(ert-deftest agent-q-test-call-context-is-complete ()
+  (agent-q-test--with-registry reg
+    (let (seen)
+      (agent-q-register-tool
+       (agent-q-define-tool "ctx" "Record the call context." nil
+                            :handler (lambda (_) (setq seen agent-q-call-context) "ok"))
+       reg)
+      (let ((agent-q-client "bridge"))
+        (agent-q-test--run reg '(:id "c1" :name "ctx")))
+      (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :approved nil :reason nil))))))
+
 (ert-deftest agent-q-test-huge-results-are-refused-not-copied ()
   (agent-q-test--with-registry reg
     (agent-q-register-tool (agent-q-define-tool "flood" "Too much output." nil

@@ -30,6 +30,7 @@ pub(crate) mod lisp {
         kw_approved => ":approved"
         kw_modified => ":modified"
         kw_status => ":status"
+        kw_client => ":client"
     }
 
     emacs::use_functions! {
@@ -206,6 +207,8 @@ struct Walker {
     limits: Limits,
     bytes: usize,
     nodes: usize,
+    /// How deep the walked value sits in the value it is part of (0: it is the whole value).
+    base_depth: usize,
 }
 
 impl Walker {
@@ -229,7 +232,7 @@ impl Walker {
         let mut stack: Vec<Frame<'e>> = Vec::new();
         let mut next = v;
         loop {
-            let mut done = match self.node(env, next, stack.len())? {
+            let mut done = match self.node(env, next, self.base_depth + stack.len())? {
                 Node::Atom(atom) => Some(atom),
                 Node::Frame(frame) => {
                     stack.push(frame);
@@ -348,8 +351,40 @@ pub fn to_sexp(env: &Env, v: Value<'_>, limits: Limits) -> std::result::Result<S
         limits,
         bytes: 0,
         nodes: 0,
+        base_depth: 0,
     }
     .walk(env, v)
+}
+
+/// What [`to_sexp`] of a whole value has used of its [`Limits`] so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Used {
+    /// Bytes of strings.
+    pub bytes: usize,
+    /// List and vector elements.
+    pub nodes: usize,
+}
+
+/// Convert V, a part DEPTH levels deep in a value being read piece by piece, as [`to_sexp`] of
+/// the whole value would: the same depth limit, and LIMITS shared with the parts already read
+/// (USED, updated).
+pub fn to_sexp_part(
+    env: &Env,
+    v: Value<'_>,
+    limits: Limits,
+    depth: usize,
+    used: &mut Used,
+) -> std::result::Result<Sexp, WalkError> {
+    let mut walker = Walker {
+        limits,
+        bytes: used.bytes,
+        nodes: used.nodes,
+        base_depth: depth,
+    };
+    let sx = walker.walk(env, v)?;
+    used.bytes = walker.bytes;
+    used.nodes = walker.nodes;
+    Ok(sx)
 }
 
 /// Convert a [`Sexp`] to an Emacs value (it nests at most [`MAX_DEPTH`] levels, so the
@@ -495,6 +530,16 @@ pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<V
 /// and interning each keyword again was the largest single part of the executor's cost per
 /// call for a trivial tool.
 pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result<Value<'e>> {
+    result_value_with_id(env, r, None)
+}
+
+/// [`result_value`], with ID, the call's own id string (which the result repeats), used as is
+/// rather than copied when the result's id is its text.
+pub fn result_value_with_id<'e>(
+    env: &'e Env,
+    r: &crate::executor::ToolResult,
+    id: Option<(&str, Value<'e>)>,
+) -> Result<Value<'e>> {
     let no = nil.bind(env);
     let yes = t.bind(env);
     let flag = |b: bool| if b { yes } else { no };
@@ -503,20 +548,20 @@ pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result
     meta.push(r.execution_time_ms.into_lisp(env)?);
     if let Some(level) = r.safety_level {
         meta.push(kw_safety_level.bind(env));
-        meta.push(level.as_str().into_lisp(env)?);
+        meta.push(constant_string(env, level.as_str())?);
     }
     meta.push(kw_approved.bind(env));
     meta.push(flag(r.approved));
     meta.push(kw_status.bind(env));
-    meta.push(
+    meta.push(constant_string(
+        env,
         match r.status {
             crate::executor::Status::Success => "success",
             crate::executor::Status::Failure => "failure",
             crate::executor::Status::Denied => "denied",
             crate::executor::Status::Cancelled => "cancelled",
-        }
-        .into_lisp(env)?,
-    );
+        },
+    )?);
     if r.modified {
         meta.push(kw_modified.bind(env));
         meta.push(yes);
@@ -524,9 +569,10 @@ pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result
     let content = r.content.as_str().into_lisp(env)?;
     let mut items: Vec<Value<'e>> = Vec::with_capacity(10);
     items.push(kw_id.bind(env));
-    items.push(match &r.id {
-        Some(id) => id.as_str().into_lisp(env)?,
-        None => no,
+    items.push(match (&r.id, id) {
+        (Some(text), Some((given, value))) if text == given => value,
+        (Some(text), _) => text.as_str().into_lisp(env)?,
+        (None, _) => no,
     });
     items.push(kw_success.bind(env));
     items.push(flag(r.success));
@@ -539,6 +585,29 @@ pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result
     items.push(kw_metadata.bind(env));
     items.push(env.list(&meta)?);
     env.list(&items)
+}
+
+thread_local! {
+    /// The constant strings of results (safety levels, statuses), made once.
+    static CONSTANT_STRINGS: std::cell::RefCell<Vec<(&'static str, &'static emacs::GlobalRef)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The Lisp string TEXT, one of a few constants of results, made once and shared by every
+/// result, as a Lisp loop's literal string is: `make_string` decodes UTF-8 and allocates each
+/// time, a measurable part of a trivial call. Only Emacs's thread has Lisp values, so the cache
+/// is that thread's.
+pub fn constant_string<'e>(env: &'e Env, text: &'static str) -> Result<Value<'e>> {
+    let cached = CONSTANT_STRINGS.with(|c| c.borrow().iter().find(|(made, _)| *made == text).map(|(_, g)| *g));
+    if let Some(g) = cached {
+        return Ok(g.bind(env));
+    }
+    // A handful of constants (safety levels and statuses), each made once: leaking their
+    // global references gives them the static lifetime values bound from them need.
+    let v = text.into_lisp(env)?;
+    let global: &'static emacs::GlobalRef = Box::leak(Box::new(v.make_global_ref()));
+    CONSTANT_STRINGS.with(|c| c.borrow_mut().push((text, global)));
+    Ok(v)
 }
 
 /// The message of a Lisp error that came back through a callback.

@@ -24,18 +24,35 @@ use std::cell::RefCell;
 use emacs::{defun, Env, IntoLisp, Result, Value};
 use serde_json::{Map, Value as Json};
 
-use super::convert::{self, Limits, WalkError};
+use super::convert::{self, Limits, Used, WalkError};
 use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Outcome,
-    Phase, StageError, Step, ToolResult,
+    Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
 
-use super::convert::lisp::string;
+use super::convert::lisp::{cons, kw_arguments, kw_client, kw_id, kw_name, nil, string, t as lisp_t};
+use callee::kw_done;
+
+/// Lisp functions the executor calls on every tool call, as global references to their symbols
+/// (they are defined in agent-q.el and in this module, after the module's init): calling them
+/// by name interned a C string each time.
+#[allow(missing_docs)]
+mod callee {
+    emacs::use_symbols! {
+        call_handler => "agent-q--call-handler"
+        execute_chunk => "agent-q--core-execute-chunk"
+        kw_done => ":done"
+    }
+
+    emacs::use_functions! {
+        nthcdr nconc
+    }
+}
 
 /// The most calls one batch may hold.
 const MAX_CALLS: usize = 100_000;
@@ -48,6 +65,28 @@ pub use super::quit::quit_requested;
 
 struct EmacsHost<'e> {
     env: &'e Env,
+    /// The Lisp values of the call being run, when the driver read them (the synchronous one
+    /// does): handed back to Lisp as they are instead of as copies.
+    given: Given<'e>,
+}
+
+/// Lisp values a call was given, kept to be handed back as they are.
+#[derive(Default)]
+struct Given<'e> {
+    /// The call's `:id` string, with its text.
+    id: Option<(String, Value<'e>)>,
+    /// The call's `:name` string, with its text.
+    name: Option<(String, Value<'e>)>,
+}
+
+impl<'e> Given<'e> {
+    /// TEXT as a Lisp string: the given value when it has that text, else a new string.
+    fn string(env: &'e Env, given: &Option<(String, Value<'e>)>, text: &str) -> Result<Value<'e>> {
+        match given {
+            Some((given, v)) if given == text => Ok(*v),
+            _ => text.into_lisp(env),
+        }
+    }
 }
 
 fn keyword<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
@@ -299,16 +338,21 @@ impl<'e> Host for EmacsHost<'e> {
 
     fn run_handler(&mut self, tool: &LispTool<LispHandler>, call: &Call) -> Outcome {
         let env = self.env;
+        if !tool.asynchronous {
+            // The context plist is built by agent-q.el, in byte code, from its parts: building
+            // it here took one call into Emacs per element.
+            let prepared = handler_args(env, tool.run.bind(env), &self.given, call);
+            return match prepared {
+                Ok(args) => self.outcome_of(env.call(callee::call_handler, args)),
+                Err(e) => Outcome::Failure(format!("Tool error: {}", convert::error_message(env, &e))),
+            };
+        }
         let prepared =
             convert::object_for_handler(env, call.args()).and_then(|table| Ok((table, self.handler_context(call)?)));
         let (table, context) = match prepared {
             Ok(p) => p,
             Err(e) => return Outcome::Failure(format!("Tool error: {}", convert::error_message(env, &e))),
         };
-        if !tool.asynchronous {
-            let result = env.call("agent-q--call-handler", (tool.run.bind(env), table, context));
-            return self.outcome_of(result);
-        }
         // An asynchronous handler, driven synchronously: Lisp waits (a recursive edit) for its
         // callback and returns (STATUS . VALUE).
         match env.call("agent-q--call-handler-and-wait", (tool.run.bind(env), table, context)) {
@@ -320,6 +364,29 @@ impl<'e> Host for EmacsHost<'e> {
     fn should_quit(&mut self) -> bool {
         quit_requested(self.env)
     }
+}
+
+/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 7]> {
+    let no = nil.bind(env);
+    Ok([
+        run,
+        convert::object_for_handler(env, call.args())?,
+        match call.id() {
+            Some(id) => Given::string(env, &given.id, id)?,
+            None => no,
+        },
+        Given::string(env, &given.name, call.tool())?,
+        match call.client() {
+            Some(c) => c.into_lisp(env)?,
+            None => no,
+        },
+        if call.approved_by_user() { lisp_t.bind(env) } else { no },
+        match call.reason() {
+            Some(r) => r.into_lisp(env)?,
+            None => no,
+        },
+    ])
 }
 
 /// An asynchronous handler's answer `(STATUS . VALUE)`, STATUS `:success`, `:failure` or `:denied`.
@@ -414,6 +481,157 @@ fn call_sexp(env: &Env, call: Value<'_>, opts: &Options) -> Result<std::result::
     }
 }
 
+/// A tool call read from its plist without converting the whole plist, with the Lisp values
+/// of its id and name kept to be handed back as they are.
+struct LispCall<'e> {
+    id: String,
+    id_value: Value<'e>,
+    name: String,
+    name_value: Value<'e>,
+    client: Option<String>,
+    arguments: Option<Sexp>,
+}
+
+/// The most elements of a call plist [`read_call`] takes apart (`:id`, `:name`, `:arguments`
+/// and `:client`, each once); anything longer takes the general path.
+const READ_CALL_MAX_ELEMENTS: i64 = 8;
+
+/// Read CALL as [`call_sexp`] and [`executor::parse_call`] would, for the usual shape only: a
+/// plist of `:id` (a string), `:name` (a non-empty string), `:arguments` and `:client` (a
+/// string), each at most once, keys recognised by identity. The limits are those of the whole
+/// call (strings' bytes, elements, depth), as [`call_sexp`] applies them. Anything else, or any
+/// value refused, gives `None`: the general path then reads the call and names the problem, so
+/// every malformed or hostile call still gets exactly the result it got before.
+fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option<LispCall<'e>>> {
+    let limits = Limits {
+        max_bytes: opts.max_argument_bytes,
+        ..Limits::default()
+    };
+    if !call.is_not_nil() || *cons != env.type_of(call)? {
+        return Ok(None);
+    }
+    let length = env.call(convert::lisp::proper_list_p, (call,))?;
+    if !length.is_not_nil() {
+        return Ok(None);
+    }
+    let length = length.into_rust::<i64>()?;
+    if length % 2 != 0 || length > READ_CALL_MAX_ELEMENTS {
+        return Ok(None);
+    }
+    let mut used = Used {
+        bytes: 0,
+        nodes: usize::try_from(length).unwrap_or(usize::MAX),
+    };
+    if used.nodes > limits.max_nodes {
+        return Ok(None);
+    }
+    // A string value, counted against the limits; `None` when it is not a readable string.
+    let text = |v: Value<'e>, used: &mut Used| -> Result<Option<String>> {
+        if *string != env.type_of(v)? {
+            return Ok(None);
+        }
+        match convert::read_string(v, limits.max_bytes.saturating_sub(used.bytes)) {
+            Ok(s) => {
+                used.bytes += s.len();
+                Ok(Some(s))
+            }
+            Err(WalkError::Convert(_)) => Ok(None),
+            Err(WalkError::Emacs(e)) => Err(e),
+        }
+    };
+    let mut id = None;
+    let mut name = None;
+    let mut client = None;
+    let mut arguments = None;
+    let mut cell = call;
+    for _ in 0..length / 2 {
+        let key: Value<'e> = cell.car()?;
+        cell = cell.cdr()?;
+        let value: Value<'e> = cell.car()?;
+        cell = cell.cdr()?;
+        if *kw_id == key && id.is_none() {
+            let Some(s) = text(value, &mut used)? else {
+                return Ok(None);
+            };
+            id = Some((s, value));
+        } else if *kw_name == key && name.is_none() {
+            let Some(s) = text(value, &mut used)?.filter(|s| !s.is_empty()) else {
+                return Ok(None);
+            };
+            name = Some((s, value));
+        } else if *kw_client == key && client.is_none() {
+            let Some(s) = text(value, &mut used)? else {
+                return Ok(None);
+            };
+            client = Some(s);
+        } else if *kw_arguments == key && arguments.is_none() {
+            match convert::to_sexp_part(env, value, limits, 1, &mut used) {
+                Ok(sx) => arguments = Some(sx),
+                Err(WalkError::Convert(_)) => return Ok(None),
+                Err(WalkError::Emacs(e)) => return Err(e),
+            }
+        } else {
+            return Ok(None);
+        }
+    }
+    let (Some((id, id_value)), Some((name, name_value))) = (id, name) else {
+        return Ok(None);
+    };
+    Ok(Some(LispCall {
+        id,
+        id_value,
+        name,
+        name_value,
+        client,
+        arguments,
+    }))
+}
+
+/// Execute one tool-call plist CALL and return its result plist.
+fn execute_one<'e>(
+    env: &'e Env,
+    registry: &Shared,
+    opts: &Options,
+    ctx: &CallContext,
+    call: Value<'e>,
+) -> Result<Value<'e>> {
+    if let Some(lc) = read_call(env, call, opts)? {
+        let mut host = EmacsHost {
+            env,
+            given: Given {
+                id: Some((lc.id.clone(), lc.id_value)),
+                name: Some((lc.name, lc.name_value)),
+            },
+        };
+        let parsed = ToolCall {
+            id: Some(lc.id),
+            name: host.given.name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
+            arguments: lc.arguments.as_ref(),
+            client: lc.client,
+        };
+        let result = executor::execute_parsed(registry, parsed, ctx, &mut host, opts);
+        let id = host.given.id.as_ref().map(|(text, v)| (text.as_str(), *v));
+        return convert::result_value_with_id(env, &result, id);
+    }
+    let mut host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
+    let result = match call_sexp(env, call, opts)? {
+        Ok(sx) => executor::execute_call(registry, &sx, ctx, &mut host, opts),
+        Err(failure) => failure,
+    };
+    convert::result_value(env, &result)
+}
+
+/// How many calls of a batch run in one nested module call
+/// ([`execute_chunk`]). Every Lisp value a module function makes stays alive until that
+/// function returns (Emacs keeps them in the call's environment), so a batch run in one module
+/// call kept all its calls' garbage (argument tables, contexts, copies) alive to its end, and
+/// each garbage collection meanwhile marked all of it: with Emacs's default threshold that cost
+/// more than the calls themselves. A nested call frees its values when it returns.
+const CHUNK: usize = 32;
+
 /// Execute CALLS (a list of tool-call plists) against REGISTRY and return one result plist per
 /// call, in order, deciding each approval as it comes. MAX-RESULT-CHARS caps each result's content
 /// (0: no cap), MAX-ARGUMENT-BYTES caps the strings of each call, HOOKS non-nil means observers
@@ -453,17 +671,76 @@ fn execute<'e>(
             format!("CALLS holds {length} calls, more than {MAX_CALLS}; nothing was run"),
         );
     }
-    let mut host = EmacsHost { env };
-    let mut results = Vec::with_capacity(length);
+    if length <= CHUNK {
+        let mut results = Vec::with_capacity(length);
+        let mut cell = calls;
+        for _ in 0..length {
+            results.push(execute_one(env, shared, &opts, &ctx, cell.car()?)?);
+            cell = cell.cdr()?;
+        }
+        return env.list(&results);
+    }
+    let mut parts = Vec::with_capacity(length / CHUNK + 1);
     let mut cell = calls;
-    for _ in 0..length {
-        let call: Value<'e> = cell.car()?;
-        let result = match call_sexp(env, call, &opts)? {
-            Ok(sx) => executor::execute_call(shared, &sx, &ctx, &mut host, &opts),
-            Err(failure) => failure,
-        };
-        results.push(convert::result_value(env, &result)?);
-        cell = cell.cdr()?;
+    let mut left = length;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        parts.push(env.call(
+            callee::execute_chunk,
+            (
+                registry,
+                cell,
+                n as i64,
+                max_result_chars,
+                max_argument_bytes,
+                hooks,
+                confirm,
+                audit_all,
+                client,
+            ),
+        )?);
+        cell = env.call(callee::nthcdr, (n as i64, cell))?;
+        left -= n;
+    }
+    // The parts are fresh lists: joining them in place copies nothing.
+    env.call(callee::nconc, &parts)
+}
+
+/// Execute the first COUNT (at most 32) calls of the list CALLS against REGISTRY, with the
+/// options of `agent-q--core-execute', and return their results. `agent-q--core-execute' calls
+/// it for each part of a long batch, so that each part's Lisp values are freed when it returns.
+/// CALLS must hold COUNT calls (a shorter list signals).
+#[allow(clippy::too_many_arguments)]
+#[defun]
+fn execute_chunk<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    calls: Value<'e>,
+    count: Value<'e>,
+    max_result_chars: Value<'e>,
+    max_argument_bytes: Value<'e>,
+    hooks: Value<'e>,
+    confirm: Value<'e>,
+    audit_all: Value<'e>,
+    client: Value<'e>,
+) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let ctx = context(env, client)?;
+    let count = super::args::integer(env, count, "COUNT")?;
+    let count = usize::try_from(count).unwrap_or(0).min(CHUNK);
+    let mut results = Vec::with_capacity(count);
+    let mut rest = calls;
+    for _ in 0..count {
+        if *cons != env.type_of(rest)? {
+            return errors::signal(
+                env,
+                Kind::Generic,
+                format!("CALLS holds fewer than {count} calls; nothing more was run"),
+            );
+        }
+        results.push(execute_one(env, shared, &opts, &ctx, rest.car()?)?);
+        rest = rest.cdr()?;
     }
     env.list(&results)
 }
@@ -491,15 +768,17 @@ fn advance<'e>(
     mut call: Call,
     mut step: Step<LispHandler>,
     pending: Option<Value<'e>>,
+    given: Given<'e>,
 ) -> Result<Value<'e>> {
-    let mut host = EmacsHost { env };
+    let mut host = EmacsHost { env, given };
     loop {
         let next = match step {
             Step::Done(result) => {
                 if let Some(p) = pending {
                     p.into_rust::<&Pending>()?.borrow_mut().call = None;
                 }
-                return env.list((keyword(env, "done")?, convert::result_value(env, &result)?));
+                let id = host.given.id.as_ref().map(|(text, v)| (text.as_str(), *v));
+                return env.list((kw_done.bind(env), convert::result_value_with_id(env, &result, id)?));
             }
             Step::Guard(guard) => {
                 let answer = host.guard(&guard, call.args());
@@ -617,14 +896,34 @@ fn call_start<'e>(
     let shared = resolve(registry)?.clone();
     let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
     let ctx = context(env, client)?;
+    if let Some(lc) = read_call(env, call, &opts)? {
+        let mut host = EmacsHost {
+            env,
+            given: Given {
+                id: Some((lc.id.clone(), lc.id_value)),
+                name: Some((lc.name.clone(), lc.name_value)),
+            },
+        };
+        let parsed = ToolCall {
+            id: Some(lc.id),
+            name: lc.name,
+            arguments: lc.arguments.as_ref(),
+            client: lc.client,
+        };
+        let (c, step) = Call::start_parsed(&shared, parsed, &ctx, &opts, &mut host);
+        return advance(env, &shared, &opts, c, step, None, host.given);
+    }
     let sx = match call_sexp(env, call, &opts)? {
         Ok(sx) => sx,
         Err(failure) => return env.list((keyword(env, "done")?, convert::result_value(env, &failure)?)),
     };
-    let mut host = EmacsHost { env };
+    let mut host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
     let (c, step) = Call::start(&shared, &sx, &ctx, &opts, &mut host);
     drop(sx);
-    advance(env, &shared, &opts, c, step, None)
+    advance(env, &shared, &opts, c, step, None, Given::default())
 }
 
 /// Resume PENDING, which waits for a decision, with DECISION (as an approval function returns
@@ -642,9 +941,12 @@ fn call_decide<'e>(env: &'e Env, pending: Value<'e>, decision: Value<'e>) -> Res
             return Err(e);
         }
     };
-    let mut host = EmacsHost { env };
+    let mut host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
     match call.decide(&registry, parsed, &opts, &mut host) {
-        Ok(step) => advance(env, &registry, &opts, call, step, Some(pending)),
+        Ok(step) => advance(env, &registry, &opts, call, step, Some(pending), Given::default()),
         Err(e) => stage_error(env, e),
     }
 }
@@ -654,11 +956,22 @@ fn call_decide<'e>(env: &'e Env, pending: Value<'e>, decision: Value<'e>) -> Res
 #[defun]
 fn call_finish<'e>(env: &'e Env, pending: Value<'e>, status: Value<'e>, value: Value<'e>) -> Result<Value<'e>> {
     let (registry, opts, mut call) = take(env, pending)?;
-    let host = EmacsHost { env };
+    let host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
     let outcome = answer_outcome(&host, env.cons(status, value)?);
     let mut host = host;
     match call.finish(&registry, outcome, &opts, &mut host) {
-        Ok(result) => advance(env, &registry, &opts, call, Step::Done(result), Some(pending)),
+        Ok(result) => advance(
+            env,
+            &registry,
+            &opts,
+            call,
+            Step::Done(result),
+            Some(pending),
+            Given::default(),
+        ),
         Err(e) => stage_error(env, e),
     }
 }
@@ -676,7 +989,10 @@ fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: Value<'e>) -> Resul
     let Some((registry, opts, mut call)) = taken else {
         return env.intern("nil");
     };
-    let mut host = EmacsHost { env };
+    let mut host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
     match call.cancel(&registry, &reason, &opts, &mut host) {
         Ok(result) => env.list((keyword(env, "done")?, convert::result_value(env, &result)?)),
         Err(e) => stage_error(env, e),
