@@ -19,6 +19,10 @@
 //!   before asking: [`Decision::Rule`]) lets the call run. Because the user may take any time to decide (and may
 //!   change the registry meanwhile), the tool is looked up again when the decision arrives: a tool
 //!   that was removed, disabled or replaced (its registration id changed) does not run.
+//!   When the user has approval rules ([`Options::consult_rules`]), a call that would run without
+//!   asking stops there too, marked optional ([`Ask::optional`]): the host consults the rules,
+//!   which may deny it or have the user asked, and otherwise answers [`Decision::Auto`], which
+//!   runs it exactly as it would have run without rules (decision `auto` in the audit log).
 //! - **running**: [`Step::Run`] hands the handler to the host; [`Call::finish`] takes its
 //!   [`Outcome`] and formats, caps, times, counts and audits the result.
 //!
@@ -128,6 +132,10 @@ pub struct Options {
     pub confirm: Vec<SafetyLevel>,
     /// Audit every call, safe ones included (calls from an external client such as MCP).
     pub audit_all: bool,
+    /// Whether the user has approval rules: a call that needs no decision then stops at an
+    /// optional [`Step::Ask`] all the same, so that a deny or ask rule applies to it too. Without
+    /// rules, such calls run at once, as they always did.
+    pub consult_rules: bool,
 }
 
 impl Options {
@@ -145,6 +153,7 @@ impl Default for Options {
             hooks: false,
             confirm: Vec::new(),
             audit_all: false,
+            consult_rules: false,
         }
     }
 }
@@ -268,6 +277,10 @@ pub enum Decision {
         /// The rule, as text.
         rule: String,
     },
+    /// `:auto`: for an optional ask ([`Ask::optional`]) only, run the call as it would have run
+    /// without rules (no rule stops it). For a call that needs a decision it is not one, so a
+    /// denial.
+    Auto,
     /// Anything else: not a decision, so a denial, with the explanation.
     Invalid(String),
 }
@@ -302,6 +315,7 @@ pub fn parse_decision(v: &Sexp) -> Decision {
     match v.as_keyword() {
         Some("approved") => return Decision::Approved,
         Some("denied") => return Decision::Denied(None),
+        Some("auto") => return Decision::Auto,
         Some("no-approval-function") => {
             return Decision::Invalid("no approval function is set (agent-q-approval-function is nil)".into())
         }
@@ -349,6 +363,9 @@ pub fn denial_message(decision: &Decision) -> String {
         Decision::Denied(Some(reason)) => format!("User denied tool execution: {reason}"),
         Decision::Invalid(why) => format!("Tool execution denied: {why}"),
         Decision::Rule { allow: false, rule } => format!("Tool execution denied by the user's approval rule: {rule}"),
+        Decision::Auto => {
+            "Tool execution denied: the approval function answered :auto, which only a call that needs no decision may take".into()
+        }
         Decision::Approved | Decision::Modified(_) | Decision::Rule { allow: true, .. } => String::new(),
     }
 }
@@ -588,6 +605,10 @@ pub struct Ask {
     pub review: bool,
     /// The client the call comes from.
     pub client: Option<String>,
+    /// Whether the call needs no decision and stops only because the user has approval rules
+    /// ([`Options::consult_rules`]): unless a rule denies it or asks about it, the host answers
+    /// [`Decision::Auto`] at once, without asking anyone.
+    pub optional: bool,
 }
 
 /// What the driver must do next.
@@ -657,6 +678,8 @@ pub struct Call {
     approved: bool,
     modified: bool,
     asked: bool,
+    /// Waiting at an optional ask ([`Ask::optional`]).
+    optional: bool,
     reason: Option<String>,
     review: bool,
     started: Option<Instant>,
@@ -681,6 +704,7 @@ impl Call {
             approved: false,
             modified: false,
             asked: false,
+            optional: false,
             reason: None,
             review: false,
             started: None,
@@ -839,17 +863,22 @@ impl Call {
         // After the user edited the arguments the guard runs again: its reason (or none) is then
         // about the arguments the handler gets, which the user approved by writing them.
         self.reason = reason;
-        if !self.approved && (self.reason.is_some() || opts.needs_approval(self.level)) {
-            self.stage = Stage::Asking;
-            self.asked = true;
-            return Step::Ask(Ask {
-                tool: self.name.clone(),
-                tool_id: self.tool_id,
-                level: self.level,
-                reason: self.reason.clone(),
-                review: self.review,
-                client: self.client.clone(),
-            });
+        if !self.approved {
+            let needed = self.reason.is_some() || opts.needs_approval(self.level);
+            if needed || opts.consult_rules {
+                self.stage = Stage::Asking;
+                self.asked = needed;
+                self.optional = !needed;
+                return Step::Ask(Ask {
+                    tool: self.name.clone(),
+                    tool_id: self.tool_id,
+                    level: self.level,
+                    reason: self.reason.clone(),
+                    review: self.review,
+                    client: self.client.clone(),
+                    optional: !needed,
+                });
+            }
         }
         self.approved = true;
         self.run(registry, opts, fx)
@@ -929,6 +958,15 @@ impl Call {
         fx: &mut dyn Effects,
     ) -> Result<Step<L>, StageError> {
         self.expect(Stage::Asking, "a decision")?;
+        if std::mem::take(&mut self.optional) {
+            if decision == Decision::Auto {
+                // No rule stops it: on as without rules (not asked, decision `auto`).
+                self.approved = true;
+                return Ok(self.run(registry, opts, fx));
+            }
+            // A rule denied it, or asked and the user answered: it was decided like any other.
+            self.asked = true;
+        }
         let entry = match self.current(registry) {
             Ok(e) => e,
             Err(message) => return Ok(Step::Done(self.end(registry, message, Status::Failure, opts, fx))),
@@ -1032,6 +1070,10 @@ impl Call {
         }
         if self.stage != Stage::Running {
             self.decision = "none";
+        }
+        // An optional ask is withdrawn only while it waits for the user (a rule asked).
+        if std::mem::take(&mut self.optional) {
+            self.asked = true;
         }
         let message = format!("Tool call cancelled: {reason}; {} did not run", self.name);
         Ok(self.end(registry, message, Status::Cancelled, opts, fx))

@@ -500,6 +500,8 @@ fn op() -> impl Strategy<Value = Op> {
         prop_oneof![Just(Ok(None)), text.prop_map(|s| Ok(Some(s))), text.prop_map(Err)].prop_map(Op::Guarded),
         prop_oneof![
             Just(Decision::Approved),
+            // Only a call that needs no decision may run on it: never one that needs approval.
+            Just(Decision::Auto),
             text.prop_map(|s| Decision::Denied(Some(s))),
             Just(Decision::Denied(None)),
             text.prop_map(Decision::Invalid),
@@ -525,16 +527,19 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn options() -> impl Strategy<Value = Options> {
-    (any::<bool>(), any::<bool>(), 0usize..50).prop_map(|(confirm_safe, audit_all, max)| Options {
-        max_result_chars: max,
-        confirm: if confirm_safe {
-            vec![crate::spec::SafetyLevel::Safe]
-        } else {
-            Vec::new()
+    (any::<bool>(), any::<bool>(), any::<bool>(), 0usize..50).prop_map(
+        |(confirm_safe, audit_all, consult_rules, max)| Options {
+            max_result_chars: max,
+            confirm: if confirm_safe {
+                vec![crate::spec::SafetyLevel::Safe]
+            } else {
+                Vec::new()
+            },
+            audit_all,
+            consult_rules,
+            ..Options::default()
         },
-        audit_all,
-        ..Options::default()
-    })
+    )
 }
 
 proptest! {

@@ -442,6 +442,7 @@ fn options(
         hooks: hooks.is_not_nil(),
         confirm: levels,
         audit_all: audit_all.is_not_nil(),
+        consult_rules: false,
     })
 }
 

@@ -567,6 +567,8 @@ fn native_tools_run_with_their_timeout() {
 #[test]
 fn decisions() {
     assert_eq!(parse_decision(&Sexp::keyword("approved")), Decision::Approved);
+    assert_eq!(parse_decision(&Sexp::keyword("auto")), Decision::Auto);
+    assert!(matches!(parse_decision(&read("(:auto)")), Decision::Invalid(_)));
     assert_eq!(parse_decision(&read("(:denied)")), Decision::Denied(None));
     assert_eq!(parse_decision(&read(r#"(:denied "")"#)), Decision::Denied(None));
     assert_eq!(
@@ -889,4 +891,217 @@ fn an_identical_registration_with_the_same_handler_keeps_its_identity() {
     let (_, outcome, _) = r.register(s, None, Some(handler), "t", same).unwrap();
     assert_eq!(outcome, RegOutcome::Unchanged);
     assert_eq!(r.entry("write_it").unwrap().id, id);
+}
+
+fn consulting() -> Options {
+    Options {
+        consult_rules: true,
+        ..opts()
+    }
+}
+
+/// The result without its timing, which differs between runs.
+fn untimed(mut r: ToolResult) -> ToolResult {
+    r.execution_time_ms = 0.0;
+    r
+}
+
+/// The audit records without their time and timing.
+fn untimed_audit(host: &MockHost) -> Vec<String> {
+    host.audit
+        .iter()
+        .map(|a| {
+            let mut a = a.clone();
+            a.time = String::new();
+            a.execution_time_ms = a.execution_time_ms.map(|_| 0.0);
+            a.to_json_line()
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_rules_option_stops_calls_that_need_no_decision() {
+    let reg = registry();
+    let unasked = [
+        r#"(:id "s" :name "read_it" :arguments (:path "/a"))"#,
+        r#"(:id "c" :name "eval_it" :arguments (:path "/a"))"#,
+        r#"(:id "g" :name "guarded" :arguments (:path "/plain"))"#,
+    ];
+    for call in unasked {
+        // Without rules, nothing asks.
+        let mut host = MockHost::default();
+        assert!(run(&reg, &mut host, call).success, "{call}");
+        assert!(host.asked.is_empty(), "{call}");
+        // With them, the call stops at an optional ask.
+        let mut host = MockHost::default();
+        let (mut c, step) = Call::start(&reg, &read(call), &CallContext::default(), &consulting(), &mut host);
+        let step = match step {
+            // The guard runs first, and said nothing.
+            Step::Guard(_) => c.guarded(&reg, Ok(None), &consulting(), &mut host).unwrap(),
+            other => other,
+        };
+        let Step::Ask(ask) = step else {
+            panic!("{call} must stop at an optional ask")
+        };
+        assert!(ask.optional && ask.reason.is_none(), "{call}: {ask:?}");
+        assert_eq!(c.stage(), Stage::Asking);
+        assert!(host.audit.is_empty() && host.ran.is_empty());
+    }
+    // What needs a decision is asked as before, never optional.
+    for (call, o) in [
+        (r#"(:id "w" :name "write_it" :arguments (:path "/a"))"#, consulting()),
+        (
+            r#"(:id "g" :name "guarded" :arguments (:path "/secret/k"))"#,
+            consulting(),
+        ),
+        (
+            r#"(:id "c" :name "eval_it" :arguments (:path "/a"))"#,
+            Options {
+                confirm: vec![SafetyLevel::Cautious],
+                ..consulting()
+            },
+        ),
+    ] {
+        let mut host = MockHost::default();
+        run_with(&reg, &mut host, call, &o);
+        assert_eq!(host.asked.len(), 1, "{call}");
+        assert!(!host.asked[0].optional, "{call}");
+    }
+}
+
+#[test]
+fn an_auto_decision_runs_the_call_exactly_as_without_rules() {
+    let reg = registry();
+    let calls = [
+        r#"(:id "s" :name "read_it" :arguments (:path "/a"))"#,
+        r#"(:id "c" :name "eval_it" :arguments (:path "/a"))"#,
+        r#"(:id "g" :name "guarded" :arguments (:path "/plain"))"#,
+        r#"(:id "b" :name "boom")"#,
+        r#"(:id "o" :name "orphan")"#,
+    ];
+    for audit_all in [false, true] {
+        for call in calls {
+            let plain = Options { audit_all, ..opts() };
+            let mut without = MockHost::default();
+            let expected = run_with(&reg, &mut without, call, &plain);
+            let mut with = MockHost {
+                decision: Some(Ok(Sexp::keyword("auto"))),
+                ..Default::default()
+            };
+            let got = run_with(
+                &reg,
+                &mut with,
+                call,
+                &Options {
+                    consult_rules: true,
+                    ..plain
+                },
+            );
+            assert_eq!(with.asked.len(), 1, "{call}");
+            assert!(with.asked[0].optional);
+            assert_eq!(untimed(got), untimed(expected), "{call}");
+            assert_eq!(untimed_audit(&with), untimed_audit(&without), "{call}");
+            assert_eq!(with.events, without.events, "{call}");
+            assert_eq!(with.ran, without.ran, "{call}");
+        }
+    }
+    // The cautious call is audited as it always was: decided "auto", not "approved".
+    let mut host = MockHost {
+        decision: Some(Ok(Sexp::keyword("auto"))),
+        ..Default::default()
+    };
+    let r = run_with(&reg, &mut host, calls[1], &consulting());
+    assert!(r.success && r.approved);
+    assert_eq!(events(&host), vec![("run", "auto"), ("result", "auto")]);
+}
+
+#[test]
+fn an_auto_decision_is_no_decision_for_a_call_that_needs_one() {
+    let reg = registry();
+    for o in [opts(), consulting()] {
+        let mut host = MockHost {
+            decision: Some(Ok(Sexp::keyword("auto"))),
+            ..Default::default()
+        };
+        let r = run_with(
+            &reg,
+            &mut host,
+            r#"(:id "w" :name "write_it" :arguments (:path "/a"))"#,
+            &o,
+        );
+        assert_eq!((r.success, r.approved, r.status), (false, false, Status::Denied));
+        assert!(r.content.contains("answered :auto"), "{}", r.content);
+        assert!(host.ran.is_empty());
+        assert_eq!(events(&host), vec![("denied", "denied")]);
+    }
+}
+
+#[test]
+fn rules_deny_or_ask_about_a_call_that_needs_no_decision() {
+    let reg = registry();
+    let safe = r#"(:id "s" :name "read_it" :arguments (:path "/a"))"#;
+    // A deny rule: nothing runs, and the denial is audited, safe tool or not.
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:rule :denied "deny read_it")"#))),
+        ..Default::default()
+    };
+    let r = run_with(&reg, &mut host, safe, &consulting());
+    assert_eq!((r.success, r.approved, r.status), (false, false, Status::Denied));
+    assert_eq!(
+        r.content,
+        "Tool execution denied by the user's approval rule: deny read_it"
+    );
+    assert!(host.ran.is_empty());
+    assert_eq!(events(&host), vec![("denied", "rule")]);
+    assert_eq!(reg.lock().unwrap().metrics()["read_it"].denials, 1);
+    // An ask rule, and the user approves: audited as the user's approval.
+    let mut host = approving();
+    let r = run_with(&reg, &mut host, safe, &consulting());
+    assert!(r.success && r.approved);
+    assert_eq!(events(&host), vec![("run", "approved"), ("result", "approved")]);
+    // ... and the handler is told the user approved it.
+    let mut fx = MockHost::default();
+    let (mut call, step) = Call::start(&reg, &read(safe), &CallContext::default(), &consulting(), &mut fx);
+    assert!(matches!(step, Step::Ask(Ask { optional: true, .. })));
+    assert!(!call.approved_by_user());
+    call.decide(&reg, Decision::Approved, &consulting(), &mut fx).unwrap();
+    assert!(call.approved_by_user());
+    // The user refuses.
+    let mut host = MockHost {
+        decision: Some(Ok(Sexp::keyword("denied"))),
+        ..Default::default()
+    };
+    let r = run_with(&reg, &mut host, safe, &consulting());
+    assert_eq!(
+        (r.status, r.content.as_str()),
+        (Status::Denied, "User denied tool execution")
+    );
+    assert_eq!(events(&host), vec![("denied", "denied")]);
+    // Run without rules, the handler is not told the user approved it.
+    let (mut call, _) = Call::start(&reg, &read(safe), &CallContext::default(), &consulting(), &mut fx);
+    call.decide(&reg, Decision::Auto, &consulting(), &mut fx).unwrap();
+    assert!(!call.approved_by_user());
+}
+
+#[test]
+fn an_optional_ask_withdrawn_or_outdated() {
+    let reg = registry();
+    let safe = r#"(:id "s" :name "read_it" :arguments (:path "/a"))"#;
+    // Withdrawn while the user was asked (an ask rule): audited like any withdrawn question.
+    let mut fx = MockHost::default();
+    let (mut call, _) = Call::start(&reg, &read(safe), &CallContext::default(), &consulting(), &mut fx);
+    let r = call
+        .cancel(&reg, "the client cancelled", &consulting(), &mut fx)
+        .unwrap();
+    assert_eq!(r.status, Status::Cancelled);
+    assert_eq!(events(&fx), vec![("cancelled", "none")]);
+    // The tool is looked up again after an auto decision too.
+    let (mut call, _) = Call::start(&reg, &read(safe), &CallContext::default(), &consulting(), &mut fx);
+    reg.lock().unwrap().set_enabled("read_it", false).unwrap();
+    let step = call.decide(&reg, Decision::Auto, &consulting(), &mut fx).unwrap();
+    let Step::Done(r) = step else {
+        panic!("a disabled tool must not run")
+    };
+    assert_eq!(r.content, "Tool read_it was disabled meanwhile; it did not run");
+    assert!(fx.ran.is_empty());
 }
