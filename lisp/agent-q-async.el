@@ -48,7 +48,7 @@
 
 (declare-function agent-q--core-call-start "agent-q-core"
                   (registry call max-result-chars max-argument-bytes hooks confirm
-                            audit-all client))
+                            audit-all client rules))
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
@@ -58,6 +58,8 @@
 (declare-function agent-q--core-native-finished "agent-q-core" ())
 (declare-function agent-q--core-native-abort "agent-q-core" (ticket))
 (declare-function agent-q--approval-call "agent-q" (tool-name args context))
+(declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
+(declare-function agent-q-rules-any-p "agent-q-rules" ())
 (declare-function agent-q--error-message "agent-q" (condition))
 
 (defvar agent-q-max-result-chars)
@@ -190,7 +192,8 @@ AUDIT-ALL are the executor's options for this batch.  Return the batch."
               (list (format "CALLS holds %d calls, more than %d; nothing was run"
                             length agent-q--max-calls))))
     (agent-q--ensure-channel)
-    (let ((batch (agent-q--batch-create :results (make-vector length nil)
+    (let ((rules (agent-q-rules-any-p))
+          (batch (agent-q--batch-create :results (make-vector length nil)
                                         :remaining length
                                         :callback callback)))
       (cl-loop for call in calls
@@ -200,7 +203,7 @@ AUDIT-ALL are the executor's options for this batch.  Return the batch."
                    (condition-case err
                        (agent-q--core-call-start
                         registry call agent-q-max-result-chars agent-q-max-argument-bytes
-                        (and agent-q-tool-execution-functions t) confirm audit-all client)
+                        (and agent-q-tool-execution-functions t) confirm audit-all client rules)
                      (error (list :done (agent-q--failure-result
                                          call (agent-q--error-message err)))))))
       (agent-q--maybe-finish-batch batch)
@@ -222,17 +225,18 @@ PENDING is the call's pending record when it already has one."
        (agent-q--forget pending))
      (agent-q--store batch index result))
     (`(:ask ,core ,context ,args)
-     (let ((pending (or pending
-                        (agent-q--pending-create :core core :batch batch :index index))))
-       (setf (agent-q--pending-core pending) core
-             (agent-q--pending-tool pending) (plist-get context :tool)
-             (agent-q--pending-args pending) args
-             (agent-q--pending-context pending) context
-             (agent-q--pending-state pending) 'queued)
-       (unless (memq pending agent-q--pending)
-         (setq agent-q--pending (append agent-q--pending (list pending))))
-       (agent-q--update-indicator)
-       (agent-q--schedule)))
+     (let ((decision (and (plist-get context :optional)
+                          (agent-q--unasked-decision (plist-get context :tool) args context))))
+       (if decision
+           ;; A call that needs no decision, which no rule asks about: decided
+           ;; now, never queued behind a prompt or a timer.
+           (agent-q--handle-step batch index
+                                 (condition-case err
+                                     (agent-q--core-call-decide core decision)
+                                   (error (list :done (agent-q--failure-result
+                                                       nil (agent-q--error-message err)))))
+                                 pending)
+         (agent-q--queue-ask batch index core context args pending))))
     (`(:wait ,core ,ticket ,tool)
      (let ((pending (or pending
                         (agent-q--pending-create :core core :batch batch :index index))))
@@ -258,6 +262,22 @@ PENDING is the call's pending record when it already has one."
     (_ (agent-q--store batch index
                        (agent-q--failure-result
                         nil (format "agent-q: unexpected executor step %S" (car-safe step)))))))
+
+(defun agent-q--queue-ask (batch index core context args pending)
+  "Queue call INDEX of BATCH, the module's pending CORE, for a decision.
+CONTEXT and ARGS are those of its `:ask' step; PENDING is the call's
+pending record when it already has one."
+  (let ((pending (or pending
+                     (agent-q--pending-create :core core :batch batch :index index))))
+    (setf (agent-q--pending-core pending) core
+          (agent-q--pending-tool pending) (plist-get context :tool)
+          (agent-q--pending-args pending) args
+          (agent-q--pending-context pending) context
+          (agent-q--pending-state pending) 'queued)
+    (unless (memq pending agent-q--pending)
+      (setq agent-q--pending (append agent-q--pending (list pending))))
+    (agent-q--update-indicator)
+    (agent-q--schedule)))
 
 (defun agent-q--store (batch index result)
   "Store RESULT as the result of call INDEX of BATCH."

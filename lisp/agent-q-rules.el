@@ -25,7 +25,10 @@
 ;; MCP) and `agent-q-request-approval' ask for a decision, consults
 ;; `agent-q-rules-decide' first: a deny or allow rule decides without a
 ;; prompt, and the core audits the decision as "rule", naming the rule;
-;; an ask rule makes the prompt say that a rule asked.
+;; an ask rule makes the prompt say that a rule asked.  When any rule
+;; exists (`agent-q-rules-any-p'), the executor offers every call, not
+;; only those that need a decision, marked :optional: deny and ask
+;; rules apply to them too, and the rest run as without rules.
 ;;
 ;; The approval prompt's "s" key saves a rule for the call being asked
 ;; about (`agent-q-rules-save-from-prompt'), for the session or, when
@@ -82,13 +85,20 @@ Examples:
   (t (:path \"~/.password-store\") deny)
   (\"write_file\" nil deny)
 
-Rules are consulted for the calls that need a decision: dangerous
-tools, those at the levels in `agent-q-confirm-safety-levels' (over
-MCP, `agent-q-mcp-confirm-safety-levels'), and those whose guard asks
-\(a file outside the allowed directories, say).  A call that runs
-without asking is not affected: to subject a safe tool to rules, add
-its level to the option that confirms it.  A rule decides even when
-`agent-q-approval-function' is nil.
+Rules are consulted for every call, whatever its tool's level.  A
+deny rule refuses any call it matches, and an ask rule has the user
+asked about it, even a safe or cautious call that would otherwise run
+without asking (a safe read_file inside `agent-q-allowed-directories',
+or eval_form from gptel).  Allow rules matter only for the calls that
+need a decision: dangerous tools, those at the levels in
+`agent-q-confirm-safety-levels' (over MCP,
+`agent-q-mcp-confirm-safety-levels'), and those whose guard asks (a
+file outside the allowed directories, say); a call that needs no
+decision and that no deny or ask rule matches runs as it would
+without rules, and is audited as before (decision \"auto\").  A rule
+decides even when `agent-q-approval-function' is nil; an ask rule
+then denies, as there is nobody to ask.  With no rules at all, calls
+that need no decision are not even offered to them.
 
 Among the rules that match a call, deny wins over ask, and ask over
 allow, whatever their order.  Allow rules are narrower than the
@@ -304,6 +314,13 @@ Malformed rules are left out, with a warning."
                     why))
                 (append agent-q-rules--session
                         (and (proper-list-p agent-q-approval-rules) agent-q-approval-rules))))
+
+(defun agent-q-rules-any-p ()
+  "Non-nil when any approval rule is in force, customized or for the session.
+The executor then offers every call to the rules (see
+`agent-q-approval-rules'); without rules it runs the calls that need
+no decision at once, as fast as ever."
+  (and (or agent-q-rules--session agent-q-approval-rules) t))
 
 (defun agent-q-rules-decide (tool-name args context)
   "Return the rule deciding TOOL-NAME's call with ARGS, as (DECISION RULE), or nil.

@@ -232,7 +232,9 @@ returns to this prompt.
 The executor calls this only for calls that need approval (dangerous
 ones, those at the levels in `agent-q-confirm-safety-levels', and
 those whose tool's guard gave a reason) and that no rule of
-`agent-q-approval-rules' decided, so it always asks, with two
+`agent-q-approval-rules' decided, and for other calls that an ask
+rule asks about (:optional and :rule in the context), so it always
+asks, with two
 exceptions, neither of which applies when the context has a :reason
 \(a guard asking to read a sensitive or outside file, which is always
 asked) or a :rule (an approval rule that says to ask; the prompt names

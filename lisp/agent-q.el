@@ -149,10 +149,10 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-decide "agent-q-core" (registry name decision args))
 (declare-function agent-q--core-execute "agent-q-core"
                   (registry calls max-result-chars max-argument-bytes hooks confirm
-                            audit-all client))
+                            audit-all client rules))
 (declare-function agent-q--core-call-start "agent-q-core"
                   (registry call max-result-chars max-argument-bytes hooks confirm
-                            audit-all client))
+                            audit-all client rules))
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
@@ -160,6 +160,7 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
 (declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
 (declare-function agent-q-rules-describe "agent-q-rules" (rule))
+(declare-function agent-q-rules-any-p "agent-q-rules" ())
 
 ;;;; Reporting what a handler did
 
@@ -207,6 +208,9 @@ confirm every call."
 (defvar agent-q-approval-context nil
   "Plist describing the call being approved, bound around the approval function.
 Keys: :safety-level (a keyword), :reason (why a guard asks, or nil),
+:optional (non-nil when the call would run without asking and is
+asked about only because an approval rule says so: see
+`agent-q-approval-rules'),
 :rule (the text of the approval rule that asks, when one does: see
 `agent-q-approval-rules'), :review (non-nil when the tool's own
 review is the approval of what it changes: the built-in
@@ -521,12 +525,12 @@ a plist or a JSON object string.  The result has one plist per call:
 and on failure :success is nil and :error holds the message too.
 Dangerous tools, and those at the levels in
 `agent-q-confirm-safety-levels', run only when `agent-q-approval-function'
-approves."
+approves.  `agent-q-approval-rules' apply to every call."
   (agent-q--core-execute registry calls agent-q-max-result-chars
                          agent-q-max-argument-bytes
                          (and agent-q-tool-execution-functions t)
                          agent-q-confirm-safety-levels
-                         nil agent-q-client))
+                         nil agent-q-client (agent-q-rules-any-p)))
 
 (defconst agent-q--print-level 32
   "Deepest nesting printed in a result; deeper parts print as \"...\".")
@@ -621,33 +625,57 @@ The rules are those of `error-message-string'."
             (and parts (if (string-empty-p message) "" ": "))
             (mapconcat #'identity (nreverse parts) ", "))))
 
+(defun agent-q--ruled-decision (tool-name ruling context)
+  "Return the decision of RULING about TOOL-NAME's call in CONTEXT, or nil.
+RULING is what `agent-q-rules-decide' returned.  A deny rule gives
+\(:rule :denied TEXT); an allow rule (:rule :approved TEXT), except for
+an optional call (CONTEXT's :optional: one that needs no decision),
+which, like an optional call no rule decides, gets `:auto': it runs as
+it would have run without rules, audited as before.  An ask rule, or
+no rule for a call that needs a decision, gives nil: the user is to
+be asked."
+  (let ((optional (plist-get context :optional)))
+    (pcase (car ruling)
+      ('deny (let ((text (agent-q-rules-describe (cadr ruling))))
+               (message "agent-q: %s denied without asking, by the rule: %s" tool-name text)
+               (list :rule :denied text)))
+      ('ask nil)
+      ('allow (if optional
+                  :auto
+                (let ((text (agent-q-rules-describe (cadr ruling))))
+                  (message "agent-q: %s ran without asking, by the rule: %s" tool-name text)
+                  (list :rule :approved text))))
+      (_ (and optional :auto)))))
+
+(defun agent-q--unasked-decision (tool-name args context)
+  "The decision the rules make about TOOL-NAME with ARGS in CONTEXT, or nil.
+Nil means the user must be asked; see `agent-q--ruled-decision'.
+Never asks, never signals (see `agent-q-rules-decide')."
+  (agent-q--ruled-decision tool-name (agent-q-rules-decide tool-name args context) context))
+
 (defun agent-q--approval-call (tool-name args context)
   "Decide about TOOL-NAME with ARGS: by a rule, or by asking.
 This is where every decision is made (the synchronous and the
 asynchronous executor, `agent-q-request-approval').  A deny or allow
 rule of `agent-q-approval-rules' decides without asking, and the
 answer, (:rule :denied TEXT) or (:rule :approved TEXT), names it for
-the audit log.  Otherwise `agent-q-approval-function' is asked, with
+the audit log.  A call that needs no decision (CONTEXT's :optional:
+the executor offers every call when there are rules) gets `:auto'
+unless a deny or ask rule matches, without calling the approval
+function.  Otherwise `agent-q-approval-function' is asked, with
 CONTEXT bound to `agent-q-approval-context' (plus :rule, the text of
 the rule, when an ask rule matched) and `print-circle' to nil (see
 `agent-q--with-bounded-printing')."
   (let ((ruling (agent-q-rules-decide tool-name args context)))
-    (pcase (car ruling)
-      ('deny (let ((text (agent-q-rules-describe (cadr ruling))))
-               (message "agent-q: %s denied without asking, by the rule: %s" tool-name text)
-               (list :rule :denied text)))
-      ('allow (let ((text (agent-q-rules-describe (cadr ruling))))
-                (message "agent-q: %s ran without asking, by the rule: %s" tool-name text)
-                (list :rule :approved text)))
-      (_
-       (if (not agent-q-approval-function)
-           :no-approval-function
-         (let ((agent-q-approval-context
-                (if ruling
-                    (append context (list :rule (agent-q-rules-describe (cadr ruling))))
-                  context))
-               (print-circle nil))
-           (funcall agent-q-approval-function tool-name args)))))))
+    (cond
+     ((agent-q--ruled-decision tool-name ruling context))
+     ((not agent-q-approval-function) :no-approval-function)
+     (t (let ((agent-q-approval-context
+               (if ruling
+                   (append context (list :rule (agent-q-rules-describe (cadr ruling))))
+                 context))
+              (print-circle nil))
+          (funcall agent-q-approval-function tool-name args))))))
 
 (defun agent-q--call-handler (handler args id tool client approved reason)
   "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.

@@ -16,6 +16,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-q)
+(require 'agent-q-bridge-support)
 
 (defvar agent-q-tools--review-driver)
 (defvar agent-q-tools--session-approved)
@@ -25,6 +26,11 @@
 (defvar agent-q-allowed-directories)
 (declare-function agent-q-tools-review-accept-all "agent-q-tools" ())
 (declare-function agent-q-tools-review-finish "agent-q-tools" ())
+(declare-function agent-q-gptel-tools "agent-q-gptel" (&rest keys))
+(declare-function gptel-tool-name "gptel-request" (tool))
+(declare-function gptel-tool-async "gptel-request" (tool))
+(declare-function gptel-tool-confirm "gptel-request" (tool))
+(declare-function gptel-tool-function "gptel-request" (tool))
 
 ;;;; Helpers
 
@@ -504,6 +510,247 @@ are recorded in `prompts'."
       (should (equal '("success" "denied" "denied") (mapcar #'agent-q-rules-test--status results)))
       (should (string-match-p "42" (plist-get (car results) :content)))
       (should (equal '("macroexpand_form") (mapcar #'car agent-q-rules-test--asks))))))
+
+;;;; Rules and the calls that need no decision
+
+(defvar agent-q-rules-test--evaluated nil
+  "Set by the forms eval_form runs in these tests.")
+
+(defun agent-q-rules-test--untimed (result)
+  "Return RESULT without its :execution_time_ms, which differs between runs."
+  (let ((copy (copy-sequence result)))
+    (plist-put copy :metadata (plist-put (copy-sequence (plist-get result :metadata))
+                                         :execution_time_ms 0))))
+
+(defun agent-q-rules-test--untimed-audit ()
+  "Return the audit records without their time and timing."
+  (mapcar (lambda (record)
+            (cl-remove-if (lambda (cell) (memq (car cell) '(time execution_time_ms))) record))
+          (agent-q-rules-test--audit)))
+
+(defun agent-q-rules-test--batch (registry calls)
+  "Run CALLS in REGISTRY synchronously, as one batch; return the results."
+  (let ((agent-q-client nil))
+    (agent-q-execute-tool-calls calls registry)))
+
+(defun agent-q-rules-test--eval-calls (n)
+  "Return N eval_form calls, each pushing its number.
+They push it onto `agent-q-rules-test--evaluated'."
+  (cl-loop for i below n
+           collect `(:id ,(format "e%d" i) :name "eval_form"
+                         :arguments (:form ,(format "(push %d agent-q-rules-test--evaluated)" i)))))
+
+(ert-deftest agent-q-rules-test-a-deny-rule-stops-a-cautious-call-that-asks-nobody ()
+  ;; eval_form is cautious: outside MCP it runs without asking.  A deny rule
+  ;; stops it all the same, one call or a long (chunked) batch.
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules '(("eval_form" nil deny)))
+    (let ((agent-q-rules-test--evaluated nil))
+      (dolist (n '(1 40))
+        (let ((results (agent-q-rules-test--batch registry (agent-q-rules-test--eval-calls n))))
+          (should (= n (length results)))
+          (dolist (r results)
+            (should (equal "denied" (agent-q-rules-test--status r)))
+            (should (equal "Tool execution denied by the user's approval rule: deny eval_form"
+                           (plist-get r :content))))))
+      (should-not agent-q-rules-test--evaluated)
+      (should-not agent-q-rules-test--asks)
+      (let ((records (agent-q-rules-test--audit)))
+        (should (= 41 (length records)))
+        (dolist (record records)
+          (should (equal '("denied" "rule" "deny eval_form")
+                         (list (alist-get 'event record) (alist-get 'decision record)
+                               (alist-get 'rule record))))))
+      ;; Another cautious tool still runs unasked.
+      (let ((r (agent-q-rules-test--call registry "compile_form" '(:form "(+ 1 2)"))))
+        (should (equal "success" (agent-q-rules-test--status r)))
+        (should-not agent-q-rules-test--asks)
+        (should (equal "auto" (alist-get 'decision (car (last (agent-q-rules-test--audit))))))))))
+
+(ert-deftest agent-q-rules-test-a-deny-rule-stops-a-safe-read-in-an-allowed-directory ()
+  (agent-q-rules-test--with dir registry
+    (let ((secret (expand-file-name "secret/key.txt" dir))
+          (plain (expand-file-name "plain.txt" dir)))
+      (agent-q-rules-test--write secret "hunter2\n")
+      (agent-q-rules-test--write plain "plain text\n")
+      (setq agent-q-approval-rules `((t (:path ,(concat dir "secret")) deny)))
+      (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,secret))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should-not (string-match-p "hunter2" (plist-get r :content)))
+        (should (string-match-p "denied by the user's approval rule: deny any tool under" (plist-get r :content))))
+      ;; The same from the asynchronous executor.
+      (let ((results (agent-q-rules-test--run-async
+                      registry `((:id "1" :name "read_file" :arguments (:path ,secret))
+                                 (:id "2" :name "read_file" :arguments (:path ,plain))))))
+        (should (equal '("denied" "success") (mapcar #'agent-q-rules-test--status results)))
+        (should-not (string-match-p "hunter2" (plist-get (car results) :content)))
+        (should (string-match-p "plain text" (plist-get (cadr results) :content))))
+      (should-not agent-q-rules-test--asks)
+      ;; The denials are audited (a safe call that runs is not, as ever).
+      (should (equal '(("denied" "rule") ("denied" "rule"))
+                     (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'decision r)))
+                             (agent-q-rules-test--audit)))))))
+
+(ert-deftest agent-q-rules-test-a-deny-rule-stops-eval-form-called-by-gptel ()
+  ;; gptel's own tool function, as gptel calls it for its model: the call goes
+  ;; through the asynchronous executor, where eval_form runs without asking.
+  (agent-q-bridge-require-gptel)
+  (agent-q-rules-test--with dir registry
+    (let* ((agent-q-rules-test--evaluated nil)
+           (agent-q--pending nil)
+           (agent-q--asking nil)
+           (agent-q--queue-timer nil)
+           (tool (cl-find "eval_form" (agent-q-gptel-tools :registry registry)
+                          :key #'gptel-tool-name :test #'equal))
+           (answers nil))
+      (should (gptel-tool-async tool))
+      (should-not (gptel-tool-confirm tool))
+      (dolist (rules '(nil (("eval_form" nil deny))))
+        (setq agent-q-approval-rules rules)
+        (let ((answer nil))
+          (funcall (gptel-tool-function tool) (lambda (text) (setq answer text))
+                   "(progn (push 'ran agent-q-rules-test--evaluated) 42)")
+          (agent-q-rules-test--wait (lambda () answer))
+          (push answer answers)))
+      (setq answers (nreverse answers))
+      (should (string-match-p "Value: 42" (nth 0 answers)))
+      (should (string-match-p "denied by the user's approval rule: deny eval_form" (nth 1 answers)))
+      (should (equal '(ran) agent-q-rules-test--evaluated))
+      (should-not agent-q-rules-test--asks)
+      (should (equal '(("gptel" "auto" "result") ("gptel" "rule" "denied"))
+                     (cl-remove-duplicates
+                      (mapcar (lambda (r) (list (alist-get 'client r) (alist-get 'decision r)
+                                                (alist-get 'event r)))
+                              (cl-remove-if (lambda (r) (equal (alist-get 'event r) "run"))
+                                            (agent-q-rules-test--audit)))
+                      :test #'equal))))))
+
+(ert-deftest agent-q-rules-test-an-ask-rule-asks-about-a-safe-call ()
+  (agent-q-rules-test--with dir registry
+    (let ((file (expand-file-name "notes.txt" dir)))
+      (agent-q-rules-test--write file "my notes\n")
+      (setq agent-q-approval-rules '(("read_file" nil ask)))
+      ;; Denied by the user.
+      (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,file))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should-not (string-match-p "my notes" (plist-get r :content))))
+      (should (= 1 (length agent-q-rules-test--asks)))
+      (let ((context (nth 2 (car agent-q-rules-test--asks))))
+        (should (plist-get context :optional))
+        (should (equal "ask read_file" (plist-get context :rule)))
+        (should (eq :safe (plist-get context :safety-level))))
+      ;; Approved by the user: it runs, and the audit says the user approved it.
+      (setq agent-q-rules-test--asks nil)
+      (let ((agent-q-approval-function (agent-q-rules-test--approver :approved)))
+        (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,file))))
+          (should (equal "success" (agent-q-rules-test--status r)))
+          (should (string-match-p "my notes" (plist-get r :content))))
+        ;; The asynchronous executor queues it for the prompt like any other.
+        (let ((results (agent-q-rules-test--run-async
+                        registry `((:id "a" :name "read_file" :arguments (:path ,file))))))
+          (should (equal '("success") (mapcar #'agent-q-rules-test--status results)))))
+      (should (= 2 (length agent-q-rules-test--asks)))
+      (should (plist-get (nth 2 (car agent-q-rules-test--asks)) :async))
+      (should (equal '(("denied" "denied") ("run" "approved") ("result" "approved")
+                       ("run" "approved") ("result" "approved"))
+                     (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'decision r)))
+                             (agent-q-rules-test--audit)))))))
+
+(ert-deftest agent-q-rules-test-rules-that-match-nothing-change-nothing ()
+  ;; The same calls, without rules and with rules that do not match them (or
+  ;; allow what runs anyway): the same results, the same audit records, the
+  ;; same questions, synchronously (one batch, and a chunked one) and
+  ;; asynchronously, where nothing is queued.
+  (agent-q-rules-test--with dir registry
+    (let* ((file (expand-file-name "f.txt" dir))
+           (calls `((:id "r" :name "read_file" :arguments (:path ,file))
+                    (:id "e" :name "eval_form" :arguments (:form "(push 1 agent-q-rules-test--evaluated)"))
+                    (:id "w" :name "write_file" :arguments (:path ,(expand-file-name "w.txt" dir)
+                                                                 :content "x"))
+                    (:id "u" :name "no_such_tool" :arguments nil)
+                    (:id "i" :name "read_file" :arguments (:path 7))
+                    (:id "m" :name "macroexpand_form" :arguments (:form "(when t 1)"))))
+           (long (cl-loop for i below 40 append
+                          (mapcar (lambda (c) (plist-put (copy-sequence c) :id (format "%s%d" (plist-get c :id) i)))
+                                  (list (nth 0 calls) (nth 1 calls)))))
+           (safe (cl-remove "w" calls :key (lambda (c) (plist-get c :id)) :test #'equal))
+           (runs nil))
+      (agent-q-rules-test--write file "content\n")
+      (dolist (rules (list nil
+                           '(("no_such_tool" nil deny)
+                             (t (:path "/nonexistent-agent-q-rules-dir") deny)
+                             ("read_file" (:client "nobody") ask))
+                           `(("read_file" (:path ,dir) allow) ("eval_form" nil allow))))
+        (setq agent-q-approval-rules rules
+              agent-q-rules-test--asks nil)
+        (with-temp-file agent-q-audit-file)
+        (let* ((agent-q-rules-test--evaluated nil)
+               (sync (mapcar #'agent-q-rules-test--untimed (agent-q-rules-test--batch registry calls)))
+               (chunked (mapcar #'agent-q-rules-test--untimed (agent-q-rules-test--batch registry long)))
+               (async (let ((results :none)
+                            (agent-q--pending nil)
+                            (agent-q--asking nil)
+                            (agent-q--queue-timer nil))
+                        (let ((batch (agent-q--execute-async safe (lambda (r) (setq results r)) registry)))
+                          ;; Everything was decided at once: nothing pending, no prompt coming.
+                          (should (zerop (agent-q--batch-remaining batch)))
+                          (should-not agent-q--pending)
+                          (should-not agent-q--queue-timer))
+                        (agent-q-rules-test--wait (lambda () (not (eq results :none))))
+                        (mapcar #'agent-q-rules-test--untimed results))))
+          (should (eq (agent-q-rules-any-p) (and rules t)))
+          (push (list sync chunked async (agent-q-rules-test--untimed-audit)
+                      (reverse agent-q-rules-test--asks) agent-q-rules-test--evaluated)
+                runs)))
+      (setq runs (nreverse runs))
+      (let ((base (car runs)))
+        (should (equal '("success" "success" "denied" "failure" "failure" "success")
+                       (mapcar #'agent-q-rules-test--status (nth 0 base))))
+        (should (= 80 (length (nth 1 base))))
+        ;; Only the dangerous write was asked about.
+        (should (equal '("write_file") (mapcar #'car (nth 4 base))))
+        ;; The cautious calls were audited, as "auto".
+        (should (member "auto" (mapcar (lambda (r) (alist-get 'decision r)) (nth 3 base))))
+        (should (= 42 (length (nth 5 base))))
+        (dolist (run (cdr runs))
+          (should (equal run base)))))))
+
+(ert-deftest agent-q-rules-test-without-an-approval-function ()
+  (agent-q-rules-test--with dir registry
+    (let ((agent-q-approval-function nil)
+          (agent-q-rules-test--evaluated nil)
+          (file (expand-file-name "n.txt" dir)))
+      (agent-q-rules-test--write file "text\n")
+      ;; Rules that do not match: what needs no decision runs, as before.
+      (setq agent-q-approval-rules '(("compile_form" nil deny)))
+      (should (equal '("success" "success")
+                     (mapcar #'agent-q-rules-test--status
+                             (agent-q-rules-test--batch
+                              registry `((:id "1" :name "read_file" :arguments (:path ,file))
+                                         ,@(agent-q-rules-test--eval-calls 1))))))
+      (should (equal '(0) agent-q-rules-test--evaluated))
+      ;; A deny rule denies.
+      (setq agent-q-approval-rules '(("eval_form" nil deny)))
+      (should (equal "denied" (agent-q-rules-test--status
+                               (car (agent-q-rules-test--batch registry (agent-q-rules-test--eval-calls 1))))))
+      (should (equal "denied" (agent-q-rules-test--status
+                               (car (agent-q-rules-test--run-async registry (agent-q-rules-test--eval-calls 1))))))
+      ;; An ask rule denies too: nobody can be asked.
+      (setq agent-q-approval-rules '(("read_file" nil ask)))
+      (let ((r (agent-q-rules-test--call registry "read_file" `(:path ,file))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should (string-match-p "no approval function is set" (plist-get r :content))))
+      (should (equal '(0) agent-q-rules-test--evaluated)))))
+
+(ert-deftest agent-q-rules-test-an-approval-function-cannot-answer-auto-for-a-dangerous-call ()
+  (agent-q-rules-test--with dir registry
+    (let ((agent-q-approval-function (agent-q-rules-test--approver :auto))
+          (file (expand-file-name "auto.txt" dir)))
+      (setq agent-q-approval-rules '(("no_such_tool" nil deny)))
+      (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x"))))
+        (should (equal "denied" (agent-q-rules-test--status r)))
+        (should (string-match-p "answered :auto" (plist-get r :content))))
+      (should-not (file-exists-p file)))))
 
 (provide 'agent-q-rules-test)
 

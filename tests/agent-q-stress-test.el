@@ -227,7 +227,7 @@ modifies them (the module only reads values).")
 
 (defun agent-q-stress--call-args (call)
   "The arguments of `agent-q--core-call-start' (and -execute) for CALL."
-  (list (agent-q-stress--fixture) call 20000 (* 16 1024 1024) nil nil nil nil))
+  (list (agent-q-stress--fixture) call 20000 (* 16 1024 1024) nil nil nil nil nil))
 
 (defun agent-q-stress--pending (tool)
   "A call of TOOL started with the asynchronous driver and waiting: its PENDING."

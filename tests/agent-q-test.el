@@ -726,7 +726,7 @@
                for result in results
                for alone = (apply #'agent-q--core-call-start
                                   (list reg call agent-q-max-result-chars agent-q-max-argument-bytes
-                                        nil agent-q-confirm-safety-levels nil nil))
+                                        nil agent-q-confirm-safety-levels nil nil nil))
                do (should (eq (car alone) :done))
                (should (equal (funcall untimed result) (funcall untimed (cadr alone)))))
       (should (equal (plist-get (nth 0 results) :content) "Hello, Ada."))

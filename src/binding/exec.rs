@@ -6,7 +6,8 @@
 //! - `agent-q--core-call-start`, `-decide`, `-finish` and `-cancel` expose the same steps to the
 //!   asynchronous driver in agent-q.el: they run whatever can run at once (guards, synchronous
 //!   handlers) and stop at a step that needs waiting, returning it to Lisp:
-//!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed),
+//!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed; CONTEXT has
+//!   `:optional t` when the call needs none and stops only for the user's approval rules),
 //!   `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started) or
 //!   `(:wait PENDING TICKET TOOL)` (a native tool runs off Emacs's main thread; its outcome comes back
 //!   through the channel of [`super::channel`], when one is open). PENDING is a user pointer
@@ -212,10 +213,11 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context of a decision, bound to `agent-q-approval-context':
-    /// (:tool :safety-level :reason :review :tool-id :client :id).
+    /// (:tool :safety-level :reason :review :tool-id :client :id), and `:optional t` at the end
+    /// for a call that needs no decision and stops only for the user's approval rules.
     fn ask_context(&self, ask: &Ask, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
-        let items = [
+        let mut items = vec![
             keyword(env, "tool")?,
             ask.tool.as_str().into_lisp(env)?,
             keyword(env, "safety-level")?,
@@ -231,6 +233,10 @@ impl<'e> EmacsHost<'e> {
             keyword(env, "id")?,
             opt_string(env, call.id())?,
         ];
+        if ask.optional {
+            items.push(keyword(env, "optional")?);
+            items.push(lisp_t.bind(env));
+        }
         env.list(&items)
     }
 
@@ -426,6 +432,7 @@ fn options(
     hooks: Value<'_>,
     confirm: Value<'_>,
     audit_all: Value<'_>,
+    rules: Value<'_>,
 ) -> Result<Options> {
     let max_result_chars = super::args::integer(env, max_result_chars, "MAX-RESULT-CHARS")?;
     let max_argument_bytes = super::args::integer(env, max_argument_bytes, "MAX-ARGUMENT-BYTES")?;
@@ -442,7 +449,7 @@ fn options(
         hooks: hooks.is_not_nil(),
         confirm: levels,
         audit_all: audit_all.is_not_nil(),
-        consult_rules: false,
+        consult_rules: rules.is_not_nil(),
     })
 }
 
@@ -637,9 +644,11 @@ const CHUNK: usize = 32;
 /// call, in order, deciding each approval as it comes. MAX-RESULT-CHARS caps each result's content
 /// (0: no cap), MAX-ARGUMENT-BYTES caps the strings of each call, HOOKS non-nil means observers
 /// are installed, CONFIRM lists the safety levels (keywords) whose calls need approval besides
-/// `:dangerous', which always does, AUDIT-ALL non-nil audits safe calls too, and CLIENT names
-/// where the calls come from (nil for none). CALLS must be a proper list: a circular or dotted
-/// one is refused before anything runs.
+/// `:dangerous', which always does, AUDIT-ALL non-nil audits safe calls too, CLIENT names
+/// where the calls come from (nil for none), and RULES non-nil means the user has approval rules:
+/// a call that needs no decision is then offered to `agent-q--approval-call' all the same, with
+/// :optional t in its context (it runs as without rules when the answer is `:auto'). CALLS must
+/// be a proper list: a circular or dotted one is refused before anything runs.
 #[allow(clippy::too_many_arguments)]
 #[defun]
 fn execute<'e>(
@@ -652,9 +661,18 @@ fn execute<'e>(
     confirm: Value<'e>,
     audit_all: Value<'e>,
     client: Value<'e>,
+    rules: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
-    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let opts = options(
+        env,
+        max_result_chars,
+        max_argument_bytes,
+        hooks,
+        confirm,
+        audit_all,
+        rules,
+    )?;
     let ctx = context(env, client)?;
     let length = env.call("proper-list-p", (calls,))?;
     if !length.is_not_nil() {
@@ -698,6 +716,7 @@ fn execute<'e>(
                 confirm,
                 audit_all,
                 client,
+                rules,
             ),
         )?);
         cell = env.call(callee::nthcdr, (n as i64, cell))?;
@@ -724,9 +743,18 @@ fn execute_chunk<'e>(
     confirm: Value<'e>,
     audit_all: Value<'e>,
     client: Value<'e>,
+    rules: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?;
-    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let opts = options(
+        env,
+        max_result_chars,
+        max_argument_bytes,
+        hooks,
+        confirm,
+        audit_all,
+        rules,
+    )?;
     let ctx = context(env, client)?;
     let count = super::args::integer(env, count, "COUNT")?;
     let count = usize::try_from(count).unwrap_or(0).min(CHUNK);
@@ -893,9 +921,18 @@ fn call_start<'e>(
     confirm: Value<'e>,
     audit_all: Value<'e>,
     client: Value<'e>,
+    rules: Value<'e>,
 ) -> Result<Value<'e>> {
     let shared = resolve(registry)?.clone();
-    let opts = options(env, max_result_chars, max_argument_bytes, hooks, confirm, audit_all)?;
+    let opts = options(
+        env,
+        max_result_chars,
+        max_argument_bytes,
+        hooks,
+        confirm,
+        audit_all,
+        rules,
+    )?;
     let ctx = context(env, client)?;
     if let Some(lc) = read_call(env, call, &opts)? {
         let mut host = EmacsHost {
