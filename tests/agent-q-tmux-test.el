@@ -122,7 +122,10 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
                     bindings))
      (unwind-protect (progn ,@body)
        (dolist (f (list out ,@(mapcar #'car bindings)))
-         (when (file-exists-p f) (delete-file f))))))
+         ;; The child Emacs may have auto-saved a file it visited.
+         (dolist (g (list f (expand-file-name (concat "#" (file-name-nondirectory f) "#")
+                                              (file-name-directory f))))
+           (when (file-exists-p g) (delete-file g)))))))
 
 (defun agent-q-tmux-test--file (file)
   "FILE's contents."
