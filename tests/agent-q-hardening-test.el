@@ -251,5 +251,33 @@
     (should (string-match-p "remote file: /ssh:"
                             (agent-q-tools--path-note '(:path "/ssh:h:/etc/x"))))))
 
+;; Issue 8 review: the built-in tools print values with
+;; `agent-q-builtins--print', bounded by `print-level'; Emacs 28 applies
+;; it to lists only, so a vector nested past 200 levels made the printer
+;; signal "Apparently circular structure being printed": describe_symbol
+;; failed on such a variable, and eval_form reported a form that ran
+;; fine as a failure, with a false reason.
+(defvar agent-q-hardening-test--deep-vector nil
+  "A vector nested deeper than Emacs's printer goes, for describe_symbol.")
+
+(ert-deftest agent-q-hardening-test-a-deep-vector-is-printed-with-a-marker ()
+  (agent-q-hardening-test--with reg
+    (let ((deep nil))
+      (dotimes (_ 1000) (setq deep (vector deep)))
+      (setq agent-q-hardening-test--deep-vector (record 'r (make-hash-table) deep))
+      (puthash 1 deep (aref agent-q-hardening-test--deep-vector 1))
+      (let ((printed (agent-q-builtins--print deep)))
+        (should (string-match-p "\\`\\[\\{10\\}\\.\\.\\.\\]\\{10\\}\\'" printed)))
+      (pcase-dolist (`(,tool . ,args)
+                     '(("describe_symbol" :symbol "agent-q-hardening-test--deep-vector")
+                       ("eval_form" :form "agent-q-hardening-test--deep-vector")
+                       ("compile_form" :form "agent-q-hardening-test--deep-vector")))
+        (let ((result (car (agent-q-execute-tool-calls
+                            `((:id "v" :name ,tool :arguments ,args)) reg))))
+          (should (plist-get result :success))
+          (should-not (string-match-p "circular" (plist-get result :content)))
+          (should (string-match-p "\\[\\[\\.\\.\\.\\]\\]" (plist-get result :content))))))
+    (setq agent-q-hardening-test--deep-vector nil)))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
