@@ -118,6 +118,12 @@ for approval."
     ("\\`#\\(.+\\)#\\'" 1)                    ; Emacs auto-save files
     ("\\`\\.#\\(.+\\)\\'" 1)                  ; Emacs lock files
     ("\\`\\(.+\\)\\.\\(?:bak\\|orig\\|old\\|save\\|backup\\|tmp\\|rej\\)\\'" 1)
+    ("\\`\\(.+\\)\\.\\(?:dpkg-[a-z]+\\|rpm\\(?:save\\|new\\|orig\\)\\|ucf-[a-z]+\\)\\'" 1) ; package managers
+    ("\\`\\(.+\\)\\.[0-9]+\\'" 1)               ; rotated copies (logrotate's name.1)
+    ("\\`\\(.+\\),v\\'" 1)                     ; RCS files hold every revision
+    ;; Compressed copies: read_file decompresses .gz, and a user can
+    ;; read the others with one command.
+    ("\\`\\(.+\\)\\.\\(?:gz\\|bz2\\|xz\\|zst\\|lz\\|lzma\\|z\\|br\\)\\'" 1)
     ("\\`\\(.+\\)\\.sw[a-p]\\'" 1)            ; vim swap files keep the dot...
     ("\\`\\.\\(.+\\)\\.sw[a-p]\\'" 1))        ; ...that hides the file they save
   "How backup, auto-save, lock and swap files decorate a file's name.

@@ -279,5 +279,35 @@
           (should (string-match-p "\\[\\[\\.\\.\\.\\]\\]" (plist-get result :content))))))
     (setq agent-q-hardening-test--deep-vector nil)))
 
+;; Issue 8 review: compressed, rotated, package-manager and RCS copies
+;; of a sensitive file were read freely (read_file even decompresses
+;; server.key.gz).
+(ert-deftest agent-q-hardening-test-compressed-and-rotated-copies-are-sensitive ()
+  (dolist (name '("server.key.gz" "cert.pem.bz2" "id_rsa.xz" ".authinfo.Z" ".netrc.zst"
+                  "server.key.1" ".authinfo.2.gz" "server.key.dpkg-old" ".pgpass.rpmsave"
+                  ".authinfo,v" ".git-credentials.ucf-dist"))
+    (should (agent-q-guard-sensitive-match (concat "/home/u/project/" name))))
+  (dolist (name '("notes.txt.gz" "README.1" "main.c,v" "data.json.dpkg-old"))
+    (should-not (agent-q-guard-sensitive-match (concat "/home/u/project/" name))))
+  (agent-q-hardening-test--with reg
+    (let* ((dir (file-name-as-directory (make-temp-file "agent-q-hardening" t)))
+           (file (expand-file-name "server.key.gz" dir))
+           (agent-q-allowed-directories (list dir))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :denied)))
+      (unwind-protect
+          (progn
+            (with-temp-file file
+              (set-buffer-multibyte nil)
+              (insert "-----BEGIN PRIVATE KEY-----\n")
+              (let ((coding-system-for-write 'no-conversion))
+                (call-process-region (point-min) (point-max) "gzip" t t nil "-c")))
+            (let ((result (car (agent-q-execute-tool-calls
+                                `((:id "k" :name "read_file" :arguments (:path ,file))) reg))))
+              (should asked)
+              (should-not (plist-get result :success))
+              (should-not (string-match-p "PRIVATE" (plist-get result :content)))))
+        (delete-directory dir t)))))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
