@@ -309,5 +309,35 @@
               (should-not (string-match-p "PRIVATE" (plist-get result :content)))))
         (delete-directory dir t)))))
 
+;; Issue 8 review: describe_symbol hides the values of variables defined
+;; in a private file, but class_slots showed the initforms of a class
+;; defined there (a default password in a cl-defstruct or defclass).
+(ert-deftest agent-q-hardening-test-class-slots-hide-private-initforms ()
+  (agent-q-hardening-test--with reg
+    (let* ((dir (file-name-as-directory (make-temp-file "agent-q-private" t)))
+           (file (expand-file-name "agent-q-hardening-secrets.el" dir))
+           (agent-q-allowed-directories (list (make-temp-file "agent-q-allowed" t))))
+      (unwind-protect
+          (progn
+            (with-temp-file file
+              (insert "(require 'eieio)\n"
+                      "(cl-defstruct agent-q-hardening--conf (pw \"hunter2-struct\"))\n"
+                      "(defclass agent-q-hardening--econf () ((pw :initform \"hunter2-class\")))\n"))
+            (load file nil t)
+            (dolist (class '("agent-q-hardening--conf" "agent-q-hardening--econf"))
+              (let ((result (car (agent-q-execute-tool-calls
+                                  `((:id "c" :name "class_slots" :arguments (:class ,class))) reg))))
+                (should (plist-get result :success))
+                (should-not (string-match-p "hunter2" (plist-get result :content)))
+                (should (string-match-p "initform: hidden, because the class is defined in .*agent-q-hardening-secrets\\.el"
+                                        (plist-get result :content)))))
+            ;; A library's class shows its initforms.
+            (let ((result (car (agent-q-execute-tool-calls
+                                '((:id "c" :name "class_slots" :arguments (:class "ert-test"))) reg))))
+              (should (string-match-p "initform: ':passed" (plist-get result :content)))
+              (should-not (string-match-p "hidden" (plist-get result :content)))))
+        (delete-directory dir t)
+        (delete-directory (car agent-q-allowed-directories) t)))))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
