@@ -339,5 +339,27 @@
         (delete-directory dir t)
         (delete-directory (car agent-q-allowed-directories) t)))))
 
+;; Issue 8 review: the audit file records what the tools returned -- the
+;; text of a secret file the user approved reading included -- and was
+;; created world-readable under the usual umask 022.
+(ert-deftest agent-q-hardening-test-the-audit-file-is-private ()
+  (let* ((dir (make-temp-file "agent-q-audit-dir" t))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function (lambda (&rest _) :approved))
+         (reg (agent-q-make-registry)))
+    (unwind-protect
+        (progn
+          (agent-q-register-tool
+           (agent-q-define-tool "secret" "Secret." nil :safety-level :dangerous
+                                :handler (lambda (_) "password 1234"))
+           reg)
+          (with-file-modes #o644          ; the usual umask 022
+            (agent-q-execute-tool-calls '((:id "s" :name "secret")) reg))
+          (should (string-match-p "password 1234"
+                                  (with-temp-buffer (insert-file-contents agent-q-audit-file)
+                                                    (buffer-string))))
+          (should (= (file-modes agent-q-audit-file) #o600)))
+      (delete-directory dir t))))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
