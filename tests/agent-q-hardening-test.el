@@ -361,5 +361,42 @@
           (should (= (file-modes agent-q-audit-file) #o600)))
       (delete-directory dir t))))
 
+;; Issue 8 review: agent-q's own log buffer, the review buffer of a
+;; sensitive file and the audit file hold what the guard protects (the
+;; results of reads the user approved, the text of the file reviewed),
+;; and the safe read tools read them without asking.
+(ert-deftest agent-q-hardening-test-agent-q-own-records-are-guarded ()
+  (agent-q-hardening-test--with reg
+    (let* ((dir (file-name-as-directory (make-temp-file "agent-q-records" t)))
+           (agent-q-allowed-directories (list dir))
+           (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+           (agent-q-log-buffer-name "*agent-q-log-test*")
+           (env (expand-file-name ".env" dir))
+           (asked 0)
+           (agent-q-approval-function (lambda (&rest _) (cl-incf asked) :denied))
+           (review (get-buffer-create "*agent-q-diff: .env*")))
+      (unwind-protect
+          (progn
+            (with-temp-file agent-q-audit-file (insert "{\"content\":\"password=1\"}\n"))
+            (with-current-buffer (get-buffer-create agent-q-log-buffer-name)
+              (insert "result read_file: password=1\n"))
+            (with-current-buffer review
+              (insert "-password=1\n+password=2\n")
+              (setq-local agent-q-tools--this-review
+                          (agent-q-tools--make-review :path ".env" :file env)))
+            (pcase-dolist (`(,tool . ,args)
+                           `(("read_file" :path ,agent-q-audit-file)
+                             ("read_buffer" :buffer ,agent-q-log-buffer-name)
+                             ("search_in_buffer" :buffer ,agent-q-log-buffer-name :pattern "password")
+                             ("read_buffer" :buffer "*agent-q-diff: .env*")))
+              (let ((result (car (agent-q-execute-tool-calls
+                                  `((:id "r" :name ,tool :arguments ,args)) reg))))
+                (should-not (plist-get result :success))
+                (should-not (string-match-p "password=" (plist-get result :content)))))
+            (should (= asked 4)))
+        (kill-buffer review)
+        (kill-buffer agent-q-log-buffer-name)
+        (delete-directory dir t)))))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
