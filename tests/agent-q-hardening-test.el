@@ -398,5 +398,25 @@
         (kill-buffer agent-q-log-buffer-name)
         (delete-directory dir t)))))
 
+;; Issue 8 review: a call's :id (and :client) came back in the result and
+;; went into the prompt, the log buffer and twice into the audit file,
+;; whatever its length: 20 MB of audit file from one call with a 10 MB id.
+(ert-deftest agent-q-hardening-test-a-huge-call-id-is-refused ()
+  (agent-q-hardening-test--with reg
+    (let* ((agent-q-approval-function (lambda (&rest _) :approved))
+           (ran nil)
+           (result (progn
+                     (agent-q-register-tool
+                      (agent-q-define-tool "d" "D." nil :safety-level :dangerous
+                                           :handler (lambda (_) (setq ran t) "ok"))
+                      reg)
+                     (car (agent-q-execute-tool-calls
+                           `((:id ,(make-string 100000 ?i) :name "d")) reg)))))
+      (should-not ran)
+      (should-not (plist-get result :success))
+      (should-not (plist-get result :id))
+      (should (string-match-p ":id is 100000 bytes long" (plist-get result :content)))
+      (should (< (file-attribute-size (file-attributes agent-q-audit-file)) 10000)))))
+
 (provide 'agent-q-hardening-test)
 ;;; agent-q-hardening-test.el ends here
