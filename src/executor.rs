@@ -533,6 +533,11 @@ pub struct ToolCall<'a> {
     pub client: Option<String>,
 }
 
+/// The longest `:id` and `:client` of a call, in bytes. Both are echoed in the result, the
+/// prompt, the log buffer and twice in the audit file: a model could otherwise write megabytes
+/// there with each call.
+pub const MAX_CALL_LABEL_BYTES: usize = 1024;
+
 /// Read a tool call; on failure, the id (when readable) and a message naming the problem.
 pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
     if v.plist_pairs().is_none() {
@@ -549,6 +554,15 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
         Some(x @ (Sexp::Int(_) | Sexp::Float(_) | Sexp::Symbol(_) | Sexp::Keyword(_))) => Some(sexp::describe(x)),
         _ => return Err((None, "Invalid tool call: missing :id".to_string())),
     };
+    if let Some(long) = id.as_ref().filter(|i| i.len() > MAX_CALL_LABEL_BYTES) {
+        return Err((
+            None,
+            format!(
+                "Invalid tool call: its :id is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                long.len()
+            ),
+        ));
+    }
     let name = match v.plist_get("name") {
         Some(Sexp::Str(s)) | Some(Sexp::Symbol(s)) => Some(s.clone()),
         _ => None,
@@ -557,6 +571,15 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
         return Err((id, "Invalid tool call: missing :name".to_string()));
     };
     let client = v.plist_get("client").and_then(Sexp::as_str).map(str::to_string);
+    if let Some(long) = client.as_ref().filter(|c| c.len() > MAX_CALL_LABEL_BYTES) {
+        return Err((
+            id,
+            format!(
+                "Invalid tool call: its :client is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                long.len()
+            ),
+        ));
+    }
     Ok(ToolCall {
         id,
         name,

@@ -508,6 +508,7 @@ They go through `agent-q-execute-tool-calls' and its asynchronous twin."
                           (eq field :name)
                           (pcase field
                             (:id ":id")
+                            (:client ":client")
                             (:arguments "arguments must be an object")))))))
           (funcall add "argument-value"
                    (lambda ()
