@@ -128,6 +128,9 @@ pub struct Options {
     pub confirm: Vec<SafetyLevel>,
     /// Audit every call, safe ones included (calls from an external client such as MCP).
     pub audit_all: bool,
+    /// Whether a self-reviewing handler ([`LispTool::reviews_itself`]) is still what it was when
+    /// registered; when not, its calls are asked about as any other.
+    pub review_intact: bool,
 }
 
 impl Options {
@@ -145,6 +148,7 @@ impl Default for Options {
             hooks: false,
             confirm: Vec::new(),
             audit_all: false,
+            review_intact: true,
         }
     }
 }
@@ -762,7 +766,7 @@ impl Call {
         this.level = spec.safety_level;
         this.stage = Stage::Guard;
         if let Some(Handler::Lisp(tool)) = &entry.handler {
-            this.review = tool.reviews_itself;
+            this.review = tool.reviews_itself && opts.review_intact;
         }
         if !entry.registration.enabled {
             let message = format!("Tool {} is disabled", this.name);
