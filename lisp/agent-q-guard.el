@@ -54,6 +54,10 @@
 (require 'project)
 
 (defvar agent-q-call-context)
+(defvar agent-q-log-buffer-name)
+(defvar agent-q-audit-file)
+(defvar agent-q-tools--this-review)
+(declare-function agent-q-tools--review-file "agent-q-tools" (review))
 
 ;;;; Options
 
@@ -118,6 +122,12 @@ for approval."
     ("\\`#\\(.+\\)#\\'" 1)                    ; Emacs auto-save files
     ("\\`\\.#\\(.+\\)\\'" 1)                  ; Emacs lock files
     ("\\`\\(.+\\)\\.\\(?:bak\\|orig\\|old\\|save\\|backup\\|tmp\\|rej\\)\\'" 1)
+    ("\\`\\(.+\\)\\.\\(?:dpkg-[a-z]+\\|rpm\\(?:save\\|new\\|orig\\)\\|ucf-[a-z]+\\)\\'" 1) ; package managers
+    ("\\`\\(.+\\)\\.[0-9]+\\'" 1)               ; rotated copies (logrotate's name.1)
+    ("\\`\\(.+\\),v\\'" 1)                     ; RCS files hold every revision
+    ;; Compressed copies: read_file decompresses .gz, and a user can
+    ;; read the others with one command.
+    ("\\`\\(.+\\)\\.\\(?:gz\\|bz2\\|xz\\|zst\\|lz\\|lzma\\|z\\|br\\)\\'" 1)
     ("\\`\\(.+\\)\\.sw[a-p]\\'" 1)            ; vim swap files keep the dot...
     ("\\`\\.\\(.+\\)\\.sw[a-p]\\'" 1))        ; ...that hides the file they save
   "How backup, auto-save, lock and swap files decorate a file's name.
@@ -233,6 +243,9 @@ asked."
            (match (agent-q-guard-sensitive-match file true))
            (dirs (agent-q-builtins--allowed-directories)))
       (cond
+       ((agent-q-guard--audit-file-p true)
+        (format "%s is agent-q's audit file: it holds the arguments and results of earlier calls, those the user approved reading included"
+                true))
        (match
         (if (member (cdr match) (list file true))
             (format "%s matches the sensitive file pattern %s" true (car match))
@@ -244,6 +257,12 @@ asked."
        ((and (integerp nlink) (> nlink 1))
         (format "%s has %d hard links: another name of the same file may be sensitive (a link to ~/.authinfo, say), and nothing tells which"
                 true nlink))))))
+
+(defun agent-q-guard--audit-file-p (true)
+  "Return non-nil when TRUE, a true file name, is `agent-q-audit-file'."
+  (and (bound-and-true-p agent-q-audit-file)
+       (not (file-remote-p agent-q-audit-file))
+       (equal true (file-truename (expand-file-name agent-q-audit-file)))))
 
 (defun agent-q-guard--file-identity (file)
   "Return (TRUE DEV INO NLINK) for the local FILE, from `file-attributes'.
@@ -271,22 +290,35 @@ A hidden buffer always needs it.  A buffer is otherwise judged by the
 file it shows: the one it (or its base buffer, for an indirect buffer)
 visits -- by the variables `buffer-file-name' and `buffer-file-truename', which
 can differ when the first was set by hand -- or, for a Dired buffer,
-its directory.  A buffer that shows no file is read freely."
+its directory, and for the review of propose_file_edit, the file it
+reviews.  agent-q's log buffer (`agent-q-log-buffer-name') always needs
+it: it holds earlier calls' results.  A buffer that shows no file is
+read freely."
   (let* ((base (or (buffer-base-buffer buffer) buffer))
          (files (with-current-buffer base
                   (delq nil (list buffer-file-name
                                   (and buffer-file-truename
                                        (not (equal buffer-file-truename buffer-file-name))
                                        buffer-file-truename)
-                                  (and (derived-mode-p 'dired-mode) default-directory))))))
-    (if (agent-q-guard--hidden-buffer-p buffer)
-        (format "buffer %S is hidden (its name starts with a space): Emacs keeps internal data such as archive contents, decrypted text or process output in such buffers"
-                (buffer-name buffer))
+                                  (and (derived-mode-p 'dired-mode) default-directory)
+                                  ;; A review shows parts of the file it reviews.
+                                  (and (bound-and-true-p agent-q-tools--this-review)
+                                       (fboundp 'agent-q-tools--review-file)
+                                       (agent-q-tools--review-file agent-q-tools--this-review)))))))
+    (cond
+     ((agent-q-guard--hidden-buffer-p buffer)
+      (format "buffer %S is hidden (its name starts with a space): Emacs keeps internal data such as archive contents, decrypted text or process output in such buffers"
+              (buffer-name buffer)))
+     ((and (bound-and-true-p agent-q-log-buffer-name)
+           (equal (buffer-name buffer) agent-q-log-buffer-name))
+      (format "buffer %S is agent-q's log: it holds the arguments and results of earlier calls, those the user approved reading included"
+              (buffer-name buffer)))
+     (t
       (seq-some (lambda (file)
                   (let ((reason (agent-q-builtins--guard-reason
                                  (if (file-remote-p file) file (expand-file-name file)))))
                     (and reason (format "buffer %S shows a file: %s" (buffer-name buffer) reason))))
-                files))))
+                files)))))
 
 
 ;;;; What the guard checked, and what the handler opened

@@ -734,8 +734,29 @@ ARGS holds \"package\" and optionally \"include_internal\"."
                      (agent-q-builtins--did-you-mean
                       name (lambda (s) (get s 'cl--class)))))
 
+(defun agent-q-builtins--initform-hidden-reason (class-name printed)
+  "Return why a slot's initform, PRINTED, of the class CLASS-NAME is hidden.
+nil when it may be shown.  As for a variable's value in
+describe_symbol (see `agent-q-builtins--secret-reason'): a class
+defined in a file outside the library directories and the allowed
+directories (a private secrets.el) keeps its initforms to itself, and
+so does an initform that looks like a key or token."
+  (let ((file (symbol-file class-name 'define-type)))
+    (cond
+     ((and file (agent-q-builtins--private-file-p file))
+      (format "the class is defined in %s, outside the library directories and the allowed directories"
+              file))
+     ((let ((case-fold-search nil))
+        (seq-some (lambda (re) (string-match-p re printed))
+                  agent-q-sensitive-value-patterns))
+      "it holds what looks like a key or token (agent-q-sensitive-value-patterns)")
+     ((and agent-q-hide-token-like-values (agent-q-builtins--token-like-p printed))
+      "it holds a long random-looking token"))))
+
 (defun agent-q-builtins--class-slots (args)
-  "List the slots of the class or struct type named in ARGS (\"class\")."
+  "List the slots of the class or struct type named in ARGS (\"class\").
+Initforms that may hold a secret are hidden, saying why (see
+`agent-q-builtins--initform-hidden-reason')."
   (let* ((name (string-trim (or (agent-q-builtins--arg args "class") "")))
          (class (and (not (string-empty-p name))
                      (agent-q-builtins--find-class name))))
@@ -762,8 +783,13 @@ ARGS holds \"package\" and optionally \"include_internal\"."
                    (if initarg (format "\n    initarg: %s" initarg) "")
                    (format "\n    type: %s"
                            (agent-q-builtins--print (cl--slot-descriptor-type slot)))
-                   (format "\n    initform: %s"
-                           (agent-q-builtins--print (cl--slot-descriptor-initform slot)))
+                   (let* ((printed (agent-q-builtins--print
+                                    (cl--slot-descriptor-initform slot)))
+                          (why (agent-q-builtins--initform-hidden-reason
+                                (cl--class-name class) printed)))
+                     (if why
+                         (format "\n    initform: hidden, because %s" why)
+                       (format "\n    initform: %s" printed)))
                    (if allocation (format "\n    allocation: %s" allocation) "")
                    (if (alist-get :read-only props) "\n    read-only: t" "")
                    (if (stringp doc) (format "\n    documentation: %s" doc) ""))))))

@@ -167,7 +167,9 @@ printing bounds (`agent-q-builtins--print-length' and
 `agent-q-builtins--print-level') and to no more than MAX + 1 objects
 in all: each object prints as at least one character, so what lies
 beyond is cut from the output anyway and is left out (printed as
-\"...\").  Other objects are returned as they are."
+\"...\").  Vectors, records and hash tables deeper than the printing
+depth are left out too (`print-level' does not cut them in Emacs 28).
+Other objects are returned as they are."
   (let ((budget (1+ max)))
     (cl-labels
         ((copy (v level)
@@ -175,7 +177,14 @@ beyond is cut from the output anyway and is left out (printed as
            (cond
             ((< budget 0) '...)
             ((stringp v) (if (> (length v) max) (substring v 0 (1+ max)) v))
-            ((> level agent-q-builtins--print-level) v)
+            ;; Beyond the depth printed, a list prints as "..." by
+            ;; `print-level'; but in Emacs 28 `print-level' does not
+            ;; apply to vectors, records and hash tables, which would
+            ;; print in full, and past 200 levels the printer signals
+            ;; "Apparently circular structure".  A list in their place
+            ;; is past `print-level', and prints as "...".
+            ((> level agent-q-builtins--print-level)
+             (if (or (vectorp v) (recordp v) (hash-table-p v)) (list v) v))
             ((consp v)
              (let ((head nil) (n 0))
                (while (and (consp v) (<= n agent-q-builtins--print-length) (>= budget 0))

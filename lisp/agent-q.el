@@ -821,14 +821,19 @@ An error in one is reported and does not stop the others."
   "Non-nil once a failure to write `agent-q-audit-file' was reported.")
 
 (defun agent-q--audit (json-line summary)
-  "Log SUMMARY to the log buffer and append JSON-LINE to `agent-q-audit-file'."
+  "Log SUMMARY to the log buffer and append JSON-LINE to `agent-q-audit-file'.
+The file is created readable by the user only (mode 0600)."
   (agent-q--log-line (concat summary "  " json-line))
   (when agent-q-audit-file
     (condition-case err
         (let ((coding-system-for-write 'utf-8-unix)
               (file (expand-file-name agent-q-audit-file)))
           (make-directory (file-name-directory file) t)
-          (write-region (concat json-line "\n") nil file 'append 'silent))
+          ;; The records hold what the tools returned, a secret file
+          ;; the user approved reading included: readable by the user
+          ;; only, whatever the umask.
+          (with-file-modes #o600
+            (write-region (concat json-line "\n") nil file 'append 'silent)))
       (error
        (unless agent-q--audit-file-warned
          (setq agent-q--audit-file-warned t)

@@ -136,6 +136,9 @@ pub struct Options {
     /// optional [`Step::Ask`] all the same, so that a deny or ask rule applies to it too. Without
     /// rules, such calls run at once, as they always did.
     pub consult_rules: bool,
+    /// Whether a self-reviewing handler ([`LispTool::reviews_itself`]) is still what it was when
+    /// registered; when not, its calls are asked about as any other.
+    pub review_intact: bool,
 }
 
 impl Options {
@@ -154,6 +157,7 @@ impl Default for Options {
             confirm: Vec::new(),
             audit_all: false,
             consult_rules: false,
+            review_intact: true,
         }
     }
 }
@@ -550,6 +554,11 @@ pub struct ToolCall<'a> {
     pub client: Option<String>,
 }
 
+/// The longest `:id` and `:client` of a call, in bytes. Both are echoed in the result, the
+/// prompt, the log buffer and twice in the audit file: a model could otherwise write megabytes
+/// there with each call.
+pub const MAX_CALL_LABEL_BYTES: usize = 1024;
+
 /// Read a tool call; on failure, the id (when readable) and a message naming the problem.
 pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
     if v.plist_pairs().is_none() {
@@ -566,6 +575,15 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
         Some(x @ (Sexp::Int(_) | Sexp::Float(_) | Sexp::Symbol(_) | Sexp::Keyword(_))) => Some(sexp::describe(x)),
         _ => return Err((None, "Invalid tool call: missing :id".to_string())),
     };
+    if let Some(long) = id.as_ref().filter(|i| i.len() > MAX_CALL_LABEL_BYTES) {
+        return Err((
+            None,
+            format!(
+                "Invalid tool call: its :id is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                long.len()
+            ),
+        ));
+    }
     let name = match v.plist_get("name") {
         Some(Sexp::Str(s)) | Some(Sexp::Symbol(s)) => Some(s.clone()),
         _ => None,
@@ -574,6 +592,15 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
         return Err((id, "Invalid tool call: missing :name".to_string()));
     };
     let client = v.plist_get("client").and_then(Sexp::as_str).map(str::to_string);
+    if let Some(long) = client.as_ref().filter(|c| c.len() > MAX_CALL_LABEL_BYTES) {
+        return Err((
+            id,
+            format!(
+                "Invalid tool call: its :client is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                long.len()
+            ),
+        ));
+    }
     Ok(ToolCall {
         id,
         name,
@@ -763,7 +790,7 @@ impl Call {
         this.level = spec.safety_level;
         this.stage = Stage::Guard;
         if let Some(Handler::Lisp(tool)) = &entry.handler {
-            this.review = tool.reviews_itself;
+            this.review = tool.reviews_itself && opts.review_intact;
         }
         if !entry.registration.enabled {
             let message = format!("Tool {} is disabled", this.name);

@@ -162,17 +162,21 @@ audit file are in it; dangerous calls are denied unless the test sets
           (with-current-buffer (agent-q-mcp-client-test--run-stderr run)
             (buffer-string))))
 
-(cl-defun agent-q-mcp-client-test--client (scenario arguments &key (sdk 'sdk1) on-event)
-  "Run client.py SCENARIO with ARGUMENTS (an alist, sent as JSON) under SDK.
-The connection file is added to ARGUMENTS.  Emacs keeps serving
-meanwhile.  ON-EVENT, when non-nil, is called with the process and
-each event as it is printed.  Return the run once the client exited;
-fail the test if it did not within `agent-q-mcp-client-test--timeout'
-seconds or did not end with its \"done\" event."
+;; Started apart from waited for, so that a test can act (answer in a
+;; terminal Emacs, say) while the client's call is under way.
+
+(cl-defun agent-q-mcp-client-test--client-start
+    (scenario arguments &key (sdk 'sdk1) on-event
+              (connection-file agent-q-mcp-connection-file))
+  "Start client.py SCENARIO with ARGUMENTS (an alist, sent as JSON) under SDK.
+CONNECTION-FILE (by default the one this Emacs's server wrote) is
+added to ARGUMENTS.  ON-EVENT, when non-nil, is called with the
+process and each event as it is printed.  Return the run at once;
+its events accumulate as Emacs processes output.  Fail the test
+when SDK's virtual environment is missing."
   (let* ((stderr (generate-new-buffer " *agent-q-mcp-client stderr*"))
          (run (agent-q-mcp-client-test--run-create :stderr stderr))
-         (json (json-encode (cons (cons 'connection_file agent-q-mcp-connection-file)
-                                  arguments)))
+         (json (json-encode (cons (cons 'connection_file connection-file) arguments)))
          (process
           (make-process
            :name "agent-q-mcp-client" :buffer nil :stderr stderr :noquery t
@@ -195,10 +199,18 @@ seconds or did not end with its \"done\" event."
            :sentinel
            (lambda (proc _event)
              (unless (process-live-p proc)
-               (setf (agent-q-mcp-client-test--run-exit run) (process-exit-status proc))))))
-         (deadline (+ (float-time) agent-q-mcp-client-test--timeout)))
+               (setf (agent-q-mcp-client-test--run-exit run) (process-exit-status proc)))))))
     (setf (agent-q-mcp-client-test--run-process run) process)
     (setq agent-q-mcp-client-test--process process)
+    run))
+
+(defun agent-q-mcp-client-test--client-finish (run scenario &optional seconds)
+  "Wait until the client RUN of SCENARIO exited; return RUN.
+Fail the test if it did not within SECONDS (default
+`agent-q-mcp-client-test--timeout') or did not end with its \"done\"
+event.  Emacs keeps processing output and timers meanwhile."
+  (let ((process (agent-q-mcp-client-test--run-process run))
+        (deadline (+ (float-time) (or seconds agent-q-mcp-client-test--timeout))))
     (unwind-protect
         (while (and (not (agent-q-mcp-client-test--run-exit run))
                     (< (float-time) deadline))
@@ -212,6 +224,17 @@ seconds or did not end with its \"done\" event."
       (ert-fail (format "client.py %s did not finish well:\n%s"
                         scenario (agent-q-mcp-client-test--describe run))))
     run))
+
+(cl-defun agent-q-mcp-client-test--client (scenario arguments &key (sdk 'sdk1) on-event)
+  "Run client.py SCENARIO with ARGUMENTS (an alist, sent as JSON) under SDK.
+The connection file is added to ARGUMENTS.  Emacs keeps serving
+meanwhile.  ON-EVENT, when non-nil, is called with the process and
+each event as it is printed.  Return the run once the client exited;
+fail the test if it did not within `agent-q-mcp-client-test--timeout'
+seconds or did not end with its \"done\" event."
+  (agent-q-mcp-client-test--client-finish
+   (agent-q-mcp-client-test--client-start scenario arguments :sdk sdk :on-event on-event)
+   scenario))
 
 (defun agent-q-mcp-client-test--results (run)
   "The \"result\" events of RUN: alists with isError and text."

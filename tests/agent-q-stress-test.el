@@ -508,6 +508,7 @@ They go through `agent-q-execute-tool-calls' and its asynchronous twin."
                           (eq field :name)
                           (pcase field
                             (:id ":id")
+                            (:client ":client")
                             (:arguments "arguments must be an object")))))))
           (funcall add "argument-value"
                    (lambda ()
@@ -1019,9 +1020,22 @@ Report each on stderr as it starts and ends, then check Emacs still works."
   "One child's share of a suite."
   index process buffer (parsed 0) started last-output done alive finished)
 
+(defvar agent-q-stress--temporary-directory nil
+  "The children's temporary directory, removed when this Emacs exits.
+Cases make temporary files by the thousand; none is left behind.")
+
+(defun agent-q-stress--temporary-directory ()
+  "Return the children's temporary directory, made on first use."
+  (or agent-q-stress--temporary-directory
+      (let ((dir (make-temp-file "agent-q-stress-tmp" t)))
+        (add-hook 'kill-emacs-hook (lambda () (ignore-errors (delete-directory dir t))))
+        (setq agent-q-stress--temporary-directory dir))))
+
 (defun agent-q-stress--start (suite shard from)
   "Start a child running SUITE's SHARD from case FROM."
-  (let* ((lisp-dir (file-name-directory (locate-library "agent-q")))
+  (let* ((process-environment (cons (concat "TMPDIR=" (agent-q-stress--temporary-directory))
+                                    process-environment))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
          (test-dir (file-name-directory (locate-library "agent-q-stress-test")))
          (buffer (generate-new-buffer " *agent-q-stress-child*"))
          (process (make-process

@@ -12,13 +12,15 @@
 ;; - a three-hunk propose_file_edit opens the review; a, r, a and C-c C-c
 ;;   leave hunks 1 and 3 applied and hunk 2 not;
 ;; - the same review, asked for by an MCP client: the terminal Emacs
-;;   serves MCP (`agent-q-mcp-start'), a client (curl, speaking
-;;   Streamable HTTP with a session) calls propose_file_edit, the user
-;;   answers a, r, a, C-c C-c in the review, and the client receives
-;;   "Applied 2 of 3 hunks ..." while the file on disk has hunks 1 and
-;;   3 only.
+;;   serves MCP (`agent-q-mcp-start'), the official MCP Python SDK 1.x
+;;   (tests/mcp-client/client.py, scenario "propose": a ClientSession
+;;   over Streamable HTTP) calls propose_file_edit, the user answers a,
+;;   r, a, C-c C-c in the review, and the SDK receives "Applied 2 of 3
+;;   hunks ..." while the file on disk has hunks 1 and 3 only.
 ;;
-;; tmux is installed with apt-get when it is missing.
+;; tmux is installed with apt-get when it is missing.  The SDK's
+;; virtual environment is made by scripts/ensure-deps.sh --test (make
+;; test runs it); without it the MCP test fails, saying so.
 
 ;;; Code:
 
@@ -27,6 +29,7 @@
 (require 'agent-q)
 (require 'json)
 (require 'agent-q-mcp-http)
+(require 'agent-q-mcp-client-test)
 
 (defun agent-q-tmux-test--ensure-tmux ()
   "Install tmux with apt-get when it is missing."
@@ -122,7 +125,10 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
                     bindings))
      (unwind-protect (progn ,@body)
        (dolist (f (list out ,@(mapcar #'car bindings)))
-         (when (file-exists-p f) (delete-file f))))))
+         ;; The child Emacs may have auto-saved a file it visited.
+         (dolist (g (list f (expand-file-name (concat "#" (file-name-nondirectory f) "#")
+                                              (file-name-directory f))))
+           (when (file-exists-p g) (delete-file g)))))))
 
 (defun agent-q-tmux-test--file (file)
   "FILE's contents."
@@ -193,6 +199,10 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
 
 ;;;; An MCP client's edit, reviewed in the terminal
 
+;; The client is client.py's "propose" scenario, under the SDK 1.x: it
+;; prints JSON events ("calling", "progress", "result", "done") as they
+;; happen, read by `agent-q-mcp-client-test--client-start'.
+
 (ert-deftest agent-q-tmux-test-mcp-client-edit-reviewed-hunk-by-hunk ()
   (agent-q-tmux-test--ensure-tmux)
   (let* ((dir (make-temp-file "agent-q-tmux-mcp" t))
@@ -201,7 +211,8 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
          (setup (expand-file-name "setup.el" dir))
          (session-name (format "agent-q-tmux-mcp-%d-%d" (emacs-pid) (random 100000)))
          (lisp-dir (file-name-directory (locate-library "agent-q")))
-         (emacs (expand-file-name invocation-name invocation-directory)))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (client nil))
     (with-temp-file target (insert agent-q-tmux-test--old))
     ;; What a user puts in init.el to serve MCP, with the connection file
     ;; and the audit kept out of the real ~/.emacs.d, and edits saved.
@@ -219,43 +230,61 @@ Also bind `out' to a fresh output file name.  Delete them after BODY."
            "new-session" "-d" "-s" session-name "-x" "200" "-y" "50"
            (mapconcat #'shell-quote-argument (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
           (agent-q-tmux-test--wait-screen session-name "MCP server at http://127\\.0\\.0\\.1:")
-          (let* ((json (let ((json-object-type 'alist))
-                         (json-read-file connection)))
-                 (url (alist-get 'url json))
-                 (token (alist-get 'token json))
-                 (mcp (agent-q-mcp-http-connect url token "tmux-test-client" "1.0"))
-                 (call (agent-q-mcp-http-call-start
-                        url token mcp "propose_file_edit"
-                        (list :path target :original agent-q-tmux-test--old
-                              :modified (agent-q-tmux-test--edited '(2 15 28))
-                              :description "Three scattered edits"))))
-            ;; The file is outside the allowed directories: reading it is asked
-            ;; first, and the prompt says which client asks.
-            (let ((screen (agent-q-tmux-test--wait-screen
-                           session-name "propose_file_edit must read the file")))
-              (should (string-match-p
-                       "tmux-test-client 1\\.0 (MCP) wants to run propose_file_edit" screen)))
-            (agent-q-tmux-test--tmux "send-keys" "-t" session-name "y")
-            (let ((screen (agent-q-tmux-test--wait-screen
-                           session-name "Progress: 0 accepted, 0 rejected, 3 pending")))
-              ;; The review says where the edit comes from.
-              (should (string-match-p "From: tmux-test-client 1\\.0 (MCP)" screen)))
-            (dolist (key '("a" "r" "a"))
-              (agent-q-tmux-test--tmux "send-keys" "-t" session-name key))
-            (agent-q-tmux-test--wait-screen session-name "Progress: 2 accepted, 1 rejected, 0 pending")
-            ;; The client is still waiting: nothing is decided before C-c C-c.
-            (should (process-live-p call))
-            (agent-q-tmux-test--tmux "send-keys" "-t" session-name "C-c" "C-c")
-            (let ((result (agent-q-mcp-http-call-result call 30)))
-              (message "The MCP client received: %S" result)
-              (should-not (plist-get result :error))
-              (should (string-match-p
-                       (concat "\\`Applied 2 of 3 hunks to .*notes\\.txt "
-                               "(hunks 1 and 3 accepted; hunk 2 rejected)")
-                       (plist-get result :text)))
-              ;; What was not applied is told to the client.
-              (should (string-match-p "LINE 15, edited" (plist-get result :text))))
-            (should (equal (agent-q-tmux-test--file target) (agent-q-tmux-test--edited '(2 28))))))
+          ;; The SDK's call waits while the user reads and decides, so its
+          ;; own bound is longer than every wait on the screen together.
+          (setq client (agent-q-mcp-client-test--client-start
+                        "propose"
+                        `((timeout . 120)
+                          (arguments (path . ,target)
+                                     (original . ,agent-q-tmux-test--old)
+                                     (modified . ,(agent-q-tmux-test--edited '(2 15 28)))
+                                     (description . "Three scattered edits")))
+                        :connection-file connection))
+          ;; The file is outside the allowed directories: reading it is asked
+          ;; first, and the prompt says which client asks.
+          (let ((screen (agent-q-tmux-test--wait-screen
+                         session-name "propose_file_edit must read the file")))
+            (should (string-match-p
+                     (concat (regexp-quote agent-q-mcp-client-test--client-name)
+                             " (MCP) wants to run propose_file_edit")
+                     screen)))
+          (agent-q-tmux-test--tmux "send-keys" "-t" session-name "y")
+          (let ((screen (agent-q-tmux-test--wait-screen
+                         session-name "Progress: 0 accepted, 0 rejected, 3 pending")))
+            ;; The review says where the edit comes from.
+            (should (string-match-p
+                     (concat "From: " (regexp-quote agent-q-mcp-client-test--client-name) " (MCP)")
+                     screen)))
+          (dolist (key '("a" "r" "a"))
+            (agent-q-tmux-test--tmux "send-keys" "-t" session-name key))
+          (agent-q-tmux-test--wait-screen session-name "Progress: 2 accepted, 1 rejected, 0 pending")
+          ;; The SDK is still waiting: nothing is decided before C-c C-c...
+          (should (process-live-p (agent-q-mcp-client-test--run-process client)))
+          (should (agent-q-mcp-client-test--event client "calling"))
+          (should-not (agent-q-mcp-client-test--event client "result"))
+          ;; ...and it was told what it waits for.
+          (agent-q-mcp-http-wait
+           (lambda ()
+             (cl-some (lambda (event)
+                        (equal (alist-get 'message event) "waiting for the user's review in Emacs"))
+                      (agent-q-mcp-client-test--events client "progress")))
+           20 "the SDK's progress notification about the review")
+          (agent-q-tmux-test--tmux "send-keys" "-t" session-name "C-c" "C-c")
+          (agent-q-mcp-client-test--client-finish client "propose" 30)
+          (let ((result (car (agent-q-mcp-client-test--results client))))
+            (message "The MCP SDK received: %S" result)
+            (should (= (length (agent-q-mcp-client-test--results client)) 1))
+            (should (eq (alist-get 'isError result) :false))
+            (should (string-match-p
+                     (concat "\\`Applied 2 of 3 hunks to .*notes\\.txt "
+                             "(hunks 1 and 3 accepted; hunk 2 rejected)")
+                     (alist-get 'text result)))
+            ;; What was not applied is told to the client.
+            (should (string-match-p "LINE 15, edited" (alist-get 'text result))))
+          ;; Saved: the file on disk has hunks 1 and 3, not hunk 2.
+          (should (equal (agent-q-tmux-test--file target) (agent-q-tmux-test--edited '(2 28)))))
+      (when (and client (process-live-p (agent-q-mcp-client-test--run-process client)))
+        (delete-process (agent-q-mcp-client-test--run-process client)))
       (call-process "tmux" nil nil nil "kill-session" "-t" session-name)
       (delete-directory dir t))))
 

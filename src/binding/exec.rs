@@ -450,6 +450,7 @@ fn options(
         confirm: levels,
         audit_all: audit_all.is_not_nil(),
         consult_rules: rules.is_not_nil(),
+        review_intact: super::registry::review_definition_intact(env)?,
     })
 }
 
@@ -558,7 +559,8 @@ fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option
         let value: Value<'e> = cell.car()?;
         cell = cell.cdr()?;
         if *kw_id == key && id.is_none() {
-            let Some(s) = text(value, &mut used)? else {
+            // A label too long to echo is refused by parse_call, on the general path.
+            let Some(s) = text(value, &mut used)?.filter(|s| s.len() <= executor::MAX_CALL_LABEL_BYTES) else {
                 return Ok(None);
             };
             id = Some((s, value));
@@ -568,7 +570,7 @@ fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option
             };
             name = Some((s, value));
         } else if *kw_client == key && client.is_none() {
-            let Some(s) = text(value, &mut used)? else {
+            let Some(s) = text(value, &mut used)?.filter(|s| s.len() <= executor::MAX_CALL_LABEL_BYTES) else {
                 return Ok(None);
             };
             client = Some(s);

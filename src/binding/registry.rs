@@ -24,6 +24,37 @@ pub type LispHandler = Arc<GlobalRef>;
 /// register.
 const SELF_REVIEWING_HANDLER: &str = "agent-q-builtins--propose-file-edit";
 
+thread_local! {
+    /// The definition [`SELF_REVIEWING_HANDLER`] had when a tool was first registered with it.
+    static REVIEW_DEFINITION: std::cell::OnceCell<&'static GlobalRef> = const { std::cell::OnceCell::new() };
+}
+
+/// Remember the self-reviewing handler's definition, the first time it is registered (when
+/// agent-q-builtins registers the built-in tools). Kept in the module, out of Lisp's reach.
+fn capture_review_definition(env: &Env, symbol: Value<'_>) -> Result<()> {
+    if REVIEW_DEFINITION.with(|d| d.get().is_some()) {
+        return Ok(());
+    }
+    let definition = env.call("symbol-function", (symbol,))?;
+    // One reference for the session: leaked to have the static lifetime.
+    let global: &'static GlobalRef = Box::leak(Box::new(definition.make_global_ref()));
+    REVIEW_DEFINITION.with(|d| {
+        let _ = d.set(global);
+    });
+    Ok(())
+}
+
+/// Whether the self-reviewing handler still has the definition it was registered with. Its
+/// symbol's function can be redefined or advised by any code in Emacs; its review is then no
+/// longer known to be the approval, and the call is asked about as any dangerous call.
+pub fn review_definition_intact(env: &Env) -> Result<bool> {
+    let Some(captured) = REVIEW_DEFINITION.with(|d| d.get().copied()) else {
+        return Ok(false);
+    };
+    let now = env.call("symbol-function", (env.intern(SELF_REVIEWING_HANDLER)?,))?;
+    Ok(now == captured.bind(env))
+}
+
 /// A registry shared between Lisp and the executor.
 pub type Shared = Arc<Mutex<Registry<Handler<LispHandler>>>>;
 
@@ -160,8 +191,12 @@ fn register<'e>(
             None
         };
         let trusted = env.intern(SELF_REVIEWING_HANDLER)?;
+        let reviews_itself = handler == trusted;
+        if reviews_itself {
+            capture_review_definition(env, trusted)?;
+        }
         Some(Handler::Lisp(LispTool {
-            reviews_itself: handler == trusted,
+            reviews_itself,
             run,
             guard,
             asynchronous: asynchronous.is_not_nil(),

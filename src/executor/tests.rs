@@ -1105,3 +1105,26 @@ fn an_optional_ask_withdrawn_or_outdated() {
     assert_eq!(r.content, "Tool read_it was disabled meanwhile; it did not run");
     assert!(fx.ran.is_empty());
 }
+
+#[test]
+fn parse_call_refuses_an_id_or_client_too_long_to_echo() {
+    let call = |id: &str, client: &str| {
+        Sexp::List(vec![
+            Sexp::Keyword("id".into()),
+            Sexp::Str(id.into()),
+            Sexp::Keyword("name".into()),
+            Sexp::Str("t".into()),
+            Sexp::Keyword("client".into()),
+            Sexp::Str(client.into()),
+        ])
+    };
+    let ok = "i".repeat(MAX_CALL_LABEL_BYTES);
+    assert!(parse_call(&call(&ok, &ok)).is_ok());
+    let long = "i".repeat(MAX_CALL_LABEL_BYTES + 1);
+    let (id, message) = parse_call(&call(&long, "c")).err().unwrap();
+    assert_eq!(id, None);
+    assert!(message.contains(":id is 1025 bytes long"), "{message}");
+    let (id, message) = parse_call(&call("x", &long)).err().unwrap();
+    assert_eq!(id.as_deref(), Some("x"));
+    assert!(message.contains(":client is 1025 bytes long"), "{message}");
+}

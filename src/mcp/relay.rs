@@ -287,6 +287,7 @@ mod tests {
             read_connection(&missing),
             Err(RelayError::NoConnectionFile(_))
         ));
+        let _ = std::fs::remove_dir_all(good.parent().unwrap());
     }
 
     #[test]

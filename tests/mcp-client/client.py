@@ -1,4 +1,5 @@
-"""A real MCP client for agent-q's end-to-end tests (tests/agent-q-mcp-client-test.el).
+"""A real MCP client for agent-q's end-to-end tests (tests/agent-q-mcp-client-test.el, and the
+terminal review in tests/agent-q-tmux-test.el).
 
 The ERT tests start agent-q's MCP server in a batch Emacs and run this script, with the Python of
 one of the virtual environments scripts/ensure-deps.sh --test makes under target/mcp-venv:
@@ -20,6 +21,7 @@ import asyncio
 import json
 import sys
 import traceback
+from datetime import timedelta
 
 CLIENT_NAME = "agent-q-e2e"
 CLIENT_VERSION = "1.2.3"
@@ -225,6 +227,31 @@ async def scenario_list_changed(args):
         emit(event="tools", names=[tool.name for tool in after.tools])
 
 
+async def scenario_propose(args):
+    """Call propose_file_edit with args["arguments"] (path, original, modified, description),
+    as an agent proposing an edit does, and wait for the user's review in Emacs: up to
+    args["timeout"] seconds (the user decides while the call is under way).  Reports each
+    progress notification (what the call waits for), then the result the SDK received."""
+    url, token = connection(args)
+    timeout = float(args.get("timeout", TIMEOUT))
+
+    async def on_progress(value, total, message):
+        emit(event="progress", progress=value, message=message)
+
+    async with sdk1_session(url, token) as (session, _init):
+        emit(event="calling", name="propose_file_edit")
+        result = await asyncio.wait_for(
+            session.call_tool(
+                "propose_file_edit",
+                args["arguments"],
+                read_timeout_seconds=timedelta(seconds=timeout),
+                progress_callback=on_progress,
+            ),
+            timeout,
+        )
+        emit(event="result", name="propose_file_edit", **result_fields(result))
+
+
 async def scenario_stdio(args):
     """Through the stdio relay (bin/agent-q-mcp): initialize, tools/list, tools/call."""
     import mcp.types as types
@@ -312,6 +339,7 @@ SCENARIOS = {
     "cancel": scenario_cancel,
     "list-changed": scenario_list_changed,
     "stdio": scenario_stdio,
+    "propose": scenario_propose,
     "stateless": scenario_stateless,
 }
 
