@@ -227,6 +227,10 @@ tool's (the macro's own expansion, reading the form), timed first."
        :gc '(in))))
   (setq agent-q-bench-freezes-introspection--big-list nil))
 
+(defconst agent-q-bench-freezes-introspection--over-note
+  "Why, and what it would take: apropos_search and the close matches offered when a symbol, function or class is not found walk every interned symbol (`mapatoms`) on Emacs's main thread, since only that thread may touch symbols; a pattern matching nearly every symbol, or a fuzzy comparison with each, costs 100-140 ms here. Under 100 ms would take splitting the walk across timer ticks as an asynchronous tool, or an index of symbol names kept by the module and updated as symbols are interned. macroexpand_form of a million-element expansion spends its time in Emacs's own `macroexpand-all` and in printing the (capped) result."
+  "Why calls of this section may stay over 100 ms, and what would fix them.")
+
 (defun agent-q-bench-freezes-introspection--verdicts ()
   "Notes: each row against the 100 ms target."
   (let ((over nil))
@@ -239,8 +243,10 @@ tool's (the macro's own expansion, reading the form), timed first."
                         (plist-get row :label) (* 1000 cpu))
                 over))))
     (if over
-        (agent-q-bench-note "**Over 100 ms (CPU median):** %s."
-                            (string-join (nreverse over) "; "))
+        (progn
+          (agent-q-bench-note "**Over 100 ms (CPU median):** %s."
+                              (string-join (nreverse over) "; "))
+          (agent-q-bench-note "%s" agent-q-bench-freezes-introspection--over-note))
       (agent-q-bench-note "Every call is under 100 ms of CPU (median), interpreted and compiled."))))
 
 (defun agent-q-bench-freezes-introspection-run ()
