@@ -642,6 +642,27 @@ fn execute_one<'e>(
 /// more than the calls themselves. A nested call frees its values when it returns.
 const CHUNK: usize = 32;
 
+/// The registry, options and context of a batch, from the arguments `agent-q--core-execute' and
+/// `agent-q--core-execute-chunk' share: MAX-RESULT-CHARS, MAX-ARGUMENT-BYTES, HOOKS, CONFIRM,
+/// AUDIT-ALL, CLIENT and RULES, in that order.
+fn batch<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    [max_result_chars, max_argument_bytes, hooks, confirm, audit_all, client, rules]: [Value<'e>; 7],
+) -> Result<(&'e Shared, Options, CallContext)> {
+    let shared = resolve(registry)?;
+    let opts = options(
+        env,
+        max_result_chars,
+        max_argument_bytes,
+        hooks,
+        confirm,
+        audit_all,
+        rules,
+    )?;
+    Ok((shared, opts, context(env, client)?))
+}
+
 /// Execute CALLS (a list of tool-call plists) against REGISTRY and return one result plist per
 /// call, in order, deciding each approval as it comes. MAX-RESULT-CHARS caps each result's content
 /// (0: no cap), MAX-ARGUMENT-BYTES caps the strings of each call, HOOKS non-nil means observers
@@ -665,17 +686,19 @@ fn execute<'e>(
     client: Value<'e>,
     rules: Value<'e>,
 ) -> Result<Value<'e>> {
-    let shared = resolve(registry)?;
-    let opts = options(
+    let (shared, opts, ctx) = batch(
         env,
-        max_result_chars,
-        max_argument_bytes,
-        hooks,
-        confirm,
-        audit_all,
-        rules,
+        registry,
+        [
+            max_result_chars,
+            max_argument_bytes,
+            hooks,
+            confirm,
+            audit_all,
+            client,
+            rules,
+        ],
     )?;
-    let ctx = context(env, client)?;
     let length = env.call("proper-list-p", (calls,))?;
     if !length.is_not_nil() {
         return errors::signal(
@@ -747,17 +770,19 @@ fn execute_chunk<'e>(
     client: Value<'e>,
     rules: Value<'e>,
 ) -> Result<Value<'e>> {
-    let shared = resolve(registry)?;
-    let opts = options(
+    let (shared, opts, ctx) = batch(
         env,
-        max_result_chars,
-        max_argument_bytes,
-        hooks,
-        confirm,
-        audit_all,
-        rules,
+        registry,
+        [
+            max_result_chars,
+            max_argument_bytes,
+            hooks,
+            confirm,
+            audit_all,
+            client,
+            rules,
+        ],
     )?;
-    let ctx = context(env, client)?;
     let count = super::args::integer(env, count, "COUNT")?;
     let count = usize::try_from(count).unwrap_or(0).min(CHUNK);
     let mut results = Vec::with_capacity(count);
