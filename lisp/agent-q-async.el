@@ -131,9 +131,13 @@ MCP server...) and acts on it, on Emacs's main thread.")
 (defun agent-q--ensure-channel ()
   "Open the channel from the module's threads to Emacs, if it is not open."
   (unless (process-live-p agent-q--channel)
-    (setq agent-q--channel
-          (make-pipe-process :name "agent-q-channel" :buffer nil :noquery t
-                             :coding 'binary :filter #'agent-q--channel-filter))
+    ;; A wake-up is one byte: with adaptive read buffering, Emacs takes a
+    ;; run of such short reads for a slow producer and waits up to 50 ms
+    ;; before it reads the pipe again, so every MCP call would wait that long.
+    (let ((process-adaptive-read-buffering nil))
+      (setq agent-q--channel
+            (make-pipe-process :name "agent-q-channel" :buffer nil :noquery t
+                               :coding 'binary :filter #'agent-q--channel-filter)))
     (agent-q--core-channel-open agent-q--channel)
     (add-hook 'kill-emacs-hook #'agent-q--close-channel)))
 

@@ -76,10 +76,22 @@
                (format "Wrote %d characters to %s" (length (gethash "text" args))
                        (gethash "path" args)))))
 
+(defvar agent-q-demo--audit-file nil
+  "The demonstration's own audit file, removed when Emacs exits.")
+
+(defun agent-q-demo--private-audit-file ()
+  "Point `agent-q-audit-file' at a temporary file for this Emacs.
+The demonstration's calls, the asynchronous gptel request's included,
+never reach the user's real audit file."
+  (unless agent-q-demo--audit-file
+    (setq agent-q-demo--audit-file (make-temp-file "agent-q-demo-audit" nil ".jsonl"))
+    (add-hook 'kill-emacs-hook
+              (lambda () (ignore-errors (delete-file agent-q-demo--audit-file)))))
+  (setq agent-q-audit-file agent-q-demo--audit-file))
+
 (defun agent-q-demo--run ()
   "The demonstration itself."
-  (let* ((note (make-temp-file "agent-q-demo-note" nil ".txt"))
-         (agent-q-audit-file (make-temp-file "agent-q-demo-audit" nil ".jsonl")))
+  (let* ((note (make-temp-file "agent-q-demo-note" nil ".txt")))
     (agent-q-demo--register)
     (agent-q-demo--insert
      (propertize "agent-q demonstration\n\n" 'face 'bold)
@@ -121,8 +133,7 @@
      "\n\nThe built-in tools an LLM gets in this Emacs: "
      (mapconcat #'identity (agent-q-list-registered-tools) ", ")
      "\n")
-    (delete-file note)
-    (delete-file agent-q-audit-file))
+    (delete-file note))
   (agent-q-demo--gptel))
 
 (defun agent-q-demo--done ()
@@ -291,6 +302,7 @@ second says what the tool messages of REQUEST told it."
 (defun agent-q-demo ()
   "Show agent-q registering tools and running them at every safety level."
   (interactive)
+  (agent-q-demo--private-audit-file)
   (with-current-buffer (get-buffer-create "*agent-q-demo*")
     (let ((inhibit-read-only t)) (erase-buffer))
     (special-mode))

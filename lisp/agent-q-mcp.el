@@ -102,6 +102,16 @@ idle timeouts (Claude Code gives up on a call idle for about 300 s)."
 (defvar agent-q-mcp--token nil
   "The bearer token of the running server, or nil.")
 
+(defvar agent-q-mcp--started 0
+  "When the server last started, in milliseconds since the epoch.
+Never the same for two starts in this Emacs.")
+
+(defvar agent-q-mcp--run nil
+  "What makes the call ids of the running server unique across starts.
+\"MS.PID\": `agent-q-mcp--started' and Emacs's pid, so that an audit
+log written by several sessions of several Emacs never holds two
+calls with the same id.")
+
 (defvar agent-q-mcp--calls (make-hash-table)
   "Calls under way: the server's key -> (BATCH . LAST-STATUS).")
 
@@ -123,6 +133,9 @@ INTERACTIVE, as when called as a command, say so)."
       (when interactive
         (message "agent-q: the MCP server is already running at %s" agent-q-mcp--url))
     (agent-q--ensure-channel)
+    (setq agent-q-mcp--started (max (truncate (* 1000 (float-time)))
+                                    (1+ agent-q-mcp--started))
+          agent-q-mcp--run (format "%d.%d" agent-q-mcp--started (emacs-pid)))
     (let ((token (agent-q--core-mcp-make-token)))
       (setq agent-q-mcp--url (agent-q--core-mcp-start agent-q-mcp-port token
                                                       (float agent-q-mcp-progress-interval))
@@ -256,7 +269,7 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
          key t (format "Tool %s is not offered over MCP (agent-q-mcp-max-safety-level is %s)"
                        tool agent-q-mcp-max-safety-level))
       (let ((batch (agent-q--execute-async
-                    (list (list :id (format "mcp-%d" key) :name tool
+                    (list (list :id (format "mcp-%s-%d" agent-q-mcp--run key) :name tool
                                 :arguments (plist-get props :arguments)))
                     (lambda (results)
                       (remhash key agent-q-mcp--calls)

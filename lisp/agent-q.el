@@ -253,6 +253,12 @@ A capped result says how many characters were cut."
 nil means keep no audit file (the `*agent-q-log*' buffer is still kept)."
   :type '(choice (const :tag "No audit file" nil) file))
 
+(defcustom agent-q-log-max-chars 1000000
+  "About how many characters the log buffer keeps, its newest lines.
+The audit file (`agent-q-audit-file') keeps everything; the buffer is
+for reading recent activity with \\[agent-q-show-log].  Nil keeps all."
+  :type '(choice (natnum :tag "Characters") (const :tag "Keep everything" nil)))
+
 (defcustom agent-q-log-buffer-name "*agent-q-log*"
   "Name of the buffer logging cautious and dangerous executions."
   :type 'string)
@@ -811,11 +817,19 @@ An error in one is reported and does not stop the others."
          (message "%s" text))))))
 
 (defun agent-q--log-line (text)
-  "Append TEXT as a line to the log buffer."
+  "Append TEXT as a line to the log buffer.
+The buffer keeps its last `agent-q-log-max-chars' characters or so:
+when it grows past that by a tenth, its oldest whole lines go."
   (with-current-buffer (get-buffer-create agent-q-log-buffer-name)
     (let ((inhibit-read-only t))
       (goto-char (point-max))
-      (insert (format-time-string "%F %T ") text "\n"))))
+      (insert (format-time-string "%F %T ") text "\n")
+      (when (and (natnump agent-q-log-max-chars)
+                 (> (buffer-size) (+ agent-q-log-max-chars (/ agent-q-log-max-chars 10))))
+        (save-excursion
+          (goto-char (- (point-max) agent-q-log-max-chars))
+          (forward-line 1)
+          (delete-region (point-min) (point)))))))
 
 (defvar agent-q--audit-file-warned nil
   "Non-nil once a failure to write `agent-q-audit-file' was reported.")

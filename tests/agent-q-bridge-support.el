@@ -8,8 +8,11 @@
 ;; $AGENT_Q_VENDOR, or in ../shared/vendor beside the project -- and
 ;; compat (needed on Emacs 28; Debian's elpa-compat), starts and stops
 ;; the server, and reads what it recorded.  A test whose client cannot
-;; be found is skipped by name (`ert-skip'), never passed: the runner
-;; fails on skips, and .ci/run names skipped bridge tests.
+;; be found is skipped by name (`ert-skip', with a message that starts
+;; with `agent-q-bridge-missing-client'), never passed: under CI the
+;; runner fails on it, and .ci/run names skipped bridge tests; elsewhere
+;; (a clone of the project alone) the runner says in one line which
+;; were skipped and how to provide the clients.
 
 ;;; Code:
 
@@ -23,11 +26,21 @@
    (directory-file-name (file-name-directory (or load-file-name buffer-file-name))))
   "The project's root directory.")
 
+(defconst agent-q-bridge-missing-client "client not found: "
+  "How the message of a test skipped for want of gptel or llm.el starts.
+tests/run-tests.el recognises these skips by it.")
+
 (defun agent-q-bridge--vendor-dirs ()
   "Directories that may hold the vendored clients, most specific first."
   (delq nil (list (let ((env (getenv "AGENT_Q_VENDOR")))
                     (and env (not (string-empty-p env)) (expand-file-name env)))
                   (expand-file-name "../shared/vendor" agent-q-bridge--root))))
+
+(defun agent-q-bridge--elpa-package (package)
+  "The newest directory of PACKAGE installed by package.el, or nil."
+  (car (last (file-expand-wildcards
+              (expand-file-name (concat package "-[0-9]*")
+                                (locate-user-emacs-file "elpa"))))))
 
 (defun agent-q-bridge--compat-dir ()
   "A directory holding compat.el, or nil."
@@ -42,13 +55,18 @@ Return nil when FEATURE is loadable, or a string saying what is missing."
     (let ((base (cl-find-if (lambda (dir)
                               (file-exists-p (expand-file-name (car packages) dir)))
                             (agent-q-bridge--vendor-dirs))))
-      (when base
+      (if base
+          (dolist (package packages)
+            (add-to-list 'load-path (expand-file-name package base)))
+        ;; Installed with package.el, as a user of the client has it.
         (dolist (package packages)
-          (add-to-list 'load-path (expand-file-name package base))))))
+          (let ((dir (agent-q-bridge--elpa-package package)))
+            (when dir (add-to-list 'load-path dir)))))))
   (cond
    ((not (locate-library (symbol-name feature)))
-    (format "%s is neither on the load-path nor in %s" feature
-            (mapconcat #'identity (agent-q-bridge--vendor-dirs) " or ")))
+    (format "%s is neither on the load-path nor in %s nor in %s" feature
+            (mapconcat #'identity (agent-q-bridge--vendor-dirs) " or ")
+            (locate-user-emacs-file "elpa")))
    ((and (< emacs-major-version 29) (not (featurep 'compat)) (not (locate-library "compat")))
     (let ((compat (agent-q-bridge--compat-dir)))
       (if compat
@@ -58,7 +76,7 @@ Return nil when FEATURE is loadable, or a string saying what is missing."
 (defun agent-q-bridge-require-gptel ()
   "Load the real gptel (with its OpenAI backend), or skip the test."
   (let ((missing (agent-q-bridge--add-client 'gptel-request '("gptel"))))
-    (when missing (ert-skip (concat "gptel not found: " missing))))
+    (when missing (ert-skip (concat agent-q-bridge-missing-client "gptel: " missing))))
   (unless (executable-find "curl") (ert-skip "curl is not installed"))
   (require 'gptel)
   (require 'gptel-openai)
@@ -68,7 +86,7 @@ Return nil when FEATURE is loadable, or a string saying what is missing."
   "Load the real llm.el (with its OpenAI backend), or skip the test."
   (let ((missing (agent-q-bridge--add-client
                   'llm '("llm" "plz" "plz-media-type" "plz-event-source"))))
-    (when missing (ert-skip (concat "llm.el not found: " missing))))
+    (when missing (ert-skip (concat agent-q-bridge-missing-client "llm.el: " missing))))
   (unless (executable-find "curl") (ert-skip "curl is not installed"))
   (require 'llm)
   (require 'llm-openai)

@@ -455,6 +455,32 @@ stream ends, at most with an error result."
         (should (cl-every (lambda (e) (equal (plist-get e :client) "codex-mcp-client 0.159.3 (MCP)"))
                           entries))))))
 
+;; The audit log outlives a server: two starts give two sets of ids that
+;; never meet, and so do two Emacs (the pid is in the id).
+(ert-deftest agent-q-mcp-test-call-ids-are-unique-across-starts ()
+  (agent-q-mcp-test--with
+    (let ((agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+          (ids nil))
+      (dotimes (_ 2)
+        (let* ((url (agent-q-mcp-start))
+               (token agent-q-mcp--token)
+               (session (agent-q-mcp-http-connect url token)))
+          (should (equal (agent-q-mcp-http-call url token session "function_arglist"
+                                                (list :function "car"))
+                         '(:error nil :text "(car LIST)")))
+          (agent-q-mcp-stop)))
+      (with-temp-buffer
+        (insert-file-contents agent-q-audit-file)
+        (dolist (line (split-string (buffer-string) "\n" t))
+          (let ((entry (json-parse-string line :object-type 'plist)))
+            (when (equal (plist-get entry :event) "result")
+              (push (plist-get entry :id) ids)))))
+      (should (= (length ids) 2))
+      (should (cl-every (lambda (id)
+                          (string-match-p (format "\\`mcp-[0-9]+\\.%d-[0-9]+\\'" (emacs-pid)) id))
+                        ids))
+      (should-not (equal (car ids) (cadr ids))))))
+
 ;;;; Emacs exiting with a call pending
 
 (defun agent-q-mcp-test--child (dir how)

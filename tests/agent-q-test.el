@@ -772,6 +772,47 @@
       (should (agent-q-get-tool "added_meanwhile" reg))
       (should-not (agent-q-get-tool "greet" reg)))))
 
+;;;; The log buffer and the demonstration's audit file
+
+(ert-deftest agent-q-test-log-buffer-keeps-a-bounded-tail ()
+  (let ((agent-q-log-buffer-name " *agent-q-log-test*")
+        (agent-q-log-max-chars 2000))
+    (unwind-protect
+        (progn
+          (dotimes (i 500)
+            (agent-q--log-line (format "line %04d %s" i (make-string 40 ?x))))
+          (with-current-buffer agent-q-log-buffer-name
+            (should (<= (buffer-size) (+ 2000 200)))
+            (should (>= (buffer-size) 1000))
+            ;; Whole lines, the newest last.
+            (goto-char (point-min))
+            (should (looking-at "[0-9-]+ [0-9:]+ line "))
+            (should (string-match-p "line 0499 x+\n\\'" (buffer-string)))))
+      (kill-buffer agent-q-log-buffer-name))))
+
+(ert-deftest agent-q-test-demo-keeps-the-users-audit-file-untouched ()
+  (require 'agent-q-demo)
+  (let* ((home (make-temp-file "agent-q-demo-home" t))
+         (user-emacs-directory (file-name-as-directory home))
+         (agent-q-audit-file (locate-user-emacs-file "agent-q-audit.jsonl"))
+         (real agent-q-audit-file)
+         (agent-q-demo--audit-file nil)
+         (kill-emacs-hook nil))
+    (unwind-protect
+        (progn
+          (agent-q-demo--private-audit-file)
+          (should-not (equal agent-q-audit-file real))
+          (let ((agent-q-approval-function (lambda (&rest _) :approved)))
+            (should (plist-get (car (agent-q-execute-tool-calls
+                                     '((:id "d1" :name "eval_form" :arguments (:form "(+ 1 2)")))))
+                               :success)))
+          (should-not (file-exists-p real))
+          (should (string-match-p "\"d1\""
+                                  (with-temp-buffer (insert-file-contents agent-q-audit-file)
+                                                    (buffer-string)))))
+      (ignore-errors (delete-file agent-q-demo--audit-file))
+      (delete-directory home t))))
+
 (provide 'agent-q-test)
 
 ;;; agent-q-test.el ends here
