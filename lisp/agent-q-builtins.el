@@ -114,15 +114,18 @@ and this is non-nil."
      "Expand the macros of one Emacs Lisp form and return the expansion, pretty-printed: one step (macroexpand-1) by default, or completely (macroexpand-all) when full is true. Expanding runs the macros' code, so it is logged. Use it to understand what a macro call does."
      ((:name "form" :type :string :description "Exactly one Emacs Lisp form, e.g. \"(when x (foo))\".")
       (:name "full" :type :boolean :description "Expand completely, including nested macro calls; default false (one step)."))
-     ("form") :cautious (:introspection) agent-q-builtins--macroexpand-form)
+     ("form") :cautious (:introspection) agent-q-builtins--macroexpand-form
+     (:annotations (:open-world nil)))
     ("eval_form"
      "Evaluate exactly one Emacs Lisp form in the running Emacs, with lexical binding, and return \"Value: ...\" plus whatever it printed to standard-output. Extra text after the form is an error. Errors are reported with their condition; call get_last_error for the backtrace. The form and result are kept in the history (get_repl_history). It changes the user's Emacs: prefer the introspection tools for reading."
      ((:name "form" :type :string :description "Exactly one Emacs Lisp form, e.g. \"(buffer-list)\"."))
-     ("form") :cautious (:execution) agent-q-builtins--eval-form)
+     ("form") :cautious (:execution) agent-q-builtins--eval-form
+     (:annotations (:destructive t :open-world t)))
     ("compile_form"
      "Byte-compile one Emacs Lisp form with lexical binding, report the compiler's warnings (free variables, wrong argument counts, unused variables...) or \"No warnings.\", then run the compiled code and return its value. Use it to check code before putting it in a file."
      ((:name "form" :type :string :description "Exactly one Emacs Lisp form, e.g. a defun."))
-     ("form") :cautious (:execution) agent-q-builtins--compile-form)
+     ("form") :cautious (:execution) agent-q-builtins--compile-form
+     (:annotations (:destructive t :open-world t)))
     ("get_last_error"
      "Return the last error from eval_form or compile_form: its condition, message, the form, and a bounded backtrace (innermost frame first), or \"No recent errors recorded.\". Use it after an evaluation failed."
      () nil :safe (:execution) agent-q-builtins--get-last-error)
@@ -138,7 +141,9 @@ and this is non-nil."
       (:name "limit" :type :integer :description "Maximum number of lines to read; default 400.")
       (:name "column" :type :integer :description "Characters of the first line (offset) to skip, 0-based; default 0. Use it to read on in a line longer than one page, as the result then says."))
      ("path") :safe (:buffer) agent-q-builtins--read-file
-     (:guard agent-q-builtins--read-file-guard))
+     (:guard agent-q-builtins--read-file-guard
+      ;; A remote file (TRAMP), once the user allows it.
+      :annotations (:open-world t)))
     ("read_buffer"
      ,(concat "Read the text of an Emacs buffer (the whole buffer, ignoring narrowing, or the characters from start to end), including unsaved changes. Large buffers are returned a page at a time; the result says where the next page starts. "
               "Bytes that are not valid text are shown as \\xNN. For a buffer visiting a file, the same rule as read_file applies, and reading a hidden buffer (a name starting with a space) asks too: "
@@ -162,7 +167,8 @@ and this is non-nil."
      "Replace a file's whole content (or create it, with missing directories). Needs the user's approval. Writes atomically (temporary file, then rename) in the file's encoding, and reverts a buffer visiting the file; refuses (the call fails, nothing is written) when that buffer has unsaved changes, when the file is read-only, has several hard links or is not a regular file. Reports exactly what happened, errors included. Prefer propose_file_edit to change part of an existing file."
      ((:name "path" :type :string :description "The file's path.")
       (:name "content" :type :string :description "The complete new content of the file."))
-     ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file)
+     ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file
+     (:annotations (:idempotent t)))
     ("propose_file_edit"
      "Propose a change to part of a file; the user reviews it hunk by hunk and may accept some hunks and reject others. original must be the exact current text (the whole file or a unique excerpt of it, e.g. from read_file); modified replaces it. Returns which hunks were applied and the text of the rejected ones, or explains why the proposal could not be shown (for example when original no longer matches the file)."
      ((:name "path" :type :string :description "The file to edit.")
@@ -176,7 +182,9 @@ and this is non-nil."
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary
 one.  KEYS are more keyword arguments of `agent-q-define-tool' (:async,
-:guard).")
+:guard, :annotations: the MCP hints where the safety level alone would
+not tell the truth -- eval_form and compile_form are cautious but run
+arbitrary code, so they are destructive and reach the open world).")
 
 (defun agent-q-register-builtin-tools (&optional registry)
   "Register the 18 built-in tools in REGISTRY (default: the global one).

@@ -273,7 +273,7 @@ JSON Schema (as a plist) and ENABLED, CREATED-AT, SOURCE and ID are
 set."
   name description parameters required (safety-level :safe) categories
   handler version tags output-schema source enabled created-at
-  guard async id)
+  guard async id annotations)
 
 (defun agent-q-make-registry ()
   "Return a new, empty tool registry, independent of the global one.
@@ -282,7 +282,8 @@ Pass it as the REGISTRY argument of the other agent-q functions."
 
 (cl-defun agent-q-define-tool (name description parameters
                                     &key required safety-level categories handler
-                                    version tags output-schema source guard async)
+                                    version tags output-schema source guard async
+                                    annotations)
   "Return a tool named NAME (snake_case) described by DESCRIPTION.
 PARAMETERS is a list of parameter plists such as
   (:name \"symbol\" :type :string :description \"...\")
@@ -307,14 +308,22 @@ ASYNC non-nil means HANDLER answers through a callback: it is called
 with CALLBACK and the hash table and returns at once; CALLBACK must be
 called once, with the result (success), or with the message and
 `:failure' or `:denied' as second argument.  A synchronous handler
-returns its result, and reports failure with `agent-q-tool-fail'."
+returns its result, and reports failure with `agent-q-tool-fail'.
+
+ANNOTATIONS states what the tool can do where its safety level does
+not tell the whole truth, for MCP clients that choose or approve tools
+by it: a plist of :read-only, :destructive, :idempotent and
+:open-world, each t or nil.  An unset hint follows from the level: a
+safe tool only reads this Emacs and its files; a cautious one changes
+things the user can see and undo; a dangerous one is destructive.  A
+cautious tool that runs arbitrary code, say, gives (:destructive t)."
   (agent-q-tool--create :name name :description description
                         :parameters parameters :required required
                         :safety-level (or safety-level :safe)
                         :categories categories :handler handler
                         :version version :tags tags
                         :output-schema output-schema :source source
-                        :guard guard :async async))
+                        :guard guard :async async :annotations annotations))
 
 (defun agent-q--tool-definition (tool)
   "Return the definition plist of TOOL, in the form the module takes."
@@ -327,7 +336,9 @@ returns its result, and reports failure with `agent-q-tool-fail'."
           (and (agent-q-tool-version tool) (list :version (agent-q-tool-version tool)))
           (and (agent-q-tool-tags tool) (list :tags (agent-q-tool-tags tool)))
           (and (agent-q-tool-output-schema tool)
-               (list :output-schema (agent-q-tool-output-schema tool)))))
+               (list :output-schema (agent-q-tool-output-schema tool)))
+          (and (agent-q-tool-annotations tool)
+               (list :annotations (agent-q-tool-annotations tool)))))
 
 (defun agent-q--keywordize (name)
   "The keyword named NAME (a string)."
@@ -336,6 +347,13 @@ returns its result, and reports failure with `agent-q-tool-fail'."
 (defun agent-q--json-true-p (value)
   "Non-nil when VALUE is the module's JSON true."
   (eq value t))
+
+(defun agent-q--annotations-from-hints (hints)
+  "The :annotations plist of a tool from the HINTS of its registered spec."
+  (cl-loop for (key name) in '((:read_only :read-only) (:destructive :destructive)
+                               (:idempotent :idempotent) (:open_world :open-world))
+           for cell = (plist-member hints key)
+           when cell nconc (list name (agent-q--json-true-p (cadr cell)))))
 
 (defun agent-q--tool-from-registration (registration functions)
   "A tool struct from the module's REGISTRATION plist and its FUNCTIONS.
@@ -352,6 +370,7 @@ module."
      :version (plist-get spec :version)
      :tags (append (plist-get spec :tags) nil)
      :output-schema (plist-get spec :output_schema)
+     :annotations (agent-q--annotations-from-hints (plist-get spec :hints))
      :handler (plist-get functions :handler)
      :guard (plist-get functions :guard)
      :async (plist-get functions :async)

@@ -179,6 +179,7 @@ impl Tool for WaitTool {
             version: None,
             tags: vec![],
             output_schema: None,
+            hints: Default::default(),
         }
     }
 

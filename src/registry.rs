@@ -476,6 +476,7 @@ mod tests {
             version: version.map(str::to_string),
             tags: vec![],
             output_schema: None,
+            hints: Default::default(),
         }
     }
 

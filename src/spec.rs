@@ -83,6 +83,97 @@ pub struct ToolSpec {
     /// Optional JSON Schema of the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Json>,
+    /// What the tool can do, stated beyond its safety level (see [`Hints`]).
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub hints: Hints,
+}
+
+/// What a tool can do, for clients that choose or approve tools by it (MCP's tool
+/// annotations). A hint left unset follows from the safety level ([`Hints::resolve`]); a tool
+/// sets one where its level does not tell the truth, e.g. a cautious tool that evaluates
+/// arbitrary code is destructive and reaches the open world.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hints {
+    /// Whether the tool only reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// Whether it may destroy or overwrite what was there (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Whether calling it twice with the same arguments does no more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Whether it may reach beyond this Emacs and its files (other hosts, other programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+/// Every hint stated: what [`Hints::resolve`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedHints {
+    /// See [`Hints::read_only`].
+    pub read_only: bool,
+    /// See [`Hints::destructive`].
+    pub destructive: bool,
+    /// See [`Hints::idempotent`].
+    pub idempotent: bool,
+    /// See [`Hints::open_world`].
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Hints::default()
+    }
+
+    /// The hints with the unset ones read from LEVEL, never less alarming than the level says:
+    /// a safe tool only reads (this Emacs and its files: idempotent, closed world); a cautious
+    /// tool changes state in a way the user can see and undo (a buffer edit), so it is not
+    /// destructive; a dangerous tool makes permanent changes. A tool that changes anything is
+    /// assumed neither idempotent nor confined to this Emacs unless it says so.
+    pub fn resolve(&self, level: SafetyLevel) -> ResolvedHints {
+        let read_only = self.read_only.unwrap_or(level == SafetyLevel::Safe);
+        ResolvedHints {
+            read_only,
+            destructive: self.destructive.unwrap_or(level == SafetyLevel::Dangerous),
+            idempotent: self.idempotent.unwrap_or(read_only),
+            open_world: self.open_world.unwrap_or(!read_only),
+        }
+    }
+
+    fn from_sexp(v: &Value) -> Result<Hints, SpecError> {
+        let mut hints = Hints::default();
+        if v.is_nil() {
+            return Ok(hints);
+        }
+        let pairs = v.plist_pairs().ok_or_else(|| {
+            SpecError::new(
+                "annotations",
+                format!(
+                    "expected a plist such as (:read-only nil :destructive t), got {}",
+                    sexp::describe(v)
+                ),
+            )
+        })?;
+        for (key, value) in pairs {
+            let flag = !value.is_nil();
+            let slot = match key.replace('_', "-").as_str() {
+                "read-only" => &mut hints.read_only,
+                "destructive" => &mut hints.destructive,
+                "idempotent" => &mut hints.idempotent,
+                "open-world" => &mut hints.open_world,
+                other => {
+                    return Err(SpecError::new(
+                        format!("annotations.{other}"),
+                        "unknown hint (known: :read-only :destructive :idempotent :open-world)",
+                    ))
+                }
+            };
+            *slot = Some(flag);
+        }
+        Ok(hints)
+    }
 }
 
 const PARAM_TYPES: [&str; 6] = ["string", "boolean", "number", "integer", "object", "array"];
@@ -327,6 +418,7 @@ impl ToolSpec {
                 "tags",
                 "output-schema",
                 "output_schema",
+                "annotations",
             ];
             if !known.contains(k) {
                 return Err(SpecError::new(*k, "unknown key in tool definition"));
@@ -385,6 +477,7 @@ impl ToolSpec {
                 ),
                 Some(x) => Some(sexp::to_json(x, None).map_err(|e| SpecError::new("output_schema", e.to_string()))?),
             };
+            let hints = get("annotations").map(Hints::from_sexp).transpose()?.unwrap_or_default();
             let spec = ToolSpec {
                 name: name.clone(),
                 description,
@@ -394,6 +487,7 @@ impl ToolSpec {
                 version,
                 tags,
                 output_schema,
+                hints,
             };
             spec.validate()?;
             Ok(spec)
@@ -485,6 +579,30 @@ mod tests {
 
     fn spec(s: &str) -> Result<ToolSpec, SpecError> {
         ToolSpec::from_sexp(&read(s))
+    }
+
+    #[test]
+    fn annotations_are_read_as_hints_and_unknown_ones_refused() {
+        let s = spec(
+            r#"(:name "eval_form" :description "Evaluate." :safety-level :cautious
+                 :annotations (:destructive t :open-world t :idempotent nil))"#,
+        )
+        .unwrap();
+        assert_eq!(
+            s.hints,
+            Hints {
+                read_only: None,
+                destructive: Some(true),
+                idempotent: Some(false),
+                open_world: Some(true)
+            }
+        );
+        assert!(s.hints.resolve(SafetyLevel::Cautious).destructive);
+        assert!(spec(r#"(:name "t" :description "T." :annotations nil)"#).unwrap().hints.is_empty());
+        let err = spec(r#"(:name "t" :description "T." :annotations (:harmless t))"#).unwrap_err();
+        assert!(err.to_string().contains("annotations.harmless"), "{err}");
+        let err = spec(r#"(:name "t" :description "T." :annotations "yes")"#).unwrap_err();
+        assert!(err.to_string().contains("expected a plist"), "{err}");
     }
 
     #[test]

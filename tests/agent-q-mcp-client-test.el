@@ -246,6 +246,24 @@ seconds or did not end with its \"done\" event."
 
 ;;;; Lifecycle and tools/list
 
+(defun agent-q-mcp-client-test--expected-hints (name level)
+  "What the built-in tool NAME at LEVEL may do, as MCP hints.
+A list (READ-ONLY DESTRUCTIVE IDEMPOTENT OPEN-WORLD) of t and :false."
+  (let ((b (lambda (x) (if x t :false))))
+    (mapcar (lambda (x) (funcall b x))
+            (pcase name
+              ;; Evaluate arbitrary code: anything may change, anywhere.
+              ((or "eval_form" "compile_form") '(nil t nil t))
+              ;; Runs macros' code, but only expands: nothing is destroyed.
+              ("macroexpand_form" '(nil nil nil nil))
+              ;; Reads, remote files (TRAMP) too once the user allows it.
+              ("read_file" '(t nil t t))
+              ;; Replaces a file's whole content: twice is the same as once.
+              ("write_file" '(nil t t t))
+              ("propose_file_edit" '(nil t nil t))
+              (_ (should (eq level :safe))
+                 '(t nil t nil))))))
+
 (ert-deftest agent-q-mcp-client-initialize-and-list-tools ()
   "The SDK 1.x initializes (version negotiated) and lists every tool, annotated."
   (agent-q-mcp-client-test--with-server
@@ -269,12 +287,13 @@ seconds or did not end with its \"done\" event."
           ;; Every required parameter is described.
           (dolist (required (alist-get 'required schema))
             (should (assq (intern required) (alist-get 'properties schema))))
-          ;; The hints say what the safety level means, both always stated.
-          (should (equal (list name (alist-get 'readOnlyHint annotations)
-                               (alist-get 'destructiveHint annotations))
-                         (list name
-                               (if (eq level :safe) t :false)
-                               (if (eq level :dangerous) t :false))))))
+          ;; The hints say what each tool can do, all four always stated.
+          (should (equal (list name
+                               (alist-get 'readOnlyHint annotations)
+                               (alist-get 'destructiveHint annotations)
+                               (alist-get 'idempotentHint annotations)
+                               (alist-get 'openWorldHint annotations))
+                         (cons name (agent-q-mcp-client-test--expected-hints name level))))))
       (let ((read-file (cl-find "read_file" tools :key (lambda (tool) (alist-get 'name tool))
                                 :test #'equal)))
         (should (equal (alist-get 'required (alist-get 'inputSchema read-file)) '("path")))))))

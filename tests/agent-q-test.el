@@ -772,6 +772,22 @@
       (should (agent-q-get-tool "added_meanwhile" reg))
       (should-not (agent-q-get-tool "greet" reg)))))
 
+(ert-deftest agent-q-test-annotations-survive-registration ()
+  (let ((registry (agent-q-make-registry)))
+    (agent-q-register-tool
+     (agent-q-define-tool "run_code" "Run code." nil :safety-level :cautious
+                          :handler #'ignore :annotations '(:destructive t :open-world nil))
+     registry)
+    (should (equal (agent-q-tool-annotations (agent-q-get-tool "run_code" registry))
+                   '(:destructive t :open-world nil)))
+    (should (equal (agent-q-tool-annotations (agent-q-get-tool "eval_form"))
+                   '(:destructive t :open-world t)))
+    (should-error (agent-q-register-tool
+                   (agent-q-define-tool "bad_hint" "Bad." nil :handler #'ignore
+                                        :annotations '(:harmless t))
+                   registry)
+                  :type 'agent-q-error)))
+
 ;;;; The log buffer and the demonstration's audit file
 
 (ert-deftest agent-q-test-log-buffer-keeps-a-bounded-tail ()

@@ -62,17 +62,21 @@ fn initialize_list_and_call_with_each_2025_revision() {
             );
             assert_eq!(listed[0]["inputSchema"]["required"], json!(["path"]));
             assert_eq!(listed[0]["description"], json!("The read_file tool"));
+            // Every hint stated: absent hints would read as the most alarming.
             assert_eq!(
                 listed[0]["annotations"],
-                json!({"readOnlyHint": true, "destructiveHint": false})
+                json!({"readOnlyHint": true, "destructiveHint": false,
+                       "idempotentHint": true, "openWorldHint": false})
             );
             assert_eq!(
                 listed[1]["annotations"],
-                json!({"readOnlyHint": false, "destructiveHint": false})
+                json!({"readOnlyHint": false, "destructiveHint": false,
+                       "idempotentHint": false, "openWorldHint": true})
             );
             assert_eq!(
                 listed[2]["annotations"],
-                json!({"readOnlyHint": false, "destructiveHint": true})
+                json!({"readOnlyHint": false, "destructiveHint": true,
+                       "idempotentHint": false, "openWorldHint": true})
             );
 
             let read = client.call_tool(call("read_file", "/tmp/a.txt")).await.unwrap();

@@ -148,6 +148,7 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
             description: r.spec.description.clone(),
             input_schema: r.spec.parameters.as_object().cloned().unwrap_or_default(),
             safety_level: r.spec.safety_level,
+            hints: r.spec.hints,
         })
         .collect();
     Ok(hub.set_tools(tools))

@@ -13,7 +13,7 @@ use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{oneshot, watch};
 
-use crate::spec::SafetyLevel;
+use crate::spec::{Hints, ResolvedHints, SafetyLevel};
 
 /// A tool as MCP clients see it in `tools/list`.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,8 +26,10 @@ pub struct ToolInfo {
     pub description: String,
     /// The JSON Schema of the arguments (an object schema), sent as `inputSchema`.
     pub input_schema: Map<String, Json>,
-    /// The safety level, exported as the `readOnlyHint` / `destructiveHint` annotations.
+    /// The safety level: with [`ToolInfo::hints`], what the annotations say.
     pub safety_level: SafetyLevel,
+    /// What the tool says it can do beyond its level; unset hints follow the level.
+    pub hints: Hints,
 }
 
 impl ToolInfo {
@@ -38,28 +40,26 @@ impl ToolInfo {
             self.description.clone(),
             Arc::new(self.input_schema.clone()),
         )
-        .annotate(annotations(self.safety_level, self.title.clone()));
+        .annotate(annotations(self.hints.resolve(self.safety_level), self.title.clone()));
         tool.title = self.title.clone();
         tool
     }
 }
 
-/// The annotations that describe a safety level.
+/// The annotations of a tool: every hint stated.
 ///
 /// Annotations are hints that clients must not trust, but Gemini CLI's and Codex's approval
-/// policies can match on them, so they say truthfully what each level means, and never less:
-/// a safe tool only reads; a cautious tool changes state in a way the user can see and undo (a
-/// buffer edit, a message), so it is not destructive; a dangerous tool makes permanent changes
-/// (writes files, evaluates arbitrary code), which is what `destructiveHint` means. Absent
-/// hints default to the most alarming reading (not read-only, destructive), so every level states
-/// both hints explicitly.
-pub(crate) fn annotations(level: SafetyLevel, title: Option<String>) -> ToolAnnotations {
-    let (read_only, destructive) = match level {
-        SafetyLevel::Safe => (true, false),
-        SafetyLevel::Cautious => (false, false),
-        SafetyLevel::Dangerous => (false, true),
-    };
-    ToolAnnotations::from_raw(title, Some(read_only), Some(destructive), None, None)
+/// policies can match on them, so they say truthfully what the tool can do, and never less
+/// (see [`Hints::resolve`]). Absent hints would default to the most alarming reading (not
+/// read-only, destructive, not idempotent, open world), so all four are stated.
+pub(crate) fn annotations(hints: ResolvedHints, title: Option<String>) -> ToolAnnotations {
+    ToolAnnotations::from_raw(
+        title,
+        Some(hints.read_only),
+        Some(hints.destructive),
+        Some(hints.idempotent),
+        Some(hints.open_world),
+    )
 }
 
 /// Who made a call: the MCP client's `clientInfo` (from `initialize`, or from the request's
@@ -480,6 +480,7 @@ mod tests {
             description: "Read a file".into(),
             input_schema: serde_json::json!({"type": "object"}).as_object().unwrap().clone(),
             safety_level: SafetyLevel::Safe,
+            hints: Hints::default(),
         };
         assert!(hub.set_tools(vec![tool.clone()]));
         assert!(!hub.set_tools(vec![tool.clone()]));
@@ -488,19 +489,40 @@ mod tests {
     }
 
     #[test]
-    fn annotations_follow_the_safety_level() {
-        let json = |level| serde_json::to_value(annotations(level, None)).unwrap();
+    fn annotations_follow_the_safety_level_unless_a_hint_says_more() {
+        let json = |level, hints: Hints| serde_json::to_value(annotations(hints.resolve(level), None)).unwrap();
+        let none = Hints::default();
         assert_eq!(
-            json(SafetyLevel::Safe),
-            serde_json::json!({"readOnlyHint": true, "destructiveHint": false})
+            json(SafetyLevel::Safe, none),
+            serde_json::json!({"readOnlyHint": true, "destructiveHint": false,
+                               "idempotentHint": true, "openWorldHint": false})
         );
         assert_eq!(
-            json(SafetyLevel::Cautious),
-            serde_json::json!({"readOnlyHint": false, "destructiveHint": false})
+            json(SafetyLevel::Cautious, none),
+            serde_json::json!({"readOnlyHint": false, "destructiveHint": false,
+                               "idempotentHint": false, "openWorldHint": true})
         );
         assert_eq!(
-            json(SafetyLevel::Dangerous),
-            serde_json::json!({"readOnlyHint": false, "destructiveHint": true})
+            json(SafetyLevel::Dangerous, none),
+            serde_json::json!({"readOnlyHint": false, "destructiveHint": true,
+                               "idempotentHint": false, "openWorldHint": true})
+        );
+        // A cautious tool that evaluates arbitrary code says so.
+        let code = Hints {
+            destructive: Some(true),
+            ..Hints::default()
+        };
+        assert_eq!(json(SafetyLevel::Cautious, code)["destructiveHint"], true);
+        // A dangerous tool confined to local files and idempotent says that too.
+        let write = Hints {
+            idempotent: Some(true),
+            open_world: Some(false),
+            ..Hints::default()
+        };
+        assert_eq!(
+            json(SafetyLevel::Dangerous, write),
+            serde_json::json!({"readOnlyHint": false, "destructiveHint": true,
+                               "idempotentHint": true, "openWorldHint": false})
         );
     }
 }

@@ -34,6 +34,7 @@ pub fn tool(name: &str, level: SafetyLevel) -> ToolInfo {
         description: format!("The {name} tool"),
         input_schema: schema.as_object().unwrap().clone(),
         safety_level: level,
+        hints: Default::default(),
     }
 }
 
