@@ -154,7 +154,7 @@ and this is non-nil."
      ("buffer") :safe (:buffer) agent-q-builtins--read-buffer
      (:guard agent-q-builtins--buffer-guard))
     ("search_in_buffer"
-     ,(concat "Search an Emacs buffer for a string (or an Emacs regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column and position of each match and the line's text. Regexps run in linear time; back-references (\\1) and \\= are not supported. "
+     ,(concat "Search an Emacs buffer for a string (or an Emacs regexp when regex is true), case-sensitively, and return \"Found N match(es) for 'P':\" with the line, column (characters from the line's start, 0-based) and position of each match and the line's text (on a long line, the part around the match). Regexps run in linear time; back-references (\\1) and \\= are not supported. "
               "For a buffer visiting a file, the same rule as read_file applies: "
               agent-q-builtins--read-guard-note)
      ((:name "pattern" :type :string :description "The text to find, or an Emacs regexp when regex is true.")

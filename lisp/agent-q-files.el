@@ -599,18 +599,37 @@ default, a page at a time.  Raw bytes are shown as \\xNN."
 ;; (40-80 ms for 20 MB) and waits, polling for C-g.
 
 (defun agent-q-builtins--search-lines (positions)
-  "Return the line number of each of POSITIONS, which increase.
-Lines are counted once from `point-min', from one position to the
-next, rather than from the beginning for each: `line-number-at-pos'
-on 100 matches spread over 20 MB takes 200 ms."
-  (let ((line 1) (from (point-min)))
+  "Return (LINE BOL EOL) for each of POSITIONS, which increase.
+LINE is the position's line number, BOL and EOL its line's bounds.
+Each line is measured once, and lines are counted from one position
+to the next rather than from the beginning for each: matches on one
+long line, or spread over a large buffer, cost one pass over it."
+  (let ((line 1) (from (point-min)) (bol nil) (eol nil))
     (mapcar (lambda (pos)
-              (goto-char pos)
-              (let ((bol (line-beginning-position)))
-                (setq line (+ line (count-lines from bol))
-                      from bol)
-                line))
+              (unless (and eol (<= pos eol))
+                (goto-char pos)
+                (let ((start (line-beginning-position)))
+                  (setq line (+ line (count-lines from start))
+                        from start
+                        bol start
+                        eol (line-end-position))))
+              (list line bol eol))
             positions)))
+
+(defconst agent-q-builtins--search-context 200
+  "Most characters of a matching line shown with each match.")
+
+(defun agent-q-builtins--search-excerpt (beg bol eol)
+  "The text shown for a match at BEG on the line from BOL to EOL.
+The whole line when it is short; else a window around the match, with
+\"...\" where the line goes on."
+  (let* ((width agent-q-builtins--search-context)
+         (start (if (<= (- eol bol) width) bol (max bol (- beg (/ width 4)))))
+         (end (min eol (+ start width))))
+    (concat (if (> start bol) "..." "")
+            (truncate-string-to-width (buffer-substring-no-properties start end)
+                                      width nil nil "...")
+            (if (< end eol) "..." ""))))
 
 (defun agent-q-builtins--search-in-buffer (args)
   "Search the buffer in ARGS for \"pattern\"; list line and column of matches.
@@ -686,15 +705,15 @@ only the first match was asked for; at most LISTED matches are listed."
        (let ((lines (agent-q-builtins--search-lines starts)))
          (mapconcat
           (lambda (beg)
-            (goto-char beg)
-            (let ((text (agent-q-files--escape-raw-bytes
-                         (truncate-string-to-width
-                          (buffer-substring-no-properties
-                           (line-beginning-position) (line-end-position))
-                          200 nil nil "..."))))
+            (pcase-let* ((`(,line ,bol ,eol) (pop lines))
+                         (text (agent-q-files--escape-raw-bytes
+                                (agent-q-builtins--search-excerpt beg bol eol))))
               (when (cdr text) (setq escaped t))
+              ;; The column counts characters from the line's start, as
+              ;; read_file's column argument does; computing a display
+              ;; column would walk the line for every match.
               (format "  Line %d, Column %d (position %d): %s"
-                      (pop lines) (current-column) beg (car text))))
+                      line (- beg bol) beg (car text))))
           starts "\n"))
        (if (> count listed)
            (format "\n[... %s%d more matches not shown ...]"

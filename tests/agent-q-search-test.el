@@ -19,6 +19,7 @@
 ;;; Code:
 
 (require 'ert)
+(require 'cl-lib)
 (require 'agent-q)
 (require 'agent-q-tmux-test)
 
@@ -244,11 +245,13 @@ after assertions.  The seed is fixed, so a failure reproduces."
                              (agent-q-search-test--search (current-buffer) "\\(a")))))
 
 (ert-deftest agent-q-search-tool-positions ()
-  "Line, column and position agree with Emacs's, with non-ASCII text."
+  "Line and position agree with Emacs's, with non-ASCII text.
+The column counts characters from the line's start (as read_file's
+column argument does), not display columns: wide characters count one."
   (with-temp-buffer
     (insert "é日本 x\n🦀 x\nend")
     (let ((out (agent-q-search-test--search (current-buffer) "[x]")))
-      (should (equal "Found 2 match(es) for '[x]':\n  Line 1, Column 6 (position 5): é日本 x\n  Line 2, Column 3 (position 9): 🦀 x"
+      (should (equal "Found 2 match(es) for '[x]':\n  Line 1, Column 4 (position 5): é日本 x\n  Line 2, Column 2 (position 9): 🦀 x"
                      out)))
     ;; The buffer is widened: narrowing does not hide matches or shift positions.
     (narrow-to-region 8 10)
@@ -270,6 +273,23 @@ They are shown as \\xNN in the lines quoted, and the result says so."
     (insert "ab" (string #x3fffc1) "c\nabc")
     (should (equal "Found 2 match(es) for 'ab.\\|abc':\n  Line 1, Column 0 (position 1): ab\\xC1c\n  Line 2, Column 0 (position 6): abc\n[Bytes that are not valid in the text's encoding are shown as \\xNN.]"
                    (agent-q-search-test--search (current-buffer) "ab.\\|abc")))))
+
+(ert-deftest agent-q-search-tool-long-line-shows-each-match ()
+  "Matches on one long line are shown where they are, cheaply.
+Each excerpt is a window around its match, not the line's start; the
+line is measured once, not once per match."
+  (with-temp-buffer
+    (dotimes (_ 90) (insert (make-string 50000 ?a) "needle"))
+    (insert "\nnext needle\n")
+    (let* ((out (agent-q-search-test--search (current-buffer) "needle"))
+           (lines (split-string out "\n")))
+      (should (equal (car lines) "Found 91 match(es) for 'needle':"))
+      (should (= (length lines) 92))
+      (should (cl-every (lambda (line) (string-match-p "\\.\\.\\.a*needlea*\\.\\.\\.\\'" line))
+                        (cl-subseq lines 1 90)))
+      (should (string-suffix-p "aneedle" (nth 90 lines)))
+      (should (string-prefix-p "  Line 1, Column 50000 (position 50001): ..." (nth 1 lines)))
+      (should (equal (nth 91 lines) "  Line 2, Column 5 (position 4500547): next needle")))))
 
 ;;;; Literal mode, limits, raw bytes
 
