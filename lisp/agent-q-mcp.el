@@ -126,28 +126,57 @@ calls with the same id.")
   "Start serving agent-q's tools to MCP clients on 127.0.0.1.
 The URL and a fresh token go into `agent-q-mcp-connection-file'; see
 `agent-q-mcp-status' for ready-made commands to connect a client.
-Return the URL.  When the server runs already, do nothing (and, if
-INTERACTIVE, as when called as a command, say so)."
+Return the URL.
+
+When the server runs already, restore its connection file if it is
+missing (and, if INTERACTIVE, as when called as a command, say so).
+
+When another live Emacs serves through the same connection file (a
+second Emacs started with `agent-q-mcp-mode' in the init file, say for
+a commit message), this Emacs does not serve: taking the file would cut
+off every agent configured for the first one.  It says which Emacs
+serves and returns nil (signals a `user-error' if INTERACTIVE).  To
+serve from here, stop the server there, or give this Emacs another
+`agent-q-mcp-connection-file'."
   (interactive (list t))
-  (if (agent-q-mcp-running-p)
+  (let ((owner (agent-q-mcp--connection-file-owner)))
+    (cond
+     ((agent-q-mcp-running-p)
+      (unless (eq owner 'self)
+        (if (integerp owner)
+            (message "agent-q: the connection file %s now names Emacs %d; left as it is"
+                     (agent-q-mcp--file-name) owner)
+          (agent-q-mcp--write-connection-file)
+          (message "agent-q: the connection file %s was missing; written again"
+                   (agent-q-mcp--file-name))))
       (when interactive
         (message "agent-q: the MCP server is already running at %s" agent-q-mcp--url))
-    (agent-q--ensure-channel)
-    (setq agent-q-mcp--started (max (truncate (* 1000 (float-time)))
-                                    (1+ agent-q-mcp--started))
-          agent-q-mcp--run (format "%d.%d" agent-q-mcp--started (emacs-pid)))
-    (let ((token (agent-q--core-mcp-make-token)))
-      (setq agent-q-mcp--url (agent-q--core-mcp-start agent-q-mcp-port token
-                                                      (float agent-q-mcp-progress-interval))
-            agent-q-mcp--token token))
-    (cl-pushnew #'agent-q-mcp--drain agent-q--channel-drain-functions)
-    (add-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
-    (add-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
-    (add-hook 'kill-emacs-hook #'agent-q-mcp-stop)
-    (agent-q-mcp--sync-tools)
-    (agent-q-mcp--write-connection-file)
-    (message "agent-q: MCP server at %s (M-x agent-q-mcp-status to connect a client)"
-             agent-q-mcp--url))
+      agent-q-mcp--url)
+     ((integerp owner)
+      (let ((text (format "agent-q: Emacs %d serves MCP through %s; this Emacs does not serve (stop it there, or give this Emacs another `agent-q-mcp-connection-file')"
+                          owner (agent-q-mcp--file-name))))
+        (if interactive (user-error "%s" text) (message "%s" text)))
+      nil)
+     (t (agent-q-mcp--start-server)))))
+
+(defun agent-q-mcp--start-server ()
+  "Start the server, write the connection file; return the URL."
+  (agent-q--ensure-channel)
+  (setq agent-q-mcp--started (max (truncate (* 1000 (float-time)))
+                                  (1+ agent-q-mcp--started))
+        agent-q-mcp--run (format "%d.%d" agent-q-mcp--started (emacs-pid)))
+  (let ((token (agent-q--core-mcp-make-token)))
+    (setq agent-q-mcp--url (agent-q--core-mcp-start agent-q-mcp-port token
+                                                    (float agent-q-mcp-progress-interval))
+          agent-q-mcp--token token))
+  (cl-pushnew #'agent-q-mcp--drain agent-q--channel-drain-functions)
+  (add-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
+  (add-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
+  (add-hook 'kill-emacs-hook #'agent-q-mcp-stop)
+  (agent-q-mcp--sync-tools)
+  (agent-q-mcp--write-connection-file)
+  (message "agent-q: MCP server at %s (M-x agent-q-mcp-status to connect a client)"
+           agent-q-mcp--url)
   agent-q-mcp--url)
 
 (defun agent-q-mcp-stop (&optional interactive)
@@ -180,7 +209,10 @@ Put (agent-q-mcp-mode 1) in your init file to start it with Emacs."
   :global t
   :group 'agent-q-mcp
   (if agent-q-mcp-mode
-      (agent-q-mcp-start)
+      ;; Another Emacs may serve already: then this one does not, and
+      ;; the mode says so by staying off.
+      (unless (agent-q-mcp-start)
+        (setq agent-q-mcp-mode nil))
     (agent-q-mcp-stop)))
 
 ;;;; The connection file
@@ -200,13 +232,35 @@ Put (agent-q-mcp-mode 1) in your init file to start it with Emacs."
       (set-file-modes temp #o600)
       (rename-file temp file t))))
 
+(defun agent-q-mcp--file-name ()
+  "`agent-q-mcp-connection-file', abbreviated, for messages."
+  (abbreviate-file-name (expand-file-name agent-q-mcp-connection-file)))
+
+(defun agent-q-mcp--live-emacs-p (pid)
+  "Non-nil when PID is a live Emacs process of this user.
+A pid the system has given to another program since is not one."
+  (let ((attributes (and (natnump pid) (process-attributes pid))))
+    (and attributes
+         (equal (alist-get 'euid attributes) (user-uid))
+         (string-match-p "emacs" (or (alist-get 'comm attributes) "")))))
+
+(defun agent-q-mcp--connection-file-owner ()
+  "Who `agent-q-mcp-connection-file' belongs to.
+`self' when this Emacs wrote it, the pid of another live Emacs that
+did, or nil when there is no file (or it names no live Emacs: it was
+left by one that crashed, or it cannot be read)."
+  (let* ((file (expand-file-name agent-q-mcp-connection-file))
+         (pid (and (file-regular-p file)
+                   (ignore-errors (alist-get 'pid (json-read-file file))))))
+    (cond
+     ((not (natnump pid)) nil)
+     ((= pid (emacs-pid)) 'self)
+     ((agent-q-mcp--live-emacs-p pid) pid))))
+
 (defun agent-q-mcp--delete-connection-file ()
   "Delete `agent-q-mcp-connection-file' if this Emacs wrote it."
-  (let ((file (expand-file-name agent-q-mcp-connection-file)))
-    (when (and (file-exists-p file)
-               (ignore-errors
-                 (equal (alist-get 'pid (json-read-file file)) (emacs-pid))))
-      (delete-file file))))
+  (when (eq (agent-q-mcp--connection-file-owner) 'self)
+    (delete-file (expand-file-name agent-q-mcp-connection-file))))
 
 ;;;; The tools offered
 
@@ -305,26 +359,37 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
 (defun agent-q-mcp-status (&optional interactive)
   "Show the MCP server's state and copy a command that connects Claude Code.
 Return a plist (:url URL :token TOKEN :pending N :connection-file FILE
-:command COMMAND), or nil when the server is not running.  INTERACTIVE,
-as when called as a command, means show the state in the echo area
-and put COMMAND in the kill ring."
+:file-state STATE :command COMMAND), or nil when the server is not
+running.  STATE says whether the connection file is this Emacs's
+\(`ours'), `missing' (\[agent-q-mcp-start] writes it again), or another
+Emacs's, (other PID).  INTERACTIVE, as when called as a command, means
+show the state in the echo area and put COMMAND in the kill ring."
   (interactive (list t))
-  (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status))))
+  (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status)))
+        (owner (agent-q-mcp--connection-file-owner)))
     (if (not status)
         (progn (when interactive
-                 (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)"))
+                 (if (integerp owner)
+                     (message "agent-q: this Emacs does not serve MCP; Emacs %d does, through %s"
+                              owner (agent-q-mcp--file-name))
+                   (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)")))
                nil)
       (let ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
                              agent-q-mcp--url agent-q-mcp--token)))
         (when interactive
           (kill-new command)
-          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s.  Copied: %s"
+          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s%s.  Copied: %s"
                    agent-q-mcp--url (plist-get status :pending)
-                   (abbreviate-file-name (expand-file-name agent-q-mcp-connection-file))
+                   (agent-q-mcp--file-name)
+                   (pcase owner
+                     ('self "")
+                     ('nil " (missing: M-x agent-q-mcp-start writes it again)")
+                     (pid (format " (now Emacs %d's)" pid)))
                    (replace-regexp-in-string "Bearer [0-9a-f]+" "Bearer <token>" command)))
         (list :url agent-q-mcp--url :token agent-q-mcp--token
               :pending (plist-get status :pending)
               :connection-file (expand-file-name agent-q-mcp-connection-file)
+              :file-state (pcase owner ('self 'ours) ('nil 'missing) (pid (list 'other pid)))
               :command command)))))
 
 (provide 'agent-q-mcp)

@@ -157,6 +157,73 @@ Decisions go to `agent-q-approval-function', which BODY binds."
     (agent-q-mcp-stop)
     (should (file-exists-p agent-q-mcp-connection-file))))
 
+(ert-deftest agent-q-mcp-test-start-restores-a-missing-connection-file ()
+  (agent-q-mcp-test--with
+    (let ((url (agent-q-mcp-start)))
+      (delete-file agent-q-mcp-connection-file)
+      (should (eq (plist-get (agent-q-mcp-status) :file-state) 'missing))
+      (should (equal (agent-q-mcp-start) url))
+      (should (eq (plist-get (agent-q-mcp-status) :file-state) 'ours))
+      (let ((connection (agent-q-mcp-test--connection)))
+        (should (equal (alist-get 'url connection) url))
+        (should (= (file-modes agent-q-mcp-connection-file) #o600))
+        (agent-q-mcp-http-connect url (alist-get 'token connection))))))
+
+(ert-deftest agent-q-mcp-test-a-second-emacs-leaves-the-first-ones-file ()
+  "A second Emacs with `agent-q-mcp-mode' in its init neither takes nor removes the file.
+The first Emacs (this one) serves a real client before, while and
+after the second runs; the second says which Emacs serves and does not
+serve itself."
+  (agent-q-mcp-test--with
+    (let* ((url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (session (agent-q-mcp-http-connect url token))
+           (ready (expand-file-name "ready" dir))
+           (quit (expand-file-name "quit" dir))
+           (script (expand-file-name "second.el" dir))
+           (lisp-dir (file-name-directory (locate-library "agent-q")))
+           (emacs (expand-file-name invocation-name invocation-directory))
+           (call (lambda ()
+                   (should (equal (agent-q-mcp-http-call url token session "function_arglist"
+                                                         (list :function "car"))
+                                  '(:error nil :text "(car LIST)"))))))
+      (funcall call)
+      (with-temp-file script
+        (prin1 `(progn
+                  (setq agent-q-audit-file nil
+                        agent-q-mcp-connection-file ,agent-q-mcp-connection-file)
+                  (require 'agent-q)
+                  (agent-q-mcp-mode 1)
+                  (princ (format "mode %s running %s\n" agent-q-mcp-mode (agent-q-mcp-running-p)))
+                  (write-region "" nil ,ready)
+                  (while (not (file-exists-p ,quit)) (sleep-for 0.05))
+                  (kill-emacs 0))
+               (current-buffer)))
+      (let* ((output (generate-new-buffer " *second*"))
+             (second (make-process :name "agent-q-second-emacs" :buffer output
+                                   :command (list emacs "--batch" "-Q" "-L" lisp-dir "-l" script)
+                                   :connection-type 'pipe :noquery t :sentinel #'ignore)))
+        (unwind-protect
+            (progn
+              (agent-q-mcp-http-wait (lambda () (or (file-exists-p ready)
+                                                    (not (process-live-p second))))
+                                     30 "the second Emacs")
+              (should (file-exists-p ready))
+              (should (eq (plist-get (agent-q-mcp-status) :file-state) 'ours))
+              (funcall call)
+              (write-region "" nil quit)
+              (agent-q-mcp-http-wait (lambda () (not (process-live-p second))) 30
+                                     "the second Emacs's exit")
+              (let ((said (with-current-buffer output (buffer-string))))
+                (should (string-match-p "mode nil running nil" said))
+                (should (string-match-p (format "Emacs %d serves MCP through" (emacs-pid)) said)))
+              ;; Its exit removed nothing: agents configured for this Emacs go on.
+              (should (eq (plist-get (agent-q-mcp-status) :file-state) 'ours))
+              (should (equal (alist-get 'url (agent-q-mcp-test--connection)) url))
+              (funcall call))
+          (when (process-live-p second) (delete-process second))
+          (kill-buffer output))))))
+
 (ert-deftest agent-q-mcp-test-starting-twice-is-harmless ()
   (agent-q-mcp-test--with
     (let* ((url (agent-q-mcp-start))
