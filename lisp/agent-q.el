@@ -886,6 +886,10 @@ The file is created readable by the user only (mode 0600)."
   "agent-q's tools as gptel tool objects.")
 (autoload 'agent-q-llm-tools "agent-q-llm"
   "agent-q's tools as llm.el tool structs.")
+(autoload 'agent-q-mcp-connect-agent "agent-q-connect"
+  "Configure a terminal agent to use agent-q's tools through the stdio relay." t)
+(autoload 'agent-q-mcp-client-config "agent-q-connect"
+  "The configuration text that connects an agent to agent-q, to paste.")
 
 ;;;; The approval rules and UI, and the built-in tools
 

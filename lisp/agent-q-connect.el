@@ -1,0 +1,284 @@
+;;; agent-q-connect.el --- Connect a terminal agent to agent-q's MCP server  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, processes, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; One command per agent: `agent-q-mcp-connect-agent' asks which agent
+;; (Claude Code, Gemini CLI, Codex CLI) and writes that agent's
+;; user-level configuration so that it starts agent-q's stdio relay
+;; (bin/agent-q-mcp, by its absolute path) from any directory.  The
+;; relay reads the connection file that `agent-q-mcp-start' writes, so
+;; the configuration never goes stale when the server restarts with a
+;; new port and token.
+;;
+;; The existing file is merged, not replaced: other servers and settings
+;; are kept, an older agent-q entry is replaced, and the file as it was
+;; is kept beside it as FILE.agent-q.bak.  `agent-q-mcp-client-config'
+;; returns the same text for a user who prefers to paste it.
+;;
+;; One gate, not two: Emacs asks about agent-q's dangerous calls, so the
+;; configuration leaves agent-q's tools to agent-q in each agent (Codex:
+;; default_tools_approval_mode "approve"; Claude Code: the permission
+;; rule "mcp__agent-q"; Gemini CLI: "trust": true), and gives each agent
+;; a tool timeout long enough for an approval that takes minutes.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
+
+(defvar agent-q-mcp-connection-file)
+
+(defconst agent-q-connect--directory
+  (file-name-directory (or load-file-name buffer-file-name))
+  "The directory of this file: the package's lisp/ directory.")
+
+(defcustom agent-q-mcp-agent-tool-timeout 600
+  "Seconds an agent waits for one call of agent-q's tools.
+The wait includes the time you take to approve a call in Emacs, so it
+is long; each agent's own default (Codex's 60 s, for one) would give up
+while you read the prompt."
+  :type 'natnum
+  :group 'agent-q)
+
+(defconst agent-q-connect--agents
+  '((claude "Claude Code" "~/.claude.json")
+    (gemini "Gemini CLI" "~/.gemini/settings.json")
+    (codex "Codex CLI" "~/.codex/config.toml"))
+  "The agents `agent-q-mcp-connect-agent' configures: (KEY NAME FILE).")
+
+(defconst agent-q-connect--claude-settings "~/.claude/settings.json"
+  "Claude Code's user settings, where its permission rules and environment live.")
+
+(defun agent-q-connect--relay ()
+  "The absolute file name of the stdio relay; signal if it is not built."
+  (let ((relay (expand-file-name "../bin/agent-q-mcp" agent-q-connect--directory)))
+    (unless (file-executable-p relay)
+      (user-error "The agent-q relay %s is not built: run `make build' in %s"
+                  relay (expand-file-name ".." agent-q-connect--directory)))
+    relay))
+
+(defun agent-q-connect--environment ()
+  "The environment the relay needs, as an alist, or nil.
+Only a connection file other than the relay's default is named."
+  (let ((file (expand-file-name agent-q-mcp-connection-file))
+        (default (expand-file-name "~/.emacs.d/agent-q-mcp.json")))
+    (unless (equal file default)
+      `((AGENT_Q_MCP_CONNECTION_FILE . ,file)))))
+
+(defun agent-q-connect--file (agent)
+  "The user-level configuration file of AGENT, expanded."
+  (expand-file-name (nth 2 (assq agent agent-q-connect--agents))))
+
+;;;; JSON files (Claude Code, Gemini CLI)
+
+(defun agent-q-connect--read-json (file)
+  "FILE's JSON object as an alist with symbol keys; nil when FILE is absent.
+Signal a `user-error' naming FILE when it is not a JSON object, so that
+nothing is written over a file that could not be understood."
+  (when (file-exists-p file)
+    (with-temp-buffer
+      (insert-file-contents file)
+      (if (string-blank-p (buffer-string))
+          nil
+        (let ((value (condition-case err
+                         (json-parse-buffer :object-type 'alist :array-type 'array
+                                            :null-object :null :false-object :false)
+                       (error (user-error "%s is not valid JSON (%s); agent-q wrote nothing"
+                                          file (error-message-string err))))))
+          (unless (listp value)
+            (user-error "%s does not hold a JSON object; agent-q wrote nothing" file))
+          value)))))
+
+(defun agent-q-connect--json-text (object)
+  "OBJECT (an alist) as pretty-printed JSON text, ending with a newline."
+  (with-temp-buffer
+    (insert (json-serialize object :null-object :null :false-object :false))
+    (json-pretty-print-buffer)
+    (goto-char (point-max))
+    (insert "\n")
+    (buffer-string)))
+
+(defun agent-q-connect--put (alist key value)
+  "ALIST with KEY set to VALUE, in KEY's place if it was there, else last."
+  (if (assq key alist)
+      (mapcar (lambda (cell) (if (eq (car cell) key) (cons key value) cell)) alist)
+    (append alist (list (cons key value)))))
+
+(defun agent-q-connect--server-entry (agent)
+  "The mcpServers entry of AGENT (claude or gemini), as an alist."
+  (let ((env (agent-q-connect--environment)))
+    (pcase agent
+      ('claude `((type . "stdio") (command . ,(agent-q-connect--relay))
+                 (args . []) (env . ,env)))
+      ('gemini `((command . ,(agent-q-connect--relay)) (args . [])
+                 ,@(and env `((env . ,env)))
+                 (timeout . ,(* 1000 agent-q-mcp-agent-tool-timeout))
+                 (trust . t))))))
+
+(defun agent-q-connect--merge-servers (object agent)
+  "OBJECT with agent-q set in its mcpServers for AGENT."
+  (let ((servers (alist-get 'mcpServers object)))
+    (when (eq servers :null) (setq servers nil))
+    (agent-q-connect--put object 'mcpServers
+                          (agent-q-connect--put servers 'agent-q
+                                                (agent-q-connect--server-entry agent)))))
+
+(defun agent-q-connect--merge-claude-settings (object)
+  "Claude Code's settings OBJECT with agent-q's tools allowed.
+Its environment gets a tool timeout long enough to approve a call."
+  (let* ((permissions (alist-get 'permissions object))
+         (allow (append (alist-get 'allow permissions) nil))
+         (env (alist-get 'env object)))
+    (unless (member "mcp__agent-q" allow)
+      (setq allow (append allow (list "mcp__agent-q"))))
+    (thread-first object
+                  (agent-q-connect--put 'permissions
+                                        (agent-q-connect--put permissions 'allow (vconcat allow)))
+                  (agent-q-connect--put 'env
+                                        (agent-q-connect--put
+                                         env 'MCP_TOOL_TIMEOUT
+                                         (number-to-string
+                                          (* 1000 agent-q-mcp-agent-tool-timeout)))))))
+
+;;;; TOML (Codex CLI)
+
+(defun agent-q-connect--toml-string (string)
+  "STRING as a TOML basic string."
+  (concat "\"" (replace-regexp-in-string "[\"\\\\]" "\\\\\\&" string) "\""))
+
+(defun agent-q-connect--codex-table ()
+  "The [mcp_servers.agent-q] table for Codex, as TOML text."
+  (let ((env (agent-q-connect--environment)))
+    (concat "[mcp_servers.agent-q]\n"
+            "command = " (agent-q-connect--toml-string (agent-q-connect--relay)) "\n"
+            (format "tool_timeout_sec = %d\n" agent-q-mcp-agent-tool-timeout)
+            "# Emacs asks about agent-q's dangerous calls: Codex need not ask too.\n"
+            "default_tools_approval_mode = \"approve\"\n"
+            (if env
+                (concat "[mcp_servers.agent-q.env]\n"
+                        (mapconcat (lambda (cell)
+                                     (format "%s = %s" (car cell)
+                                             (agent-q-connect--toml-string (cdr cell))))
+                                   env "\n")
+                        "\n")
+              ""))))
+
+(defun agent-q-connect--merge-toml (text)
+  "TEXT (a Codex config.toml) with its agent-q tables replaced by ours.
+The tables [mcp_servers.agent-q] and [mcp_servers.agent-q.SUB] are
+removed wherever they are; everything else is kept as written."
+  (let ((lines (split-string text "\n"))
+        (kept nil)
+        (skipping nil))
+    (dolist (line lines)
+      (when (string-match "\\`[ \t]*\\[\\([^]]*\\)\\]" line)
+        (let ((name (string-trim (match-string 1 line))))
+          (setq skipping (string-match-p
+                          "\\`mcp_servers\\.\\(agent-q\\|\"agent-q\"\\)\\(\\'\\|\\.\\)" name))))
+      (unless skipping (push line kept)))
+    (let ((rest (string-trim-right (string-join (nreverse kept) "\n"))))
+      (concat rest (if (string-empty-p rest) "" "\n\n") (agent-q-connect--codex-table)))))
+
+;;;; The command
+
+(defun agent-q-connect--plan (agent)
+  "What connecting AGENT writes: a list of (FILE . NEW-TEXT)."
+  (pcase agent
+    ('codex
+     (let ((file (agent-q-connect--file 'codex)))
+       (list (cons file (agent-q-connect--merge-toml
+                         (if (file-exists-p file)
+                             (with-temp-buffer (insert-file-contents file) (buffer-string))
+                           ""))))))
+    ('claude
+     (let ((file (agent-q-connect--file 'claude))
+           (settings (expand-file-name agent-q-connect--claude-settings)))
+       (list (cons file (agent-q-connect--json-text
+                         (agent-q-connect--merge-servers (agent-q-connect--read-json file) 'claude)))
+             (cons settings (agent-q-connect--json-text
+                             (agent-q-connect--merge-claude-settings
+                              (agent-q-connect--read-json settings)))))))
+    ('gemini
+     (let ((file (agent-q-connect--file 'gemini)))
+       (list (cons file (agent-q-connect--json-text
+                         (agent-q-connect--merge-servers (agent-q-connect--read-json file)
+                                                         'gemini))))))
+    (_ (error "Unknown agent %S" agent))))
+
+(defun agent-q-connect--notes (agent)
+  "What AGENT still asks of the user, once configured."
+  (pcase agent
+    ('claude "Claude Code: agent-q's tools (mcp__agent-q__*) are allowed in ~/.claude/settings.json, so Emacs alone asks about dangerous calls; MCP_TOOL_TIMEOUT there lets a call wait for your approval.  `claude mcp list' shows agent-q from any directory.")
+    ('gemini "Gemini CLI: agent-q is trusted (\"trust\": true), so Emacs alone asks; Gemini still asks once whether to trust each project folder you start it in.  `gemini mcp list' shows agent-q.")
+    ('codex "Codex CLI: default_tools_approval_mode = \"approve\" leaves agent-q's calls to Emacs (under `codex exec' they would otherwise be refused); tool_timeout_sec lets a call wait for your approval.  `codex mcp list' shows agent-q.")))
+
+(defun agent-q-connect--write (file text)
+  "Write TEXT to FILE atomically, keeping the old FILE as FILE.agent-q.bak."
+  (let ((dir (file-name-directory file)))
+    (make-directory dir t)
+    (when (file-exists-p file)
+      (copy-file file (concat file ".agent-q.bak") t t t t))
+    (let ((temp (make-temp-file (expand-file-name ".agent-q-connect-" dir) nil nil text)))
+      (when (file-exists-p file)
+        (set-file-modes temp (file-modes file)))
+      (rename-file temp file t))))
+
+(defun agent-q-mcp-client-config (agent)
+  "The configuration text that connects AGENT to agent-q, to paste.
+AGENT is `claude', `gemini' or `codex'.  The text is each file's whole
+new content after merging, as `agent-q-mcp-connect-agent' would write
+it, headed by the file's name."
+  (mapconcat (lambda (entry) (format ";; %s\n%s" (abbreviate-file-name (car entry)) (cdr entry)))
+             (agent-q-connect--plan agent) "\n"))
+
+(defun agent-q-connect--read-agent ()
+  "Ask which agent to connect."
+  (let* ((names (mapcar (lambda (a) (cons (nth 1 a) (car a))) agent-q-connect--agents))
+         (name (completing-read "Connect which agent to agent-q? " names nil t)))
+    (cdr (assoc name names))))
+
+;;;###autoload
+(defun agent-q-mcp-connect-agent (agent &optional show)
+  "Configure AGENT to use agent-q's tools through the stdio relay.
+AGENT is `claude' (Claude Code), `gemini' (Gemini CLI) or `codex'
+\(Codex CLI); interactively, it is asked for.  Its user-level
+configuration file is merged (other entries kept, an older agent-q
+entry replaced, the old file kept as FILE.agent-q.bak); see
+`agent-q-mcp-agent-tool-timeout'.  With SHOW (interactively, a prefix
+argument), write nothing and show the text instead.  Return the files
+written."
+  (interactive (list (agent-q-connect--read-agent) current-prefix-arg))
+  (let ((plan (agent-q-connect--plan agent))
+        (notes (agent-q-connect--notes agent)))
+    (if show
+        (with-help-window "*agent-q connect*"
+          (princ (agent-q-mcp-client-config agent))
+          (princ (concat "\n" notes "\n"))
+          nil)
+      (pcase-dolist (`(,file . ,text) plan)
+        (agent-q-connect--write file text))
+      (when (called-interactively-p 'interactive)
+        (message "agent-q: wrote %s.  %s"
+                 (mapconcat (lambda (e) (abbreviate-file-name (car e))) plan ", ")
+                 notes))
+      (mapcar #'car plan))))
+
+(provide 'agent-q-connect)
+
+;;; agent-q-connect.el ends here

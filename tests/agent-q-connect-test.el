@@ -1,0 +1,129 @@
+;;; agent-q-connect-test.el --- Connecting terminal agents' configurations  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; `agent-q-mcp-connect-agent' writes each agent's user-level file under
+;; a temporary HOME: merged with what is there (other servers and
+;; settings kept, an older agent-q entry replaced, a backup kept), with
+;; the relay's absolute path, the approval and timeout settings that
+;; leave agent-q's calls to Emacs.  The real agents reading these files
+;; are driven in tests/agent-q-agents-test.el.
+
+;;; Code:
+
+(require 'ert)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-connect)
+
+(defmacro agent-q-connect-test--with-home (&rest body)
+  "Run BODY with HOME a fresh temporary directory, bound to `home'."
+  (declare (indent 0))
+  `(let* ((home (file-name-as-directory (make-temp-file "agent-q-connect-home" t)))
+          (process-environment (cons (concat "HOME=" home) process-environment))
+          (agent-q-mcp-connection-file (expand-file-name "~/.emacs.d/agent-q-mcp.json")))
+     (unwind-protect
+         (let ((abbreviated-home-dir nil))
+           ,@body)
+       (delete-directory home t))))
+
+(defun agent-q-connect-test--json (file)
+  "FILE's JSON, as an alist."
+  (with-temp-buffer
+    (insert-file-contents file)
+    (json-parse-buffer :object-type 'alist :false-object :false :null-object :null)))
+
+(defun agent-q-connect-test--text (file)
+  "FILE's text."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest agent-q-connect-test-claude-merges-and-allows ()
+  (agent-q-connect-test--with-home
+    (let ((config (expand-file-name ".claude.json" home))
+          (relay (expand-file-name "../bin/agent-q-mcp" agent-q-connect--directory)))
+      (should (file-executable-p relay))
+      (with-temp-file config
+        (insert "{\"numStartups\": 3, \"mcpServers\": {\"other\": {\"command\": \"x\"},"
+                " \"agent-q\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/mcp\"}},"
+                " \"flag\": false, \"none\": null, \"empty\": {}}"))
+      (should (equal (agent-q-mcp-connect-agent 'claude)
+                     (list config (expand-file-name ".claude/settings.json" home))))
+      (let* ((json (agent-q-connect-test--json config))
+             (servers (alist-get 'mcpServers json)))
+        ;; Everything else is kept as it was, in its place.
+        (should (equal (mapcar #'car json) '(numStartups mcpServers flag none empty)))
+        (should (equal (alist-get 'flag json) :false))
+        (should (equal (alist-get 'none json) :null))
+        (should (equal (alist-get 'other servers) '((command . "x"))))
+        ;; The older agent-q entry is replaced by the relay's.
+        (should (equal (alist-get 'command (alist-get 'agent-q servers)) relay))
+        (should (equal (alist-get 'type (alist-get 'agent-q servers)) "stdio")))
+      (should (string-match-p "\"url\": \"http://127.0.0.1:1/mcp\""
+                              (agent-q-connect-test--text (concat config ".agent-q.bak"))))
+      (let ((settings (agent-q-connect-test--json (expand-file-name ".claude/settings.json" home))))
+        (should (equal (alist-get 'allow (alist-get 'permissions settings)) ["mcp__agent-q"]))
+        (should (equal (alist-get 'MCP_TOOL_TIMEOUT (alist-get 'env settings)) "600000")))
+      ;; Twice is the same as once.
+      (let ((before (agent-q-connect-test--text (expand-file-name ".claude/settings.json" home))))
+        (agent-q-mcp-connect-agent 'claude)
+        (should (equal (agent-q-connect-test--text (expand-file-name ".claude/settings.json" home))
+                       before))))))
+
+(ert-deftest agent-q-connect-test-gemini-trusts-and-waits ()
+  (agent-q-connect-test--with-home
+    (let ((agent-q-mcp-connection-file (expand-file-name "elsewhere/mcp.json" home))
+          (settings (expand-file-name ".gemini/settings.json" home)))
+      (make-directory (file-name-directory settings) t)
+      (with-temp-file settings (insert "{\"ui\": {\"theme\": \"Dracula\"}}"))
+      (agent-q-mcp-connect-agent 'gemini)
+      (let* ((json (agent-q-connect-test--json settings))
+             (entry (alist-get 'agent-q (alist-get 'mcpServers json))))
+        (should (equal (alist-get 'ui json) '((theme . "Dracula"))))
+        (should (eq (alist-get 'trust entry) t))
+        (should (= (alist-get 'timeout entry) 600000))
+        ;; A connection file other than the relay's default is named to it.
+        (should (equal (alist-get 'AGENT_Q_MCP_CONNECTION_FILE (alist-get 'env entry))
+                       agent-q-mcp-connection-file))))))
+
+(ert-deftest agent-q-connect-test-codex-toml-keeps-the-rest ()
+  (agent-q-connect-test--with-home
+    (let ((config (expand-file-name ".codex/config.toml" home)))
+      (make-directory (file-name-directory config) t)
+      (with-temp-file config
+        (insert "model = \"o3\"\n\n[mcp_servers.agent-q]\nurl = \"http://127.0.0.1:1/mcp\"\n"
+                "[mcp_servers.agent-q.tools.write_file]\napproval_mode = \"prompt\"\n\n"
+                "[mcp_servers.other]\ncommand = \"other\"\n"))
+      (agent-q-mcp-connect-agent 'codex)
+      (let ((text (agent-q-connect-test--text config)))
+        (should (string-prefix-p "model = \"o3\"\n" text))
+        (should (string-match-p "^\\[mcp_servers.other\\]\ncommand = \"other\"$" text))
+        (should-not (string-match-p "127.0.0.1:1" text))
+        (should-not (string-match-p "approval_mode = \"prompt\"" text))
+        (should (= 1 (with-temp-buffer
+                       (insert text)
+                       (how-many "^\\[mcp_servers.agent-q\\]" (point-min) (point-max)))))
+        (should (string-match-p "^tool_timeout_sec = 600$" text))
+        (should (string-match-p "^default_tools_approval_mode = \"approve\"$" text))
+        (should (string-match-p (format "^command = \"%s\"$"
+                                        (regexp-quote (expand-file-name "../bin/agent-q-mcp"
+                                                                        agent-q-connect--directory)))
+                                text))))))
+
+(ert-deftest agent-q-connect-test-a-broken-file-is-left-alone ()
+  (agent-q-connect-test--with-home
+    (let ((settings (expand-file-name ".gemini/settings.json" home)))
+      (make-directory (file-name-directory settings) t)
+      (with-temp-file settings (insert "{\"ui\": "))
+      (should-error (agent-q-mcp-connect-agent 'gemini) :type 'user-error)
+      (should (equal (agent-q-connect-test--text settings) "{\"ui\": "))
+      (should-not (file-exists-p (concat settings ".agent-q.bak"))))))
+
+(ert-deftest agent-q-connect-test-show-writes-nothing ()
+  (agent-q-connect-test--with-home
+    (should-not (agent-q-mcp-connect-agent 'codex t))
+    (should-not (file-exists-p (expand-file-name ".codex/config.toml" home)))
+    (should (string-match-p "\\[mcp_servers.agent-q\\]" (agent-q-mcp-client-config 'codex)))))
+
+(provide 'agent-q-connect-test)
+
+;;; agent-q-connect-test.el ends here
