@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Latency and throughput of an MCP server over Streamable HTTP, as the agents' clients see them.
+
+Used by bench/agent-q-bench-mcp.el (`make bench`), against agent-q's server and against the
+official MCP Python SDK's own server (FastMCP, `--serve-reference`) in the same run.
+
+The client writes each request in one piece on a keep-alive connection with TCP_NODELAY, as
+Node's fetch (under the agents' TypeScript SDK) does.  A client that writes headers and body
+apart (httpx) sees the peer's delayed ACK (40 ms) on any server, and a fresh connection per
+call hides a server's missing TCP_NODELAY: neither measures what the agents get.
+
+Client: mcp-load.py URL TOKEN TOOL ARGS-JSON SEQUENTIAL CLIENTS CALLS
+  prints one JSON object: p50/p90/max of SEQUENTIAL calls made one after the other, and the
+  calls per second of CLIENTS concurrent clients making CALLS calls each.
+Reference server: mcp-load.py --serve-reference PORT-FILE
+  serves read_file and describe_symbol on 127.0.0.1 (a free port, written to PORT-FILE).
+"""
+
+import json
+import socket
+import statistics
+import sys
+import threading
+import time
+from urllib.parse import urlparse
+
+PROTOCOL = "2025-06-18"
+DEADLINE = 300  # seconds: the whole run stops by then
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection to the MCP endpoint."""
+
+    def __init__(self, url, token):
+        parsed = urlparse(url)
+        self.host, self.port, self.path = parsed.hostname, parsed.port, parsed.path or "/"
+        self.token = token
+        self.session = None
+        self.sock = socket.create_connection((self.host, self.port), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.next_id = 1
+
+    def _read_line(self):
+        while b"\r\n" not in self.buffer:
+            self._fill()
+        line, self.buffer = self.buffer.split(b"\r\n", 1)
+        return line
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += data
+
+    def _read_exact(self, n):
+        while len(self.buffer) < n:
+            self._fill()
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def post(self, message):
+        """Send MESSAGE (a dict); return the JSON-RPC answer with the same id, or None."""
+        body = json.dumps(message).encode()
+        headers = [
+            f"POST {self.path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            "Content-Type: application/json",
+            "Accept: application/json, text/event-stream",
+            f"Content-Length: {len(body)}",
+            f"MCP-Protocol-Version: {PROTOCOL}",
+        ]
+        if self.token:
+            headers.append(f"Authorization: Bearer {self.token}")
+        if self.session:
+            headers.append(f"Mcp-Session-Id: {self.session}")
+        self.sock.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + body)
+        status = int(self._read_line().split()[1])
+        response = {}
+        while True:
+            line = self._read_line()
+            if not line:
+                break
+            name, _, value = line.decode().partition(":")
+            response[name.strip().lower()] = value.strip()
+        if "mcp-session-id" in response:
+            self.session = response["mcp-session-id"]
+        if response.get("transfer-encoding") == "chunked":
+            data = b""
+            while True:
+                size = int(self._read_line().split(b";")[0], 16)
+                if size == 0:
+                    self._read_line()
+                    break
+                data += self._read_exact(size)
+                self._read_exact(2)
+        else:
+            data = self._read_exact(int(response.get("content-length", "0")))
+        if status >= 400:
+            raise RuntimeError(f"HTTP {status}: {data[:200]!r}")
+        if "id" not in message:
+            return None
+        text = data.decode()
+        if response.get("content-type", "").startswith("text/event-stream"):
+            for line in text.splitlines():
+                if line.startswith("data:") and line[5:].strip():
+                    answer = json.loads(line[5:])
+                    if answer.get("id") == message["id"]:
+                        return answer
+            raise RuntimeError(f"no answer in the stream: {text[:200]!r}")
+        return json.loads(text)
+
+    def request(self, method, params):
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.next_id += 1
+        return self.post(message)
+
+    def initialize(self):
+        self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
+                                    "clientInfo": {"name": "mcp-load", "version": "1"}})
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call(self, tool, arguments):
+        answer = self.request("tools/call", {"name": tool, "arguments": arguments})
+        result = answer.get("result") or {}
+        if "error" in answer or result.get("isError"):
+            raise RuntimeError(f"the call failed: {json.dumps(answer)[:300]}")
+        return result
+
+
+def client(url, token, tool, arguments, sequential, clients, calls):
+    connection = Connection(url, token)
+    connection.initialize()
+    connection.call(tool, arguments)  # warm-up
+    latencies = []
+    for _ in range(sequential):
+        start = time.perf_counter()
+        connection.call(tool, arguments)
+        latencies.append((time.perf_counter() - start) * 1000)
+    errors = []
+
+    def worker():
+        try:
+            c = Connection(url, token)
+            c.initialize()
+            for _ in range(calls):
+                c.call(tool, arguments)
+        except Exception as e:  # reported, never hidden
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE)
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    print(json.dumps({
+        "p50_ms": statistics.median(latencies),
+        "p90_ms": latencies[int(len(latencies) * 0.9) - 1],
+        "max_ms": latencies[-1],
+        "calls_per_s": clients * calls / elapsed,
+        "errors": errors,
+    }))
+
+
+def serve_reference(port_file):
+    from mcp.server.fastmcp import FastMCP
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = FastMCP("reference", host="127.0.0.1", port=port, log_level="WARNING")
+
+    @server.tool()
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    @server.tool()
+    def describe_symbol(symbol: str) -> str:
+        """Describe a symbol."""
+        return f"{symbol} is a function."
+
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(port))
+    import os
+    os.rename(port_file + ".tmp", port_file)
+    timer = threading.Timer(DEADLINE, lambda: os._exit(0))
+    timer.daemon = True
+    timer.start()
+    server.run(transport="streamable-http")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve-reference":
+        serve_reference(sys.argv[2])
+    else:
+        url, token, tool, args, sequential, clients, calls = sys.argv[1:8]
+        client(url, token, tool, json.loads(args), int(sequential), int(clients), int(calls))
