@@ -477,7 +477,10 @@ impl ToolSpec {
                 ),
                 Some(x) => Some(sexp::to_json(x, None).map_err(|e| SpecError::new("output_schema", e.to_string()))?),
             };
-            let hints = get("annotations").map(Hints::from_sexp).transpose()?.unwrap_or_default();
+            let hints = get("annotations")
+                .map(Hints::from_sexp)
+                .transpose()?
+                .unwrap_or_default();
             let spec = ToolSpec {
                 name: name.clone(),
                 description,
@@ -598,7 +601,10 @@ mod tests {
             }
         );
         assert!(s.hints.resolve(SafetyLevel::Cautious).destructive);
-        assert!(spec(r#"(:name "t" :description "T." :annotations nil)"#).unwrap().hints.is_empty());
+        assert!(spec(r#"(:name "t" :description "T." :annotations nil)"#)
+            .unwrap()
+            .hints
+            .is_empty());
         let err = spec(r#"(:name "t" :description "T." :annotations (:harmless t))"#).unwrap_err();
         assert!(err.to_string().contains("annotations.harmless"), "{err}");
         let err = spec(r#"(:name "t" :description "T." :annotations "yes")"#).unwrap_err();
