@@ -124,15 +124,15 @@ Nothing of the user's own environment reaches the agent but PATH."
                 "LANG=C.UTF-8" "TERM=dumb" "NO_COLOR=1"
                 "NO_PROXY=127.0.0.1,localhost" "no_proxy=127.0.0.1,localhost")))
 
-(defun agent-q-agents-test--start-model (dir dialect steps)
-  "Start the scripted model server speaking DIALECT with STEPS in DIR.
+(defun agent-q-agents-test--start-model (dir dialect answers)
+  "Run the scripted model server in DIR, speaking DIALECT, scripted by ANSWERS.
 Return (PROCESS PORT RECORD-FILE)."
   (let* ((script (expand-file-name "model-script.json" dir))
          (port-file (expand-file-name "model-port" dir))
          (record (expand-file-name "model-requests.jsonl" dir))
          (process
           (progn
-            (agent-q-agents-test--write script (json-encode `((steps . ,(vconcat steps)))))
+            (agent-q-agents-test--write script (json-encode `((steps . ,(vconcat answers)))))
             (make-process :name "agent-q-agents-model" :noquery t
                           :buffer (generate-new-buffer " *agent-q-agents-model*")
                           :connection-type 'pipe

@@ -258,7 +258,12 @@ fn a_2025_06_18_client_gets_no_event_without_a_message() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
     assert_eq!(status, 202);
-    let (status, head, body) = http(port, "POST", &in_session, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let (status, head, body) = http(
+        port,
+        "POST",
+        &in_session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
     assert_eq!(status, 200, "{head}\n{body}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     bodies.push(body);
