@@ -88,6 +88,17 @@ if [ "${1:-}" = "--test" ]; then
     mkdir -p "$agents"
     cp "$root/tests/agents/package.json" "$lock" "$agents/"
     (cd "$agents" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    # Each must start (Claude Code's native binary is put in place by its own install
+    # script), in a scratch HOME so that nothing of the user's is read or written.
+    scratch=$(mktemp -d)
+    for agent in claude gemini codex; do
+      if ! HOME="$scratch" "$agents/node_modules/.bin/$agent" --version >/dev/null 2>&1; then
+        rm -rf "$scratch"
+        echo "agent-q: $agent from $agents does not start; see npm's output above" >&2
+        exit 1
+      fi
+    done
+    rm -rf "$scratch"
     cp "$lock" "$agents/agent-q-pins.json"
   fi
 fi
