@@ -23,6 +23,8 @@ if [ "${1:-}" = "--test" ]; then
   # The MCP end-to-end tests create virtual environments (below): Debian's
   # python3 has no venv/ensurepip without python3-venv.
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+  # The terminal agents (below) are npm packages that need Node 20.
+  command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 fi
 if [ "${1:-}" = "--bench" ]; then
   command -v rg >/dev/null 2>&1 || need+=(ripgrep)
@@ -62,6 +64,43 @@ if [ "${1:-}" = "--test" ]; then
       cp "$pins" "$venv/agent-q-pins.txt"
     fi
   done
+fi
+
+# The terminal-agent tests (tests/agent-q-agents-test.el) drive the real
+# Claude Code, Gemini CLI and Codex CLI, installed from npm under
+# target/agents/ with exactly the versions in tests/agents/package-lock.json.
+# A copy of the lock file marks a complete install, as for the venvs above.
+if [ "${1:-}" = "--test" ]; then
+  agents="$root/target/agents"
+  lock="$root/tests/agents/package-lock.json"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "agent-q: npm is not installed; the terminal-agent tests need Node 20 or later with npm" >&2
+    exit 1
+  fi
+  if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+    echo "agent-q: the terminal-agent tests need Node 20 or later (found: $(node --version 2>&1 || true))" >&2
+    exit 1
+  fi
+  if ! cmp -s "$lock" "$agents/agent-q-pins.json" || [ ! -x "$agents/node_modules/.bin/claude" ] \
+      || [ ! -x "$agents/node_modules/.bin/gemini" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
+    echo "agent-q: installing Claude Code, Gemini CLI and Codex CLI into $agents" >&2
+    rm -rf "$agents"
+    mkdir -p "$agents"
+    cp "$root/tests/agents/package.json" "$lock" "$agents/"
+    (cd "$agents" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    # Each must start (Claude Code's native binary is put in place by its own install
+    # script), in a scratch HOME so that nothing of the user's is read or written.
+    scratch=$(mktemp -d)
+    for agent in claude gemini codex; do
+      if ! HOME="$scratch" "$agents/node_modules/.bin/$agent" --version >/dev/null 2>&1; then
+        rm -rf "$scratch"
+        echo "agent-q: $agent from $agents does not start; see npm's output above" >&2
+        exit 1
+      fi
+    done
+    rm -rf "$scratch"
+    cp "$lock" "$agents/agent-q-pins.json"
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -211,6 +211,78 @@ fn requests_without_the_right_token_or_from_foreign_origins_are_refused() {
     assert_eq!(status, 404);
 }
 
+/// The `data` of every SSE event in BODY, in order (an event's `data:` lines joined by newlines).
+fn sse_data(body: &str) -> Vec<String> {
+    body.replace("\r\n", "\n")
+        .split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+        .filter_map(|event| {
+            let lines: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_2025_06_18_client_gets_no_event_without_a_message() {
+    // Gemini CLI's TypeScript SDK speaks 2025-06-18 and parses every event's data as JSON: an
+    // empty "priming" event (a 2025-11-25 addition) breaks its tool discovery.
+    let fixture = start();
+    let port = fixture.server.port();
+    let auth = bearer(&fixture.token);
+    let base = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("authorization", auth.as_str()),
+    ];
+    let (status, head, body) = http(port, "POST", &base, INITIALIZE);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_string();
+    let mut bodies = vec![body];
+    let in_session = [
+        base[0],
+        base[1],
+        base[2],
+        ("mcp-protocol-version", "2025-06-18"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let (status, _, _) = http(
+        port,
+        "POST",
+        &in_session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(status, 202);
+    let (status, head, body) = http(
+        port,
+        "POST",
+        &in_session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    bodies.push(body);
+    for body in &bodies {
+        let data = sse_data(body);
+        assert!(!data.is_empty(), "no event in {body:?}");
+        for item in data {
+            assert!(
+                serde_json::from_str::<Value>(&item).is_ok(),
+                "an event whose data is not a JSON-RPC message: {item:?} in {body:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_connected_client_hears_that_the_tool_list_changed() {
     let fixture = start();

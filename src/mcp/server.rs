@@ -118,12 +118,15 @@ impl Server {
                 .chain(["http://[::1]:*", "https://[::1]:*"]),
             )
             .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
+            // No SSE "priming" events (empty data, an id and a retry interval; a 2025-11-25
+            // addition for resuming a stream): rmcp sends them whatever version was negotiated,
+            // and 2025-06-18 clients such as Gemini CLI's parse every event's data as JSON and
+            // lose the session. The session layer below has its own switch.
+            .with_sse_retry(None)
             .with_cancellation_token(transport_ct.clone());
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
-            rmcp_config,
-        );
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.sse_retry = None;
+        let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), rmcp_config);
         let (posts_tx, posts) = watch::channel(0usize);
         let router = Router::new()
             .route_service(ENDPOINT, service)
