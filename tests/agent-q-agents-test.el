@@ -159,8 +159,17 @@ Return (PROCESS PORT RECORD-FILE)."
 
 (defun agent-q-agents-test--configure (agent transport home port)
   "Configure AGENT in HOME for agent-q over TRANSPORT and its model on PORT.
-Return (ARGUMENTS . ENVIRONMENT): what to run the agent with after its
-program."
+TRANSPORT is `http', `relay' or `connected': the relay as
+`agent-q-mcp-connect-agent' configures it in the agent's own user-level
+files, with nothing on the command line.  Return (ARGUMENTS .
+ENVIRONMENT): what to run the agent with after its program."
+  (prog1 (agent-q-agents-test--configure-1 agent transport home port)
+    (when (eq transport 'connected)
+      (let ((process-environment (cons (concat "HOME=" home) process-environment)))
+        (agent-q-mcp-connect-agent agent)))))
+
+(defun agent-q-agents-test--configure-1 (agent transport home port)
+  "The body of `agent-q-agents-test--configure' (AGENT TRANSPORT HOME PORT)."
   (let* ((connection (agent-q-agents-test--connection))
          (url (car connection))
          (token (cdr connection))
@@ -170,7 +179,8 @@ program."
     (pcase agent
       ('claude
        (let ((config (expand-file-name "mcp.json" home)))
-         (agent-q-agents-test--write
+         (unless (eq transport 'connected)
+          (agent-q-agents-test--write
           config
           (json-encode
            `((mcpServers
@@ -178,10 +188,14 @@ program."
                               `((type . "http") (url . ,url)
                                 (headers (Authorization . ,(concat "Bearer " token))))
                             `((type . "stdio") (command . ,agent-q-agents-test--relay)
-                              (args . ,(vconcat relay-args)))))))))
-         (cons (list "-p" prompt "--mcp-config" config "--strict-mcp-config"
-                     ;; Claude Code's own permission for the server's tools: Emacs decides.
-                     "--allowedTools" "mcp__agent-q" "--output-format" "json")
+                              (args . ,(vconcat relay-args))))))))))
+         (cons (if (eq transport 'connected)
+                   ;; What `agent-q-mcp-connect-agent' wrote: the relay in ~/.claude.json,
+                   ;; Claude Code's permission for the server's tools in its settings.
+                   (list "-p" prompt "--output-format" "json")
+                 (list "-p" prompt "--mcp-config" config "--strict-mcp-config"
+                       ;; Claude Code's own permission for the server's tools: Emacs decides.
+                       "--allowedTools" "mcp__agent-q" "--output-format" "json"))
                (list (concat "ANTHROPIC_BASE_URL=" model) "ANTHROPIC_API_KEY=scripted"
                      "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"))))
@@ -194,15 +208,16 @@ program."
            (general (enableAutoUpdate . :json-false) (enableAutoUpdateNotification . :json-false))
            (privacy (usageStatisticsEnabled . :json-false))
            (telemetry (enabled . :json-false))
-           (mcpServers
-            ;; "trust" leaves the server's tools to the server: Emacs decides.
-            (agent-q . ,(if (eq transport 'http)
-                            `((httpUrl . ,url)
-                              (headers (Authorization . ,(concat "Bearer " token)))
-                              (trust . t))
-                          `((command . ,agent-q-agents-test--relay)
-                            (args . ,(vconcat relay-args))
-                            (trust . t))))))))
+           ,@(unless (eq transport 'connected)
+               `((mcpServers
+                  ;; "trust" leaves the server's tools to the server: Emacs decides.
+                  (agent-q . ,(if (eq transport 'http)
+                                  `((httpUrl . ,url)
+                                    (headers (Authorization . ,(concat "Bearer " token)))
+                                    (trust . t))
+                                `((command . ,agent-q-agents-test--relay)
+                                  (args . ,(vconcat relay-args))
+                                  (trust . t))))))))))
        ;; Under -p, Gemini CLI offers no tool that would need its confirmation (write_file
        ;; here), "trust" or not: --yolo lets it offer them, and Emacs still decides.
        (cons (list "-p" prompt "--yolo" "--output-format" "json")
@@ -218,19 +233,36 @@ program."
                   "[model_providers.scripted]\nname = \"scripted\"\n"
                   (format "base_url = %S\n" (concat model "/v1"))
                   "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"
-                  "[mcp_servers.agent-q]\n"
-                  (if (eq transport 'http)
-                      (format "url = %S\nbearer_token_env_var = \"AGENT_Q_TEST_MCP_TOKEN\"\n" url)
-                    (format "command = %S\nargs = [%S, %S]\n"
-                            agent-q-agents-test--relay (car relay-args) (cadr relay-args)))
-                  ;; Codex's own approval of the server's tools: Emacs decides.
-                  "default_tools_approval_mode = \"approve\"\n"))
+                  (if (eq transport 'connected)
+                      ""
+                    (concat
+                     "[mcp_servers.agent-q]\n"
+                     (if (eq transport 'http)
+                         (format "url = %S\nbearer_token_env_var = \"AGENT_Q_TEST_MCP_TOKEN\"\n" url)
+                       (format "command = %S\nargs = [%S, %S]\n"
+                               agent-q-agents-test--relay (car relay-args) (cadr relay-args)))
+                     ;; Codex's own approval of the server's tools: Emacs decides.
+                     "default_tools_approval_mode = \"approve\"\n"))))
          (cons (list "exec" "--skip-git-repo-check" "--strict-config" prompt)
                (list (concat "CODEX_HOME=" codex-home) "AGENT_Q_TEST_MODEL_KEY=scripted"
                      (concat "AGENT_Q_TEST_MCP_TOKEN=" token)
                      "RUST_LOG=error,codex_mcp=warn")))))))
 
 ;;;; A scripted conversation
+
+(defun agent-q-agents-test--listed (agent home)
+  "Check that AGENT's own `mcp list', run from another directory, lists agent-q.
+HOME is the agent's home; `process-environment' is the agent's."
+  (let ((default-directory (file-name-as-directory (expand-file-name "elsewhere" home))))
+    (make-directory default-directory t)
+    (with-temp-buffer
+      (let ((status (call-process (agent-q-agents-test--program agent) nil t nil "mcp" "list")))
+        (unless (and (eq status 0) (string-match-p "agent-q" (buffer-string)))
+          (ert-fail (format "%s mcp list (exit %s) does not list agent-q:\n%s"
+                            agent status (buffer-string))))
+        ;; Claude Code and Gemini CLI connect to each server they list.
+        (unless (eq agent 'codex)
+          (should (string-match-p "agent-q.*[Cc]onnected" (buffer-string))))))))
 
 (defvar agent-q-agents-test--asked nil
   "What the approval function was asked, newest first: (TOOL ARGS CONTEXT).")
@@ -244,7 +276,7 @@ Record TOOL and ARGS with the approval context."
     :denied))
 
 (defun agent-q-agents-test--converse (agent transport)
-  "Run AGENT over TRANSPORT (`http' or `relay') through a scripted conversation.
+  "Run AGENT over TRANSPORT (see `agent-q-agents-test--configure') through a conversation.
 The conversation reads a file, writes one file (approved) and another
 \(denied), while this Emacs serves MCP.  Check what reached the model,
 the files, the approvals and the audit."
@@ -286,6 +318,8 @@ the files, the approvals and the audit."
                  (output (generate-new-buffer " *agent-q-agents-output*"))
                  (default-directory work)
                  (process-environment (agent-q-agents-test--environment home (cdr setup))))
+            (when (eq transport 'connected)
+              (agent-q-agents-test--listed agent home))
             (setq agent-process
                   (make-process :name (format "agent-q-agents-%s" agent) :noquery t
                                 :buffer output :connection-type 'pipe
@@ -385,6 +419,20 @@ Its SDK speaks 2025-06-18 and cannot parse an SSE event with empty data."
 (ert-deftest agent-q-agents-test-codex-relay ()
   "Codex CLI over the stdio relay: read, approved write, denied write, audit."
   (agent-q-agents-test--converse 'codex 'relay))
+
+(ert-deftest agent-q-agents-test-claude-connected ()
+  "Claude Code as `agent-q-mcp-connect-agent' configured it: listed, asked once, in Emacs."
+  (agent-q-agents-test--converse 'claude 'connected))
+
+(ert-deftest agent-q-agents-test-gemini-connected ()
+  "Gemini CLI as `agent-q-mcp-connect-agent' configured it: listed, asked once, in Emacs."
+  (agent-q-agents-test--converse 'gemini 'connected))
+
+(ert-deftest agent-q-agents-test-codex-connected ()
+  "Codex CLI as `agent-q-mcp-connect-agent' configured it: listed, asked once, in Emacs.
+Without default_tools_approval_mode it would refuse agent-q's writes
+under `codex exec'."
+  (agent-q-agents-test--converse 'codex 'connected))
 
 (provide 'agent-q-agents-test)
 
