@@ -61,6 +61,7 @@
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
 (declare-function agent-q--error-message "agent-q" (condition))
+(declare-function agent-q--visible "agent-q-tools" (text))
 
 (defvar agent-q-max-result-chars)
 (defvar agent-q-approval-idle-delay)
@@ -627,14 +628,17 @@ Also run `agent-q-pending-change-hook'."
            for i from 1
            unless (eq (agent-q--pending-state p) 'done)
            collect (list p (vector (number-to-string i)
-                                   (or (plist-get (agent-q--pending-context p) :client) "")
-                                   (or (agent-q--pending-tool p) "")
+                                   (agent-q--visible
+                                    (or (plist-get (agent-q--pending-context p) :client) ""))
+                                   (agent-q--visible (or (agent-q--pending-tool p) ""))
                                    (symbol-name (agent-q--pending-state p))
                                    (format "%ds" (truncate (float-time
                                                             (time-since (agent-q--pending-time p)))))
                                    (truncate-string-to-width
-                                    (let ((print-length 10) (print-level 3) (print-circle nil))
-                                      (prin1-to-string (agent-q--pending-args p)))
+                                    (agent-q--visible
+                                     (let ((print-length 10) (print-level 3) (print-circle nil)
+                                           (print-escape-newlines t))
+                                       (prin1-to-string (agent-q--pending-args p))))
                                     120 nil nil "...")))))
 
 (defun agent-q-pending-refresh ()
