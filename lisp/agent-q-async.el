@@ -397,7 +397,8 @@ being defined or run."
       executing-kbd-macro))
 
 (defun agent-q--resume-asking ()
-  "Ask the queued decisions again after the user's command (see `agent-q--ask-next')."
+  "Ask the queued decisions again, once the user's command has run.
+See `agent-q--ask-next'."
   (remove-hook 'post-command-hook #'agent-q--resume-asking)
   (agent-q--schedule))
 

@@ -261,7 +261,8 @@ impl AuditRecord {
     /// The record as one line of JSON, hidden characters (bidi, zero-width, controls) escaped:
     /// see [`crate::visible`].
     pub fn to_json_line(&self) -> String {
-        crate::visible::to_json_line(self).unwrap_or_else(|e| format!("{{\"error\":\"cannot serialize audit record: {e}\"}}"))
+        crate::visible::to_json_line(self)
+            .unwrap_or_else(|e| format!("{{\"error\":\"cannot serialize audit record: {e}\"}}"))
     }
 }
 

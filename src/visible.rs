@@ -104,14 +104,19 @@ mod tests {
             .collect();
         for c in listed {
             let shown = visible(&format!("a{c}b"));
-            assert!(shown.starts_with("a\\") && shown.ends_with('b'), "{:04X} shown as {shown:?}", c as u32);
+            assert!(
+                shown.starts_with("a\\") && shown.ends_with('b'),
+                "{:04X} shown as {shown:?}",
+                c as u32
+            );
             assert!(!shown.chars().any(is_hidden), "{shown:?}");
         }
     }
 
     #[test]
     fn the_bidi_attack_form_shows_its_code_on_one_line() {
-        let form = "(list \"hi\u{202e} \u{2066}\" (write-region \"pwned\" nil \"/tmp/x\") \"\u{2069} \u{2066}ok\")\nmore";
+        let form =
+            "(list \"hi\u{202e} \u{2066}\" (write-region \"pwned\" nil \"/tmp/x\") \"\u{2069} \u{2066}ok\")\nmore";
         assert_eq!(
             visible(form),
             "(list \"hi\\u202E \\u2066\" (write-region \"pwned\" nil \"/tmp/x\") \"\\u2069 \\u2066ok\")\\nmore"
@@ -120,10 +125,20 @@ mod tests {
 
     #[test]
     fn ordinary_text_is_unchanged() {
-        for text in ["", "plain", "caf\u{e9} \u{65e5}\u{672c} \u{1f600}", "a\\nb", "\u{a0}nbsp", "\u{200a}hair space"] {
+        for text in [
+            "",
+            "plain",
+            "caf\u{e9} \u{65e5}\u{672c} \u{1f600}",
+            "a\\nb",
+            "\u{a0}nbsp",
+            "\u{200a}hair space",
+        ] {
             assert_eq!(visible(text), text);
         }
-        assert_eq!(visible("a\tb\r\n\u{1b}[2J\u{7f}\u{85}"), "a\\tb\\r\\n\\u001B[2J\\u007F\\u0085");
+        assert_eq!(
+            visible("a\tb\r\n\u{1b}[2J\u{7f}\u{85}"),
+            "a\\tb\\r\\n\\u001B[2J\\u007F\\u0085"
+        );
     }
 
     #[test]
@@ -131,7 +146,10 @@ mod tests {
         let value = serde_json::json!({"form": "hi\u{202e} \u{2066}x\u{200b}\u{2028}\u{85}\u{7f}\n", "n": 1});
         let line = to_json_line(&value).unwrap();
         assert!(!line.chars().any(is_hidden), "{line}");
-        assert!(line.contains("hi\\u202e \\u2066x\\u200b\\u2028\\u0085\\u007f\\n"), "{line}");
+        assert!(
+            line.contains("hi\\u202e \\u2066x\\u200b\\u2028\\u0085\\u007f\\n"),
+            "{line}"
+        );
         let back: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(back, value);
     }
