@@ -56,14 +56,16 @@ so what is left of them can be checked there."
 
 (defmacro agent-q-test-let (bindings &rest body)
   "Like `let' with BINDINGS and BODY, prompts answered meanwhile.
-See `agent-q-test-answering'.  BINDINGS usually bind `unread-command-events' to the keys to type."
+See `agent-q-test-answering'.  BINDINGS usually bind
+`unread-command-events' to the keys to type."
   (declare (indent 1) (debug let))
   `(agent-q-test-answering (let ,bindings ,@body)))
 
 (defmacro agent-q-test-let* (bindings &rest body)
   "Like `let*' with BINDINGS and BODY, prompts answered meanwhile.
-See `agent-q-test-answering'.  The bindings are evaluated in order while prompts are answered, so a
-binding's value may be a call that asks."
+See `agent-q-test-answering'.  The bindings are evaluated in order
+while prompts are answered, so a binding's value may be a call that
+asks."
   (declare (indent 1) (debug let*))
   `(agent-q-test-answering (let* ,bindings ,@body)))
 
