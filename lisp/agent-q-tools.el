@@ -529,14 +529,21 @@ Return (:ok PLIST) or (:error MESSAGE)."
   (exit-recursive-edit))
 
 (defun agent-q-tools--edit-arguments (tool-name args)
-  "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled."
+  "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled.
+The buffer shows hidden characters in strings as escapes, like the prompt."
   (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name))))
     (unwind-protect
         (progn
           (with-current-buffer buffer
             (erase-buffer)
             (agent-q-tools-arguments-mode)
-            (insert (agent-q-tools--pp-plist args))
+            ;; Hidden characters in strings as escapes, which read back as
+            ;; the same characters (see `agent-q--visible').
+            (insert (mapconcat #'agent-q--visible
+                               (split-string (let ((pp-escape-newlines t))
+                                               (agent-q-tools--pp-plist args))
+                                             "\n")
+                               "\n"))
             (goto-char (point-min))
             (setq agent-q-tools--arguments-tool tool-name
                   agent-q-tools--arguments-result nil))

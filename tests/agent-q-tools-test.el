@@ -385,6 +385,20 @@ DESCRIPTION is the proposal's description."
       (should (string-match-p (regexp-quote "\"(list \\\"hi\\u202E \\u2066\\\" (write-region")
                               (buffer-string))))))
 
+(ert-deftest agent-q-tools-test-e-shows-escapes-that-read-back-the-same ()
+  (let ((args (list :form agent-q-tools-test--bidi-form))
+        (shown nil))
+    (cl-letf (((symbol-function 'agent-q-validate-arguments) #'ignore))
+      (advice-add 'agent-q-tools-arguments-accept :before
+                  (lambda () (setq shown (buffer-string))) '((name . agent-q-tools-test)))
+      (unwind-protect
+          (should (equal (agent-q-tools-test--approve (agent-q-tools-test--keys "e" "C-c C-c")
+                                                      :dangerous nil "eval_form" args)
+                         (list (list :modified args))))
+        (advice-remove 'agent-q-tools-arguments-accept 'agent-q-tools-test)))
+    (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069]" shown))
+    (should (string-match-p (regexp-quote "hi\\u202E \\u2066") shown))))
+
 (ert-deftest agent-q-tools-test-the-keys-always-fit ()
   ;; Huge arguments and a huge file name in a narrow echo area: the keys
   ;; are still last and in view, the arguments cut, saying so.
