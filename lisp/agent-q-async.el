@@ -61,8 +61,10 @@
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
 (declare-function agent-q--error-message "agent-q" (condition))
+(declare-function agent-q--visible "agent-q-tools" (text))
 
 (defvar agent-q-max-result-chars)
+(defvar agent-q-approval-idle-delay)
 (defvar agent-q-max-argument-bytes)
 (defvar agent-q-tool-execution-functions)
 (defvar agent-q-confirm-safety-levels)
@@ -373,22 +375,52 @@ until it answers, like a prompt."
 ;;;; Asking, one decision at a time
 
 (defun agent-q--schedule ()
-  "Make sure the next queued decision is asked from the command loop."
+  "Make sure the next queued decision is asked from the command loop.
+It is asked once Emacs has been idle for `agent-q-approval-idle-delay'
+seconds (at once in batch mode, where nobody types), and not while the
+user is busy (see `agent-q--user-busy-p')."
   (when (and (not agent-q--asking)
              (not agent-q--queue-timer)
              (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))
-    (setq agent-q--queue-timer (run-at-time 0 nil #'agent-q--ask-next))))
+    (setq agent-q--queue-timer
+          (if noninteractive
+              (run-at-time 0 nil #'agent-q--ask-next)
+            (run-with-idle-timer agent-q-approval-idle-delay nil #'agent-q--ask-next)))))
+
+(defun agent-q--user-busy-p ()
+  "Non-nil when a prompt now would take keys the user meant for something else.
+That is while the minibuffer is active, a key sequence or a prefix
+argument is half typed, input waits to be read, or a keyboard macro is
+being defined or run."
+  (or (> (minibuffer-depth) 0)
+      (active-minibuffer-window)
+      (> (length (this-single-command-keys)) 0)
+      prefix-arg
+      (input-pending-p)
+      defining-kbd-macro
+      executing-kbd-macro))
+
+(defun agent-q--resume-asking ()
+  "Ask the queued decisions again, once the user's command has run.
+See `agent-q--ask-next'."
+  (remove-hook 'post-command-hook #'agent-q--resume-asking)
+  (agent-q--schedule))
 
 (defun agent-q--ask-next (&optional pending)
   "Ask the decision of PENDING, or of the oldest queued call.
 This is run from a timer: `inhibit-quit' is bound off for the prompt,
-so \\[keyboard-quit] there denies the call."
+so \\[keyboard-quit] there denies the call.  Without PENDING (from the
+idle timer), when the user is busy (`agent-q--user-busy-p'), nothing is
+asked: the queue waits until the user's next command has run and Emacs
+is idle again."
   (setq agent-q--queue-timer nil)
   (unless agent-q--asking
-    (let ((pending (or pending
-                       (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))))
-      (when pending
-        (agent-q--ask pending)))))
+    (if (and (not pending) (not noninteractive) (agent-q--user-busy-p))
+        (add-hook 'post-command-hook #'agent-q--resume-asking)
+      (let ((pending (or pending
+                         (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))))
+        (when pending
+          (agent-q--ask pending))))))
 
 (defun agent-q--ask (pending)
   "Ask the approval function about PENDING and resume it with the answer."
@@ -397,8 +429,12 @@ so \\[keyboard-quit] there denies the call."
   (agent-q--update-indicator)
   (let* ((waiting (cl-count-if (lambda (p) (memq (agent-q--pending-state p) '(queued deferred)))
                                agent-q--pending))
+         (held (truncate (float-time (time-since (agent-q--pending-time pending)))))
          (context (append (agent-q--pending-context pending)
-                          (list :async t :waiting waiting)))
+                          (list :async t :waiting waiting)
+                          ;; A call held back while the user was busy says so.
+                          (and (> held (+ agent-q-approval-idle-delay 1))
+                               (list :held held))))
          (answer
           (unwind-protect
               (catch 'agent-q--withdrawn
@@ -597,14 +633,17 @@ Also run `agent-q-pending-change-hook'."
            for i from 1
            unless (eq (agent-q--pending-state p) 'done)
            collect (list p (vector (number-to-string i)
-                                   (or (plist-get (agent-q--pending-context p) :client) "")
-                                   (or (agent-q--pending-tool p) "")
+                                   (agent-q--visible
+                                    (or (plist-get (agent-q--pending-context p) :client) ""))
+                                   (agent-q--visible (or (agent-q--pending-tool p) ""))
                                    (symbol-name (agent-q--pending-state p))
                                    (format "%ds" (truncate (float-time
                                                             (time-since (agent-q--pending-time p)))))
                                    (truncate-string-to-width
-                                    (let ((print-length 10) (print-level 3) (print-circle nil))
-                                      (prin1-to-string (agent-q--pending-args p)))
+                                    (agent-q--visible
+                                     (let ((print-length 10) (print-level 3) (print-circle nil)
+                                           (print-escape-newlines t))
+                                       (prin1-to-string (agent-q--pending-args p))))
                                     120 nil nil "...")))))
 
 (defun agent-q-pending-refresh ()

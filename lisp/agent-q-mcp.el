@@ -43,6 +43,7 @@
 (require 'json)
 (require 'agent-q-async)
 
+(declare-function agent-q--visible "agent-q-tools" (text))
 (declare-function agent-q--core-mcp-make-token "agent-q-core" ())
 (declare-function agent-q--core-mcp-start "agent-q-core" (port token progress-seconds))
 (declare-function agent-q--core-mcp-stop "agent-q-core" ())
@@ -294,15 +295,15 @@ An unknown tool is left to the executor, which says so."
 (defun agent-q-mcp--client-label (client)
   "How the prompt, the review and the audit log name CLIENT.
 CLIENT is \"NAME VERSION\" as the MCP client introduced itself: its
-own claim, so control and bidirectional formatting characters become
-spaces and it is cut to `agent-q-mcp--max-client-chars' characters,
+own claim, so its control, bidirectional formatting, zero-width and
+separator characters show as escapes (`agent-q--visible'), and then it
+is cut to `agent-q-mcp--max-client-chars' columns of display width,
 lest a name such as \"x wants to run read_file [safe]\" followed by
 newlines write the approval prompt.  \" (MCP)\" is appended, so that no
 MCP client can pass for a bridge (gptel, llm) or claim its approvals."
-  (let* ((text (replace-regexp-in-string
-                "[[:cntrl:]\u200e\u200f\u202a-\u202e\u2066-\u2069]+" " "
-                (if (and (stringp client) (not (string-blank-p client))) client "unknown")))
-         (text (string-trim (replace-regexp-in-string "  +" " " text))))
+  (let* ((text (agent-q--visible
+                (string-trim
+                 (if (and (stringp client) (not (string-blank-p client))) client "unknown")))))
     (concat (truncate-string-to-width text agent-q-mcp--max-client-chars nil nil "...")
             " (MCP)")))
 

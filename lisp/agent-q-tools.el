@@ -54,6 +54,7 @@
 (declare-function agent-q--wait-for "agent-q" (predicate))
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
 (declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
+(declare-function agent-q--core-visible "agent-q-core" (text))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -162,9 +163,6 @@ host before the user answered."
               (format " [file: %s]" full)
             (format " [file: %s, a link to %s]" full true)))))))
 
-(defconst agent-q-tools--max-prompt-arguments 600
-  "Longest printed arguments shown in the approval prompt, in characters.")
-
 (defun agent-q-tools--print (value)
   "Return VALUE printed on one line, newlines escaped."
   (let ((print-escape-newlines t)
@@ -191,15 +189,153 @@ host before the user answered."
   (and (boundp 'agent-q-approval-context)
        (plist-get agent-q-approval-context key)))
 
+(defun agent-q-tools--escape-raw-bytes (text)
+  "TEXT with each raw byte written as an octal escape, such as \\351."
+  (mapconcat (lambda (c) (if (>= c #x3fff80) (format "\\%o" (- c #x3fff00)) (string c)))
+             (string-to-multibyte text) ""))
+
+(defun agent-q--visible (text)
+  "TEXT as shown to the user: hidden characters made visible, on one line.
+Control, bidirectional formatting (U+061C, U+200E/F, U+202A-E,
+U+2066-9), zero-width (U+200B-D, U+2060, U+FEFF), line and paragraph
+separator (U+2028/9), C1 and DEL characters become escapes: \\n, \\t,
+\\r, or \\uXXXX, as Emacs Lisp and JSON write them in a string.  The
+rule is the module's (`agent-q--core-visible'), which also writes the
+audit file.  Raw bytes become octal escapes; text properties are
+dropped.  Everything agent-q shows of what a model or a client chose
+\(arguments, file names, client names) goes through this."
+  (let ((text (substring-no-properties (if (stringp text) text (format "%s" text)))))
+    (condition-case nil
+        (agent-q--core-visible text)
+      (error (agent-q--core-visible (agent-q-tools--escape-raw-bytes text))))))
+
 (defun agent-q-tools--show-call (tool-name args)
-  "Show the whole call of TOOL-NAME with ARGS in a help buffer."
+  "Show the whole call of TOOL-NAME with ARGS in a help buffer.
+Each line shows hidden characters as escapes (see `agent-q--visible')."
   (with-help-window (get-buffer-create "*agent-q call*")
-    (princ (format "Tool: %s\nSafety level: %s\n" tool-name
+    (princ (format "Tool: %s\nSafety level: %s\n" (agent-q--visible tool-name)
                    (or (agent-q-tools--context-get :safety-level) "unknown")))
+    (when-let ((client (agent-q-tools--context-get :client)))
+      (princ (format "Client: %s\n" (agent-q--visible client))))
     (when-let ((reason (agent-q-tools--context-get :reason)))
-      (princ (format "Reason: %s\n" reason)))
+      (princ (format "Reason: %s\n" (agent-q--visible reason))))
     (princ "Arguments:\n")
-    (princ (agent-q-tools--pp-plist args))))
+    (princ (mapconcat #'agent-q--visible
+                      (split-string (let ((pp-escape-newlines t))
+                                      (agent-q-tools--pp-plist args))
+                                    "\n")
+                      "\n"))))
+
+;;;; Reading the answer
+
+(defcustom agent-q-approval-idle-delay 1.0
+  "Seconds Emacs must be idle before an asynchronous approval prompt shows.
+A tool call that a client (an MCP client, gptel, llm.el) makes while
+you type, or while the minibuffer is active, waits -- the mode line
+counts it -- and its prompt appears once you have paused this long
+outside the minibuffer, so that no key you meant for a buffer answers
+it."
+  :type 'number
+  :group 'agent-q)
+
+(defconst agent-q-tools--settle-seconds 0.5
+  "The pause in typing after which a prompt comes back after a stray key.
+A confirmation (see `agent-q-tools--confirm') also waits for it.")
+
+(defconst agent-q-tools--no-terminal-reason
+  "agent-q cannot ask: Emacs has no terminal to ask the user on (it runs in batch mode, or as a daemon with no frame)"
+  "Why a call that needs the user's answer is denied when there is nobody to ask.")
+
+(defun agent-q-tools--no-terminal-p ()
+  "Non-nil when there is no terminal to read the user's answer from.
+That is Emacs in batch mode, or a daemon with no client frame."
+  (or noninteractive
+      (and (daemonp)
+           (equal (terminal-name (frame-terminal (selected-frame))) "initial_terminal"))))
+
+(defun agent-q-tools--read-key (prompt &optional settle)
+  "Read the user's key in answer to PROMPT; nil when there is no terminal.
+Only a key typed after PROMPT appeared answers it: what was typed
+before and not yet read (type-ahead, `unread-command-events') is
+discarded.  With SETTLE, first wait until no key has been typed for
+SETTLE seconds, discarding the keys typed meanwhile, so that the rest
+of a burst of typing cannot answer.
+
+This is the only function through which the approval prompt and its
+confirmations read input.  Tests answer prompts by rebinding it with
+`cl-letf'; nothing a client sends reaches it."
+  (unless (agent-q-tools--no-terminal-p)
+    (when settle
+      (while (progn (discard-input) (not (sit-for settle t)))))
+    (discard-input)
+    (read-key prompt)))
+
+(defun agent-q-tools--confirm (question)
+  "Ask QUESTION in a fresh prompt; non-nil when the user confirms with !.
+The prompt appears once the typing has paused, and discards what was
+typed before it, so the key that led here, and the keys typed with it,
+cannot confirm: a second, deliberate key must.  \\[keyboard-quit] denies the call."
+  (let ((key (agent-q-tools--read-key
+              (concat question "  Press ! to confirm, any other key to go back: ")
+              agent-q-tools--settle-seconds)))
+    (when (eql key ?\C-g) (signal 'quit nil))
+    (eql key ?!)))
+
+(defun agent-q-tools--prompt-columns ()
+  "How many columns of a prompt the echo area can show at once."
+  (let* ((window (minibuffer-window))
+         (width (max 20 (1- (window-width window))))
+         (height max-mini-window-height)
+         (lines (if resize-mini-windows
+                    (cond ((floatp height) (floor (* height (frame-height (window-frame window)))))
+                          ((integerp height) height)
+                          (t 1))
+                  (window-height window))))
+    (1- (* width (max 1 lines)))))
+
+(defun agent-q-tools--prompt (tool-name args level reason &optional complaint)
+  "The approval prompt for TOOL-NAME with ARGS, at LEVEL, asked for REASON.
+COMPLAINT, when non-nil, says why the prompt is shown again.  The
+prompt is one line: every part a model or a client chose shows its
+hidden characters as escapes (see `agent-q--visible').  The key list
+comes last and always fits in the echo area
+\(`agent-q-tools--prompt-columns'): the arguments are cut to make room,
+saying so, never the keys."
+  (let* ((short (agent-q-tools--shorten args))
+         (printed (agent-q--visible (agent-q-tools--print (car short))))
+         (client (agent-q-tools--context-get :client))
+         (later (agent-q-tools--context-get :async))
+         (waiting (agent-q-tools--context-get :waiting))
+         (held (agent-q-tools--context-get :held))
+         (rule (agent-q-tools--context-get :rule))
+         (notes (delq nil (list (and waiting (> waiting 0) (format "%d more waiting" waiting))
+                                (and held (format "held %ds until you paused" held)))))
+         (head (format "%sagent-q%s: %srun %s [%s]%s "
+                       (if complaint (concat complaint "  ") "")
+                       (if notes (format " (%s)" (string-join notes "; ")) "")
+                       (if client (format "%s wants to " (agent-q--visible client)) "")
+                       (agent-q--visible tool-name)
+                       (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
+                       (if reason (format " (%s)" (agent-q--visible reason)) "")))
+         (tail (concat (agent-q--visible (agent-q-tools--path-note args))
+                       (if rule (format " [asked by the rule: %s]" (agent-q--visible rule)) "")))
+         (keys (format "  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s: "
+                       (if client (format " for %s" (agent-q--visible client)) "")
+                       (if later " (l)ater" "")))
+         (shortened " [long arguments shortened; v shows all]")
+         (columns (agent-q-tools--prompt-columns))
+         (room (- columns (string-width head) (string-width tail) (string-width keys)))
+         (cut (or (cdr short) (> (string-width printed) room)))
+         (args-text (if (not cut)
+                        printed
+                      (truncate-string-to-width
+                       printed (max 3 (- room (string-width shortened))) nil nil "...")))
+         (text (concat head args-text tail (if cut shortened ""))))
+    ;; A very long head or file note: cut it too, so that the keys stay in view.
+    (when (> (string-width text) (- columns (string-width keys)))
+      (setq text (truncate-string-to-width
+                  text (max 10 (- columns (string-width keys))) nil nil "...")))
+    (concat text keys)))
 
 (defun agent-q-approve-in-minibuffer (tool-name args)
   "Ask the user in the minibuffer whether to run TOOL-NAME with ARGS.
@@ -214,13 +350,23 @@ shortened with a note.  Keys:
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
   a  approve, and approve TOOL-NAME for the rest of the session,
-     for calls from the same client only
-  s  save an approval rule about TOOL-NAME (see
+     for calls from the same client only (confirmed with !)
+  s  save an approval rule about TOOL-NAME, confirmed with ! (see
      `agent-q-rules-save-from-prompt'); when it decides this call,
      that is the answer -> (:rule :approved TEXT) or (:rule :denied TEXT)
   l  later: leave it pending (asynchronous calls only, see
      `agent-q-pending')         -> `:later'
   \\<global-map>\\[keyboard-quit]  deny                     -> `:denied'
+
+Only keys typed after the prompt appeared answer it: type-ahead is
+discarded (see `agent-q-tools--read-key').  A key that is not a
+choice beeps, says which keys answer, and the prompt comes back once
+the typing has paused.  \"a\" and \"s\" ask for a second, deliberate
+key in a fresh prompt (see `agent-q-tools--confirm').  The prompt is
+one line, keys last: arguments, file names and the client's name
+show hidden characters as escapes (see `agent-q--visible').  When
+there is no terminal to ask on (batch mode, a daemon with no frame),
+the call is denied at once, saying so.
 
 The \"e\" buffer shows ARGS pretty-printed as a plist:
 \\<agent-q-tools-arguments-mode-map>\\[agent-q-tools-arguments-accept] \
@@ -266,52 +412,62 @@ really designates (resolving links)."
 
 (defun agent-q-tools--ask (tool-name args level reason)
   "Prompt loop of `agent-q-approve-in-minibuffer' for TOOL-NAME and ARGS.
-LEVEL is the safety level, REASON the context's reason or nil."
-  (let ((answer nil))
+LEVEL is the safety level, REASON the context's reason or nil.
+Every key is read with `agent-q-tools--read-key', which discards what
+was typed before the prompt appeared and reads nothing when there is
+no terminal (the call is then denied at once).  A key that is not a
+choice beeps and says which keys answer, and the prompt comes back
+once the typing has paused; \"a\" and \"s\" must be confirmed (see
+`agent-q-tools--confirm')."
+  (let ((answer nil)
+        (complaint nil)
+        (settle nil))
     (while (not answer)
-      (let* ((short (agent-q-tools--shorten args))
-             (printed (agent-q-tools--print (car short)))
-             (cut (> (length printed) agent-q-tools--max-prompt-arguments))
-             (client (agent-q-tools--context-get :client))
-             (later (agent-q-tools--context-get :async))
-             (waiting (agent-q-tools--context-get :waiting))
-             (rule (agent-q-tools--context-get :rule))
-             (prompt (format "agent-q%s: %srun %s [%s]%s %s%s%s%s  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s: "
-                             (if (and waiting (> waiting 0)) (format " (%d more waiting)" waiting) "")
-                             (if client (format "%s wants to " client) "")
-                             tool-name
-                             (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
-                             (if reason (format " (%s)" reason) "")
-                             (if cut
-                                 (concat (substring printed 0 agent-q-tools--max-prompt-arguments)
-                                         "...")
-                               printed)
-                             (agent-q-tools--path-note args)
-                             (if (or cut (cdr short))
-                                 " [long arguments shortened; v shows all]"
-                               "")
-                             (if rule (format " [asked by the rule: %s]" rule) "")
-                             (if client (format " for %s" client) "")
-                             (if later " (l)ater" "")))
-             (key (read-char-choice-with-read-key
-                   prompt (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))))
-        (pcase key
-          (?y (setq answer :approved))
-          (?n (setq answer :denied))
-          (?a (let ((key (agent-q-tools--session-key)))
-                (when key (cl-pushnew key agent-q-tools--session-approved :test #'equal)))
-              (setq answer :approved))
-          (?r (let ((text (read-string (format "Reason for denying %s: " tool-name))))
-                (setq answer (if (string-empty-p (string-trim text))
-                                 :denied
-                               (list :denied text)))))
-          (?v (agent-q-tools--show-call tool-name args))
-          (?s (setq answer (agent-q-rules-save-from-prompt
-                            tool-name args (and (boundp 'agent-q-approval-context)
-                                                agent-q-approval-context))))
-          (?l (setq answer :later))
-          (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
-                (setq answer (list :modified new)))))))
+      (let* ((later (agent-q-tools--context-get :async))
+             (choices (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))
+             (key (agent-q-tools--read-key
+                   (agent-q-tools--prompt tool-name args level reason complaint)
+                   settle)))
+        (setq complaint nil settle nil)
+        (cond
+         ((null key)
+          (setq answer (list :denied agent-q-tools--no-terminal-reason))
+          (message "agent-q: %s denied: %s" (agent-q--visible tool-name)
+                   agent-q-tools--no-terminal-reason))
+         ((eql key ?\C-g) (signal 'quit nil))
+         ((not (memq key choices))
+          (ding)
+          (setq complaint (format "%s is not an answer: press %s, or C-g to deny."
+                                  (agent-q--visible (single-key-description key))
+                                  (mapconcat #'string choices " "))
+                settle agent-q-tools--settle-seconds)
+          (message "agent-q: %s" complaint))
+         (t
+          (pcase key
+            (?y (setq answer :approved))
+            (?n (setq answer :denied))
+            (?a (when (agent-q-tools--confirm
+                       (format "Approve %s%s for the rest of this session?"
+                               (agent-q--visible tool-name)
+                               (let ((client (agent-q-tools--context-get :client)))
+                                 (if client (format " for %s" (agent-q--visible client)) ""))))
+                  (let ((key (agent-q-tools--session-key)))
+                    (when key (cl-pushnew key agent-q-tools--session-approved :test #'equal)))
+                  (setq answer :approved)))
+            (?r (let ((text (read-string (format "Reason for denying %s: "
+                                                 (agent-q--visible tool-name)))))
+                  (setq answer (if (string-empty-p (string-trim text))
+                                   :denied
+                                 (list :denied text)))))
+            (?v (agent-q-tools--show-call tool-name args))
+            (?s (when (agent-q-tools--confirm
+                       (format "Save an approval rule about %s?" (agent-q--visible tool-name)))
+                  (setq answer (agent-q-rules-save-from-prompt
+                                tool-name args (and (boundp 'agent-q-approval-context)
+                                                    agent-q-approval-context)))))
+            (?l (setq answer :later))
+            (?e (when-let ((new (agent-q-tools--edit-arguments tool-name args)))
+                  (setq answer (list :modified new)))))))))
     answer))
 
 ;;;; Editing arguments
@@ -373,14 +529,21 @@ Return (:ok PLIST) or (:error MESSAGE)."
   (exit-recursive-edit))
 
 (defun agent-q-tools--edit-arguments (tool-name args)
-  "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled."
+  "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled.
+The buffer shows hidden characters in strings as escapes, like the prompt."
   (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name))))
     (unwind-protect
         (progn
           (with-current-buffer buffer
             (erase-buffer)
             (agent-q-tools-arguments-mode)
-            (insert (agent-q-tools--pp-plist args))
+            ;; Hidden characters in strings as escapes, which read back as
+            ;; the same characters (see `agent-q--visible').
+            (insert (mapconcat #'agent-q--visible
+                               (split-string (let ((pp-escape-newlines t))
+                                               (agent-q-tools--pp-plist args))
+                                             "\n")
+                               "\n"))
             (goto-char (point-min))
             (setq agent-q-tools--arguments-tool tool-name
                   agent-q-tools--arguments-result nil))
@@ -637,19 +800,23 @@ The other bodies follow from an idle timer (see
   (let ((inhibit-read-only t)
         (headers nil))
     (erase-buffer)
+    ;; The file, the client and the description come from the model or a
+    ;; client: hidden characters show as escapes, each on its one line.
     (insert (agent-q-tools--with-face
-             (format "File: %s\n" (agent-q-tools--review-file review))
+             (format "File: %s\n" (agent-q--visible (agent-q-tools--review-file review)))
              'agent-q-diff-header))
     (when-let ((client (agent-q-tools--review-client review)))
-      (insert (agent-q-tools--with-face (format "From: %s\n" client) 'agent-q-diff-header)))
+      (insert (agent-q-tools--with-face (format "From: %s\n" (agent-q--visible client))
+                                        'agent-q-diff-header)))
     (insert (agent-q-tools--with-face
-             (format "Description: %s\n" (or (agent-q-tools--review-description review) ""))
+             (format "Description: %s\n"
+                     (agent-q--visible (or (agent-q-tools--review-description review) "")))
              'agent-q-diff-header))
     (insert "Keys: n/p next/previous hunk, a accept, r reject, SPC toggle, "
             "A/R accept/reject all pending,\n"
             "      e edit hunk, RET show in file, C-c C-c finish, "
             "C-c C-k reject all, q quit, ? help\n")
-    (let ((name (file-name-nondirectory (agent-q-tools--review-file review))))
+    (let ((name (agent-q--visible (file-name-nondirectory (agent-q-tools--review-file review)))))
       (insert (format "--- a/%s\n+++ b/%s\n" name name)))
     (cl-loop for summary across (agent-q-tools--review-summary review)
              for i from 0

@@ -258,9 +258,11 @@ pub struct AuditRecord {
 }
 
 impl AuditRecord {
-    /// The record as one line of JSON.
+    /// The record as one line of JSON, hidden characters (bidi, zero-width, controls) escaped:
+    /// see [`crate::visible`].
     pub fn to_json_line(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"cannot serialize audit record: {e}\"}}"))
+        crate::visible::to_json_line(self)
+            .unwrap_or_else(|e| format!("{{\"error\":\"cannot serialize audit record: {e}\"}}"))
     }
 }
 

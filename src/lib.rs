@@ -15,6 +15,8 @@
 //! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
 //! - [`search`]: Emacs regexps translated for the linear-time [`regex`] crate, behind
 //!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
+//! - [`visible`]: text a model or a client chose, its hidden characters (controls, bidi,
+//!   zero-width) made visible as escapes wherever it is shown;
 //! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs,
 //!   and the stdio relay behind the `agent-q-mcp` binary.
 //!
@@ -36,4 +38,5 @@ pub mod rules;
 pub mod search;
 pub mod sexp;
 pub mod spec;
+pub mod visible;
 pub mod xref;

@@ -13,6 +13,7 @@
 (require 'ert)
 (require 'cl-lib)
 (require 'agent-q)
+(require 'agent-q-keys-support)
 
 (defun agent-q-async-test--wait (predicate &optional seconds)
   "Process events until PREDICATE is non-nil, at most SECONDS (default 10)."
@@ -159,7 +160,7 @@
        `((:id "k" :name "touch" :arguments (:path ,file))) (lambda (r) (setq results r)) reg)
       (setq unread-command-events (list ?y))
       (unwind-protect
-          (progn
+          (agent-q-test-answering
             (agent-q-async-test--wait (lambda () (not (eq results :none))))
             (should (plist-get (car results) :success))
             (should (file-exists-p file)))

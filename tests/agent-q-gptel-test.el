@@ -16,6 +16,7 @@
 (require 'cl-lib)
 (require 'agent-q)
 (require 'agent-q-bridge-support)
+(require 'agent-q-keys-support)
 
 (defvar gptel-backend)
 (defvar gptel-model)
@@ -164,15 +165,12 @@ Return (RUN FILE-CONTENT TOOL-MESSAGES AUDIT-IDS)."
                                          '((content . "Done."))))
       (let* ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
              (prompts nil)
-             (run (cl-letf* ((read-char-choice (symbol-function 'read-char-choice-with-read-key))
-                             ((symbol-function 'read-char-choice-with-read-key)
-                              (lambda (prompt chars &rest rest)
-                                (push prompt prompts)
-                                (apply read-char-choice prompt chars rest))))
+             (run (agent-q-test-answering
                     (setq unread-command-events (list key))
                     (prog1 (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))
                       (agent-q-bridge-wait (lambda () (= (length (agent-q-bridge-requests server)) 2))
-                                           30 "the follow-up request")))))
+                                           30 "the follow-up request")
+                      (setq prompts agent-q-test-prompts)))))
         (should (eq (agent-q-gptel-test--finish run) 'DONE))
         ;; The prompt said who asks, for what, and the call.
         (should (= (length prompts) 1))
@@ -249,7 +247,7 @@ Return (RUN FILE-CONTENT TOOL-MESSAGES AUDIT-IDS)."
                 (probe (lambda (&rest _) (setq dispatch-inhibit-quit inhibit-quit))))
             (advice-add 'gptel--handle-tool-use :before probe)
             (unwind-protect
-                (let ((run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
+                (agent-q-test-let ((run (agent-q-gptel-test--start server (agent-q-gptel-tools :registry reg))))
                   ;; C-g typed at agent-q's prompt.
                   (setq unread-command-events (list ?\C-g))
                   (should (eq (agent-q-gptel-test--finish run) 'DONE))

@@ -16,6 +16,7 @@
 (require 'cl-lib)
 (require 'agent-q)
 (require 'agent-q-bridge-support)
+(require 'agent-q-keys-support)
 
 (defvar llm-warn-on-nonfree)
 (declare-function make-llm-openai-compatible "llm-openai")
@@ -130,16 +131,13 @@ Return (FILE-CONTENT TOOL-MESSAGES AUDIT-IDS PROMPTS)."
       (let* ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
              (prompts nil)
              (exchange
-              (cl-letf* ((read-char-choice (symbol-function 'read-char-choice-with-read-key))
-                         ((symbol-function 'read-char-choice-with-read-key)
-                          (lambda (prompt chars &rest rest)
-                            (push prompt prompts)
-                            (apply read-char-choice prompt chars rest))))
+              (agent-q-test-answering
                 (setq unread-command-events (list key))
-                (agent-q-llm-test--exchange
-                 provider (llm-make-chat-prompt "Write it"
-                                                :tools (agent-q-llm-tools :registry reg))
-                 server))))
+                (prog1 (agent-q-llm-test--exchange
+                        provider (llm-make-chat-prompt "Write it"
+                                                       :tools (agent-q-llm-tools :registry reg))
+                        server)
+                  (setq prompts agent-q-test-prompts)))))
         (should (equal (nth 1 exchange) '(:ok "Done.")))
         (list (agent-q-bridge-file file) (nth 2 exchange) (agent-q-bridge-audit-ids) prompts)))))
 
@@ -210,7 +208,7 @@ Return (FILE-CONTENT TOOL-MESSAGES AUDIT-IDS PROMPTS)."
                 (probe (lambda (&rest _) (setq dispatch-inhibit-quit inhibit-quit))))
             (advice-add 'llm-provider-utils-execute-tool-uses :before probe)
             (unwind-protect
-                (progn
+                (agent-q-test-answering
                   (setq unread-command-events (list ?\C-g))
                   (pcase-let ((`(,_first ,second ,messages)
                                (agent-q-llm-test--exchange

@@ -327,7 +327,7 @@ serve itself."
            (agent-q-approval-function
             (lambda (tool args)
               (push agent-q-approval-context contexts)
-              (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+              (cl-letf (((symbol-function 'agent-q-tools--read-key)
                          (lambda (prompt &rest _) (push prompt prompts) answer)))
                 (agent-q-approve-in-minibuffer tool args)))))
       (should (equal agent-q-mcp-confirm-safety-levels '(:cautious :dangerous)))
@@ -365,11 +365,15 @@ serve itself."
            (keys nil)
            (agent-q-approval-function
             (lambda (tool args)
-              (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-                         (lambda (prompt &rest _) (push prompt prompts) (pop keys))))
+              ;; The prompt's keys (see agent-q-keys-support.el); "a" is
+              ;; confirmed with "!" in a prompt of its own, not counted here.
+              (cl-letf (((symbol-function 'agent-q-tools--read-key)
+                         (lambda (prompt &rest _)
+                           (unless (string-prefix-p "Approve " prompt) (push prompt prompts))
+                           (pop keys))))
                 (agent-q-approve-in-minibuffer tool args)))))
       ;; "a" for claude-code's eval_form: approved, and remembered...
-      (setq keys (list ?a))
+      (setq keys (list ?a ?!))
       (should (equal (agent-q-mcp-http-call url token claude "eval_form" (list :form "(+ 1 1)"))
                      '(:error nil :text "Value: 2")))
       (should (string-match-p "(a)lways for claude-code 2\\.1\\.197 (MCP)" (car prompts)))

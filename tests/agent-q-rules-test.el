@@ -17,6 +17,7 @@
 (require 'subr-x)
 (require 'agent-q)
 (require 'agent-q-bridge-support)
+(require 'agent-q-keys-support)
 
 (defvar agent-q-tools--review-driver)
 (defvar agent-q-tools--session-approved)
@@ -239,8 +240,10 @@ request and denies; the audit goes to a fresh file."
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
       (setq agent-q-approval-rules `(("write_file" (:path ,dir) allow)
                                      ("write_file" nil ask)))
-      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-                 (lambda (p _chars &rest _) (setq prompt p) ?a)))
+      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+                 (lambda (p &rest _)
+                   ;; "a", and "!" to confirm it.
+                   (if (string-prefix-p "Approve " p) ?! (setq prompt p) ?a))))
         ;; "a" approves for the session; the ask rule still asks next time.
         (should (equal "success" (agent-q-rules-test--status
                                   (agent-q-rules-test--call registry "write_file" `(:path ,file :content "1")))))
@@ -366,7 +369,7 @@ request and denies; the audit goes to a fresh file."
 ANSWERS are the successive answers to `y-or-n-p'.  The prompts read
 are recorded in `prompts'."
   (declare (indent 2))
-  `(let ((unread-command-events (listify-key-sequence (kbd ,keys)))
+  `(agent-q-test-let ((unread-command-events (listify-key-sequence (kbd ,keys)))
          (yes-no ,answers)
          (prompts nil))
      (cl-letf (((symbol-function 'read-string)
@@ -387,7 +390,7 @@ are recorded in `prompts'."
            (first (expand-file-name "p/one.txt" dir))
            (second (expand-file-name "p/deeper/two.txt" dir)))
       (make-directory (expand-file-name "p/deeper" dir) t)
-      (agent-q-rules-test--answering "s a" '(t nil)
+      (agent-q-rules-test--answering "s ! a" '(t nil)
         (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,first :content "1")
                                            "claude-code 2.1 (MCP)")))
           (should (equal "success" (agent-q-rules-test--status r)))
@@ -402,7 +405,7 @@ are recorded in `prompts'."
       (should (equal (format "allow write_file under %sp for claude-code (saved for this session)" dir)
                      (alist-get 'rule (car (last (agent-q-rules-test--audit))))))
       ;; The next call under that directory from that client runs without a prompt.
-      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+      (cl-letf (((symbol-function 'agent-q-tools--read-key)
                  (lambda (&rest _) (ert-fail "asked again"))))
         (should (equal "success" (agent-q-rules-test--status
                                   (agent-q-rules-test--call registry "write_file"
@@ -416,7 +419,7 @@ are recorded in `prompts'."
         (unwind-protect
             (progn
               (make-directory (expand-file-name "q" dir))
-              (agent-q-rules-test--answering "s d" '(nil t)
+              (agent-q-rules-test--answering "s ! d" '(nil t)
                 (should (equal "denied" (agent-q-rules-test--status
                                          (agent-q-rules-test--call registry "write_file"
                                                                    `(:path ,third :content "3")
@@ -437,9 +440,9 @@ are recorded in `prompts'."
            (home (directory-file-name (file-truename (expand-file-name "~")))))
       (dolist (typed (list "" "/" "/*/x" home (file-name-directory home)))
         (cl-letf (((symbol-function 'agent-q-rules-test--typed) (lambda (_) typed)))
-          ;; s a: save "allow" for the typed directory -- refused, so the prompt
+          ;; s ! a: save "allow" for the typed directory -- refused, so the prompt
           ;; comes back, and n denies.
-          (agent-q-rules-test--answering "s a n" nil
+          (agent-q-rules-test--answering "s ! a n" nil
             (let ((r (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x"))))
               (should (equal "denied" (agent-q-rules-test--status r)))
               (should-not unread-command-events)))))
@@ -452,7 +455,7 @@ are recorded in `prompts'."
                                 (agent-q-rules-test--call registry "write_file" `(:path ,file :content "x")))))
       ;; A cautious tool may be allowed everywhere from the prompt.
       (let ((agent-q-confirm-safety-levels '(:dangerous :cautious)))
-        (agent-q-rules-test--answering "s a" '(nil nil)
+        (agent-q-rules-test--answering "s ! a" '(nil nil)
           (cl-letf (((symbol-function 'agent-q-rules-test--typed) (lambda (_) "")))
             (should (equal "success" (agent-q-rules-test--status
                                       (agent-q-rules-test--call registry "eval_form" '(:form "(+ 1 2)")))))))

@@ -7,8 +7,9 @@
 ;;; Commentary:
 
 ;; ERT tests of the minibuffer approval and of the per-hunk review of
-;; propose_file_edit, driven with simulated input (`unread-command-events'
-;; through the real prompt and recursive edit, or the review commands called
+;; propose_file_edit, driven with simulated input (keys answered through
+;; `agent-q-test-typing', see agent-q-keys-support.el, and
+;; `unread-command-events' through the real recursive edit, or the review commands called
 ;; in the review buffer), against real temporary files and buffers.
 ;;
 ;; Run them from the repository's root, after building the module
@@ -21,6 +22,7 @@
 (require 'cl-lib)
 (require 'agent-q-core)
 (require 'agent-q-tools)
+(require 'agent-q-keys-support)
 
 (defvar agent-q-approval-context)
 
@@ -37,11 +39,11 @@
 LEVEL and REASON make the approval context, with the keys and values
 of CONTEXT.  Return (RESULT . UNREAD), UNREAD being the events left
 unread."
-  `(let ((unread-command-events ,keys)
-         (agent-q-approval-context (list :safety-level ,level :reason ,reason ,@context))
-         (result nil))
-     (setq result (agent-q-approve-in-minibuffer ,tool ,args))
-     (cons result unread-command-events)))
+  `(agent-q-test-typing ,keys
+     (let ((agent-q-approval-context (list :safety-level ,level :reason ,reason ,@context))
+           (result nil))
+       (setq result (agent-q-approve-in-minibuffer ,tool ,args))
+       (cons result unread-command-events))))
 
 (defun agent-q-tools-test--numbered (n)
   "Return N lines \"line I\"."
@@ -180,7 +182,7 @@ DESCRIPTION is the proposal's description."
 
 (ert-deftest agent-q-tools-test-a-remembers-the-tool ()
   (let ((agent-q-tools--session-approved nil))
-    (should (equal (agent-q-tools-test--approve (list ?a) :dangerous nil
+    (should (equal (agent-q-tools-test--approve (list ?a ?!) :dangerous nil
                                                 "run_shell" '(:command "ls") :tool-id 41)
                    '(:approved)))
     ;; Second call: not asked, the pending "n" stays unread.
@@ -205,18 +207,21 @@ DESCRIPTION is the proposal's description."
 (ert-deftest agent-q-tools-test-a-belongs-to-the-client ()
   (let ((agent-q-tools--session-approved nil)
         (prompts nil))
-    (cl-letf* ((real (symbol-function 'read-char-choice-with-read-key))
-               ((symbol-function 'read-char-choice-with-read-key)
-                (lambda (prompt chars &rest rest)
+    (cl-letf* ((real (symbol-function 'agent-q-test--read-key))
+               ((symbol-function 'agent-q-test--read-key)
+                (lambda (prompt &rest rest)
                   (push prompt prompts)
-                  (apply real prompt chars rest))))
-      (should (equal (agent-q-tools-test--approve (list ?a) :dangerous nil
+                  (apply real prompt rest))))
+      (should (equal (agent-q-tools-test--approve (list ?a ?!) :dangerous nil
                                                   "write_file" '(:path "x") :tool-id 7
                                                   :client "claude-code 2.1.0 (MCP)")
                      '(:approved)))
       ;; The prompt says whom "always" is for.
-      (should (string-match-p "claude-code 2.1.0 (MCP) wants to run write_file" (car prompts)))
-      (should (string-match-p "(a)lways for claude-code 2.1.0 (MCP)" (car prompts)))
+      (should (string-match-p "claude-code 2.1.0 (MCP) wants to run write_file" (cadr prompts)))
+      (should (string-match-p "(a)lways for claude-code 2.1.0 (MCP)" (cadr prompts)))
+      ;; "a" was confirmed in a prompt of its own.
+      (should (string-match-p "\\`Approve write_file for claude-code 2.1.0 (MCP) for the rest of this session\\?.*Press !"
+                              (car prompts)))
       (setq prompts nil)
       ;; The same client again: approved without a prompt.
       (should (equal (agent-q-tools-test--approve (list ?n) :dangerous nil
@@ -253,7 +258,7 @@ DESCRIPTION is the proposal's description."
                                                 "read_file" '(:path "~/.authinfo"))
                    '(:denied)))
     ;; Without a context the call is asked.
-    (let ((unread-command-events (list ?n)))
+    (agent-q-test-typing (list ?n)
       (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "x")) :denied)))))
 
 (ert-deftest agent-q-tools-test-propose-file-edit-with-a-reason-is-asked ()
@@ -274,20 +279,19 @@ DESCRIPTION is the proposal's description."
           (make-directory (file-name-directory deep) t)
           (with-temp-file secret (insert "s"))
           (make-symbolic-link secret link)
-          (cl-letf* ((real (symbol-function 'read-key))
-                     ((symbol-function 'read-key)
-                      (lambda (&optional prompt &rest rest)
-                        (push prompt prompts)
-                        (apply real prompt rest))))
-            (let ((default-directory dir)
-                  (agent-q-approval-context '(:safety-level :dangerous)))
-              (let ((unread-command-events (list ?n)))
-                (agent-q-approve-in-minibuffer "write_file" (list :path deep :content "x")))
-              (let ((unread-command-events (list ?n)))
-                (agent-q-approve-in-minibuffer "write_file" '(:path "notes.txt" :content "x")))))
+          (let ((default-directory dir)
+                (agent-q-approval-context '(:safety-level :dangerous)))
+            (agent-q-test-typing (list ?n)
+              (agent-q-approve-in-minibuffer "write_file" (list :path deep :content "x"))
+              (push (car agent-q-test-prompts) prompts))
+            (agent-q-test-typing (list ?n)
+              (agent-q-approve-in-minibuffer "write_file" '(:path "notes.txt" :content "x"))
+              (push (car agent-q-test-prompts) prompts)))
           (setq prompts (nreverse prompts))
-          ;; A long path is never shortened.
-          (should (string-match-p (regexp-quote (prin1-to-string deep)) (nth 0 prompts)))
+          ;; A long path is never shortened: the file note names it whole (the
+          ;; printed arguments may be cut, saying so, so that the keys fit).
+          (should (string-match-p (regexp-quote (format "[file: %s]" deep)) (nth 0 prompts)))
+          (should (string-match-p "(s)ave rule: \\'" (nth 0 prompts)))
           ;; A relative path through a link names the file it really writes.
           (should (string-match-p (regexp-quote (format "[file: %s, a link to %s]" link secret))
                                   (nth 1 prompts))))
@@ -310,8 +314,8 @@ DESCRIPTION is the proposal's description."
   (let* ((long (make-string 500 ?z))
          (prompts nil)
          (result
-          (cl-letf* ((real (symbol-function 'read-key))
-                     ((symbol-function 'read-key)
+          (cl-letf* ((real (symbol-function 'agent-q-test--read-key))
+                     ((symbol-function 'agent-q-test--read-key)
                       (lambda (prompt &rest args)
                         (push prompt prompts)
                         (apply real prompt args))))
@@ -343,12 +347,152 @@ DESCRIPTION is the proposal's description."
     (should (equal (gethash "body" table) long)))
   ;; A prompt for huge arguments is cut, with the note.
   (let ((prompt nil))
-    (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-               (lambda (p _chars &rest _) (setq prompt p) ?y)))
+    (cl-letf (((symbol-function 'agent-q-tools--read-key)
+               (lambda (p &rest _) (setq prompt p) ?y)))
       (should (eq (agent-q-tools--ask "t" (list :items (number-sequence 1 5000)) :dangerous nil)
                   :approved)))
     (should (< (length prompt) 900))
     (should (string-match-p "long arguments shortened; v shows all" prompt))))
+
+;;;; What the prompt reads and shows
+
+(defconst agent-q-tools-test--bidi-form
+  "(list \"hi\u202e \u2066\" (write-region \"pwned\" nil \"/tmp/x\") \"\u2069 \u2066ok\")"
+  "An eval_form whose bidi controls hide its code on the screen.")
+
+(ert-deftest agent-q-tools-test-bidi-arguments-show-as-escapes-keys-last ()
+  (let ((agent-q-tools--session-approved nil))
+    (agent-q-test-typing (list ?v ?n)
+      (let ((agent-q-approval-context
+             '(:safety-level :dangerous :client "x\u202e\u200b\nwants (MCP)")))
+        (should (eq (agent-q-approve-in-minibuffer
+                     "eval_form" (list :form agent-q-tools-test--bidi-form))
+                    :denied)))
+      (let ((prompt (car agent-q-test-prompts)))
+        ;; One line, no hidden character: the real code and the escapes show.
+        (should-not (string-match-p "[\n\u202a-\u202e\u2066-\u2069\u200b]" prompt))
+        (should (string-match-p (regexp-quote "hi\\u202E \\u2066") prompt))
+        (should (string-match-p (regexp-quote "(write-region \\\"pwned\\\" nil \\\"/tmp/x\\\")")
+                                prompt))
+        (should (string-match-p (regexp-quote "\\u2069 \\u2066ok") prompt))
+        (should (string-match-p (regexp-quote "x\\u202E\\u200B\\nwants (MCP) wants to run eval_form")
+                                prompt))
+        ;; The key list is last.
+        (should (string-match-p "(s)ave rule: \\'" prompt))))
+    ;; v shows escapes too.
+    (with-current-buffer "*agent-q call*"
+      (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069\u200b]" (buffer-string)))
+      (should (string-match-p (regexp-quote "\"(list \\\"hi\\u202E \\u2066\\\" (write-region")
+                              (buffer-string))))))
+
+(ert-deftest agent-q-tools-test-e-shows-escapes-that-read-back-the-same ()
+  (let ((args (list :form agent-q-tools-test--bidi-form))
+        (shown nil))
+    (cl-letf (((symbol-function 'agent-q-validate-arguments) #'ignore))
+      (advice-add 'agent-q-tools-arguments-accept :before
+                  (lambda () (setq shown (buffer-string))) '((name . agent-q-tools-test)))
+      (unwind-protect
+          (should (equal (agent-q-tools-test--approve (agent-q-tools-test--keys "e" "C-c C-c")
+                                                      :dangerous nil "eval_form" args)
+                         (list (list :modified args))))
+        (advice-remove 'agent-q-tools-arguments-accept 'agent-q-tools-test)))
+    (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069]" shown))
+    (should (string-match-p (regexp-quote "hi\\u202E \\u2066") shown))))
+
+(ert-deftest agent-q-tools-test-the-keys-always-fit ()
+  ;; Huge arguments and a huge file name in a narrow echo area: the keys
+  ;; are still last and in view, the arguments cut, saying so.
+  (cl-letf (((symbol-function 'agent-q-tools--prompt-columns) (lambda () 200)))
+    (agent-q-test-typing (list ?n)
+      (let ((agent-q-approval-context '(:safety-level :dangerous :client "c (MCP)")))
+        (agent-q-approve-in-minibuffer
+         "write_file" (list :path (concat "/tmp/" (make-string 400 ?d) "/f")
+                            :content (make-string 5000 ?z))))
+      (let ((prompt (car agent-q-test-prompts)))
+        (should (<= (string-width prompt) 200))
+        (should (string-match-p "(a)lways for c (MCP) (s)ave rule: \\'" prompt))))))
+
+(ert-deftest agent-q-tools-test-a-stray-key-beeps-and-names-the-answers ()
+  (let ((beeps 0))
+    (agent-q-test-typing (list ?T ?n)
+      (cl-letf (((symbol-function 'ding) (lambda (&rest _) (cl-incf beeps))))
+        (let ((agent-q-approval-context '(:safety-level :dangerous)))
+          (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :denied))))
+      (should (= beeps 1))
+      (should (string-match-p "\\`T is not an answer: press y n r e v a s, or C-g to deny\\."
+                              (car agent-q-test-prompts))))))
+
+(ert-deftest agent-q-tools-test-a-and-s-need-a-second-deliberate-key ()
+  (let ((agent-q-tools--session-approved nil)
+        (settles nil))
+    (cl-letf* ((real (symbol-function 'agent-q-test--read-key))
+               ((symbol-function 'agent-q-test--read-key)
+                (lambda (prompt &optional settle)
+                  (push settle settles)
+                  (funcall real prompt settle))))
+      ;; "a" then a key other than "!": back to the prompt, nothing remembered.
+      (agent-q-test-typing (list ?a ?y ?n)
+        (let ((agent-q-approval-context '(:safety-level :dangerous :tool-id 5 :client "c (MCP)")))
+          (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :denied))))
+      (should-not agent-q-tools--session-approved)
+      ;; The confirmation waited for the typing to pause.
+      (should (equal (nreverse settles) (list nil agent-q-tools--settle-seconds nil)))
+      ;; "s" then "n": no rule dialog, back to the prompt.
+      (cl-letf (((symbol-function 'agent-q-rules-save-from-prompt)
+                 (lambda (&rest _) (ert-fail "the rule dialog opened"))))
+        (agent-q-test-typing (list ?s ?n ?n)
+          (let ((agent-q-approval-context '(:safety-level :dangerous)))
+            (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :denied)))
+          (should (string-match-p "\\`Save an approval rule about write_file\\?  Press ! to confirm"
+                                  (nth 1 agent-q-test-prompts)))))
+      ;; "a !" approves, for the session.
+      (agent-q-test-typing (list ?a ?!)
+        (let ((agent-q-approval-context '(:safety-level :dangerous :tool-id 5 :client "c (MCP)")))
+          (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :approved))))
+      (should (equal agent-q-tools--session-approved '((5 . "c (MCP)")))))))
+
+(ert-deftest agent-q-tools-test-type-ahead-never-answers ()
+  ;; The real reader: keys typed before the prompt (`unread-command-events')
+  ;; are discarded.  In batch mode there is no terminal, so the call is
+  ;; denied at once, saying so, instead of reading stdin forever.
+  (let ((unread-command-events (list ?y ?a ?!))
+        (agent-q-approval-context '(:safety-level :dangerous)))
+    (should (equal (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x"))
+                   (list :denied agent-q-tools--no-terminal-reason))))
+  ;; With a terminal, what was typed before is discarded before reading.
+  (let ((unread-command-events (list ?y))
+        (read nil))
+    (cl-letf (((symbol-function 'agent-q-tools--no-terminal-p) #'ignore)
+              ((symbol-function 'read-key)
+               (lambda (&rest _) (setq read unread-command-events) ?n)))
+      (should (eq (agent-q-tools--read-key "p") ?n))
+      (should-not read))))
+
+(ert-deftest agent-q-tools-test-batch-emacs-denies-at-once ()
+  ;; A separate batch Emacs, stdin at end of file, the default approval
+  ;; function: it answers at once instead of spinning.
+  (let* ((lisp (file-name-directory (locate-library "agent-q")))
+         (target (make-temp-name (expand-file-name "agent-q-batch" temporary-file-directory)))
+         (start (float-time))
+         (output
+          (with-temp-buffer
+            ;; On failure it would spin forever: timeout(1) stops it.
+            (call-process "timeout" nil t nil "30"
+                          (expand-file-name invocation-name invocation-directory) "--batch" "-Q" "-L" lisp "--eval"
+                          (prin1-to-string
+                           `(progn
+                              (require 'agent-q)
+                              (setq agent-q-audit-file nil)
+                              (princ (format "RESULT %S\n"
+                                             (plist-get
+                                              (car (agent-q-execute-tool-calls
+                                                    '((:id "1" :name "write_file"
+                                                            :arguments (:path ,target :content "x")))))
+                                              :content))))))
+            (buffer-string))))
+    (should (< (- (float-time) start) 60))
+    (should (string-match-p "RESULT \"[^\n]*no terminal to ask the user on" output))
+    (should-not (file-exists-p target))))
 
 ;;;; Module diff functions
 

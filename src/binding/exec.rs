@@ -300,6 +300,8 @@ impl<'e> Effects for EmacsHost<'e> {
                 .map(|r| format!(" by the rule: {r}"))
                 .unwrap_or_default()
         );
+        // The tool's name, the client and the rule may come from a client: one visible line.
+        let summary = crate::visible::visible(&summary);
         let _ = env.call("agent-q--audit", (line, summary));
     }
 }

@@ -17,6 +17,7 @@ pub mod quit;
 pub mod registry;
 pub mod rules;
 pub mod search;
+pub mod visible;
 pub mod xref;
 
 emacs::plugin_is_GPL_compatible!();

@@ -1128,3 +1128,22 @@ fn parse_call_refuses_an_id_or_client_too_long_to_echo() {
     assert_eq!(id.as_deref(), Some("x"));
     assert!(message.contains(":client is 1025 bytes long"), "{message}");
 }
+
+#[test]
+fn the_audit_line_shows_hidden_characters_as_escapes() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        "(:id \"e\" :name \"eval_it\" :arguments (:path \"hi\u{202e} \u{2066}x\u{200b}\u{2028}\") :client \"c\u{2067}d\")",
+    );
+    assert!(r.success);
+    let line = host.audit[0].to_json_line();
+    assert!(!line.chars().any(crate::visible::is_hidden), "{line}");
+    assert!(line.contains(r#""path":"hi\u202e \u2066x\u200b\u2028""#), "{line}");
+    assert!(line.contains(r#""client":"c\u2067d""#), "{line}");
+    // A JSON reader gets the strings back as they were.
+    let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(back["arguments"]["path"], "hi\u{202e} \u{2066}x\u{200b}\u{2028}");
+}

@@ -1,0 +1,213 @@
+;;; agent-q-prompt-tmux-test.el --- The approval prompt as a user meets it, in tmux  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; A real `emacs -nw -Q' with agent-q, in tmux; keys are typed with tmux
+;; send-keys, one at a time, as a user types them:
+;;
+;; - a client's write_file call arrives from a timer while the user types
+;;   a sentence into a buffer: every key lands in the buffer, nothing is
+;;   approved, and the prompt appears once the typing has stopped;
+;; - the same while the user is in the minibuffer (C-x b notes.txt): the
+;;   minibuffer gets its keys, and the prompt waits until it is done;
+;; - type-ahead (keys typed while Emacs was busy, and
+;;   `unread-command-events') never answers the synchronous executor's
+;;   prompt;
+;; - an eval_form whose string arguments hold bidi controls shows its
+;;   real code, escapes and keys last, in the prompt and in v's view.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-q)
+(require 'agent-q-tmux-test)
+
+(defun agent-q-prompt-tmux-test--screen (session)
+  "The text on SESSION's screen."
+  (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session))
+
+(defun agent-q-prompt-tmux-test--type (session text &optional pause)
+  "Type TEXT into SESSION one character at a time, PAUSE seconds apart."
+  (dolist (char (string-to-list text))
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "-l" (string char))
+    (sleep-for (or pause 0.12))))
+
+(defmacro agent-q-prompt-tmux-test--with-emacs (session setup-form &rest body)
+  "Run BODY with SESSION naming a tmux session running Emacs with SETUP-FORM.
+Also bind `out', a fresh file name for the Emacs to report into."
+  (declare (indent 2))
+  `(let* ((,session (format "agent-q-prompt-%d-%d" (emacs-pid) (random 100000)))
+          (out (make-temp-name (expand-file-name "agent-q-prompt-out" temporary-file-directory)))
+          (setup (make-temp-file "agent-q-prompt-setup" nil ".el"))
+          (lisp-dir (file-name-directory (locate-library "agent-q")))
+          (emacs (expand-file-name invocation-name invocation-directory)))
+     (agent-q-tmux-test--ensure-tmux)
+     (with-temp-file setup
+       (prin1 `(progn (setq agent-q-audit-file nil) (require 'agent-q) ,,setup-form)
+              (current-buffer)))
+     (unwind-protect
+         (progn
+           (agent-q-tmux-test--tmux
+            "new-session" "-d" "-s" ,session "-x" "200" "-y" "50"
+            (mapconcat #'shell-quote-argument (list emacs "-nw" "-Q" "-L" lisp-dir "-l" setup) " "))
+           (agent-q-tmux-test--wait-screen ,session "scratch")
+           ,@body)
+       (call-process "tmux" nil nil nil "kill-session" "-t" ,session)
+       (delete-file setup)
+       (when (file-exists-p out) (delete-file out)))))
+
+(defun agent-q-prompt-tmux-test--client-call (target out delay)
+  "A setup form: F5 makes a client's write_file call of TARGET after DELAY seconds.
+The call comes from a timer, as an MCP client's or a bridge's does; its
+result, the text of the buffer \"notes\" and the session's \"a\"
+approvals are written to OUT, and Emacs exits."
+  `(progn
+     (defun agent-q-prompt-tmux-report (results)
+       (with-temp-file ,out
+         (prin1 (list :results results
+                      :notes (with-current-buffer (get-buffer-create "notes") (buffer-string))
+                      :buffer (buffer-name (window-buffer (selected-window)))
+                      :always agent-q-tools--session-approved)
+                (current-buffer)))
+       (kill-emacs 0))
+     (global-set-key
+      (kbd "<f5>")
+      (lambda ()
+        (interactive)
+        (switch-to-buffer (get-buffer-create "notes"))
+        (run-at-time ,delay nil
+                     (lambda ()
+                       (let ((agent-q-client "test-agent (MCP)"))
+                         (agent-q-execute-tool-calls-async
+                          '((:id "w" :name "write_file" :arguments (:path ,target :content "pwned")))
+                          #'agent-q-prompt-tmux-report))))))))
+
+(defconst agent-q-prompt-tmux-test--prompt
+  "agent-q[^:\n]*: test-agent (MCP) wants to run write_file"
+  "The start of the client's prompt on the screen.")
+
+(ert-deftest agent-q-prompt-tmux-test-typing-never-answers-a-client-call ()
+  (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory)))
+        (text "Today I wrote notes, yes, a second day as well"))
+    (agent-q-prompt-tmux-test--with-emacs session
+        (agent-q-prompt-tmux-test--client-call target out 1.0)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+      (agent-q-tmux-test--wait-screen session "notes")
+      ;; The call arrives a second into the typing, which lasts five more.
+      (agent-q-prompt-tmux-test--type session text)
+      (let ((screen (agent-q-prompt-tmux-test--screen session)))
+        ;; No prompt while typing; the mode line counts the call.
+        (should-not (string-match-p agent-q-prompt-tmux-test--prompt screen))
+        (should (string-match-p "\\[agent-q: 1 pending\\]" screen))
+        (should (string-match-p (regexp-quote text) screen)))
+      ;; Once the typing has stopped for a moment, the prompt comes, and says
+      ;; it was held.
+      (let ((screen (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)))
+        (should (string-match-p "held [0-9]+s until you paused" screen)))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let* ((report (car (read-from-string (agent-q-tmux-test--wait-file out))))
+             (result (car (plist-get report :results))))
+        ;; Every key went to the buffer, nothing was approved.
+        (should (equal (plist-get report :notes) text))
+        (should-not (plist-get result :success))
+        (should (equal (plist-get result :content) "User denied tool execution"))
+        (should-not (plist-get report :always))
+        (should-not (file-exists-p target))))))
+
+(ert-deftest agent-q-prompt-tmux-test-the-minibuffer-keeps-its-keys ()
+  (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
+    (agent-q-prompt-tmux-test--with-emacs session
+        (agent-q-prompt-tmux-test--client-call target out 1.0)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+      (agent-q-tmux-test--wait-screen session "notes")
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "C-x" "b")
+      (agent-q-tmux-test--wait-screen session "Switch to buffer")
+      ;; The call arrives while the user types the name, and pauses over it.
+      (agent-q-prompt-tmux-test--type session "notes.t" 0.3)
+      (sleep-for 2.5)
+      (let ((screen (agent-q-prompt-tmux-test--screen session)))
+        (should-not (string-match-p agent-q-prompt-tmux-test--prompt screen))
+        (should (string-match-p "Switch to buffer.*: notes\\.t" screen))
+        (should (string-match-p "\\[agent-q: 1 pending\\]" screen)))
+      (agent-q-prompt-tmux-test--type session "xt")
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "C-e" "Enter")
+      ;; The minibuffer is done: the prompt comes once Emacs is idle.
+      (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let* ((report (car (read-from-string (agent-q-tmux-test--wait-file out))))
+             (result (car (plist-get report :results))))
+        (should (equal (plist-get report :buffer) "notes.txt"))
+        (should (equal (plist-get result :content) "User denied tool execution"))
+        (should-not (file-exists-p target))))))
+
+(ert-deftest agent-q-prompt-tmux-test-type-ahead-never-answers ()
+  ;; F6 keeps Emacs busy for two seconds (the user types "y" meanwhile),
+  ;; puts "y" in `unread-command-events' too, then runs write_file with
+  ;; the synchronous executor: the prompt shows and waits for a new key.
+  (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
+    (agent-q-prompt-tmux-test--with-emacs session
+        `(global-set-key
+          (kbd "<f6>")
+          (lambda ()
+            (interactive)
+            (let ((end (+ (float-time) 2)))
+              (while (< (float-time) end)))
+            (setq unread-command-events (list ?y))
+            (let ((results (agent-q-execute-tool-calls
+                            '((:id "w" :name "write_file" :arguments (:path ,target :content "x"))))))
+              (with-temp-file ,out (prin1 results (current-buffer)))
+              (kill-emacs 0))))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F6")
+      (sleep-for 0.5)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "y")
+      (agent-q-tmux-test--wait-screen session "agent-q: run write_file \\[dangerous\\]")
+      (sleep-for 1)
+      (should-not (file-exists-p out))
+      (should-not (file-exists-p target))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let ((result (car (car (read-from-string (agent-q-tmux-test--wait-file out))))))
+        (should (equal (plist-get result :content) "User denied tool execution"))
+        (should-not (file-exists-p target))))))
+
+(ert-deftest agent-q-prompt-tmux-test-bidi-arguments-show-what-runs ()
+  ;; eval_form as an MCP client would call it (cautious calls confirmed):
+  ;; its bidi controls would hide the write-region; the prompt shows
+  ;; escapes and the real code on one line, keys last, and so does v.
+  (let ((form "(list \"hi\u202e \u2066\" (write-region \"pwned\" nil \"/tmp/agent-q-pwned\") \"\u2069 \u2066ok\")"))
+    (agent-q-prompt-tmux-test--with-emacs session
+        `(global-set-key
+          (kbd "<f5>")
+          (lambda ()
+            (interactive)
+            (let* ((agent-q-confirm-safety-levels '(:cautious))
+                   (results (agent-q-execute-tool-calls
+                             '((:id "e" :name "eval_form" :arguments (:form ,form))))))
+              (with-temp-file ,out (prin1 results (current-buffer)))
+              (kill-emacs 0))))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+      (let* ((screen (agent-q-tmux-test--wait-screen session "agent-q: run eval_form"))
+             ;; The echo area, its screen lines joined where Emacs continued
+             ;; them (a backslash in the last column).
+             (line (replace-regexp-in-string
+                    "\\\\\n" ""
+                    (substring screen (string-match "agent-q: run eval_form" screen)))))
+        ;; One line: the escapes, the real code, and the keys last.
+        (should (string-match-p
+                 (regexp-quote "hi\\u202E \\u2066\\\" (write-region \\\"pwned\\\" nil \\\"/tmp/agent-q-pwned\\\") \\\"\\u2069 \\u2066ok")
+                 line))
+        (should (string-match-p "\\`[^\n]*(s)ave rule: *\n*\\'" line))
+        (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069]" screen)))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "v")
+      (let ((screen (agent-q-tmux-test--wait-screen session "Arguments:")))
+        (should (string-match-p (regexp-quote "hi\\u202E \\u2066") screen))
+        (should (string-match-p (regexp-quote "(write-region") screen))
+        (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069]" screen)))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let ((result (car (car (read-from-string (agent-q-tmux-test--wait-file out))))))
+        (should (equal (plist-get result :content) "User denied tool execution"))
+        (should-not (file-exists-p "/tmp/agent-q-pwned"))))))
+
+(provide 'agent-q-prompt-tmux-test)
+
+;;; agent-q-prompt-tmux-test.el ends here
