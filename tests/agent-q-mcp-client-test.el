@@ -531,7 +531,8 @@ client's calls must not read freely for that: only its roots count.
 A root that is / or the home directory does not count, and
 `agent-q-mcp-status' names the roots and says so."
   (agent-q-mcp-client-test--with-server
-    (let* ((one (file-name-as-directory (agent-q-mcp-client-test--file "one")))
+    (let* ((agent-q-allowed-directories nil) ; the default, which follows the buffer
+           (one (file-name-as-directory (agent-q-mcp-client-test--file "one")))
            (two (file-name-as-directory (agent-q-mcp-client-test--file "two")))
            (elsewhere (file-name-as-directory (agent-q-mcp-client-test--file "elsewhere")))
            (_ (mapc #'make-directory (list one two elsewhere)))
@@ -639,7 +640,8 @@ call comes, neither widens nor moves it."
 (ert-deftest agent-q-mcp-client-stateless-gets-the-fixed-set ()
   "The SDK 2.x on 2026-07-28 (no session, no roots) reads in the fixed set only."
   (agent-q-mcp-client-test--with-server
-    (let* ((other (file-name-as-directory (make-temp-file "agent-q-mcp-e2e-other" t)))
+    (let* ((agent-q-allowed-directories nil) ; the default, which follows the buffer
+           (other (file-name-as-directory (make-temp-file "agent-q-mcp-e2e-other" t)))
            (inside (agent-q-mcp-client-test--file "inside.txt" "fixed and stateless\n"))
            (current (expand-file-name "current.txt" other))
            (beside (expand-file-name "beside.txt" other)))
@@ -687,7 +689,9 @@ cookies, the history or the connection file."
           (agent-q-mcp-client-test--with-server
             (agent-q-mcp-stop)
             (let ((agent-q-mcp-connection-file (expand-file-name "agent-q-mcp.json" user-emacs-directory))
-                  (agent-q-mcp-allowed-directories (list work)))
+                  (agent-q-mcp-allowed-directories (list work))
+                  ;; The default, which follows the current buffer.
+                  (agent-q-allowed-directories nil))
               (agent-q-mcp-start)
               (unwind-protect
                   (agent-q-mcp-client-test--visiting init
