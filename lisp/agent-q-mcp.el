@@ -205,7 +205,7 @@ Put (agent-q-mcp-mode 1) in your init file to start it with Emacs."
 ;;;; The allowed directories
 
 (defun agent-q-mcp--directory-problem (dir)
-  "Return why DIR may not be an allowed directory of MCP calls, or nil.
+  "Return why DIR cannot be an allowed directory of MCP clients, or nil.
 DIR is an absolute true directory name."
   (cond
    ((file-remote-p dir) "it is remote")
