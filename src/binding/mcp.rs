@@ -252,7 +252,7 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     env.intern(":progress")?,
                     progress.into_lisp(env)?,
                     env.intern(":roots")?,
-                    roots_value(env, client.roots.as_ref())?,
+                    roots_value(env, client.roots.as_deref())?,
                 ];
                 env.list(&fields[..])?
             }

@@ -201,7 +201,7 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let token: Option<ProgressToken> = context.meta.get_progress_token();
         let mut client = client_of(&context);
-        client.roots = self.roots_for(client.session.as_deref()).await;
+        client.roots = self.roots_for(client.session.as_deref()).await.map(Box::new);
         let arguments = request.arguments.unwrap_or_default();
         let ticket = match self
             .hub

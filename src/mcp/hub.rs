@@ -78,7 +78,7 @@ pub struct ClientInfo {
     /// The client's workspace: the MCP roots its session declared, when it declared them and
     /// answered `roots/list`. `None` when the server's fixed set of directories applies (no
     /// session, no roots capability, or no usable answer).
-    pub roots: Option<Workspace>,
+    pub roots: Option<Box<Workspace>>,
 }
 
 /// The most roots of one client that are kept; the rest are ignored, and said to be.
@@ -246,6 +246,9 @@ struct RootsEntry {
 const MAX_ROOTS_SESSIONS: usize = 256;
 
 /// Something the driver must act on. See [`Hub::take_events`].
+// Nearly every event is a Call, moved once from the queue to the driver: boxing it would add an
+// allocation per call to spare the rare Cancel some bytes.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A client called a tool: run it and answer with [`Hub::complete`]`(key, ...)`. The tool
