@@ -162,9 +162,9 @@ caches.  Reading one asks the user, even in an allowed directory."
     auth-sources)
   "Variables whose values name private files or directories of Emacs.
 A file a bound variable names (a string, or any string of a list
-value), and every file under a directory it names (a value ending in
-/), is private wherever it is, as `agent-q-sensitive-emacs-files' are
-in `user-emacs-directory': reading it asks the user."
+value), and every file under a directory it names, is private
+wherever it is, as `agent-q-sensitive-emacs-files' are in
+`user-emacs-directory': reading it asks the user."
   :type '(repeat variable)
   :group 'agent-q)
 
@@ -245,10 +245,10 @@ They are what the variables of `agent-q-sensitive-file-variables' name."
           (dolist (item (if (and (listp value) (proper-list-p value)) value (list value)))
             (when (and (stringp item) (not (string-empty-p item))
                        (not (file-remote-p item)))
-              (let ((expanded (expand-file-name item)))
+              (let* ((expanded (expand-file-name item))
+                     (directory-p (or (directory-name-p item) (file-directory-p expanded))))
                 (dolist (name (delete-dups (list expanded (file-truename expanded))))
-                  (push (cons (directory-file-name name) (directory-name-p item))
-                        places))))))))
+                  (push (cons (directory-file-name name) directory-p) places))))))))
     places))
 
 (defun agent-q-guard--emacs-directories ()

@@ -756,6 +756,27 @@ cookies, the history or the connection file."
       (should (equal (alist-get 'client (car audited))
                      (concat agent-q-mcp-client-test--client-name " (MCP)"))))))
 
+(ert-deftest agent-q-mcp-client-stdio-relay-carries-roots ()
+  "Through the stdio relay, the server asks the client's roots, and they apply."
+  (should (file-executable-p agent-q-mcp-client-test--relay))
+  (agent-q-mcp-client-test--with-server
+    (let* ((root (file-name-as-directory (agent-q-mcp-client-test--file "root")))
+           (_ (make-directory root))
+           (inside (agent-q-mcp-client-test--file "root/in.txt" "inside the root\n"))
+           (outside (agent-q-mcp-client-test--file "out.txt" "in the fixed set only\n"))
+           (run (agent-q-mcp-client-test--client
+                 "stdio" `((relay . ,agent-q-mcp-client-test--relay)
+                           (roots . [,(agent-q-mcp-client-test--uri root)])
+                           (calls . [,(agent-q-mcp-client-test--read inside)
+                                     ,(agent-q-mcp-client-test--read outside)]))))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (agent-q-mcp-client-test--event run "roots_asked"))
+      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (string-match-p "inside the root" (alist-get 'text (nth 0 results))))
+      ;; The fixed set holds out.txt, but this client's workspace is its root.
+      (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+      (should (equal (agent-q-mcp-client-test--asked-paths) (list outside))))))
+
 ;;;; The stateless revision, 2026-07-28
 
 (ert-deftest agent-q-mcp-client-stateless-2026-07-28 ()

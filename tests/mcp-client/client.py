@@ -292,15 +292,25 @@ async def scenario_propose(args):
 
 
 async def scenario_stdio(args):
-    """Through the stdio relay (bin/agent-q-mcp): initialize, tools/list, tools/call."""
+    """Through the stdio relay (bin/agent-q-mcp): initialize, tools/list, tools/call.
+    With args["roots"] (URIs), the client declares the roots capability and answers roots/list
+    with them ("roots_asked" reports each request)."""
     import mcp.types as types
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    callbacks = {}
+    if "roots" in args:
+
+        async def list_roots(_context):
+            emit(event="roots_asked", roots=args["roots"])
+            return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in args["roots"]])
+
+        callbacks["list_roots_callback"] = list_roots
     params = StdioServerParameters(command=args["relay"], args=["--connection-file", args["connection_file"]])
     async with stdio_client(params) as (read, write):
         async with ClientSession(
-            read, write, client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION)
+            read, write, client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION), **callbacks
         ) as session:
             init = await asyncio.wait_for(session.initialize(), TIMEOUT)
             emit(event="initialized", protocolVersion=init.protocolVersion, serverName=init.serverInfo.name)
