@@ -70,6 +70,7 @@
 (defvar agent-q-confirm-safety-levels)
 (defvar agent-q-client)
 (defvar agent-q-call-context)
+(defvar agent-q-call-workspace)
 
 ;;;; Options
 
@@ -82,8 +83,9 @@
 
 (cl-defstruct (agent-q--batch (:constructor agent-q--batch-create)
                               (:copier nil))
-  "A batch of tool calls run asynchronously."
-  results remaining callback done)
+  "A batch of tool calls run asynchronously.
+WORKSPACE is bound to `agent-q-call-workspace' while its calls run."
+  results remaining callback done workspace)
 
 (cl-defstruct (agent-q--pending (:constructor agent-q--pending-create)
                                 (:copier nil))
@@ -182,11 +184,14 @@ the prompts and the audit log.  See `agent-q-pending' and
 (defconst agent-q--max-calls 100000
   "The most calls one batch may hold, as for `agent-q-execute-tool-calls'.")
 
-(cl-defun agent-q--execute-async (calls callback registry &key client confirm audit-all)
+(cl-defun agent-q--execute-async (calls callback registry &key client confirm audit-all workspace)
   "Start a batch of tool-call plists against REGISTRY; return the batch.
 The list CALLS holds them; CALLBACK gets the results.
 CLIENT, CONFIRM (the safety levels to confirm besides :dangerous) and
-AUDIT-ALL are the executor's options for this batch.  Return the batch."
+AUDIT-ALL are the executor's options for this batch.  WORKSPACE, when
+non-nil, is the calls' `agent-q-call-workspace': their guards and
+handlers run with it, whichever buffer is current then.  Return the
+batch."
   (let ((length (proper-list-p calls)))
     (unless length
       (signal 'agent-q-error
@@ -201,7 +206,9 @@ AUDIT-ALL are the executor's options for this batch.  Return the batch."
     (let ((rules (agent-q-rules-any-p))
           (batch (agent-q--batch-create :results (make-vector length nil)
                                         :remaining length
-                                        :callback callback)))
+                                        :callback callback
+                                        :workspace workspace))
+          (agent-q-call-workspace workspace))
       (cl-loop for call in calls
                for index from 0
                do (agent-q--handle-step
@@ -460,14 +467,18 @@ is idle again."
                           (list :denied (format "the approval function failed: %s" message)))
                          (_ answer))))
          (setf (agent-q--pending-state pending) 'deciding)
-         (agent-q--handle-step (agent-q--pending-batch pending)
-                               (agent-q--pending-index pending)
-                               (condition-case err
-                                   (agent-q--core-call-decide (agent-q--pending-core pending)
-                                                              decision)
-                                 (error (list :done (agent-q--failure-result
-                                                     nil (agent-q--error-message err)))))
-                               pending)
+         ;; The handler runs now: with its batch's workspace, not the
+         ;; one of whatever code the prompt was raised from.
+         (let ((agent-q-call-workspace
+                (agent-q--batch-workspace (agent-q--pending-batch pending))))
+           (agent-q--handle-step (agent-q--pending-batch pending)
+                                 (agent-q--pending-index pending)
+                                 (condition-case err
+                                     (agent-q--core-call-decide (agent-q--pending-core pending)
+                                                                decision)
+                                   (error (list :done (agent-q--failure-result
+                                                       nil (agent-q--error-message err)))))
+                                 pending))
          (agent-q--schedule))))))
 
 ;;;; Cancelling

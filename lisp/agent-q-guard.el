@@ -23,8 +23,14 @@
 ;; `agent-q-define-tool' as :guard) say, before anything is read and
 ;; before any prompt, why a call needs the user's approval:
 ;;
-;; - a file outside `agent-q-allowed-directories' (after resolving ~, ..
-;;   and symlinks);
+;; - a file outside the allowed directories (after resolving ~, .. and
+;;   symlinks): `agent-q-allowed-directories', or the workspace of the
+;;   calls' client when their driver fixes one (`agent-q-call-workspace':
+;;   an MCP client's roots, or the MCP server's fixed directories);
+;; - one of Emacs's private files (`agent-q-sensitive-emacs-files',
+;;   `agent-q-sensitive-file-variables': cookies, history, the MCP
+;;   connection file, auth caches...), wherever the allowed directories
+;;   are;
 ;; - a file whose name, or whose true name, or any backup or auto-save
 ;;   form of them, matches `agent-q-sensitive-file-patterns' (the
 ;;   decorations Emacs, vim and patch tools add -- name~, name.~N~,
@@ -70,7 +76,9 @@ the current buffer visits (none for a buffer that visits no file).
 The root directory / and the home directory itself are never allowed,
 here or in the default (they would allow reading nearly everything;
 list the subdirectories to allow instead), and remote files always
-ask."
+ask.  Calls from MCP clients do not use this option: their allowed
+directories are their own workspace (see `agent-q-call-workspace' and
+`agent-q-mcp-allowed-directories')."
   :type '(choice (const :tag "Current project and visited file's directory" nil)
                  (repeat directory))
   :group 'agent-q)
@@ -111,6 +119,53 @@ resolving symlinks), and against every undecorated form of either (see
 #.env#, .env.~3~ and .env.swp.  A match on any of them asks the user
 for approval."
   :type '(repeat regexp)
+  :group 'agent-q)
+
+
+(defcustom agent-q-sensitive-emacs-files
+  '("\\`url/"                            ; cookies, URL history and cache
+    "\\`agent-q-mcp[^/]*\\.json\\'"         ; the MCP server's URL and token
+    "\\`server/"                         ; emacsclient's TCP authentication keys
+    "\\`[^/]*history"                    ; savehist's history, ielm-history.eld...
+    "\\`transient/history\\.el\\'"
+    "\\`eshell/"                         ; eshell's history and lastdir
+    "\\`recentf\\'"
+    "\\`places\\'"
+    "\\`bookmarks\\'"
+    "\\`ido\\.last\\'"
+    "\\`auto-save-list/"
+    "\\`tramp\\'"                         ; tramp's persistency: hosts, users
+    "\\`network-security\\.data\\'"
+    "\\`request/"
+    "\\`elpa/gnupg/"                     ; package signature keyring
+    "\\`var/"                            ; no-littering's state
+    "\\`[^/]*auth"                       ; .authinfo and auth caches kept here
+    "\\.plstore\\'"                       ; OAuth tokens (oauth2, org-gcal...)
+    "\\`\\.?session\\."
+    "\\`\\.emacs\\.desktop")
+  "Regexps matching the private files of `user-emacs-directory'.
+Each is matched, ignoring case, against a file's name relative to
+`user-emacs-directory' (as given, and as a true name) and against the
+undecorated forms of that name (see `agent-q-guard-name-variants').
+Emacs keeps there what its user never meant to share: cookies,
+histories of what was typed and visited, the MCP server's token, auth
+caches.  Reading one asks the user, even in an allowed directory."
+  :type '(repeat regexp)
+  :group 'agent-q)
+
+(defcustom agent-q-sensitive-file-variables
+  '(savehist-file recentf-save-file save-place-file bookmark-default-file
+    eshell-history-file-name eshell-directory-name tramp-persistency-file-name
+    url-configuration-directory url-cookie-file url-history-file
+    request-storage-directory package-gnupghome-dir nsm-settings-file
+    server-auth-dir auto-save-list-file-prefix agent-q-mcp-connection-file
+    auth-sources)
+  "Variables whose values name private files or directories of Emacs.
+A file a bound variable names (a string, or any string of a list
+value), and every file under a directory it names, is private
+wherever it is, as `agent-q-sensitive-emacs-files' are in
+`user-emacs-directory': reading it asks the user."
+  :type '(repeat variable)
   :group 'agent-q)
 
 
@@ -168,14 +223,66 @@ archive buffers name their members (keys.tar!.ssh/id_rsa in
   "Return (PATTERN . NAME) for the first sensitive pattern matching FILES.
 NAME is the variant of one of FILES (see `agent-q-guard-name-variants')
 that matched.  nil when none matches; nil elements of FILES are
-ignored."
+ignored.  One of Emacs's private files (see
+`agent-q-guard--private-match') matches too: PATTERN then describes it."
   (let ((case-fold-search t)
         (names (delete-dups (mapcan #'agent-q-guard-name-variants (delq nil files)))))
+    (or (catch 'found
+          (dolist (re agent-q-sensitive-file-patterns)
+            (dolist (name names)
+              (when (string-match-p re name)
+                (throw 'found (cons re name)))))
+          nil)
+        (agent-q-guard--private-match names))))
+
+(defun agent-q-guard--private-places ()
+  "Return Emacs's private places: a list of (NAME . DIRECTORY-P), true names.
+They are what the variables of `agent-q-sensitive-file-variables' name."
+  (let ((places nil))
+    (dolist (var agent-q-sensitive-file-variables)
+      (when (boundp var)
+        (let ((value (symbol-value var)))
+          (dolist (item (if (and (listp value) (proper-list-p value)) value (list value)))
+            (when (and (stringp item) (not (string-empty-p item))
+                       (not (file-remote-p item)))
+              (let* ((expanded (expand-file-name item))
+                     (directory-p (or (directory-name-p item) (file-directory-p expanded))))
+                (dolist (name (delete-dups (list expanded (file-truename expanded))))
+                  (push (cons (directory-file-name name) directory-p) places))))))))
+    places))
+
+(defun agent-q-guard--emacs-directories ()
+  "Return `user-emacs-directory' as given and as a true name, local only."
+  (and (stringp user-emacs-directory)
+       (not (file-remote-p user-emacs-directory))
+       (let ((dir (file-name-as-directory (expand-file-name user-emacs-directory))))
+         (delete-dups (list dir (file-name-as-directory (file-truename dir)))))))
+
+(defun agent-q-guard--private-match (names)
+  "Return (DESCRIPTION . NAME) when one of NAMES is a private file of Emacs.
+NAMES are absolute local file names, their variants included.  See
+`agent-q-sensitive-emacs-files' and `agent-q-sensitive-file-variables'."
+  (let ((case-fold-search t)
+        (dirs (agent-q-guard--emacs-directories))
+        (places (agent-q-guard--private-places)))
     (catch 'found
-      (dolist (re agent-q-sensitive-file-patterns)
-        (dolist (name names)
-          (when (string-match-p re name)
-            (throw 'found (cons re name)))))
+      (dolist (name names)
+        (dolist (dir dirs)
+          (when (string-prefix-p dir name)
+            (let ((relative (substring name (length dir))))
+              (dolist (re agent-q-sensitive-emacs-files)
+                (when (string-match-p re relative)
+                  (throw 'found
+                         (cons (format "one of Emacs's private files in user-emacs-directory (%s matches %s in `agent-q-sensitive-emacs-files')"
+                                       relative re)
+                               name)))))))
+        (pcase-dolist (`(,place . ,directory-p) places)
+          (when (or (string= name place)
+                    (and directory-p (string-prefix-p (file-name-as-directory place) name)))
+            (throw 'found
+                   (cons (format "one of Emacs's private files (%s, named by a variable of `agent-q-sensitive-file-variables')"
+                                 place)
+                         name)))))
       nil)))
 
 
@@ -211,19 +318,35 @@ approved."
            path
          (expand-file-name path))))
 
+(defvar agent-q-call-workspace nil
+  "The workspace of the tool calls being run, when their driver fixes one.
+nil means the read tools' default (see
+`agent-q-builtins--allowed-directories').  Otherwise a plist
+\(:directories DIRS :source TEXT): DIRS are the only allowed
+directories of these calls, whatever `agent-q-allowed-directories'
+says and whichever buffer is current, and TEXT says where they come
+from (\"the MCP roots of CLIENT\"), for the guard's reasons.  The MCP
+server binds it to the calling client's roots or to the server's fixed
+directories (see `agent-q-mcp-allowed-directories').")
+
 (defun agent-q-builtins--allowed-directories ()
   "Return the directories the read tools read without asking, as true names.
-These are `agent-q-allowed-directories', or by default the current
+These are the workspace of the calls being run when one is fixed
+\(`agent-q-call-workspace': an MCP client's), else
+`agent-q-allowed-directories', or by default the current
 project's root and the directory of the file the current buffer
 visits.  Remote directories, / and the home directory itself are never
 included: remote files always ask, and / or ~ would allow everything."
-  (let ((dirs (or agent-q-allowed-directories
+  (let ((dirs (cond
+               (agent-q-call-workspace (plist-get agent-q-call-workspace :directories))
+               (agent-q-allowed-directories)
+               (t
                   (list (unless (file-remote-p default-directory)
                           (let ((project (ignore-errors (project-current nil))))
                             (and project (project-root project))))
                         (let ((file (agent-q-builtins--buffer-file (current-buffer))))
                           (and file (not (file-remote-p file))
-                               (file-name-directory file)))))))
+                               (file-name-directory file))))))))
     (seq-remove #'agent-q-builtins--too-broad-p
                 (mapcar (lambda (d) (file-name-as-directory (file-truename (expand-file-name d))))
                         (seq-filter (lambda (d) (and (stringp d) (not (file-remote-p d))))
@@ -246,14 +369,21 @@ asked."
        ((agent-q-guard--audit-file-p true)
         (format "%s is agent-q's audit file: it holds the arguments and results of earlier calls, those the user approved reading included"
                 true))
+       ((and match (string-prefix-p "one of Emacs's private files" (car match)))
+        (format "%s is %s: Emacs keeps there what was never meant to be shared (cookies, history, tokens, auth caches)%s"
+                true (car match)
+                (if (member (cdr match) (list file true)) ""
+                  (format " (as %s, which it is a backup, auto-save or variant of)" (cdr match)))))
        (match
         (if (member (cdr match) (list file true))
             (format "%s matches the sensitive file pattern %s" true (car match))
           (format "%s matches the sensitive file pattern %s (as %s, which it is a backup, auto-save or variant of)"
                   true (car match) (cdr match))))
        ((not (seq-some (lambda (dir) (string-prefix-p dir (file-name-as-directory true))) dirs))
-        (format "%s is outside the allowed directories (%s)" true
-                (if dirs (string-join dirs ", ") "none")))
+        (format "%s is outside the allowed directories (%s%s)" true
+                (if dirs (string-join dirs ", ") "none")
+                (let ((source (plist-get agent-q-call-workspace :source)))
+                  (if source (format ": %s" source) ""))))
        ((and (integerp nlink) (> nlink 1))
         (format "%s has %d hard links: another name of the same file may be sensitive (a link to ~/.authinfo, say), and nothing tells which"
                 true nlink))))))

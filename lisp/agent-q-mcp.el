@@ -35,6 +35,14 @@
 ;; but loses none; a client's cancellation withdraws a pending approval
 ;; or review; while a call waits for the user, the client gets progress
 ;; notifications saying so.
+;;
+;; The read tools' allowed directories, for a call from an MCP client,
+;; are that client's own workspace (`agent-q-call-workspace'): the MCP
+;; roots it declared (the server asks for them with roots/list and again
+;; on roots/list_changed), or, for a client that declares none (and for
+;; the stateless 2026-07-28 revision, where the server cannot ask), the
+;; directories fixed when the server started
+;; (`agent-q-mcp-allowed-directories').  Never the current buffer's.
 
 ;;; Code:
 
@@ -42,6 +50,7 @@
 (require 'subr-x)
 (require 'json)
 (require 'agent-q-async)
+(require 'agent-q-guard)
 
 (declare-function agent-q--visible "agent-q-tools" (text))
 (declare-function agent-q--core-mcp-make-token "agent-q-core" ())
@@ -89,6 +98,20 @@ are."
               (const :tag "Cautious" :cautious)
               (const :tag "Safe" :safe)))
 
+(defcustom agent-q-mcp-allowed-directories nil
+  "Directories MCP clients that declare no roots read without asking.
+A client that declares MCP roots reads freely in its roots only (local
+file:// roots; / and the home directory never count).  A client that
+declares none, and every request of the stateless 2026-07-28 revision,
+get these directories instead -- fixed when the server starts (see
+`agent-q-mcp-status'), never the current buffer's.  nil means the
+root of the project current when the server starts, or, outside a
+project, `default-directory' then.  The root directory / and the home
+directory itself are never allowed (list subdirectories instead): a
+set made only of them is empty, and then every read asks."
+  :type '(choice (const :tag "Project (or directory) current at start" nil)
+                 (repeat directory)))
+
 (defcustom agent-q-mcp-progress-interval 15
   "Seconds between progress notifications while a call waits for the user.
 Sent only to clients that asked for progress; each resets clients'
@@ -112,6 +135,13 @@ Never the same for two starts in this Emacs.")
 \"MS.PID\": `agent-q-mcp--started' and Emacs's pid, so that an audit
 log written by several sessions of several Emacs never holds two
 calls with the same id.")
+
+(defvar agent-q-mcp--fixed-directories nil
+  "The fixed allowed directories of the running server, as true names.
+Set when the server starts, from `agent-q-mcp-allowed-directories'.")
+
+(defvar agent-q-mcp--fixed-notes nil
+  "Why directories of the fixed set were left out, when some were.")
 
 (defvar agent-q-mcp--calls (make-hash-table)
   "Calls under way: the server's key -> (BATCH . LAST-STATUS).")
@@ -163,6 +193,7 @@ serve from here, stop the server there, or give this Emacs another
 (defun agent-q-mcp--start-server ()
   "Start the server, write the connection file; return the URL."
   (agent-q--ensure-channel)
+  (agent-q-mcp--fix-directories)
   (setq agent-q-mcp--started (max (truncate (* 1000 (float-time)))
                                   (1+ agent-q-mcp--started))
         agent-q-mcp--run (format "%d.%d" agent-q-mcp--started (emacs-pid)))
@@ -197,7 +228,8 @@ when called as a command, means say that it stopped."
     (remove-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
     (remove-hook 'kill-emacs-hook #'agent-q-mcp-stop)
     (agent-q-mcp--delete-connection-file)
-    (setq agent-q-mcp--url nil agent-q-mcp--token nil)
+    (setq agent-q-mcp--url nil agent-q-mcp--token nil
+          agent-q-mcp--fixed-directories nil agent-q-mcp--fixed-notes nil)
     (when (and was interactive)
       (message "agent-q: MCP server stopped"))
     was))
@@ -215,6 +247,52 @@ Put (agent-q-mcp-mode 1) in your init file to start it with Emacs."
       (unless (agent-q-mcp-start)
         (setq agent-q-mcp-mode nil))
     (agent-q-mcp-stop)))
+
+;;;; The allowed directories
+
+(defun agent-q-mcp--directory-problem (dir)
+  "Return why DIR cannot be an allowed directory of MCP clients, or nil.
+DIR is an absolute true directory name."
+  (cond
+   ((file-remote-p dir) "it is remote")
+   ((equal dir (file-name-directory (directory-file-name dir)))
+    "it is the root directory /, which would allow reading nearly everything")
+   ((agent-q-builtins--too-broad-p dir)
+    "it is the home directory itself, which would allow reading nearly everything")))
+
+(defun agent-q-mcp--fix-directories ()
+  "Fix the allowed directories of MCP clients without roots, for this server.
+From `agent-q-mcp-allowed-directories', or by default the current
+project's root, else `default-directory'."
+  (let ((candidates
+         (or agent-q-mcp-allowed-directories
+             (list (or (and (not (file-remote-p default-directory))
+                            (let ((project (ignore-errors (project-current nil))))
+                              (and project (project-root project))))
+                       default-directory))))
+        (dirs nil) (notes nil))
+    (dolist (candidate candidates)
+      (when (stringp candidate)
+        (let* ((dir (if (file-remote-p candidate)
+                        candidate
+                      (file-name-as-directory (file-truename (expand-file-name candidate)))))
+               (problem (agent-q-mcp--directory-problem dir)))
+          (if problem
+              (push (format "%s is not allowed: %s" (abbreviate-file-name dir) problem) notes)
+            (cl-pushnew dir dirs :test #'equal)))))
+    (setq agent-q-mcp--fixed-directories (nreverse dirs)
+          agent-q-mcp--fixed-notes (nreverse notes))))
+
+(defun agent-q-mcp--workspace (props client)
+  "The workspace of a call of CLIENT described by PROPS.
+The value for `agent-q-call-workspace': the MCP roots the client
+declared (PROPS' :roots), else the server's fixed directories."
+  (let ((roots (plist-get props :roots)))
+    (if roots
+        (list :directories (plist-get roots :directories)
+              :source (format "the MCP roots %s declared" client))
+      (list :directories agent-q-mcp--fixed-directories
+            :source "the MCP server's fixed directories, for clients that declare no roots (agent-q-mcp-allowed-directories)"))))
 
 ;;;; The connection file
 
@@ -317,8 +395,9 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
 
 (defun agent-q-mcp--call (key props)
   "Run the call KEY described by PROPS; its result answers the client."
-  (let ((tool (plist-get props :tool))
-        (client (plist-get props :client)))
+  (let* ((tool (plist-get props :tool))
+         (client (plist-get props :client))
+         (label (agent-q-mcp--client-label client)))
     (if (not (agent-q-mcp--offered-p tool))
         (agent-q--core-mcp-complete
          key t (format "Tool %s is not offered over MCP (agent-q-mcp-max-safety-level is %s)"
@@ -332,9 +411,10 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
                         (agent-q--core-mcp-complete key (not (plist-get result :success))
                                                     (plist-get result :content))))
                     nil
-                    :client (agent-q-mcp--client-label client)
+                    :client label
                     :confirm agent-q-mcp-confirm-safety-levels
-                    :audit-all t)))
+                    :audit-all t
+                    :workspace (agent-q-mcp--workspace props label))))
         (puthash key (cons batch nil) agent-q-mcp--calls)
         (agent-q-mcp--update-statuses)))))
 
@@ -357,14 +437,64 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
 
 ;;;; Status
 
+(defun agent-q-mcp--client-roots (status)
+  "Describe the roots of each client in the server's STATUS.
+Return a list of plists (:client LABEL :directories DIRS :ignored
+NOTES :state STATE): DIRS are the directories its calls read freely,
+NOTES say which roots do not count and why."
+  (mapcar
+   (lambda (session)
+     (let ((dirs nil)
+           (notes (plist-get session :ignored)))
+       (dolist (dir (plist-get session :directories))
+         (let* ((true (file-name-as-directory (file-truename (expand-file-name dir))))
+                (problem (agent-q-mcp--directory-problem true)))
+           (if problem
+               (push (format "%s: %s" dir problem) notes)
+             (push true dirs))))
+       (list :client (agent-q-mcp--client-label (plist-get session :client))
+             :state (plist-get session :state)
+             :directories (nreverse dirs)
+             :ignored (append (and (plist-get session :why)
+                                   (list (format "%s: the fixed directories apply"
+                                                 (plist-get session :why))))
+                              (nreverse notes)))))
+   (plist-get status :roots)))
+
+(defun agent-q-mcp--describe-directories (fixed clients)
+  "The text of the status about FIXED and CLIENTS' allowed directories."
+  (concat
+   (format "Clients without roots read freely in: %s%s."
+           (if fixed (mapconcat #'abbreviate-file-name fixed ", ") "nothing (every read asks)")
+           (if agent-q-mcp--fixed-notes
+               (format " (%s)" (string-join agent-q-mcp--fixed-notes "; "))
+             ""))
+   (mapconcat
+    (lambda (client)
+      (format "  %s: %s%s." (plist-get client :client)
+              (pcase (plist-get client :state)
+                ('asking "its roots are being asked for")
+                ('failed "no usable roots; the fixed directories apply")
+                (_ (let ((dirs (plist-get client :directories)))
+                     (if dirs
+                         (format "its roots %s" (mapconcat #'abbreviate-file-name dirs ", "))
+                       "no usable root (every read asks)"))))
+              (let ((ignored (plist-get client :ignored)))
+                (if ignored (format " (not allowed: %s)" (string-join ignored "; ")) ""))))
+    clients "")))
+
 (defun agent-q-mcp-status (&optional interactive)
   "Show the MCP server's state and copy a command that connects Claude Code.
 Return a plist (:url URL :token TOKEN :pending N :connection-file FILE
-:file-state STATE :command COMMAND), or nil when the server is not
+:file-state STATE :command COMMAND :allowed-directories DIRS
+:clients CLIENTS :directories TEXT), or nil when the server is not
 running.  STATE says whether the connection file is this Emacs's
 \(`ours'), `missing' (\[agent-q-mcp-start] writes it again), or another
-Emacs's, (other PID).  INTERACTIVE, as when called as a command, means
-show the state in the echo area and put COMMAND in the kill ring."
+Emacs's, (other PID).  DIRS are the directories fixed at start that
+clients without roots read freely; CLIENTS describe the clients that
+declared roots (see `agent-q-mcp--client-roots'); TEXT says all that in
+words.  INTERACTIVE, as when called as a command, means show the state
+in the echo area and put COMMAND in the kill ring."
   (interactive (list t))
   (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status)))
         (owner (agent-q-mcp--connection-file-owner)))
@@ -375,23 +505,29 @@ show the state in the echo area and put COMMAND in the kill ring."
                               owner (agent-q-mcp--file-name))
                    (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)")))
                nil)
-      (let ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
-                             agent-q-mcp--url agent-q-mcp--token)))
+      (let* ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
+                              agent-q-mcp--url agent-q-mcp--token))
+             (clients (agent-q-mcp--client-roots status))
+             (directories (agent-q-mcp--describe-directories agent-q-mcp--fixed-directories clients)))
         (when interactive
           (kill-new command)
-          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s%s.  Copied: %s"
+          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s%s.  %s  Copied: %s"
                    agent-q-mcp--url (plist-get status :pending)
                    (agent-q-mcp--file-name)
                    (pcase owner
                      ('self "")
                      ('nil " (missing: M-x agent-q-mcp-start writes it again)")
                      (pid (format " (now Emacs %d's)" pid)))
+                   directories
                    (replace-regexp-in-string "Bearer [0-9a-f]+" "Bearer <token>" command)))
         (list :url agent-q-mcp--url :token agent-q-mcp--token
               :pending (plist-get status :pending)
               :connection-file (expand-file-name agent-q-mcp-connection-file)
               :file-state (pcase owner ('self 'ours) ('nil 'missing) (pid (list 'other pid)))
-              :command command)))))
+              :command command
+              :allowed-directories agent-q-mcp--fixed-directories
+              :clients clients
+              :directories directories)))))
 
 (provide 'agent-q-mcp)
 

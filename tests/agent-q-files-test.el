@@ -22,6 +22,7 @@
 (require 'tar-mode)
 
 (defvar agent-q-tools--review-driver)
+(defvar savehist-file)
 (declare-function agent-q-tools-review-cancel "agent-q-tools" ())
 (declare-function agent-q--core-file-open "agent-q-core" (path))
 (declare-function agent-q--core-file-load "agent-q-core" (handle max gunzip))
@@ -305,6 +306,67 @@ SECONDS (it is then killed): a hang must fail the test, not the run."
           (should (plist-get (agent-q-files-test--call registry "read_file" (list :path name))
                              :success))
           (should-not agent-q-files-test--asks))))))
+
+(ert-deftest agent-q-files-emacs-private-files-ask-in-an-allowed-directory ()
+  "Emacs's private files ask even when the allowed directory holds them.
+With `user-emacs-directory' inside the allowed directory, its cookies,
+histories, auth caches and the MCP connection file ask (backups too),
+and so does a history file a variable puts elsewhere; init.el and a
+package's source are read freely."
+  (agent-q-files-test--with-dir dir
+    (let* ((registry (agent-q-files-test--registry))
+           (user-emacs-directory (file-name-as-directory (expand-file-name ".emacs.d" dir)))
+           (savehist-file (expand-file-name "state/my-saved-history" dir))
+           (private '(".emacs.d/url/cookies" ".emacs.d/url/cookies~" ".emacs.d/history"
+                      ".emacs.d/eshell/history" ".emacs.d/ielm-history.eld"
+                      ".emacs.d/server/server" ".emacs.d/agent-q-mcp.json" ".emacs.d/tramp"
+                      ".emacs.d/recentf" ".emacs.d/places" ".emacs.d/elpa/gnupg/pubring.kbx"
+                      ".emacs.d/request/cookie" ".emacs.d/authinfo" ".emacs.d/oauth2.plstore"
+                      ".emacs.d/transient/history.el" ".emacs.d/auto-save-list/.saves-1-x~"
+                      "state/my-saved-history" "state/my-saved-history.bak")))
+      (dolist (name private)
+        (let ((agent-q-files-test--asks nil))
+          (agent-q-files-test--write (expand-file-name name dir) "SECRET=1\n")
+          (let ((r (agent-q-files-test--call registry "read_file" (list :path name))))
+            (should (equal (list name "denied") (list name (agent-q-files-test--status r))))
+            (should-not (string-search "SECRET" (agent-q-files-test--content r)))
+            (should (string-match-p "Emacs's private files" (nth 2 (car agent-q-files-test--asks))))
+            ;; An allow rule for the directory does not judge them either.
+            (should (agent-q-guard-sensitive-match (expand-file-name name dir))))))
+      (dolist (name '(".emacs.d/init.el" ".emacs.d/elpa/auth-source-xyz-1.0/auth-source-xyz.el"
+                      ".emacs.d/lisp/history-tools.el" "notes/history.txt"))
+        (let ((agent-q-files-test--asks nil))
+          (agent-q-files-test--write (expand-file-name name dir) "plain\n")
+          (should (equal (list name t)
+                         (list name (plist-get (agent-q-files-test--call registry "read_file"
+                                                                         (list :path name))
+                                               :success))))
+          (should-not agent-q-files-test--asks))))))
+
+(ert-deftest agent-q-files-call-workspace-replaces-the-allowed-directories ()
+  "A driver's `agent-q-call-workspace' is the only allowed set, whatever buffer is current."
+  (agent-q-files-test--with-dir dir
+    (let* ((registry (agent-q-files-test--registry))
+           (root (expand-file-name "root/" dir))
+           (inside (expand-file-name "root/in.txt" dir))
+           (beside (expand-file-name "beside.txt" dir)))
+      (agent-q-files-test--write inside "in\n")
+      (agent-q-files-test--write beside "beside\n")
+      (with-current-buffer (find-file-noselect beside)
+        (let ((agent-q-call-workspace (list :directories (list root) :source "the test's roots")))
+          (should (equal (agent-q-builtins--allowed-directories) (list root)))
+          (should (plist-get (agent-q-files-test--call registry "read_file" (list :path inside))
+                             :success))
+          (should-not agent-q-files-test--asks)
+          (should (equal "denied" (agent-q-files-test--status
+                                   (agent-q-files-test--call registry "read_file"
+                                                             (list :path beside)))))
+          (should (string-match-p "outside the allowed directories (.*root/: the test's roots)"
+                                  (nth 2 (car agent-q-files-test--asks)))))
+        (let ((agent-q-call-workspace (list :directories nil :source "none")))
+          (should-not (agent-q-builtins--allowed-directories)))
+        (let ((agent-q-call-workspace (list :directories (list "/" "~/") :source "too broad")))
+          (should-not (agent-q-builtins--allowed-directories)))))))
 
 (ert-deftest agent-q-files-name-variants ()
   (should (member "/p/.env" (agent-q-guard-name-variants "/p/#.env.bak#")))

@@ -29,6 +29,7 @@
 (require 'agent-q-mcp)
 
 (defvar agent-q-allowed-directories)
+(defvar agent-q-mcp-allowed-directories)
 (defvar agent-q-tools--session-approved)
 (defvar agent-q--pending)
 
@@ -81,8 +82,9 @@ Each wait inside the client is shorter.")
 
 (defmacro agent-q-mcp-client-test--with-server (&rest body)
   "Run BODY while this Emacs serves MCP, in a fresh temporary directory.
-The directory is the only one read freely; the connection file and the
-audit file are in it; dangerous calls are denied unless the test sets
+The directory is the only one read freely (it is the server's fixed
+set, for clients without roots); the connection file and the audit
+file are in it; dangerous calls are denied unless the test sets
 `agent-q-mcp-client-test--decide'."
   (declare (indent 0) (debug t))
   `(let* ((agent-q-mcp-client-test--dir (file-name-as-directory
@@ -91,6 +93,7 @@ audit file are in it; dangerous calls are denied unless the test sets
                                                          agent-q-mcp-client-test--dir))
           (agent-q-audit-file (expand-file-name "audit.jsonl" agent-q-mcp-client-test--dir))
           (agent-q-allowed-directories (list agent-q-mcp-client-test--dir))
+          (agent-q-mcp-allowed-directories (list agent-q-mcp-client-test--dir))
           (agent-q-approval-function #'agent-q-mcp-client-test--approve)
           (agent-q-mcp-client-test--decide (lambda (_tool _args) :denied))
           (agent-q-mcp-client-test--asked nil)
@@ -516,6 +519,240 @@ client how it ended."
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 
+;;;; The allowed directories of MCP calls: the client's workspace
+
+(defun agent-q-mcp-client-test--uri (dir)
+  "The file:// URI of the directory DIR."
+  (concat "file://" (directory-file-name (file-truename dir))))
+
+(defun agent-q-mcp-client-test--read (path)
+  "A read_file call of PATH, for client.py."
+  `((name . "read_file") (arguments (path . ,path))))
+
+(defun agent-q-mcp-client-test--asked-paths ()
+  "The paths of the read_file calls the approval function was asked about, in order."
+  (mapcar (lambda (asked) (plist-get (nth 1 asked) :path))
+          (reverse agent-q-mcp-client-test--asked)))
+
+(defmacro agent-q-mcp-client-test--visiting (file &rest body)
+  "Run BODY with a buffer visiting FILE current, then kill it."
+  (declare (indent 1) (debug t))
+  (let ((buffer (make-symbol "buffer")))
+    `(let ((,buffer (find-file-noselect ,file)))
+       (unwind-protect
+           (with-current-buffer ,buffer ,@body)
+         (kill-buffer ,buffer)))))
+
+(ert-deftest agent-q-mcp-client-roots-are-the-allowed-directories ()
+  "A client that declares roots reads in them unasked, elsewhere asked; list_changed applies.
+The current buffer visits a file in another directory, which the
+client's calls must not read freely for that: only its roots count.
+A root that is / or the home directory does not count, and
+`agent-q-mcp-status' names the roots and says so."
+  (agent-q-mcp-client-test--with-server
+    (let* ((agent-q-allowed-directories nil) ; the default, which follows the buffer
+           (one (file-name-as-directory (agent-q-mcp-client-test--file "one")))
+           (two (file-name-as-directory (agent-q-mcp-client-test--file "two")))
+           (elsewhere (file-name-as-directory (agent-q-mcp-client-test--file "elsewhere")))
+           (_ (mapc #'make-directory (list one two elsewhere)))
+           (in-one (agent-q-mcp-client-test--file "one/a.txt" "in root one\n"))
+           (in-two (agent-q-mcp-client-test--file "two/b.txt" "in root two\n"))
+           (current (agent-q-mcp-client-test--file "elsewhere/current.txt" "the user's buffer\n"))
+           (outside (agent-q-mcp-client-test--file "elsewhere/c.txt" "beside the current buffer\n"))
+           (status nil)
+           (run (agent-q-mcp-client-test--visiting current
+                  (agent-q-mcp-client-test--client
+                   "roots"
+                   `((pause . t)
+                     (phases . [((roots . [,(agent-q-mcp-client-test--uri one)
+                                           "file:///"
+                                           ,(agent-q-mcp-client-test--uri "~")])
+                                 (calls . [,(agent-q-mcp-client-test--read in-one)
+                                           ,(agent-q-mcp-client-test--read in-two)
+                                           ,(agent-q-mcp-client-test--read outside)
+                                           ,(agent-q-mcp-client-test--read
+                                             agent-q-mcp-client-test--dir)]))
+                                ((roots . [,(agent-q-mcp-client-test--uri two)])
+                                 (calls . [,(agent-q-mcp-client-test--read in-two)
+                                           ,(agent-q-mcp-client-test--read in-one)]))]))
+                   :on-event
+                   (lambda (process event)
+                     (when (equal (alist-get 'event event) "result")
+                       ;; The session is open: what does the status say now?
+                       (push (agent-q-mcp-status) status)
+                       (process-send-string process "next\n"))))))
+           (results (agent-q-mcp-client-test--results run))
+           (texts (mapcar (lambda (r) (alist-get 'text r)) results)))
+      (should (= (length results) 6))
+      ;; Phase 1: root one.
+      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (string-match-p "in root one" (nth 0 texts)))
+      (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+      (should-not (string-match-p "in root two" (nth 1 texts)))
+      (should (agent-q-mcp-client-test--error-p (nth 2 results)))
+      (should-not (string-match-p "beside the current buffer" (nth 2 texts)))
+      ;; Phase 2, after roots/list_changed: root two only.
+      (should-not (agent-q-mcp-client-test--error-p (nth 4 results)))
+      (should (string-match-p "in root two" (nth 4 texts)))
+      (should (agent-q-mcp-client-test--error-p (nth 5 results)))
+      (should-not (string-match-p "in root one" (nth 5 texts)))
+      ;; The server asked for the roots after initialization and after the change.
+      (should (= (length (agent-q-mcp-client-test--events run "roots_asked")) 2))
+      ;; Asked exactly about what is outside the roots of the moment, and why.
+      (should (equal (agent-q-mcp-client-test--asked-paths)
+                     (list in-two outside agent-q-mcp-client-test--dir in-one)))
+      (let ((reason (plist-get (nth 2 (car (last agent-q-mcp-client-test--asked))) :reason)))
+        (should (string-match-p "outside the allowed directories" reason))
+        (should (string-match-p (regexp-quote (file-truename one)) reason))
+        (should (string-match-p "MCP roots .*agent-q-e2e 1\\.2\\.3" reason)))
+      ;; The status, taken after the first result: root one, / and ~ refused.
+      (let* ((first (car (last status)))
+             (client (car (plist-get first :clients))))
+        (should (equal (plist-get first :allowed-directories)
+                       (list (file-truename agent-q-mcp-client-test--dir))))
+        (should (= (length (plist-get first :clients)) 1))
+        (should (string-match-p "agent-q-e2e 1\\.2\\.3" (plist-get client :client)))
+        (should (equal (plist-get client :directories) (list (file-truename one))))
+        (should (cl-some (lambda (note) (string-match-p "root directory /" note))
+                         (plist-get client :ignored)))
+        (should (cl-some (lambda (note) (string-match-p "home directory" note))
+                         (plist-get client :ignored)))
+        (should (string-match-p (regexp-quote (abbreviate-file-name (file-truename one)))
+                                (plist-get first :directories)))
+        (should (string-match-p "not allowed: .*root directory /" (plist-get first :directories))))
+      ;; After the change the status names root two.
+      (let ((client (car (plist-get (car status) :clients))))
+        (should (equal (plist-get client :directories) (list (file-truename two))))))))
+
+(ert-deftest agent-q-mcp-client-without-roots-gets-the-fixed-set ()
+  "A client without roots reads in the directories fixed at start, whichever buffer is current.
+By default the set is the directory current when the server started
+\(outside a project); a buffer in another directory, current when the
+call comes, neither widens nor moves it."
+  (agent-q-mcp-client-test--with-server
+    (agent-q-mcp-stop)
+    (let* ((work (file-name-as-directory (agent-q-mcp-client-test--file "work")))
+           (other (file-name-as-directory (agent-q-mcp-client-test--file "other")))
+           (_ (mapc #'make-directory (list work other)))
+           (inside (agent-q-mcp-client-test--file "work/inside.txt" "in the fixed set\n"))
+           (current (agent-q-mcp-client-test--file "other/current.txt" "the user's buffer\n"))
+           (beside (agent-q-mcp-client-test--file "other/beside.txt" "beside the buffer\n"))
+           (agent-q-mcp-allowed-directories nil)
+           (agent-q-allowed-directories nil))
+      (let ((default-directory work))
+        (agent-q-mcp-start))
+      (should (equal (plist-get (agent-q-mcp-status) :allowed-directories)
+                     (list (file-truename work))))
+      (let* ((run (agent-q-mcp-client-test--visiting current
+                    (agent-q-mcp-client-test--client
+                     "calls" `((calls . [,(agent-q-mcp-client-test--read inside)
+                                         ,(agent-q-mcp-client-test--read beside)])))))
+             (results (agent-q-mcp-client-test--results run)))
+        (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+        (should (string-match-p "in the fixed set" (alist-get 'text (nth 0 results))))
+        (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+        (should-not (string-match-p "beside the buffer" (alist-get 'text (nth 1 results))))
+        (should (equal (agent-q-mcp-client-test--asked-paths) (list beside)))
+        (should (string-match-p "fixed directories"
+                                (plist-get (nth 2 (car agent-q-mcp-client-test--asked)) :reason)))))))
+
+(ert-deftest agent-q-mcp-client-stateless-gets-the-fixed-set ()
+  "The SDK 2.x on 2026-07-28 (no session, no roots) reads in the fixed set only."
+  (agent-q-mcp-client-test--with-server
+    (let* ((agent-q-allowed-directories nil) ; the default, which follows the buffer
+           (other (file-name-as-directory (make-temp-file "agent-q-mcp-e2e-other" t)))
+           (inside (agent-q-mcp-client-test--file "inside.txt" "fixed and stateless\n"))
+           (current (expand-file-name "current.txt" other))
+           (beside (expand-file-name "beside.txt" other)))
+      (unwind-protect
+          (progn
+            (with-temp-file current (insert "the user's buffer\n"))
+            (with-temp-file beside (insert "beside the buffer\n"))
+            (let* ((run (agent-q-mcp-client-test--visiting current
+                          (agent-q-mcp-client-test--client
+                           "stateless" `((calls . [,(agent-q-mcp-client-test--read inside)
+                                                   ,(agent-q-mcp-client-test--read beside)]))
+                           :sdk 'sdk2)))
+                   (results (agent-q-mcp-client-test--results run)))
+              (should (equal (alist-get 'protocolVersion (agent-q-mcp-client-test--event run "connected"))
+                             "2026-07-28"))
+              (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+              (should (string-match-p "fixed and stateless" (alist-get 'text (nth 0 results))))
+              (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+              (should-not (string-match-p "beside the buffer" (alist-get 'text (nth 1 results))))
+              (should (equal (agent-q-mcp-client-test--asked-paths) (list beside)))))
+        (delete-directory other t)))))
+
+(ert-deftest agent-q-mcp-client-emacs-private-files-ask ()
+  "Emacs's private files ask, with init.el current and even inside a client's root.
+Under a temporary HOME and `user-emacs-directory': with init.el the
+current buffer, a client without roots reading url/cookies or the MCP
+connection file is asked about; a client whose root is
+`user-emacs-directory' itself reads init.el unasked, but not the
+cookies, the history or the connection file."
+  (let* ((home (file-name-as-directory (make-temp-file "agent-q-mcp-home" t)))
+         (process-environment (cons (concat "HOME=" (directory-file-name home))
+                                    process-environment))
+         (user-emacs-directory (file-name-as-directory (expand-file-name ".emacs.d" home)))
+         (init (expand-file-name "init.el" user-emacs-directory))
+         (cookies (expand-file-name "url/cookies" user-emacs-directory))
+         (history (expand-file-name "history" user-emacs-directory))
+         (work (file-name-as-directory (expand-file-name "work" home))))
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "url" user-emacs-directory) t)
+          (make-directory work t)
+          (with-temp-file init (insert ";; init\n(setq inhibit-startup-screen t)\n"))
+          (with-temp-file cookies (insert "example.com\tTRUE\t/\tFALSE\t0\tsession\tSECRETCOOKIE\n"))
+          (with-temp-file history (insert "(setq minibuffer-history '(\"SECRETTYPED\"))\n"))
+          (agent-q-mcp-client-test--with-server
+            (agent-q-mcp-stop)
+            (let ((agent-q-mcp-connection-file (expand-file-name "agent-q-mcp.json" user-emacs-directory))
+                  (agent-q-mcp-allowed-directories (list work))
+                  ;; The default, which follows the current buffer.
+                  (agent-q-allowed-directories nil))
+              (agent-q-mcp-start)
+              (unwind-protect
+                  (agent-q-mcp-client-test--visiting init
+                    ;; No roots: the fixed set is work/, init.el's buffer is current.
+                    (let* ((run (agent-q-mcp-client-test--client
+                                 "calls" `((calls . [,(agent-q-mcp-client-test--read cookies)
+                                                     ,(agent-q-mcp-client-test--read
+                                                       agent-q-mcp-connection-file)]))))
+                           (results (agent-q-mcp-client-test--results run)))
+                      (should (= (length results) 2))
+                      (dolist (result results)
+                        (should (agent-q-mcp-client-test--error-p result)))
+                      (should-not (string-match-p "SECRETCOOKIE" (alist-get 'text (nth 0 results))))
+                      (should-not (string-match-p "token" (alist-get 'text (nth 1 results))))
+                      (should (equal (agent-q-mcp-client-test--asked-paths)
+                                     (list cookies agent-q-mcp-connection-file))))
+                    ;; Root user-emacs-directory: init.el is read, the private files ask.
+                    (setq agent-q-mcp-client-test--asked nil)
+                    (let* ((run (agent-q-mcp-client-test--client
+                                 "roots"
+                                 `((phases . [((roots . [,(agent-q-mcp-client-test--uri user-emacs-directory)])
+                                               (calls . [,(agent-q-mcp-client-test--read init)
+                                                         ,(agent-q-mcp-client-test--read cookies)
+                                                         ,(agent-q-mcp-client-test--read history)
+                                                         ,(agent-q-mcp-client-test--read
+                                                           agent-q-mcp-connection-file)]))]))))
+                           (results (agent-q-mcp-client-test--results run)))
+                      (should (= (length results) 4))
+                      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+                      (should (string-match-p "inhibit-startup-screen" (alist-get 'text (nth 0 results))))
+                      (dolist (result (cdr results))
+                        (should (agent-q-mcp-client-test--error-p result)))
+                      (should-not (string-match-p "SECRET" (mapconcat (lambda (r) (alist-get 'text r))
+                                                                       (cdr results) "")))
+                      (should (equal (agent-q-mcp-client-test--asked-paths)
+                                     (list cookies history agent-q-mcp-connection-file)))
+                      (dolist (asked agent-q-mcp-client-test--asked)
+                        (should (string-match-p "Emacs's private files"
+                                                (plist-get (nth 2 asked) :reason))))))
+                (agent-q-mcp-stop)))))
+      (delete-directory home t))))
+
 ;;;; The stdio relay
 
 (ert-deftest agent-q-mcp-client-stdio-relay ()
@@ -537,6 +774,27 @@ client how it ended."
       (should (= (length audited) 1))
       (should (equal (alist-get 'client (car audited))
                      (concat agent-q-mcp-client-test--client-name " (MCP)"))))))
+
+(ert-deftest agent-q-mcp-client-stdio-relay-carries-roots ()
+  "Through the stdio relay, the server asks the client's roots, and they apply."
+  (should (file-executable-p agent-q-mcp-client-test--relay))
+  (agent-q-mcp-client-test--with-server
+    (let* ((root (file-name-as-directory (agent-q-mcp-client-test--file "root")))
+           (_ (make-directory root))
+           (inside (agent-q-mcp-client-test--file "root/in.txt" "inside the root\n"))
+           (outside (agent-q-mcp-client-test--file "out.txt" "in the fixed set only\n"))
+           (run (agent-q-mcp-client-test--client
+                 "stdio" `((relay . ,agent-q-mcp-client-test--relay)
+                           (roots . [,(agent-q-mcp-client-test--uri root)])
+                           (calls . [,(agent-q-mcp-client-test--read inside)
+                                     ,(agent-q-mcp-client-test--read outside)]))))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (agent-q-mcp-client-test--event run "roots_asked"))
+      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (string-match-p "inside the root" (alist-get 'text (nth 0 results))))
+      ;; The fixed set holds out.txt, but this client's workspace is its root.
+      (should (agent-q-mcp-client-test--error-p (nth 1 results)))
+      (should (equal (agent-q-mcp-client-test--asked-paths) (list outside))))))
 
 ;;;; The stateless revision, 2026-07-28
 

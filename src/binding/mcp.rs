@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
+use crate::mcp::hub::{RootsState, Workspace};
 use crate::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
 use crate::spec::SafetyLevel;
 
@@ -107,15 +108,44 @@ fn mcp_stop() -> Result<bool> {
     })
 }
 
-/// The server's state: (:url URL :port PORT :pending N) while it runs, nil otherwise.
+/// The server's state: (:url URL :port PORT :pending N :roots SESSIONS) while it runs, nil
+/// otherwise. SESSIONS describes each open session whose client declared MCP roots:
+/// (:client "NAME VERSION" :session ID :state STATE :directories DIRS :ignored NOTES :why WHY),
+/// STATE `asking', `known' or `failed' (then WHY says why, and the fixed set applies).
 #[defun]
 fn mcp_status(env: &Env) -> Result<Value<'_>> {
     let s = state();
     let Some(r) = s.as_ref().filter(|r| r.server.is_running()) else {
         return env.intern("nil");
     };
-    let (url, port, pending) = (r.server.url(), r.server.port(), r.hub.pending_count());
+    let (url, port, pending, hub) = (r.server.url(), r.server.port(), r.hub.pending_count(), r.hub.clone());
     drop(s);
+    let mut sessions = Vec::new();
+    for roots in hub.session_roots() {
+        let (name, workspace, why) = match roots.state {
+            RootsState::Asking => ("asking", None, None),
+            RootsState::Known(workspace) => ("known", Some(workspace), None),
+            RootsState::Failed(why) => ("failed", None, Some(why)),
+        };
+        let workspace = workspace.unwrap_or_default();
+        sessions.push(env.list((
+            env.intern(":client")?,
+            roots.client,
+            env.intern(":session")?,
+            roots.session,
+            env.intern(":state")?,
+            env.intern(name)?,
+            env.intern(":directories")?,
+            string_list(env, &workspace.directories)?,
+            env.intern(":ignored")?,
+            string_list(env, &workspace.ignored)?,
+            env.intern(":why")?,
+            match why {
+                Some(why) => why.into_lisp(env)?,
+                None => env.intern("nil")?,
+            },
+        ))?);
+    }
     env.list((
         env.intern(":url")?,
         url,
@@ -123,7 +153,32 @@ fn mcp_status(env: &Env) -> Result<Value<'_>> {
         i64::from(port),
         env.intern(":pending")?,
         i64::try_from(pending).unwrap_or(i64::MAX),
+        env.intern(":roots")?,
+        env.list(&sessions)?,
     ))
+}
+
+/// A Lisp list of the strings ITEMS.
+fn string_list<'e>(env: &'e Env, items: &[String]) -> Result<Value<'e>> {
+    let values = items
+        .iter()
+        .map(|item| item.as_str().into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&values)
+}
+
+/// The `:roots` of a call: (:directories DIRS :ignored NOTES) for a client whose MCP roots
+/// apply, nil when the fixed set does.
+fn roots_value<'e>(env: &'e Env, roots: Option<&Workspace>) -> Result<Value<'e>> {
+    match roots {
+        None => env.intern("nil"),
+        Some(workspace) => env.list((
+            env.intern(":directories")?,
+            string_list(env, &workspace.directories)?,
+            env.intern(":ignored")?,
+            string_list(env, &workspace.ignored)?,
+        )),
+    }
 }
 
 /// Offer the enabled tools of REGISTRY up to MAX-LEVEL (:safe, :cautious or :dangerous) to MCP
@@ -155,9 +210,10 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
 }
 
 /// Take the events queued by the server: a list of
-/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :session SESSION :progress BOOL)
-/// and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself. Nil when the
-/// server is not running.
+/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :session SESSION :progress BOOL
+/// :roots ROOTS) and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself.
+/// ROOTS is the client's workspace, (:directories DIRS :ignored NOTES), when the MCP roots it
+/// declared apply, nil when the fixed set does. Nil when the server is not running.
 #[defun]
 fn mcp_take(env: &Env) -> Result<Value<'_>> {
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
@@ -196,8 +252,10 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     },
                     env.intern(":progress")?,
                     progress.into_lisp(env)?,
+                    env.intern(":roots")?,
+                    roots_value(env, client.roots.as_deref())?,
                 ];
-                env.list(fields)?
+                env.list(&fields[..])?
             }
             Event::Cancel { key } => env.list((env.intern(":cancel")?, i64::try_from(key).unwrap_or(i64::MAX)))?,
         });

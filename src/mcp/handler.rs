@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::hub::{ClientInfo, Hub, Outcome};
+use super::hub::{ClientInfo, Hub, Outcome, RootsLookup, Workspace};
 
 /// The text of the result of a call its client cancelled (the client ignores it; the
 /// specification says it should not even be sent, but rmcp always answers a request).
@@ -25,6 +25,13 @@ const CANCELLED: &str = "The call was cancelled by the client.";
 
 /// The status sent in progress notifications before the driver sets one.
 const DEFAULT_STATUS: &str = "waiting for Emacs";
+
+/// How long a call waits for its client's answer to `roots/list` (sent after initialization
+/// and after each `notifications/roots/list_changed`) before the fixed set applies to it.
+const ROOTS_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the server waits for a client's answer to `roots/list`.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The handler of one session (2025 revisions) or one request (2026-07-28): cheap to clone.
 #[derive(Clone)]
@@ -61,14 +68,18 @@ impl Drop for WithdrawOnDrop {
     }
 }
 
-/// Who is calling, from the request's `_meta` (2026-07-28), or from `initialize` for a session.
-fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
-    let session = context
-        .extensions
+/// The `Mcp-Session-Id` of the HTTP request whose parts EXTENSIONS hold.
+fn session_of(extensions: &rmcp::model::Extensions) -> Option<String> {
+    extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.headers.get("mcp-session-id"))
         .and_then(|value| value.to_str().ok())
-        .map(str::to_string);
+        .map(str::to_string)
+}
+
+/// Who is calling, from the request's `_meta` (2026-07-28), or from `initialize` for a session.
+fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
+    let session = session_of(&context.extensions);
     // Only a session has real handshake info: for a stateless request rmcp fills the peer info
     // with its own defaults, which would name rmcp as the client.
     let implementation = context.meta.client_info().or_else(|| {
@@ -86,6 +97,63 @@ fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
         version,
         session,
         protocol_version: context.protocol_version().map(|version| version.to_string()),
+        roots: None,
+    }
+}
+
+impl Handler {
+    /// Ask the client of the session in CONTEXT for its roots, when it declared the roots
+    /// capability; the answer is recorded in the hub, and the session's calls wait for it.
+    /// Roots are deprecated by SEP-2577, but they are how 2025 clients declare their
+    /// workspace.
+    #[allow(deprecated)]
+    fn refresh_roots(&self, context: &NotificationContext<RoleServer>) {
+        let Some(info) = context.peer.peer_info() else { return };
+        if info.capabilities.roots.is_none() {
+            return;
+        }
+        let Some(session) = session_of(&context.extensions) else {
+            return;
+        };
+        let client = &info.client_info;
+        let name = if client.version.is_empty() {
+            client.name.clone()
+        } else {
+            format!("{} {}", client.name, client.version)
+        };
+        let peer = context.peer.clone();
+        let generation = self.hub.roots_requested(&session, &name, Some(peer.clone()));
+        let hub = self.hub.clone();
+        // Its own task: the answer comes through the session's loop, which a notification
+        // handler waiting for it would block.
+        tokio::spawn(async move {
+            let asked = tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await;
+            let answer = match asked {
+                Ok(Ok(result)) => Ok(result.roots.into_iter().map(|root| root.uri).collect()),
+                Ok(Err(e)) => Err(format!("roots/list failed: {e}")),
+                Err(_) => Err(format!("roots/list was not answered in {} s", ROOTS_TIMEOUT.as_secs())),
+            };
+            hub.roots_answered(&session, generation, answer);
+        });
+    }
+
+    /// The workspace of SESSION's calls: its roots, waiting up to [`ROOTS_WAIT`] while they
+    /// are being asked for; `None` when the fixed set applies.
+    async fn roots_for(&self, session: Option<&str>) -> Option<Workspace> {
+        let session = session?;
+        let mut changes = self.hub.subscribe_roots();
+        let deadline = tokio::time::Instant::now() + ROOTS_WAIT;
+        loop {
+            changes.mark_unchanged();
+            match self.hub.roots_of(session) {
+                RootsLookup::Fixed => return None,
+                RootsLookup::Known(workspace) => return Some(workspace),
+                RootsLookup::Asking => match tokio::time::timeout_at(deadline, changes.changed()).await {
+                    Ok(Ok(())) => {}
+                    _ => return None,
+                },
+            }
+        }
     }
 }
 
@@ -104,7 +172,12 @@ impl ServerHandler for Handler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.refresh_roots(&context);
         self.hub.add_session(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.refresh_roots(&context);
     }
 
     async fn list_tools(
@@ -127,7 +200,8 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let token: Option<ProgressToken> = context.meta.get_progress_token();
-        let client = client_of(&context);
+        let mut client = client_of(&context);
+        client.roots = self.roots_for(client.session.as_deref()).await.map(Box::new);
         let arguments = request.arguments.unwrap_or_default();
         let ticket = match self
             .hub

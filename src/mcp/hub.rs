@@ -75,9 +75,180 @@ pub struct ClientInfo {
     pub session: Option<String>,
     /// The protocol version the request was served under, e.g. `2025-06-18`, when known.
     pub protocol_version: Option<String>,
+    /// The client's workspace: the MCP roots its session declared, when it declared them and
+    /// answered `roots/list`. `None` when the server's fixed set of directories applies (no
+    /// session, no roots capability, or no usable answer).
+    pub roots: Option<Box<Workspace>>,
 }
 
+/// The most roots of one client that are kept; the rest are ignored, and said to be.
+pub const MAX_ROOTS: usize = 64;
+
+/// The longest root URI accepted, in bytes.
+pub const MAX_ROOT_URI_BYTES: usize = 4096;
+
+/// What a client's MCP roots make of its workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Workspace {
+    /// The local directories of its usable `file://` roots: absolute, percent-decoded paths.
+    pub directories: Vec<String>,
+    /// The roots that do not count, each as "URI: why".
+    pub ignored: Vec<String>,
+}
+
+impl Workspace {
+    /// The workspace that the root URIS declare: only local `file://` directories other than
+    /// `/` count (see [`root_directory`]); at most [`MAX_ROOTS`] are kept.
+    pub fn from_uris<I, S>(uris: I) -> Workspace
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut workspace = Workspace::default();
+        let mut dropped = 0usize;
+        for uri in uris {
+            let uri = uri.as_ref();
+            if workspace.directories.len() + workspace.ignored.len() >= MAX_ROOTS {
+                dropped += 1;
+                continue;
+            }
+            match root_directory(uri) {
+                Ok(directory) if !workspace.directories.contains(&directory) => workspace.directories.push(directory),
+                Ok(_) => {}
+                Err(why) => workspace.ignored.push(format!("{}: {why}", shown_uri(uri))),
+            }
+        }
+        if dropped > 0 {
+            workspace
+                .ignored
+                .push(format!("{dropped} more root(s): only the first {MAX_ROOTS} count"));
+        }
+        workspace
+    }
+}
+
+/// URI as shown in a note: cut to a bounded length, control characters escaped.
+fn shown_uri(uri: &str) -> String {
+    const SHOWN: usize = 200;
+    let mut shown: String = uri.chars().take(SHOWN).flat_map(char::escape_default).collect();
+    if uri.chars().nth(SHOWN).is_some() {
+        shown.push_str("...");
+    }
+    shown
+}
+
+/// The local directory a root URI names, or why it does not count.
+///
+/// Only `file://` URIs with no host (or `localhost`), an absolute path, no query or fragment,
+/// and a path that decodes to UTF-8 without NUL count; `/` never does (it would allow
+/// reading nearly everything). Trailing slashes are removed.
+pub fn root_directory(uri: &str) -> Result<String, String> {
+    if uri.len() > MAX_ROOT_URI_BYTES {
+        return Err(format!("longer than {MAX_ROOT_URI_BYTES} bytes"));
+    }
+    let Some(rest) = uri
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("file://"))
+        .map(|_| &uri[7..])
+    else {
+        return Err("not a file:// URI: only local directories count".into());
+    };
+    let (host, path) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => return Err("has no absolute path".into()),
+    };
+    if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+        return Err(format!(
+            "names the host {}: only directories of this machine count",
+            shown_uri(host)
+        ));
+    }
+    if path.contains(['?', '#']) {
+        return Err("has a query or fragment".into());
+    }
+    let decoded = percent_decode(path).ok_or("has an invalid percent escape")?;
+    let decoded = String::from_utf8(decoded).map_err(|_| "its path is not UTF-8".to_string())?;
+    if decoded.contains('\0') {
+        return Err("its path has a NUL character".into());
+    }
+    let trimmed = decoded.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Err("is the root directory /, which would allow reading nearly everything".into());
+    }
+    Ok(trimmed.to_string())
+}
+
+/// PATH with each `%XX` escape replaced by its byte; `None` for a malformed escape.
+fn percent_decode(path: &str) -> Option<Vec<u8>> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(text, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Where a session's roots stand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootsState {
+    /// `roots/list` was sent and is not answered yet: calls wait a little for the answer.
+    Asking,
+    /// The client answered: its workspace.
+    Known(Workspace),
+    /// The client did not answer usably (an error, or no answer in time): the fixed set
+    /// applies.
+    Failed(String),
+}
+
+/// A session's roots, as `M-x agent-q-mcp-status` shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRoots {
+    /// The session's `Mcp-Session-Id`.
+    pub session: String,
+    /// The client's "name version".
+    pub client: String,
+    /// Where its roots stand.
+    pub state: RootsState,
+}
+
+/// What a call of a session gets: see [`Hub::roots_of`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RootsLookup {
+    /// The fixed set applies.
+    Fixed,
+    /// The roots are being asked for: wait for [`Hub::subscribe_roots`] and look again.
+    Asking,
+    /// The session's workspace.
+    Known(Workspace),
+}
+
+/// The roots bookkeeping of one session.
+struct RootsEntry {
+    client: String,
+    /// Bumped by every request; an answer to an older one is ignored.
+    generation: u64,
+    state: RootsState,
+    /// The session's peer, to forget sessions that ended.
+    peer: Option<Peer<RoleServer>>,
+}
+
+/// The most sessions whose roots are kept; beyond, the oldest entries of ended sessions go
+/// first, then the oldest.
+const MAX_ROOTS_SESSIONS: usize = 256;
+
 /// Something the driver must act on. See [`Hub::take_events`].
+// Nearly every event is a Call, moved once from the queue to the driver: boxing it would add an
+// allocation per call to spare the rare Cancel some bytes.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A client called a tool: run it and answer with [`Hub::complete`]`(key, ...)`. The tool
@@ -157,6 +328,9 @@ struct Inner {
     sessions: Vec<Peer<RoleServer>>,
     /// 2026-07-28 `subscriptions/listen` streams that accepted tool list changes.
     listeners: Vec<SubscriptionSink>,
+    /// The roots of sessions whose clients declared the roots capability, by session id, in
+    /// the order they were first asked.
+    roots: Vec<(String, RootsEntry)>,
 }
 
 /// The state shared by the MCP server and the thread that drives it. Cheap to share as
@@ -166,6 +340,8 @@ pub struct Hub {
     wake: Wake,
     /// Bumped by every change of the tool list; the server sends list_changed on each bump.
     tools_generation: watch::Sender<u64>,
+    /// Bumped by every answer to `roots/list`: calls waiting for roots look again.
+    roots_generation: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -197,6 +373,7 @@ impl Hub {
             }),
             wake,
             tools_generation: watch::Sender::new(0),
+            roots_generation: watch::Sender::new(0),
         })
     }
 
@@ -344,6 +521,7 @@ impl Hub {
         }
         inner.sessions.clear();
         inner.listeners.clear();
+        inner.roots.clear();
         drop(inner);
         for (_, call) in pending {
             let _ = call.answer.send(Outcome::error(reason));
@@ -377,6 +555,103 @@ impl Hub {
         let mut inner = self.lock();
         inner.sessions.retain(|peer| !peer.is_transport_closed());
         (inner.sessions.clone(), inner.listeners.clone())
+    }
+}
+
+impl Hub {
+    /// Note that `roots/list` is being sent to the client of SESSION (named CLIENT, reached
+    /// through PEER): its calls wait for the answer. Returns the request's generation, for
+    /// [`Hub::roots_answered`].
+    pub(crate) fn roots_requested(&self, session: &str, client: &str, peer: Option<Peer<RoleServer>>) -> u64 {
+        let mut inner = self.lock();
+        let generation = match inner.roots.iter_mut().find(|(id, _)| id == session) {
+            Some((_, entry)) => {
+                entry.generation += 1;
+                entry.state = RootsState::Asking;
+                if peer.is_some() {
+                    entry.peer = peer;
+                }
+                entry.generation
+            }
+            None => {
+                if inner.roots.len() >= MAX_ROOTS_SESSIONS {
+                    let ended = inner
+                        .roots
+                        .iter()
+                        .position(|(_, entry)| entry.peer.as_ref().is_some_and(Peer::is_transport_closed))
+                        .unwrap_or(0);
+                    inner.roots.remove(ended);
+                }
+                inner.roots.push((
+                    session.to_string(),
+                    RootsEntry {
+                        client: client.to_string(),
+                        generation: 1,
+                        state: RootsState::Asking,
+                        peer,
+                    },
+                ));
+                1
+            }
+        };
+        drop(inner);
+        self.roots_generation.send_modify(|g| *g += 1);
+        generation
+    }
+
+    /// Record the answer of SESSION's client to the `roots/list` request of GENERATION: the
+    /// root URIs, or why there are none. An answer to an older request than the latest is
+    /// ignored (the client changed its roots since). Returns whether it was recorded.
+    pub(crate) fn roots_answered(&self, session: &str, generation: u64, answer: Result<Vec<String>, String>) -> bool {
+        let mut inner = self.lock();
+        let recorded = match inner.roots.iter_mut().find(|(id, _)| id == session) {
+            Some((_, entry)) if entry.generation == generation => {
+                entry.state = match answer {
+                    Ok(uris) => RootsState::Known(Workspace::from_uris(uris)),
+                    Err(why) => RootsState::Failed(why),
+                };
+                true
+            }
+            _ => false,
+        };
+        drop(inner);
+        self.roots_generation.send_modify(|g| *g += 1);
+        recorded
+    }
+
+    /// What the calls of SESSION get: its workspace, the fixed set (no roots declared, or no
+    /// usable answer), or wait (the roots are being asked for).
+    pub(crate) fn roots_of(&self, session: &str) -> RootsLookup {
+        match self.lock().roots.iter().find(|(id, _)| id == session) {
+            None => RootsLookup::Fixed,
+            Some((_, entry)) => match &entry.state {
+                RootsState::Asking => RootsLookup::Asking,
+                RootsState::Known(workspace) => RootsLookup::Known(workspace.clone()),
+                RootsState::Failed(_) => RootsLookup::Fixed,
+            },
+        }
+    }
+
+    /// A receiver that changes with every answer to `roots/list`.
+    pub(crate) fn subscribe_roots(&self) -> watch::Receiver<u64> {
+        self.roots_generation.subscribe()
+    }
+
+    /// The roots of the sessions that declared them and are still open, oldest first.
+    pub fn session_roots(&self) -> Vec<SessionRoots> {
+        let mut inner = self.lock();
+        inner
+            .roots
+            .retain(|(_, entry)| !entry.peer.as_ref().is_some_and(Peer::is_transport_closed));
+        inner
+            .roots
+            .iter()
+            .map(|(session, entry)| SessionRoots {
+                session: session.clone(),
+                client: entry.client.clone(),
+                state: entry.state.clone(),
+            })
+            .collect()
     }
 }
 
@@ -486,6 +761,122 @@ mod tests {
         assert!(!hub.set_tools(vec![tool.clone()]));
         assert_eq!(*generation.borrow(), 1);
         assert_eq!(hub.listed_tools()[0].name, "read_file");
+    }
+
+    #[test]
+    fn only_local_file_roots_other_than_slash_count() {
+        assert_eq!(root_directory("file:///home/u/proj"), Ok("/home/u/proj".into()));
+        assert_eq!(root_directory("file:///home/u/proj/"), Ok("/home/u/proj".into()));
+        assert_eq!(root_directory("FILE://localhost/srv/a"), Ok("/srv/a".into()));
+        assert_eq!(
+            root_directory("file:///home/u/my%20proj/%C3%A9t%C3%A9"),
+            Ok("/home/u/my proj/été".into())
+        );
+        for (uri, why) in [
+            ("file:///", "root directory"),
+            ("file:////", "root directory"),
+            ("file://", "no absolute path"),
+            ("https://example.com/x", "not a file://"),
+            ("/home/u/proj", "not a file://"),
+            ("file://evil.example/home/u", "names the host evil.example"),
+            ("file:///home/u/p?x=1", "query or fragment"),
+            ("file:///home/u/p#top", "query or fragment"),
+            ("file:///home/u/%zz", "invalid percent escape"),
+            ("file:///home/u/%2", "invalid percent escape"),
+            ("file:///home/u/%ff", "not UTF-8"),
+            ("file:///home/u/a%00b", "NUL"),
+            ("fil", "not a file://"),
+            ("", "not a file://"),
+        ] {
+            let answer = root_directory(uri);
+            assert!(answer.as_ref().is_err_and(|e| e.contains(why)), "{uri}: {answer:?}");
+        }
+        let long = format!("file:///{}", "a".repeat(MAX_ROOT_URI_BYTES));
+        assert!(root_directory(&long).is_err_and(|e| e.contains("longer than")));
+        // Multibyte text at the cut does not panic.
+        assert!(root_directory("file:/é/x").is_err());
+    }
+
+    #[test]
+    fn a_workspace_keeps_usable_roots_and_says_why_of_the_others() {
+        let workspace = Workspace::from_uris(["file:///a", "file:///", "file:///a/", "https://x/y", "file:///b"]);
+        assert_eq!(workspace.directories, vec!["/a".to_string(), "/b".to_string()]);
+        assert_eq!(workspace.ignored.len(), 2, "{workspace:?}");
+        assert!(workspace.ignored[0].starts_with("file:///: is the root directory"));
+        let many: Vec<String> = (0..MAX_ROOTS + 5).map(|i| format!("file:///r{i}")).collect();
+        let workspace = Workspace::from_uris(&many);
+        assert_eq!(workspace.directories.len(), MAX_ROOTS);
+        assert_eq!(
+            workspace.ignored,
+            vec![format!("5 more root(s): only the first {MAX_ROOTS} count")]
+        );
+        let control = Workspace::from_uris(["gopher://x\n[y]"]);
+        assert!(control.ignored[0].starts_with("gopher://x\\n[y]"), "{control:?}");
+    }
+
+    #[test]
+    fn roots_bookkeeping_follows_requests_and_answers() {
+        let (hub, _) = counting_hub();
+        let mut changes = hub.subscribe_roots();
+        changes.mark_unchanged();
+        // A session that never declared roots gets the fixed set.
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Fixed);
+        let first = hub.roots_requested("s1", "claude-code 2.0", None);
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Asking);
+        assert!(hub.roots_answered("s1", first, Ok(vec!["file:///p".into()])));
+        assert_eq!(
+            hub.roots_of("s1"),
+            RootsLookup::Known(Workspace {
+                directories: vec!["/p".into()],
+                ignored: vec![]
+            })
+        );
+        // list_changed: asked again; the late answer to the first request does not count.
+        let second = hub.roots_requested("s1", "claude-code 2.0", None);
+        assert_eq!(second, first + 1);
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Asking);
+        assert!(!hub.roots_answered("s1", first, Ok(vec!["file:///old".into()])));
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Asking);
+        assert!(hub.roots_answered("s1", second, Ok(vec!["file:///q".into(), "file:///".into()])));
+        match hub.roots_of("s1") {
+            RootsLookup::Known(w) => {
+                assert_eq!(w.directories, vec!["/q".to_string()]);
+                assert_eq!(w.ignored.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        // An empty list is a workspace with nothing in it, not the fixed set.
+        let third = hub.roots_requested("s1", "claude-code 2.0", None);
+        hub.roots_answered("s1", third, Ok(vec![]));
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Known(Workspace::default()));
+        // A failed request falls back to the fixed set, and says why in the status.
+        let other = hub.roots_requested("s2", "gemini", None);
+        hub.roots_answered("s2", other, Err("roots/list failed: boom".into()));
+        assert_eq!(hub.roots_of("s2"), RootsLookup::Fixed);
+        assert!(!hub.roots_answered("nobody", 1, Ok(vec![])));
+        let status = hub.session_roots();
+        assert_eq!(status.len(), 2);
+        assert_eq!(status[0].client, "claude-code 2.0");
+        assert_eq!(status[1].state, RootsState::Failed("roots/list failed: boom".into()));
+        // Sessions do not outlive the server.
+        hub.close("stopped");
+        assert_eq!(hub.roots_of("s1"), RootsLookup::Fixed);
+        assert!(hub.session_roots().is_empty());
+    }
+
+    #[test]
+    fn roots_of_many_sessions_are_bounded() {
+        let (hub, _) = counting_hub();
+        for i in 0..MAX_ROOTS_SESSIONS + 10 {
+            hub.roots_requested(&format!("s{i}"), "c", None);
+        }
+        assert_eq!(hub.session_roots().len(), MAX_ROOTS_SESSIONS);
+        assert_eq!(hub.roots_of("s0"), RootsLookup::Fixed, "the oldest went first");
+        assert_eq!(
+            hub.roots_of(&format!("s{}", MAX_ROOTS_SESSIONS + 9)),
+            RootsLookup::Asking
+        );
     }
 
     #[test]

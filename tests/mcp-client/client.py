@@ -109,6 +109,45 @@ async def scenario_calls(args):
             emit(event="result", name=call["name"], **result_fields(result))
 
 
+async def scenario_roots(args):
+    """A client that declares the roots capability, as an IDE agent does for its workspace.
+
+    For each phase of args["phases"] ({"roots": [URI...], "calls": [{"name", "arguments"}]}):
+    from the second phase on, change the roots and send notifications/roots/list_changed, and
+    wait until the server asked roots/list again; then make the calls.  Every roots/list the
+    server sends is reported ("roots_asked", with the roots answered), and after each result
+    the client waits for a line on stdin when args["pause"] is true (the test looks at Emacs
+    meanwhile, with the session open).
+    """
+    import mcp.types as types
+
+    url, token = connection(args)
+    loop = asyncio.get_running_loop()
+    phases = args["phases"]
+    current = {"roots": phases[0]["roots"], "asked": 0}
+    asked = asyncio.Event()
+
+    async def list_roots(_context):
+        current["asked"] += 1
+        emit(event="roots_asked", count=current["asked"], roots=current["roots"])
+        asked.set()
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in current["roots"]])
+
+    async with sdk1_session(url, token, list_roots_callback=list_roots) as (session, _init):
+        for index, phase in enumerate(phases):
+            if index > 0:
+                asked.clear()
+                current["roots"] = phase["roots"]
+                await session.send_roots_list_changed()
+                emit(event="roots_changed", roots=phase["roots"])
+                await asyncio.wait_for(asked.wait(), TIMEOUT)
+            for call in phase["calls"]:
+                result = await asyncio.wait_for(session.call_tool(call["name"], call.get("arguments")), TIMEOUT)
+                emit(event="result", phase=index, name=call["name"], **result_fields(result))
+                if args.get("pause"):
+                    await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), TIMEOUT)
+
+
 async def scenario_http_status(args):
     """POST an initialize request with args["headers"] and report the HTTP status.
 
@@ -253,15 +292,25 @@ async def scenario_propose(args):
 
 
 async def scenario_stdio(args):
-    """Through the stdio relay (bin/agent-q-mcp): initialize, tools/list, tools/call."""
+    """Through the stdio relay (bin/agent-q-mcp): initialize, tools/list, tools/call.
+    With args["roots"] (URIs), the client declares the roots capability and answers roots/list
+    with them ("roots_asked" reports each request)."""
     import mcp.types as types
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    callbacks = {}
+    if "roots" in args:
+
+        async def list_roots(_context):
+            emit(event="roots_asked", roots=args["roots"])
+            return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in args["roots"]])
+
+        callbacks["list_roots_callback"] = list_roots
     params = StdioServerParameters(command=args["relay"], args=["--connection-file", args["connection_file"]])
     async with stdio_client(params) as (read, write):
         async with ClientSession(
-            read, write, client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION)
+            read, write, client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION), **callbacks
         ) as session:
             init = await asyncio.wait_for(session.initialize(), TIMEOUT)
             emit(event="initialized", protocolVersion=init.protocolVersion, serverName=init.serverInfo.name)
@@ -335,6 +384,7 @@ SCENARIOS = {
     "stateless-listen": scenario_stateless_listen,
     "tools": scenario_tools,
     "calls": scenario_calls,
+    "roots": scenario_roots,
     "http-status": scenario_http_status,
     "cancel": scenario_cancel,
     "list-changed": scenario_list_changed,
