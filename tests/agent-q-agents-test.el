@@ -34,6 +34,7 @@
 (require 'agent-q-mcp)
 
 (defvar agent-q-allowed-directories)
+(defvar agent-q-mcp-allowed-directories)
 (defvar agent-q-tools--session-approved)
 
 (defconst agent-q-agents-test--root
@@ -287,6 +288,8 @@ the files, the approvals and the audit."
          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
          (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
          (agent-q-allowed-directories (list work))
+         ;; The agents that declare no MCP roots read freely here only.
+         (agent-q-mcp-allowed-directories (list work))
          (agent-q-approval-function #'agent-q-agents-test--approve)
          (agent-q-agents-test--asked nil)
          (agent-q-tools--session-approved nil)
