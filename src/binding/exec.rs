@@ -30,7 +30,8 @@ use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
-    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Outcome,
+    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
+    Outcome,
     Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
@@ -213,7 +214,8 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context of a decision, bound to `agent-q-approval-context':
-    /// (:tool :safety-level :reason :review :tool-id :client :id), and `:optional t` at the end
+    /// (:tool :safety-level :reason :protected :file :review :tool-id :client :id), and
+    /// `:optional t` at the end
     /// for a call that needs no decision and stops only for the user's approval rules.
     fn ask_context(&self, ask: &Ask, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
@@ -224,6 +226,10 @@ impl<'e> EmacsHost<'e> {
             level_keyword(env, ask.level)?,
             keyword(env, "reason")?,
             opt_string(env, ask.reason.as_deref())?,
+            keyword(env, "protected")?,
+            ask.protected.into_lisp(env)?,
+            keyword(env, "file")?,
+            opt_string(env, ask.file.as_deref())?,
             keyword(env, "review")?,
             ask.review.into_lisp(env)?,
             keyword(env, "tool-id")?,
@@ -307,14 +313,17 @@ impl<'e> Effects for EmacsHost<'e> {
 impl<'e> Host for EmacsHost<'e> {
     type Lisp = LispHandler;
 
-    fn guard(&mut self, guard: &LispHandler, args: &Map<String, Json>) -> std::result::Result<Option<String>, String> {
+    fn guard(&mut self, guard: &LispHandler, args: &Map<String, Json>) -> std::result::Result<GuardAnswer, String> {
         let env = self.env;
         let table = convert::object_for_handler(env, args).map_err(|e| convert::error_message(env, &e))?;
         match env.call(guard.bind(env), (table,)) {
-            Ok(v) if !v.is_not_nil() => Ok(None),
+            Ok(v) if !v.is_not_nil() => Ok(GuardAnswer::default()),
             Ok(v) => match convert::read_string(v, 1 << 16) {
-                Ok(reason) => Ok(Some(reason)),
-                Err(_) => Err("it returned something other than nil or a reason string".into()),
+                Ok(reason) => Ok(GuardAnswer::from(Some(reason))),
+                Err(_) => guard_plist(env, v).map_err(|e| convert::error_message(env, &e))?.ok_or_else(|| {
+                    "it returned something other than nil, a reason string or (:reason R :protected P :file F)"
+                        .to_string()
+                }),
             },
             Err(e) if convert::is_quit(env, &e) => Err("interrupted by the user (C-g)".into()),
             Err(e) => Err(convert::error_message(env, &e)),
@@ -370,6 +379,30 @@ impl<'e> Host for EmacsHost<'e> {
     fn should_quit(&mut self) -> bool {
         quit_requested(self.env)
     }
+}
+
+/// A guard's plist answer (:reason R :protected P :file F) as a [`GuardAnswer`]; `None` when V
+/// is not such a plist (R and F strings or nil).
+fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
+    if !env.call("proper-list-p", (v,))?.is_not_nil() {
+        return Ok(None);
+    }
+    let get = |key: &str| -> Result<Value<'_>> { env.call("plist-get", (v, keyword(env, key)?)) };
+    let text = |key: &str| -> Result<Option<Option<String>>> {
+        let x = get(key)?;
+        if !x.is_not_nil() {
+            return Ok(Some(None));
+        }
+        Ok(convert::read_string(x, 1 << 16).ok().map(Some))
+    };
+    let (Some(reason), Some(file)) = (text("reason")?, text("file")?) else {
+        return Ok(None);
+    };
+    Ok(Some(GuardAnswer {
+        reason,
+        protected: get("protected")?.is_not_nil(),
+        file,
+    }))
 }
 
 /// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON).
