@@ -884,6 +884,11 @@ impl Call {
         self.reason.as_deref()
     }
 
+    /// The file the guard resolved and pinned, if it gave one ([`GuardAnswer::file`]).
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
     /// Whether only the user may approve this call ([`GuardAnswer::protected`]).
     pub fn protected(&self) -> bool {
         self.protected

@@ -422,7 +422,10 @@ mod tests {
         assert_eq!(w.created, vec![dir.join("a"), dir.join("a/b")]);
         assert!(!w.existed);
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.join("a/b/f.txt")).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(dir.join("a/b/f.txt"))
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o640);
         let w = write_pinned(&pin, &names(&["a", "b", "f.txt"]), b"again", 0o600, Mode::Replace).expect("writes");
         assert!(w.existed && w.created.is_empty());
@@ -536,7 +539,10 @@ mod tests {
         ));
         // A pin through a link is refused: the guard pins resolved names only.
         symlink(&dir, dir.join("self")).expect("link");
-        assert!(matches!(pin_directory(&dir.join("self")), Err(WriteError::Changed { .. })));
+        assert!(matches!(
+            pin_directory(&dir.join("self")),
+            Err(WriteError::Changed { .. })
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

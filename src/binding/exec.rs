@@ -31,8 +31,7 @@ use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
-    Outcome,
-    Phase, StageError, Step, ToolCall, ToolResult,
+    Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
@@ -196,7 +195,8 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context a handler runs in, bound to `agent-q-call-context':
-    /// (:id ID :tool NAME :client C :approved BOOL :reason R).
+    /// (:id ID :tool NAME :client C :approved BOOL :reason R :file F), F the file the guard
+    /// pinned (see [`executor::GuardAnswer::file`]).
     fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
         env.list((
@@ -210,6 +210,8 @@ impl<'e> EmacsHost<'e> {
             call.approved_by_user(),
             keyword(env, "reason")?,
             opt_string(env, call.reason())?,
+            keyword(env, "file")?,
+            opt_string(env, call.file())?,
         ))
     }
 
@@ -320,10 +322,12 @@ impl<'e> Host for EmacsHost<'e> {
             Ok(v) if !v.is_not_nil() => Ok(GuardAnswer::default()),
             Ok(v) => match convert::read_string(v, 1 << 16) {
                 Ok(reason) => Ok(GuardAnswer::from(Some(reason))),
-                Err(_) => guard_plist(env, v).map_err(|e| convert::error_message(env, &e))?.ok_or_else(|| {
-                    "it returned something other than nil, a reason string or (:reason R :protected P :file F)"
-                        .to_string()
-                }),
+                Err(_) => guard_plist(env, v)
+                    .map_err(|e| convert::error_message(env, &e))?
+                    .ok_or_else(|| {
+                        "it returned something other than nil, a reason string or (:reason R :protected P :file F)"
+                            .to_string()
+                    }),
             },
             Err(e) if convert::is_quit(env, &e) => Err("interrupted by the user (C-g)".into()),
             Err(e) => Err(convert::error_message(env, &e)),
@@ -405,8 +409,8 @@ fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
     }))
 }
 
-/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON).
-fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 7]> {
+/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 8]> {
     let no = nil.bind(env);
     Ok([
         run,
@@ -423,6 +427,10 @@ fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call
         if call.approved_by_user() { lisp_t.bind(env) } else { no },
         match call.reason() {
             Some(r) => r.into_lisp(env)?,
+            None => no,
+        },
+        match call.file() {
+            Some(f) => f.into_lisp(env)?,
             None => no,
         },
     ])

@@ -392,7 +392,12 @@ fn file_write_pinned<'e>(
         if names.len() > 256 {
             return errors::signal(env, errors::Kind::Generic, "REST has too many names");
         }
-        names.push(args::string(env, env.call("car", (tail,))?, "an element of REST", 4096)?);
+        names.push(args::string(
+            env,
+            env.call("car", (tail,))?,
+            "an element of REST",
+            4096,
+        )?);
         tail = env.call("cdr", (tail,))?;
     }
     if !env.call("stringp", (bytes,))?.is_not_nil() || env.call("multibyte-string-p", (bytes,))?.is_not_nil() {

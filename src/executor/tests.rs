@@ -1199,5 +1199,8 @@ fn a_protected_call_is_asked_and_no_rule_approves_it() {
             ..GuardAnswer::default()
         },
     );
-    assert!(ask.reason.as_deref().is_some_and(|r| r.contains("protected")), "{ask:?}");
+    assert!(
+        ask.reason.as_deref().is_some_and(|r| r.contains("protected")),
+        "{ask:?}"
+    );
 }
