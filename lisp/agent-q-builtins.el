@@ -162,7 +162,8 @@ and this is non-nil."
      "Replace a file's whole content (or create it, with missing directories). Needs the user's approval. Writes atomically (temporary file, then rename) in the file's encoding, and reverts a buffer visiting the file; refuses (the call fails, nothing is written) when that buffer has unsaved changes, when the file is read-only, has several hard links or is not a regular file. Reports exactly what happened, errors included. Prefer propose_file_edit to change part of an existing file."
      ((:name "path" :type :string :description "The file's path.")
       (:name "content" :type :string :description "The complete new content of the file."))
-     ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file)
+     ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file
+     (:guard agent-q-builtins--write-file-guard))
     ("propose_file_edit"
      "Propose a change to part of a file; the user reviews it hunk by hunk and may accept some hunks and reject others. original must be the exact current text (the whole file or a unique excerpt of it, e.g. from read_file); modified replaces it. Returns which hunks were applied and the text of the rejected ones, or explains why the proposal could not be shown (for example when original no longer matches the file)."
      ((:name "path" :type :string :description "The file to edit.")
