@@ -239,9 +239,12 @@ fn check_target(st: &libc::stat, path: &Path) -> Result<(), WriteError> {
         });
     }
     if st.st_nlink > 1 {
+        // `nlink_t` is narrower than 64 bits on some targets.
+        #[allow(clippy::unnecessary_cast)]
+        let links = st.st_nlink as u64;
         return Err(WriteError::HardLinks {
             path: path.to_path_buf(),
-            links: st.st_nlink as u64,
+            links,
         });
     }
     Ok(())
