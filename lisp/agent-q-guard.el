@@ -566,7 +566,7 @@ resolved once and pinned (see `agent-q-guard--pin-target'), and the
 pin remembered under its true name for `agent-q-guard-write-pinned';
 TRUE is that name, the one the prompt shows.  P is non-nil when the
 name given or the true name is protected
-\(`agent-q-guard-protected-reason'), and R then says why, followed by
+\(`agent-q-guard-protected-reason'), and R then says why, after
 REASON (a reason the caller already has, or nil); otherwise R is
 REASON.  A remote FILE is
 neither resolved nor pinned (that would contact the host): it is
@@ -578,7 +578,7 @@ answered by its name alone."
            (true (car target))
            (protected (agent-q-guard-protected-reason file true)))
       (agent-q-guard--remember (list 'write true) protected (cdr target))
-      (list :reason (if (and protected reason) (concat protected "; and " reason)
+      (list :reason (if (and protected reason) (concat reason "; and " protected)
                       (or protected reason))
             :protected (and protected t) :file true))))
 
