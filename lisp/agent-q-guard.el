@@ -604,23 +604,24 @@ there any more: nothing is written then."
     (pcase-let ((`(,_true ,anchor ,dev ,ino ,rest) target))
       (agent-q--core-file-write-pinned anchor dev ino rest bytes mode in-place))))
 
-(defun agent-q-guard-write-changed (true)
+(defun agent-q-guard-write-changed (true &optional name)
   "Return nil when TRUE, a file a write guard pinned, is still what was pinned.
 Otherwise return why not: its pinned directory was replaced or is
-reached through a link now, or the check is no longer known.  For a
-write made later by Emacs itself (propose_file_edit's apply and save),
-just before it."
+reached through a link now, NAME (the name Emacs will write, when
+given) no longer leads to TRUE, or the check is no longer known.  For
+a write made later by Emacs itself (propose_file_edit's apply and
+save), just before it."
   (let ((verdict (gethash (list 'write true) agent-q-guard--verdicts)))
     (if (null verdict)
         (format "the check of %s is no longer known" true)
       (pcase-let ((`(,anchor ,dev ,ino ,_rest) (cdr verdict)))
         (condition-case err
             (let ((pin (agent-q--core-file-pin anchor))
-                  (now (file-truename true)))
+                  (now (file-truename (or name true))))
               (cond ((not (equal pin (list dev ino)))
                      (format "%s was replaced by another directory" anchor))
                     ((not (equal now true))
-                     (format "%s now leads to %s" true now))))
+                     (format "%s now leads to %s" (or name true) now))))
           (agent-q-file-error (format "%s" (cadr err))))))))
 
 (provide 'agent-q-guard)

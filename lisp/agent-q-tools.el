@@ -60,7 +60,7 @@
 (defvar agent-q-approval-function)
 (defvar agent-q-confirm-safety-levels)
 (defvar agent-q-call-context)
-(declare-function agent-q-guard-write-changed "agent-q-guard" (true))
+(declare-function agent-q-guard-write-changed "agent-q-guard" (true &optional name))
 
 ;;;; Options and faces
 
@@ -1037,7 +1037,7 @@ file's buffer changed during the review, so nothing could be applied."
           (saved nil)
           (stale nil)
           (moved (and accepted (agent-q-tools--review-pinned review)
-                      (agent-q-guard-write-changed (agent-q-tools--review-pinned review)))))
+                      (agent-q-guard-write-changed (agent-q-tools--review-pinned review) file))))
       (when (and accepted (not moved))
         (let* ((buffer (or (find-buffer-visiting file)
                            ;; Something other than a regular file put there during the review
@@ -1059,7 +1059,7 @@ file's buffer changed during the review, so nothing could be applied."
               (condition-case err
                   (let ((changed (and (agent-q-tools--review-pinned review)
                                       (agent-q-guard-write-changed
-                                       (agent-q-tools--review-pinned review)))))
+                                       (agent-q-tools--review-pinned review) file))))
                     (when changed
                       (error "It changed after it was checked (%s); the buffer was left unsaved" changed))
                     (with-current-buffer buffer (save-buffer))

@@ -27,6 +27,9 @@
 (defvar agent-q-tools--review-driver)
 (defvar agent-q-tools--session-approved)
 (defvar agent-q-rules--session)
+(defvar agent-q-diff-save-after-apply)
+(declare-function agent-q-tools-review-accept-all "agent-q-tools" ())
+(declare-function agent-q-tools-review-finish "agent-q-tools" ())
 
 ;;;; Helpers
 
@@ -186,6 +189,36 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
       ;; The race was real: some writes were made, and the flips were seen.
       (should (> written 0))
       (should (> (+ asked changed) 0)))))
+
+;;;; propose_file_edit applies to the file it checked
+
+(ert-deftest agent-q-writes-review-time-swap-applies-nothing-outside ()
+  "notes/tmp became a link to ~/.ssh during the review: the accepted hunks went to ~/.ssh/config."
+  (agent-q-writes-test--with-dirs (proj outside)
+    (let* ((registry (agent-q-writes-test--registry))
+           (tmp (expand-file-name "notes/tmp" proj))
+           (agent-q-diff-save-after-apply t)
+           (agent-q-tools--review-driver
+            (lambda (buffer)
+              ;; While the user reviews, the directory becomes a link.
+              (rename-file tmp (concat tmp ".real"))
+              (make-symbolic-link (directory-file-name outside) tmp)
+              (with-current-buffer buffer
+                (agent-q-tools-review-accept-all)
+                (agent-q-tools-review-finish)))))
+      (make-directory tmp t)
+      (agent-q-writes-test--put (expand-file-name "config" tmp) "old line\n")
+      (agent-q-writes-test--put (expand-file-name "config" outside) "old line\n")
+      (let ((r (agent-q-writes-test--call
+                registry "propose_file_edit"
+                '(:path "notes/tmp/config" :original "old line" :modified "new line"
+                        :description "d")
+                :approved)))
+        (should (equal "failure" (agent-q-writes-test--status r)))
+        (should (string-match-p "changed after it was checked" (plist-get r :content)))
+        (should (equal "old line\n" (with-temp-buffer
+                                      (insert-file-contents (expand-file-name "config" outside))
+                                      (buffer-string))))))))
 
 ;;;; Protected files
 

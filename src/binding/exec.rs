@@ -388,8 +388,28 @@ impl<'e> Host for EmacsHost<'e> {
 /// A guard's plist answer (:reason R :protected P :file F) as a [`GuardAnswer`]; `None` when V
 /// is not such a plist (R and F strings or nil).
 fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
-    if !env.call("proper-list-p", (v,))?.is_not_nil() {
+    // A plist of at most these three keys, nothing else: any other value is not an answer.
+    let len = env.call("proper-list-p", (v,))?;
+    let Ok(len) = (if len.is_not_nil() {
+        len.into_rust::<i64>()
+    } else {
+        Ok(-1)
+    }) else {
         return Ok(None);
+    };
+    if len <= 0 || len % 2 != 0 || len > 6 {
+        return Ok(None);
+    }
+    let keys = ["reason", "protected", "file"];
+    for i in (0..len).step_by(2) {
+        let key = env.call("nth", (i, v))?;
+        let mut known = false;
+        for k in keys {
+            known |= env.call("eq", (key, keyword(env, k)?))?.is_not_nil();
+        }
+        if !known {
+            return Ok(None);
+        }
     }
     let get = |key: &str| -> Result<Value<'_>> { env.call("plist-get", (v, keyword(env, key)?)) };
     let text = |key: &str| -> Result<Option<Option<String>>> {
