@@ -232,7 +232,7 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
 (ert-deftest agent-q-writes-protected-files-ask-under-an-allow-rule ()
   "With an allow rule for the project, write_file rewrote .claude/settings.local.json, .mcp.json,
 .dir-locals.el and .git/hooks/pre-commit unasked."
-  (agent-q-writes-test--with-dirs (proj _outside)
+  (agent-q-writes-test--with-dirs (proj outside)
     (let ((registry (agent-q-writes-test--registry)))
       (setq agent-q-approval-rules `(("write_file" (:path ,proj) allow)))
       ;; An ordinary file: the rule allows it, nobody is asked.
@@ -273,7 +273,7 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
 
 (ert-deftest agent-q-writes-emacs-and-agent-q-files-are-protected ()
   "Emacs's init, early-init and custom files and agent-q's own files always ask."
-  (agent-q-writes-test--with-dirs (proj _outside)
+  (agent-q-writes-test--with-dirs (proj outside)
     (let* ((registry (agent-q-writes-test--registry))
            (user-emacs-directory (file-name-as-directory (expand-file-name "emacs.d" proj)))
            (custom-file (expand-file-name "my-custom.el" proj))
@@ -296,7 +296,7 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
 
 (ert-deftest agent-q-writes-always-does-not-cover-protected-files ()
   "An a (always) given for write_file approved later writes to .mcp.json unasked."
-  (agent-q-writes-test--with-dirs (proj _outside)
+  (agent-q-writes-test--with-dirs (proj outside)
     (let* ((registry (agent-q-writes-test--registry))
            (keys nil) (prompts nil)
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
@@ -332,10 +332,10 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
 
 (ert-deftest agent-q-writes-propose-file-edit-on-a-protected-file-asks-first ()
   "propose_file_edit's review of .dir-locals.el is preceded by a prompt that says why."
-  (agent-q-writes-test--with-dirs (proj _outside)
-    (let ((registry (agent-q-writes-test--registry))
-          (reviews 0)
-          (agent-q-tools--review-driver (lambda (_) (cl-incf reviews))))
+  (agent-q-writes-test--with-dirs (proj outside)
+    (let* ((registry (agent-q-writes-test--registry))
+           (reviews 0)
+           (agent-q-tools--review-driver (lambda (_) (cl-incf reviews))))
       (agent-q-writes-test--put (expand-file-name ".dir-locals.el" proj) "((nil . ((a . 1))))\n")
       (let ((r (agent-q-writes-test--call
                 registry "propose_file_edit"

@@ -386,12 +386,26 @@ fn file_write_pinned<'e>(
     let dev = int_arg(env, dev, "DEV")?;
     let ino = int_arg(env, ino, "INO")?;
     let mode = int_arg(env, mode, "MODE")?;
+    // REST: a proper list of at most 256 strings (checked before it is walked).
+    let length = env.call("proper-list-p", (rest,))?;
+    let count = if length.is_not_nil() {
+        length.into_rust::<i64>().unwrap_or(-1)
+    } else {
+        -1
+    };
+    if !(0..=256).contains(&count) {
+        return errors::signal(
+            env,
+            errors::Kind::Generic,
+            format!(
+                "REST must be a list of at most 256 names, not a {}",
+                args::type_name(env, rest)
+            ),
+        );
+    }
     let mut names = Vec::new();
     let mut tail = rest;
-    while tail.is_not_nil() {
-        if names.len() > 256 {
-            return errors::signal(env, errors::Kind::Generic, "REST has too many names");
-        }
+    for _ in 0..count {
         names.push(args::string(
             env,
             env.call("car", (tail,))?,
