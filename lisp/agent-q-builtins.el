@@ -168,7 +168,7 @@ and this is non-nil."
      ((:name "path" :type :string :description "The file's path.")
       (:name "content" :type :string :description "The complete new content of the file."))
      ("path" "content") :dangerous (:buffer :filesystem) agent-q-builtins--write-file
-     (:annotations (:idempotent t)))
+     (:guard agent-q-builtins--write-file-guard :annotations (:idempotent t)))
     ("propose_file_edit"
      "Propose a change to part of a file; the user reviews it hunk by hunk and may accept some hunks and reject others. original must be the exact current text (the whole file or a unique excerpt of it, e.g. from read_file); modified replaces it. Returns which hunks were applied and the text of the rejected ones, or explains why the proposal could not be shown (for example when original no longer matches the file)."
      ((:name "path" :type :string :description "The file to edit.")

@@ -71,10 +71,16 @@
       (:name "text" :type :string :description "The note"))
     :required '("path" "text") :safety-level :dangerous :categories '(:filesystem)
     :registry agent-q-demo--registry
+    ;; The guard resolves and pins the file (the prompt shows it); the
+    ;; handler writes that file or nothing (see agent-q-guard.el).
+    :guard #'agent-q-builtins--write-file-guard
     :handler (lambda (args)
-               (write-region (gethash "text" args) nil (gethash "path" args))
-               (format "Wrote %d characters to %s" (length (gethash "text" args))
-                       (gethash "path" args)))))
+               (let ((written (agent-q-guard-write-pinned
+                               (expand-file-name (gethash "path" args))
+                               (encode-coding-string (gethash "text" args) 'utf-8-unix)
+                               #o644)))
+                 (format "Wrote %d characters to %s" (length (gethash "text" args))
+                         (plist-get written :file))))))
 
 (defvar agent-q-demo--audit-file nil
   "The demonstration's own audit file, removed when Emacs exits.")

@@ -40,7 +40,10 @@
 ;; anything but a regular file; otherwise it writes a temporary file in
 ;; the same directory, renames it over the target and reverts the
 ;; visiting buffer.  When the directory does not allow that (not
-;; writable), it writes the file in place and says so.
+;; writable), it writes the file in place and says so.  Its guard
+;; (`agent-q-builtins--write-file-guard') resolves and pins the target
+;; once; the write goes to that pinned file or nowhere (see
+;; agent-q-guard.el), and a protected target is asked about every time.
 
 ;;; Code:
 
@@ -156,9 +159,15 @@ ESCAPED is non-nil when there was one.  A unibyte TEXT's bytes above
 (defun agent-q-builtins--propose-file-edit-guard (args)
   "The guard of propose_file_edit: the file in ARGS is read to show the edit.
 Its review approves the edit itself, not reading a guarded file, so
-that is asked first, as for read_file."
-  (let ((reason (agent-q-builtins--read-file-guard args)))
-    (and reason (concat "propose_file_edit must read the file to show the edit: " reason))))
+that is asked first, as for read_file.  The file is also resolved and
+pinned as for write_file (`agent-q-guard-write-verdict'): a protected
+file is asked about first, every time, saying why."
+  (let* ((file (agent-q-builtins--guarded-name (agent-q-builtins--arg args "path")))
+         (reason (agent-q-builtins--read-file-guard args)))
+    (and file
+         (agent-q-guard-write-verdict
+          file (and reason (concat "propose_file_edit must read the file to show the edit: "
+                                   reason))))))
 
 
 ;;;; Reading a file through one descriptor
@@ -773,12 +782,48 @@ BUFFER is the buffer visiting FILE, if any."
       (format "%s has %d hard links: replacing it would split them (the other names would keep the old content) and writing it in place would change them all, whatever they are; nothing was written. Ask the user to remove the other links, or write a new file."
               file (file-attribute-link-number attrs))))))
 
+(defun agent-q-builtins--write-file-guard (args)
+  "The guard of write_file: resolve and pin ARGS's \"path\" once.
+Return the answer of `agent-q-guard-write-verdict': the pinned true
+name, which the prompt shows and the handler writes, and why the
+call is protected when the file governs agents or runs code."
+  (let ((file (agent-q-builtins--guarded-name (agent-q-builtins--arg args "path"))))
+    (and file (agent-q-guard-write-verdict file))))
+
+(defun agent-q-builtins--write-remote (file content coding modes)
+  "Write CONTENT to the remote FILE with CODING and MODES, by name.
+Return the notes to report.  Remote files are written through their
+file name handler (TRAMP), which the module cannot pin."
+  (let ((dir (file-name-directory file))
+        (notes nil)
+        (temp nil))
+    (unless (file-directory-p dir)
+      (make-directory dir t)
+      (push (format "Created directory %s." dir) notes))
+    (unwind-protect
+        (progn
+          (setq temp (make-temp-file (expand-file-name ".agent-q-write-" dir)))
+          (let ((coding-system-for-write coding))
+            (with-temp-buffer
+              (insert content)
+              (write-region nil nil temp nil 'silent)))
+          (when modes (set-file-modes temp modes))
+          (rename-file temp file t)
+          (setq temp nil))
+      (when (and temp (file-exists-p temp))
+        (ignore-errors (delete-file temp))))
+    notes))
+
 (defun agent-q-builtins--write-file (args)
   "Write ARGS's \"content\" to the file \"path\", atomically.
-Refuse (a failure) a file whose visiting buffer has unsaved changes, a
-read-only file, a file with several hard links and anything but a
-regular file; revert an unmodified visiting buffer after writing.
-When the directory does not allow a rename, write the file in place."
+A local file is written exactly where the guard resolved and pinned it
+\(see `agent-q-guard-write-pinned'): a directory of the path replaced
+or swapped for a symbolic link since then makes the call fail, and
+nothing is written.  Refuse (a failure) a file whose visiting buffer
+has unsaved changes, a read-only file, a file with several hard links
+and anything but a regular file; revert an unmodified visiting buffer
+after writing.  When the directory does not allow a rename, write the
+file in place."
   (let* ((path (agent-q-builtins--arg args "path"))
          (content (agent-q-builtins--arg args "content")))
     (cond
@@ -787,14 +832,16 @@ When the directory does not allow a rename, write the file in place."
      ((not (stringp content))
       (agent-q-files--fail "The content must be a string; nothing was written."))
      (t
-      (let* ((file (file-truename (expand-file-name path)))
+      (let* ((given (agent-q-builtins--guarded-name path))
+             (remote (agent-q-builtins--remote-p given))
+             (file (or (and (not remote) (plist-get agent-q-call-context :file))
+                       (file-truename given)))
              (dir (file-name-directory file))
              (buffer (find-buffer-visiting file))
              (attrs (file-attributes file))
              (existed (and attrs t))
              (refusal (agent-q-builtins--write-refusal file attrs buffer))
              (notes nil)
-             (temp nil)
              (in-place nil))
         (when refusal (agent-q-files--fail "%s" refusal))
         (condition-case err
@@ -803,26 +850,25 @@ When the directory does not allow a rename, write the file in place."
                             (car c)))
                   (modes (if existed (file-modes file)
                            (logand (default-file-modes) #o666))))
-              (unless (file-directory-p dir)
-                (make-directory dir t)
-                (push (format "Created directory %s." dir) notes))
-              (if (and existed (not (file-remote-p file)) (not (file-writable-p dir)))
-                  ;; A rename needs a writable directory; the file itself is writable.
-                  (progn
-                    (agent-q--core-file-write-in-place
-                     file (encode-coding-string content coding t))
-                    (setq in-place t)
+              (if remote
+                  (setq notes (append (agent-q-builtins--write-remote file content coding modes)
+                                      notes))
+                ;; A rename needs a writable directory; the file itself is writable.
+                (setq in-place (and existed (not (file-writable-p dir))))
+                (let ((written (agent-q-guard-write-pinned
+                                given
+                                ;; Unibyte whatever the content: an ASCII string may
+                                ;; come back multibyte when encoding changes nothing.
+                                (let ((bytes (encode-coding-string content coding)))
+                                  (if (multibyte-string-p bytes) (string-to-unibyte bytes) bytes))
+                                modes in-place)))
+                  (setq file (plist-get written :file))
+                  (dolist (created (plist-get written :created))
+                    (push (format "Created directory %s." (file-name-as-directory created)) notes))
+                  (when in-place
                     (push (format "The directory %s is not writable, so the file was written in place (not atomically)."
                                   dir)
-                          notes))
-                (setq temp (make-temp-file (expand-file-name ".agent-q-write-" dir)))
-                (let ((coding-system-for-write coding))
-                  (with-temp-buffer
-                    (insert content)
-                    (write-region nil nil temp nil 'silent)))
-                (when modes (set-file-modes temp modes))
-                (rename-file temp file t)
-                (setq temp nil))
+                          notes))))
               (when buffer
                 (with-current-buffer buffer
                   (revert-buffer t t t))
@@ -844,8 +890,6 @@ When the directory does not allow a rename, write the file in place."
                      (nreverse notes))
                "\n"))
           (error
-           (when (and temp (file-exists-p temp))
-             (ignore-errors (delete-file temp)))
            (agent-q-files--fail "Writing %s failed: %s. %s"
                                 file
                                 (if (eq (car err) 'agent-q-file-error)

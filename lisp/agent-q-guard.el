@@ -45,6 +45,21 @@
 ;;   decrypted text, process output), and a buffer whose file (its base
 ;;   buffer's, a Dired buffer's directory) is guarded.
 ;;
+;; Writes have a guard too (`agent-q-guard-write-verdict', for
+;; write_file and propose_file_edit): it resolves the target once, pins
+;; the deepest existing directory of its true name (device and inode,
+;; reached without following a link: `agent-q--core-file-pin'), and
+;; answers with the pinned name, which the prompt shows.  The write
+;; then goes exactly there (`agent-q-guard-write-pinned',
+;; `agent-q--core-file-write-pinned'): a directory of the path swapped
+;; for a symlink meanwhile makes it fail, writing nothing.  A target
+;; that governs agents or runs code on its own (an agent's settings or
+;; instructions, .dir-locals.el, .git/hooks, Emacs's init and custom
+;; files, agent-q's audit and connection files: see
+;; `agent-q-protected-file-patterns' and `agent-q-guard-protected-reason')
+;; is marked protected: only the user approves such a write, each time,
+;; whatever the approval rules or an earlier "always" say.
+;;
 ;; The executor asks the user when a guard gives a reason.  The guard
 ;; remembers what it checked (the file's true name and inode, or the
 ;; buffer), and the handler checks what it really opened against it
@@ -62,6 +77,10 @@
 (defvar agent-q-call-context)
 (defvar agent-q-log-buffer-name)
 (defvar agent-q-audit-file)
+(defvar agent-q-mcp-connection-file)
+(declare-function agent-q--core-file-pin "agent-q-core" (dir))
+(declare-function agent-q--core-file-write-pinned "agent-q-core"
+                  (dir dev ino rest bytes mode in-place))
 (defvar agent-q-tools--this-review)
 (declare-function agent-q-tools--review-file "agent-q-tools" (review))
 
@@ -166,6 +185,51 @@ value), and every file under a directory it names, is private
 wherever it is, as `agent-q-sensitive-emacs-files' are in
 `user-emacs-directory': reading it asks the user."
   :type '(repeat variable)
+  :group 'agent-q)
+
+(defcustom agent-q-protected-file-patterns
+  '(;; Coding agents' settings, permissions, MCP servers and instructions.
+    "/\\.claude/"
+    "/\\.claude\\.json\\'"
+    "/\\.mcp\\.json\\'"
+    "/\\.gemini/"
+    "/\\.codex/"
+    "/\\.cursor/"
+    "/\\.vscode/"
+    "/\\.continue/"
+    "/\\.aider[^/]*\\'"
+    "/\\.clinerules\\'"
+    "/\\.github/copilot-instructions\\.md\\'"
+    "/\\(?:AGENTS\\|CLAUDE\\|GEMINI\\)\\.md\\'"
+    ;; Run code on their own: Emacs's directory variables, git's hooks
+    ;; and configuration, direnv, shells' startup files, ssh's config.
+    "/\\.dir-locals\\(?:-2\\)?\\.el\\'"
+    "/\\.git/\\(?:hooks/\\|config\\'\\)"
+    "/\\.gitconfig\\'"
+    "/\\.config/git/"
+    "/\\.envrc\\'"
+    "/\\.\\(?:bash\\|zsh\\)\\(?:rc\\|env\\|_profile\\|_login\\)\\'"
+    "/\\.profile\\'"
+    "/\\.ssh/"
+    ;; Emacs's own startup files, wherever `user-emacs-directory' is.
+    "/\\.emacs\\(?:\\.el\\)?\\'"
+    "/\\.emacs\\.d/\\(?:early-\\)?init\\.elc?\\'"
+    "/\\.config/emacs/\\(?:early-\\)?init\\.elc?\\'")
+  "Regexps matching files that a tool never writes without asking the user.
+These files govern what agents and programs may do, or run code on
+their own: a coding agent's settings and instructions, Emacs's
+directory-local variables, git's hooks and configuration, shell and
+Emacs startup files.  A write to one of them is asked about every
+time, whatever `agent-q-approval-rules' or an approval for the
+session (\"a\") say, and the prompt says why; \"a\" then approves that
+call only.  Matched like `agent-q-sensitive-file-patterns' (ignoring
+case, against the name as given, its true name and every undecorated
+form of either: see `agent-q-guard-name-variants').  Besides these,
+Emacs's init, early-init and custom files (`user-init-file',
+`custom-file', the init files in `user-emacs-directory'), and
+agent-q's audit and MCP connection files (`agent-q-audit-file',
+`agent-q-mcp-connection-file') are always protected."
+  :type '(repeat regexp)
   :group 'agent-q)
 
 
@@ -549,6 +613,145 @@ what the descriptor says, from `agent-q--core-file-info'."
     (and why (format "Buffer %s changed since it was checked: %s. Nothing was read; call the tool again."
                      name why))))
 
+
+;;;; Writes: protected files, and the pinned target
+
+(defun agent-q-guard--startup-files ()
+  "Return (FILE . WHAT) for the files Emacs and agent-q act on by themselves.
+FILE is an absolute local name; WHAT says what it is."
+  (let ((dir (and (stringp user-emacs-directory) user-emacs-directory))
+        (files nil))
+    (when dir
+      (dolist (name '("init.el" "init.elc" "early-init.el" "early-init.elc"))
+        (push (cons (expand-file-name name dir)
+                    (format "Emacs's %s file in `user-emacs-directory' (it runs at startup)"
+                            (file-name-sans-extension name)))
+              files)))
+    (when (stringp user-init-file)
+      (push (cons user-init-file "Emacs's init file (`user-init-file': it runs at startup)") files))
+    (when (stringp custom-file)
+      (push (cons custom-file "Emacs's custom file (`custom-file': it is loaded at startup, and agent-q's approval rules are saved there)")
+            files))
+    (when (bound-and-true-p agent-q-audit-file)
+      (push (cons agent-q-audit-file "agent-q's audit file (`agent-q-audit-file')") files))
+    (when (bound-and-true-p agent-q-mcp-connection-file)
+      (push (cons agent-q-mcp-connection-file
+                  "agent-q's MCP connection file (`agent-q-mcp-connection-file': it holds the server's token)")
+            files))
+    (delq nil (mapcar (lambda (entry)
+                        (let ((file (car entry)))
+                          (and (stringp file) (not (file-remote-p file))
+                               (cons (expand-file-name file) (cdr entry)))))
+                      files))))
+
+(defun agent-q-guard-protected-reason (&rest files)
+  "Return why writing FILES must always be asked about, or nil.
+FILES are absolute local names (the name given, its true name...; nil
+elements are ignored).  Each is matched, with its variants (see
+`agent-q-guard-name-variants'), against `agent-q-protected-file-patterns'
+ignoring case, and compared with Emacs's and agent-q's own files (see
+`agent-q-guard--startup-files', as given and as true names)."
+  (let* ((files (delete-dups (delq nil files)))
+         (names (delete-dups (mapcan #'agent-q-guard-name-variants (copy-sequence files))))
+         (case-fold-search t)
+         (tail "; only the user may approve writing it, each time: no approval rule or earlier \"always\" covers it"))
+    (or
+     (catch 'found
+       (dolist (entry (agent-q-guard--startup-files))
+         (let ((own (list (car entry) (ignore-errors (file-truename (car entry))))))
+           (dolist (name names)
+             (when (member name own)
+               (throw 'found (format "%s is %s%s" (car files) (cdr entry) tail))))))
+       nil)
+     (catch 'found
+       (dolist (re agent-q-protected-file-patterns)
+         (dolist (name names)
+           (when (string-match-p re name)
+             (throw 'found
+                    (format "%s governs what agents or programs may do, or runs code on its own (it matches the protected file pattern %s%s)%s"
+                            (car (last files)) re
+                            (if (member name files) "" (format " as %s" name))
+                            tail)))))
+       nil))))
+
+(defun agent-q-guard--pin-target (file)
+  "Resolve the local FILE once and pin it: return (TRUE ANCHOR DEV INO REST).
+TRUE is FILE's true name; ANCHOR the deepest directory of TRUE that
+exists, pinned as DEV and INO (reached without following a link); REST
+the names below ANCHOR, the missing directories and last the file's."
+  (let* ((true (file-truename file))
+         (anchor (file-name-directory true)))
+    (while (and (not (file-directory-p anchor))
+                (not (equal anchor (file-name-directory (directory-file-name anchor)))))
+      (setq anchor (file-name-directory (directory-file-name anchor))))
+    (let ((pin (agent-q--core-file-pin anchor)))
+      (list true anchor (nth 0 pin) (nth 1 pin)
+            (split-string (substring true (length anchor)) "/" t)))))
+
+(defun agent-q-guard-write-verdict (file &optional reason)
+  "The guard's answer about writing FILE: (:reason R :protected P :file TRUE).
+FILE is what `agent-q-builtins--guarded-name' returns.  A local FILE is
+resolved once and pinned (see `agent-q-guard--pin-target'), and the
+pin remembered under its true name for `agent-q-guard-write-pinned';
+TRUE is that name, the one the prompt shows.  P is non-nil when the
+name given or the true name is protected
+\(`agent-q-guard-protected-reason'), and R then says why, after
+REASON (a reason the caller already has, or nil); otherwise R is
+REASON.  A remote FILE is
+neither resolved nor pinned (that would contact the host): it is
+answered by its name alone."
+  (if (agent-q-builtins--remote-p file)
+      (let ((protected (agent-q-guard-protected-reason file)))
+        (list :reason (or protected reason) :protected (and protected t) :file nil))
+    (let* ((target (agent-q-guard--pin-target file))
+           (true (car target))
+           (protected (agent-q-guard-protected-reason file true)))
+      (agent-q-guard--remember (list 'write true) protected (cdr target))
+      (list :reason (if (and protected reason) (concat reason "; and " protected)
+                      (or protected reason))
+            :protected (and protected t) :file true))))
+
+(defun agent-q-guard-write-pinned (file bytes mode &optional in-place)
+  "Write BYTES to the local FILE exactly where the guard pinned it.
+FILE is the expanded name the call gives.  During a tool call whose
+guard pinned a file (`agent-q-call-context''s :file), that pin is
+used, and FILE must be the name it was pinned for; otherwise FILE is
+resolved and pinned now.  MODE and IN-PLACE are as for
+`agent-q--core-file-write-pinned', whose plist this returns.  Signal
+`agent-q-file-error' (KIND `changed') when what was pinned is not
+there any more: nothing is written then."
+  (let* ((pinned (plist-get agent-q-call-context :file))
+         (verdict (and pinned (gethash (list 'write pinned) agent-q-guard--verdicts)))
+         (target (cond
+                  ((null pinned) (agent-q-guard--pin-target file))
+                  ((null verdict)
+                   (signal 'agent-q-file-error
+                           (list (format "%s was checked as %s, but that check is no longer known; nothing was written. Call the tool again."
+                                         file pinned)
+                                 'changed)))
+                  (t (cons pinned (cdr verdict))))))
+    (pcase-let ((`(,_true ,anchor ,dev ,ino ,rest) target))
+      (agent-q--core-file-write-pinned anchor dev ino rest bytes mode in-place))))
+
+(defun agent-q-guard-write-changed (true &optional name)
+  "Return nil when TRUE, a file a write guard pinned, is still what was pinned.
+Otherwise return why not: its pinned directory was replaced or is
+reached through a link now, NAME (the name Emacs will write, when
+given) no longer leads to TRUE, or the check is no longer known.  For
+a write made later by Emacs itself (propose_file_edit's apply and
+save), just before it."
+  (let ((verdict (gethash (list 'write true) agent-q-guard--verdicts)))
+    (if (null verdict)
+        (format "the check of %s is no longer known" true)
+      (pcase-let ((`(,anchor ,dev ,ino ,_rest) (cdr verdict)))
+        (condition-case err
+            (let ((pin (agent-q--core-file-pin anchor))
+                  (now (file-truename (or name true))))
+              (cond ((not (equal pin (list dev ino)))
+                     (format "%s was replaced by another directory" anchor))
+                    ((not (equal now true))
+                     (format "%s now leads to %s" (or name true) now))))
+          (agent-q-file-error (format "%s" (cadr err))))))))
 
 (provide 'agent-q-guard)
 

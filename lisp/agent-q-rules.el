@@ -113,7 +113,10 @@ others, so that a doubt means asking:
   sensitive and have a single hard link: a guard's reason for reading
   a sensitive file, a hidden buffer or a remote file is always asked;
 - propose_file_edit's per-hunk review is the approval of what it
-  changes: only deny rules apply to it (nothing skips the review).
+  changes: only deny rules apply to it (nothing skips the review);
+- a write to a protected file (:protected in the context: see
+  `agent-q-protected-file-patterns') is never allowed by a rule: the
+  user is asked every time; deny rules still deny it.
 
 Rules saved from the prompt (the \"s\" key) never allow a dangerous
 tool for every path: they need a :path whose fixed leading directory
@@ -148,6 +151,12 @@ A malformed rule is ignored, with a warning."
 (defvar agent-q-rules--session nil
   "Rules saved from the approval prompt for this session only.
 Same shape as `agent-q-approval-rules', consulted before them.")
+
+(defvar agent-q-rules--pinned nil
+  "(PATH . TRUE) while a call is judged whose guard pinned its :path PATH as TRUE.
+The rules then judge TRUE, the file the prompt shows and the call
+writes, rather than resolving PATH again (a link flipped meanwhile
+would make them judge another file).")
 
 (defconst agent-q-rules--path-keys '(:path :file :filename :directory :dir)
   "Argument keys whose string values are file names that :path globs judge.")
@@ -246,7 +255,9 @@ See `agent-q-approval-rules'."
   "The local names PATH stands for: (EXPANDED TRUE), or nil for a remote PATH."
   (unless (agent-q-rules--remote-p path)
     (let ((expanded (expand-file-name path)))
-      (list expanded (file-truename expanded)))))
+      (list expanded (if (equal path (car agent-q-rules--pinned))
+                         (cdr agent-q-rules--pinned)
+                       (file-truename expanded))))))
 
 (defun agent-q-rules--trusted-p (path)
   "Non-nil when an allow rule may judge PATH: local, without `..', not sensitive."
@@ -297,6 +308,9 @@ Allow rules match strictly (see `agent-q-approval-rules')."
   (let ((paths (agent-q-rules--path-arguments args))
         (glob (plist-get (nth 1 rule) :path)))
     (and (not (plist-get context :review))
+         ;; Only the user approves a protected call (a write to a file that
+         ;; governs agents or runs code): see `agent-q-protected-file-patterns'.
+         (not (plist-get context :protected))
          (or (not (plist-get context :reason))
              (and glob paths (cl-every #'agent-q-rules--single-link-p paths)))
          ;; Defence in depth: a rule saved from the prompt never allows a dangerous
@@ -325,13 +339,19 @@ no decision at once, as fast as ever."
 (defun agent-q-rules-decide (tool-name args context)
   "Return the rule deciding TOOL-NAME's call with ARGS, as (DECISION RULE), or nil.
 CONTEXT is the call's `agent-q-approval-context' (its :client,
-:safety-level, :reason and :review count).  DECISION is `deny', `ask'
+:safety-level, :reason, :protected and :review count, and its :file,
+the file the guard pinned for the :path argument, is what the rules
+judge for it).  DECISION is `deny', `ask'
 or `allow': deny rules win over ask rules, which win over allow
 rules; see `agent-q-approval-rules'.  Never signals: a rule that
 cannot be judged (an error resolving a name) does not match, and any
 other error means no rule decides (so the user is asked)."
   (condition-case err
-      (agent-q-rules--decide tool-name args context)
+      (let ((agent-q-rules--pinned
+             (let ((path (and (proper-list-p args) (plist-get args :path)))
+                   (file (plist-get context :file)))
+               (and (stringp path) (stringp file) (cons path file)))))
+        (agent-q-rules--decide tool-name args context))
     (error (display-warning 'agent-q (format "Approval rules not applied: %s"
                                              (error-message-string err))
                             :warning)

@@ -60,6 +60,8 @@
 (defvar agent-q-approval-context)
 (defvar agent-q-approval-function)
 (defvar agent-q-confirm-safety-levels)
+(defvar agent-q-call-context)
+(declare-function agent-q-guard-write-changed "agent-q-guard" (true &optional name))
 
 ;;;; Options and faces
 
@@ -147,12 +149,19 @@ The result is a cons (SHORTENED . CHANGED)."
   "Return a note naming the file the :path in ARGS designates, or an empty string.
 The approval prompt shows it whole, after the arguments, so a long or
 relative path, or a symlink, cannot hide which file a tool will touch.
-A remote file (or a relative name in a remote `default-directory') is
-named as given, never resolved: resolving it would contact the remote
-host before the user answered."
-  (let ((path (and (listp args) (plist-get args :path))))
+When the tool's guard resolved and pinned the file (the approval
+context's :file), that name is shown, never resolved again: it is the
+file the call writes.  A remote file (or a relative name in a remote
+`default-directory') is named as given, never resolved: resolving it
+would contact the remote host before the user answered."
+  (let ((path (and (listp args) (plist-get args :path)))
+        (pinned (agent-q-tools--context-get :file)))
     (cond
      ((not (stringp path)) "")
+     ((stringp pinned)
+      (if (equal pinned (expand-file-name path))
+          (format " [file: %s]" pinned)
+        (format " [file: %s, which is %s]" (expand-file-name path) pinned)))
      ((file-remote-p path) (format " [remote file: %s]" path))
      ((and (not (file-name-absolute-p path)) (file-remote-p default-directory))
       (format " [remote file: %s in %s, not resolved before you answer]"
@@ -350,7 +359,9 @@ shortened with a note.  Keys:
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
   a  approve, and approve TOOL-NAME for the rest of the session,
-     for calls from the same client only (confirmed with !)
+     for calls from the same client only (confirmed with !; a
+     protected call, :protected in the context, is approved alone,
+     without confirmation: it is asked about every time)
   s  save an approval rule about TOOL-NAME, confirmed with ! (see
      `agent-q-rules-save-from-prompt'); when it decides this call,
      that is the answer -> (:rule :approved TEXT) or (:rule :denied TEXT)
@@ -401,6 +412,7 @@ really designates (resolving links)."
         (key (agent-q-tools--session-key)))
     (cond
      ((and (not reason)
+           (not (agent-q-tools--context-get :protected))
            (not (agent-q-tools--context-get :rule))
            (or (agent-q-tools--context-get :review)
                (and key (member key agent-q-tools--session-approved))))
@@ -446,14 +458,20 @@ once the typing has paused; \"a\" and \"s\" must be confirmed (see
           (pcase key
             (?y (setq answer :approved))
             (?n (setq answer :denied))
-            (?a (when (agent-q-tools--confirm
-                       (format "Approve %s%s for the rest of this session?"
-                               (agent-q--visible tool-name)
-                               (let ((client (agent-q-tools--context-get :client)))
-                                 (if client (format " for %s" (agent-q--visible client)) ""))))
+            (?a (cond
+                 ((agent-q-tools--context-get :protected)
+                  ;; Only the user approves a protected call, each time.
+                  (message "agent-q: approved this %s call only: it writes a protected file, which is asked about every time"
+                           (agent-q--visible tool-name))
+                  (setq answer :approved))
+                 ((agent-q-tools--confirm
+                   (format "Approve %s%s for the rest of this session?"
+                           (agent-q--visible tool-name)
+                           (let ((client (agent-q-tools--context-get :client)))
+                             (if client (format " for %s" (agent-q--visible client)) ""))))
                   (let ((key (agent-q-tools--session-key)))
                     (when key (cl-pushnew key agent-q-tools--session-approved :test #'equal)))
-                  (setq answer :approved)))
+                  (setq answer :approved))))
             (?r (let ((text (read-string (format "Reason for denying %s: "
                                                  (agent-q--visible tool-name)))))
                   (setq answer (if (string-empty-p (string-trim text))
@@ -571,9 +589,11 @@ caching each hunk's full plist, built when first needed; HEADERS a
 vector of (HEADER-MARKER . STATE-MARKER) per hunk; RENDERED the number
 of hunk bodies inserted so far (in order).  CALLBACK is called once the
 review is finished, with the result text and its status (`:success',
-`:denied' or `:failure')."
+`:denied' or `:failure').  PINNED is the file the tool's guard resolved
+and pinned (see `agent-q-guard-write-verdict'), checked again before
+the accepted hunks are applied and saved."
   path file current proposal description session summary details decisions
-  buffer done cancelled headers (rendered 0) timer callback client)
+  buffer done cancelled headers (rendered 0) timer callback client pinned)
 
 (defvar-local agent-q-tools--this-review nil
   "The review shown in the current review buffer.")
@@ -1185,8 +1205,10 @@ file's buffer changed during the review, so nothing could be applied."
                                           pending "left pending (not applied)"))))
             "; "))
           (saved nil)
-          (stale nil))
-      (when accepted
+          (stale nil)
+          (moved (and accepted (agent-q-tools--review-pinned review)
+                      (agent-q-guard-write-changed (agent-q-tools--review-pinned review) file))))
+      (when (and accepted (not moved))
         (let* ((buffer (or (find-buffer-visiting file)
                            ;; Something other than a regular file put there during the review
                            ;; (a FIFO would block `find-file-noselect') counts as a change.
@@ -1205,21 +1227,28 @@ file's buffer changed during the review, so nothing could be applied."
               session (mapcar (lambda (d) (or d 'reject)) decisions)))
             (when agent-q-diff-save-after-apply
               (condition-case err
-                  (progn
+                  (let ((changed (and (agent-q-tools--review-pinned review)
+                                      (agent-q-guard-write-changed
+                                       (agent-q-tools--review-pinned review) file))))
+                    (when changed
+                      (error "It changed after it was checked (%s); the buffer was left unsaved" changed))
                     (with-current-buffer buffer (save-buffer))
                     (setq saved t))
                 (error (setq saved (error-message-string err))))))))
       (cons
-       (cond (stale :failure) (accepted :success) (t :denied))
+       (cond ((or stale moved) :failure) (accepted :success) (t :denied))
        (concat
        (cond
+        (moved
+         (format "Applied 0 of %d hunks to %s: it changed after it was checked (%s), so nothing was applied (%s).  Read the file again and propose the edit again."
+                 total path moved summary))
         (stale
          (format "Applied 0 of %d hunks to %s: the file's buffer changed during the review, so nothing was applied (%s).  Read the file again and propose the edit again."
                  total path summary))
         ((agent-q-tools--review-cancelled review)
          (format "Applied 0 of %d hunks to %s: the user rejected the whole edit." total path))
         (t (format "Applied %d of %d hunks to %s (%s)." (length accepted) total path summary)))
-       (cond ((or stale (null accepted)) "  No change made.")
+       (cond ((or stale moved (null accepted)) "  No change made.")
              ((stringp saved) (format "  Could not save %s: %s." path saved))
              (saved (format "  Saved %s." path))
              (t "  Buffer not saved."))
@@ -1306,7 +1335,8 @@ the header.  Return the review, or nil when none opened."
     (if (consp review)
         (progn (funcall callback (cdr review) (car review)) nil)
       (setf (agent-q-tools--review-callback review) callback
-            (agent-q-tools--review-client review) client)
+            (agent-q-tools--review-client review) client
+            (agent-q-tools--review-pinned review) (plist-get agent-q-call-context :file))
       (when (fboundp 'agent-q-when-cancelled)
         (agent-q-when-cancelled (lambda () (agent-q-tools-cancel-review review))))
       (agent-q-tools--start-review review))))

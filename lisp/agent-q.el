@@ -208,6 +208,11 @@ confirm every call."
 (defvar agent-q-approval-context nil
   "Plist describing the call being approved, bound around the approval function.
 Keys: :safety-level (a keyword), :reason (why a guard asks, or nil),
+:protected (non-nil when only the user may approve the call, each
+time: a write to a file that governs agents or runs code, see
+`agent-q-protected-file-patterns'; no approval rule and no approval
+for the session answers for it), :file (the file the guard resolved
+and pinned: the prompt names it, and it is what the call writes),
 :optional (non-nil when the call would run without asking and is
 asked about only because an approval rule says so: see
 `agent-q-approval-rules'),
@@ -222,9 +227,10 @@ nil) and :id (the call's id).")
 (defvar agent-q-call-context nil
   "Plist describing the tool call whose handler is running, bound around it.
 Keys: :id, :tool, :client, :approved (non-nil when the user approved
-this call) and :reason (the guard's reason for asking, when it asked).
-A handler whose guard asked checks with it that what it opens is what
-the user approved.")
+this call), :reason (the guard's reason for asking, when it asked) and
+:file (the file the guard resolved and pinned, which the prompt
+showed).  A handler whose guard asked checks with it that what it
+opens is what the user approved; a write tool writes the pinned file.")
 
 (defvar agent-q-client nil
   "The client the tool calls being executed come from, or nil.
@@ -702,15 +708,16 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
               (print-circle nil))
           (funcall agent-q-approval-function tool-name args))))))
 
-(defun agent-q--call-handler (handler args id tool client approved reason)
+(defun agent-q--call-handler (handler args id tool client approved reason &optional file)
   "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.
-ID, TOOL, CLIENT, APPROVED and REASON are the context's values (the
+ID, TOOL, CLIENT, APPROVED, REASON and FILE (the file the guard
+pinned) are the context's values (the
 executor passes them apart: the plist is cheaper to build here, in
 byte code, than from the module).  `print-circle' is nil meanwhile,
 whatever the user set: a handler that prints a deep value must not
 kill Emacs (see `agent-q--with-bounded-printing')."
   (let ((agent-q-call-context (list :id id :tool tool :client client
-                                    :approved approved :reason reason))
+                                    :approved approved :reason reason :file file))
         (print-circle nil))
     (funcall handler args)))
 

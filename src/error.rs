@@ -138,6 +138,53 @@ pub enum FileError {
     },
 }
 
+/// Why a write could not be made exactly where it was checked (see [`crate::pinned`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WriteError {
+    /// What the check pinned is not there any more: a directory replaced, a symbolic link put
+    /// in the path or at the target.
+    #[error("{} changed after it was checked: {what}; nothing was written", .path.display())]
+    Changed {
+        /// The directory or file that changed.
+        path: std::path::PathBuf,
+        /// What happened to it.
+        what: String,
+    },
+    /// The target is not a regular file.
+    #[error("{} is {kind}, not a regular file; nothing was written", .path.display())]
+    NotRegular {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The target has several names: replacing it would split them, rewriting it would change
+    /// files that were never checked.
+    #[error("{} has {links} hard links; nothing was written", .path.display())]
+    HardLinks {
+        /// The file.
+        path: std::path::PathBuf,
+        /// How many names it has.
+        links: u64,
+    },
+    /// A name that is not one plain component below an absolute directory.
+    #[error("{} cannot be written: {problem}; nothing was written", .path.display())]
+    BadName {
+        /// The name.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The system's error.
+    #[error("{}: {message}; nothing was written", .path.display())]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The system's message.
+        message: String,
+    },
+}
+
 /// Why a read tool could not read a file through its descriptor.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReadError {

@@ -19,6 +19,11 @@
 //!   before asking: [`Decision::Rule`]) lets the call run. Because the user may take any time to decide (and may
 //!   change the registry meanwhile), the tool is looked up again when the decision arrives: a tool
 //!   that was removed, disabled or replaced (its registration id changed) does not run.
+//!   A guard may mark its reason protected ([`GuardAnswer::protected`]: a write to a file that
+//!   governs agents or runs code on its own, such as `.claude/settings.json` or `.git/hooks/`).
+//!   Such a call is the user's to approve, every time: the host is told ([`Ask::protected`]) so
+//!   that neither an approval rule nor an approval for the session answers for the user, and a
+//!   rule's approval that arrives all the same is refused here ([`Call::decide`]).
 //!   When the user has approval rules ([`Options::consult_rules`]), a call that would run without
 //!   asking stops there too, marked optional ([`Ask::optional`]): the host consults the rules,
 //!   which may deny it or have the user asked, and otherwise answers [`Decision::Auto`], which
@@ -611,6 +616,28 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
     })
 }
 
+/// What a guard says about a call's arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuardAnswer {
+    /// Why the call needs the user's approval; `None` when the guard sees no reason.
+    pub reason: Option<String>,
+    /// Whether only the user may approve it, every time: no approval rule and no approval for
+    /// the session covers it. Implies a reason.
+    pub protected: bool,
+    /// The file the call will act on, as the guard resolved and pinned it: the name the prompt
+    /// shows, so that it shows what runs rather than resolving the argument again.
+    pub file: Option<String>,
+}
+
+impl From<Option<String>> for GuardAnswer {
+    fn from(reason: Option<String>) -> Self {
+        GuardAnswer {
+            reason,
+            ..GuardAnswer::default()
+        }
+    }
+}
+
 /// Where a batch of calls comes from.
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
@@ -630,6 +657,11 @@ pub struct Ask {
     pub level: SafetyLevel,
     /// Why a guard asks, if it does.
     pub reason: Option<String>,
+    /// Whether only the user may approve this call, now ([`GuardAnswer::protected`]): the host
+    /// must not let an approval rule or a session approval answer.
+    pub protected: bool,
+    /// The file the guard resolved and pinned, to be shown as what the call acts on.
+    pub file: Option<String>,
     /// Whether the tool's own review is the approval of what it changes.
     pub review: bool,
     /// The client the call comes from.
@@ -710,6 +742,8 @@ pub struct Call {
     /// Waiting at an optional ask ([`Ask::optional`]).
     optional: bool,
     reason: Option<String>,
+    protected: bool,
+    file: Option<String>,
     review: bool,
     started: Option<Instant>,
     audited: bool,
@@ -735,6 +769,8 @@ impl Call {
             asked: false,
             optional: false,
             reason: None,
+            protected: false,
+            file: None,
             review: false,
             started: None,
             audited: false,
@@ -850,6 +886,16 @@ impl Call {
         self.reason.as_deref()
     }
 
+    /// The file the guard resolved and pinned, if it gave one ([`GuardAnswer::file`]).
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// Whether only the user may approve this call ([`GuardAnswer::protected`]).
+    pub fn protected(&self) -> bool {
+        self.protected
+    }
+
     fn label(&self) -> String {
         format!("{} ({})", self.id.as_deref().unwrap_or("without id"), self.name)
     }
@@ -878,20 +924,28 @@ impl Call {
                 self.stage = Stage::Guard;
                 Step::Guard(g.clone())
             }
-            _ => self.after_guard(registry, None, opts, fx),
+            _ => self.after_guard(registry, GuardAnswer::default(), opts, fx),
         }
     }
 
     fn after_guard<L: Clone>(
         &mut self,
         registry: &Shared<L>,
-        reason: Option<String>,
+        answer: GuardAnswer,
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> Step<L> {
         // After the user edited the arguments the guard runs again: its reason (or none) is then
         // about the arguments the handler gets, which the user approved by writing them.
-        self.reason = reason;
+        self.protected = answer.protected;
+        self.file = answer.file;
+        self.reason = match answer.reason {
+            None if answer.protected => Some(format!(
+                "{} is protected: only the user may approve it, each time",
+                self.name
+            )),
+            reason => reason,
+        };
         if !self.approved {
             let needed = self.reason.is_some() || opts.needs_approval(self.level);
             if needed || opts.consult_rules {
@@ -903,6 +957,8 @@ impl Call {
                     tool_id: self.tool_id,
                     level: self.level,
                     reason: self.reason.clone(),
+                    protected: self.protected,
+                    file: self.file.clone(),
                     review: self.review,
                     client: self.client.clone(),
                     optional: !needed,
@@ -955,12 +1011,12 @@ impl Call {
         Step::Run(handler)
     }
 
-    /// Resume after the guard: `Ok(None)` (no approval needed), `Ok(Some(REASON))`, or
-    /// `Err(MESSAGE)` when the guard failed (the call fails, nothing runs).
-    pub fn guarded<L: Clone>(
+    /// Resume after the guard: `Ok(None)` (no approval needed), `Ok(Some(REASON))` or a whole
+    /// [`GuardAnswer`], or `Err(MESSAGE)` when the guard failed (the call fails, nothing runs).
+    pub fn guarded<L: Clone, G: Into<GuardAnswer>>(
         &mut self,
         registry: &Shared<L>,
-        answer: Result<Option<String>, String>,
+        answer: Result<G, String>,
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> Result<Step<L>, StageError> {
@@ -969,7 +1025,7 @@ impl Call {
             return Ok(Step::Done(self.end(registry, message, Status::Failure, opts, fx)));
         }
         Ok(match answer {
-            Ok(reason) => self.after_guard(registry, reason, opts, fx),
+            Ok(answer) => self.after_guard(registry, answer.into(), opts, fx),
             Err(message) => {
                 let message = format!("Tool error: the guard of {} failed: {message}", self.name);
                 Step::Done(self.end(registry, message, Status::Failure, opts, fx))
@@ -1009,6 +1065,17 @@ impl Call {
                 };
                 self.approved = true;
                 Ok(self.run(registry, opts, fx))
+            }
+            Decision::Rule { allow: true, rule } if self.protected => {
+                // Defence in depth: the host does not consult allow rules for such a call.
+                self.decision = "rule";
+                self.rule = Some(rule.clone());
+                let message = format!(
+                    "Tool {} did not run: the approval rule \"{rule}\" cannot approve it, because {}. Only the user may approve such a call, when asked.",
+                    self.name,
+                    self.reason.as_deref().unwrap_or("it is protected")
+                );
+                Ok(Step::Done(self.end(registry, message, Status::Denied, opts, fx)))
             }
             Decision::Rule { allow: true, rule } => {
                 self.decision = "rule";
@@ -1182,8 +1249,8 @@ pub trait Host: Effects {
     /// The host's function type (for Emacs: a reference to a Lisp function).
     type Lisp: Clone;
 
-    /// Run a guard with ARGS: `Ok(None)`, `Ok(Some(REASON))` or `Err(MESSAGE)`.
-    fn guard(&mut self, guard: &Self::Lisp, args: &Map<String, Json>) -> Result<Option<String>, String>;
+    /// Run a guard with ARGS: its [`GuardAnswer`] or `Err(MESSAGE)`.
+    fn guard(&mut self, guard: &Self::Lisp, args: &Map<String, Json>) -> Result<GuardAnswer, String>;
 
     /// Ask the user (through the approval function) about ASK for CALL (whose arguments are
     /// [`Call::args`]); the answer as the approval function returned it.

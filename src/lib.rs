@@ -9,6 +9,7 @@
 //! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
 //! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
 //! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
+//! - [`pinned`]: writing a file exactly where it was checked, no link followed after the check;
 //! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
@@ -31,6 +32,7 @@ pub mod files;
 pub mod fsutil;
 pub mod mcp;
 pub mod native;
+pub mod pinned;
 #[cfg(test)]
 mod proptests;
 pub mod registry;

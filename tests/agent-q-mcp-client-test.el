@@ -364,6 +364,39 @@ The approval function is told which client asks, and the audit log says so."
         (should (string-match-p (regexp-quote agent-q-mcp-client-test--client-name)
                                 (buffer-string)))))))
 
+(ert-deftest agent-q-mcp-client-allow-rule-does-not-cover-protected-files ()
+  "Under an allow rule for the project, an MCP client rewrote .mcp.json, .claude/settings.local.json,
+.dir-locals.el and .git/hooks/pre-commit unasked."
+  (agent-q-mcp-client-test--with-server
+    (let* ((proj (file-name-as-directory
+                  (file-truename (expand-file-name "proj" agent-q-mcp-client-test--dir))))
+           (agent-q-approval-rules `(("write_file" (:path ,proj) allow)))
+           (names '("ok.txt" ".mcp.json" ".claude/settings.local.json" ".dir-locals.el"
+                    ".git/hooks/pre-commit"))
+           (run (progn
+                  (make-directory proj t)
+                  (agent-q-mcp-client-test--client
+                   "calls" `((calls . ,(vconcat
+                                        (mapcar (lambda (name)
+                                                  `((name . "write_file")
+                                                    (arguments (path . ,(expand-file-name name proj))
+                                                               (content . "{\"allow\": [\"*\"]}\n"))))
+                                                names)))))))
+           (results (agent-q-mcp-client-test--results run)))
+      (should (= (length results) (length names)))
+      ;; The ordinary file: the rule allowed it, nobody was asked about it.
+      (should-not (agent-q-mcp-client-test--error-p (nth 0 results)))
+      (should (file-exists-p (expand-file-name "ok.txt" proj)))
+      ;; Each protected file was asked about (and denied), saying why.
+      (should (equal (length agent-q-mcp-client-test--asked) (1- (length names))))
+      (dolist (asked agent-q-mcp-client-test--asked)
+        (should (plist-get (nth 2 asked) :protected))
+        (should (string-match-p "governs what agents" (plist-get (nth 2 asked) :reason))))
+      (dolist (name (cdr names))
+        (should-not (file-exists-p (expand-file-name name proj))))
+      (dolist (result (cdr results))
+        (should (agent-q-mcp-client-test--error-p result))))))
+
 (ert-deftest agent-q-mcp-client-unknown-tool-and-invalid-arguments ()
   "An unknown tool and invalid arguments are failure results that name the problem, audited."
   (agent-q-mcp-client-test--with-server

@@ -348,6 +348,12 @@ Every core function the module defines must be here (see the test
       (agent-q--core-file-open . ,(lambda () (progn (agent-q-stress--fixture)
                                                      (list agent-q-stress--source-file))))
       (agent-q--core-file-page . ,(lambda () (list (agent-q-stress--handle t) 1 10 0 1000)))
+      (agent-q--core-file-pin . ,(lambda () (list (file-truename temporary-file-directory))))
+      (agent-q--core-file-write-pinned
+       . ,(lambda ()
+            (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-stress-pin" t))))
+                   (pin (agent-q--core-file-pin dir)))
+              (list dir (nth 0 pin) (nth 1 pin) '("sub" "f.txt") "written" #o600 nil))))
       (agent-q--core-file-scan . ,(lambda () (list (agent-q-stress--handle) 100000 1)))
       (agent-q--core-file-text . ,(lambda () (list (agent-q-stress--handle t))))
       (agent-q--core-file-write-in-place . ,(lambda () (list (make-temp-file "agent-q-stress-write")

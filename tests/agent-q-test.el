@@ -742,7 +742,8 @@
        reg)
       (let ((agent-q-client "bridge"))
         (agent-q-test--run reg '(:id "c1" :name "ctx")))
-      (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :approved nil :reason nil))))))
+      (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :approved nil :reason nil
+                           :file nil))))))
 
 (ert-deftest agent-q-test-huge-results-are-refused-not-copied ()
   (agent-q-test--with-registry reg

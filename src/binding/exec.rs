@@ -30,8 +30,8 @@ use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
-    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Outcome,
-    Phase, StageError, Step, ToolCall, ToolResult,
+    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
+    Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;
@@ -195,7 +195,8 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context a handler runs in, bound to `agent-q-call-context':
-    /// (:id ID :tool NAME :client C :approved BOOL :reason R).
+    /// (:id ID :tool NAME :client C :approved BOOL :reason R :file F), F the file the guard
+    /// pinned (see [`executor::GuardAnswer::file`]).
     fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
         env.list((
@@ -209,11 +210,14 @@ impl<'e> EmacsHost<'e> {
             call.approved_by_user(),
             keyword(env, "reason")?,
             opt_string(env, call.reason())?,
+            keyword(env, "file")?,
+            opt_string(env, call.file())?,
         ))
     }
 
     /// The context of a decision, bound to `agent-q-approval-context':
-    /// (:tool :safety-level :reason :review :tool-id :client :id), and `:optional t` at the end
+    /// (:tool :safety-level :reason :protected :file :review :tool-id :client :id), and
+    /// `:optional t` at the end
     /// for a call that needs no decision and stops only for the user's approval rules.
     fn ask_context(&self, ask: &Ask, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
@@ -224,6 +228,10 @@ impl<'e> EmacsHost<'e> {
             level_keyword(env, ask.level)?,
             keyword(env, "reason")?,
             opt_string(env, ask.reason.as_deref())?,
+            keyword(env, "protected")?,
+            ask.protected.into_lisp(env)?,
+            keyword(env, "file")?,
+            opt_string(env, ask.file.as_deref())?,
             keyword(env, "review")?,
             ask.review.into_lisp(env)?,
             keyword(env, "tool-id")?,
@@ -309,14 +317,19 @@ impl<'e> Effects for EmacsHost<'e> {
 impl<'e> Host for EmacsHost<'e> {
     type Lisp = LispHandler;
 
-    fn guard(&mut self, guard: &LispHandler, args: &Map<String, Json>) -> std::result::Result<Option<String>, String> {
+    fn guard(&mut self, guard: &LispHandler, args: &Map<String, Json>) -> std::result::Result<GuardAnswer, String> {
         let env = self.env;
         let table = convert::object_for_handler(env, args).map_err(|e| convert::error_message(env, &e))?;
         match env.call(guard.bind(env), (table,)) {
-            Ok(v) if !v.is_not_nil() => Ok(None),
+            Ok(v) if !v.is_not_nil() => Ok(GuardAnswer::default()),
             Ok(v) => match convert::read_string(v, 1 << 16) {
-                Ok(reason) => Ok(Some(reason)),
-                Err(_) => Err("it returned something other than nil or a reason string".into()),
+                Ok(reason) => Ok(GuardAnswer::from(Some(reason))),
+                Err(_) => guard_plist(env, v)
+                    .map_err(|e| convert::error_message(env, &e))?
+                    .ok_or_else(|| {
+                        "it returned something other than nil, a reason string or (:reason R :protected P :file F)"
+                            .to_string()
+                    }),
             },
             Err(e) if convert::is_quit(env, &e) => Err("interrupted by the user (C-g)".into()),
             Err(e) => Err(convert::error_message(env, &e)),
@@ -374,8 +387,52 @@ impl<'e> Host for EmacsHost<'e> {
     }
 }
 
-/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON).
-fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 7]> {
+/// A guard's plist answer (:reason R :protected P :file F) as a [`GuardAnswer`]; `None` when V
+/// is not such a plist (R and F strings or nil).
+fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
+    // A plist of at most these three keys, nothing else: any other value is not an answer.
+    let len = env.call("proper-list-p", (v,))?;
+    let Ok(len) = (if len.is_not_nil() {
+        len.into_rust::<i64>()
+    } else {
+        Ok(-1)
+    }) else {
+        return Ok(None);
+    };
+    if len <= 0 || len % 2 != 0 || len > 6 {
+        return Ok(None);
+    }
+    let keys = ["reason", "protected", "file"];
+    for i in (0..len).step_by(2) {
+        let key = env.call("nth", (i, v))?;
+        let mut known = false;
+        for k in keys {
+            known |= env.call("eq", (key, keyword(env, k)?))?.is_not_nil();
+        }
+        if !known {
+            return Ok(None);
+        }
+    }
+    let get = |key: &str| -> Result<Value<'_>> { env.call("plist-get", (v, keyword(env, key)?)) };
+    let text = |key: &str| -> Result<Option<Option<String>>> {
+        let x = get(key)?;
+        if !x.is_not_nil() {
+            return Ok(Some(None));
+        }
+        Ok(convert::read_string(x, 1 << 16).ok().map(Some))
+    };
+    let (Some(reason), Some(file)) = (text("reason")?, text("file")?) else {
+        return Ok(None);
+    };
+    Ok(Some(GuardAnswer {
+        reason,
+        protected: get("protected")?.is_not_nil(),
+        file,
+    }))
+}
+
+/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 8]> {
     let no = nil.bind(env);
     Ok([
         run,
@@ -392,6 +449,10 @@ fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call
         if call.approved_by_user() { lisp_t.bind(env) } else { no },
         match call.reason() {
             Some(r) => r.into_lisp(env)?,
+            None => no,
+        },
+        match call.file() {
+            Some(f) => f.into_lisp(env)?,
             None => no,
         },
     ])

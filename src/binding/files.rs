@@ -8,6 +8,10 @@
 //! bytes to Emacs for its decoders; `agent-q--core-file-close` frees the bytes and closes the
 //! descriptor (the garbage collector would, later). Errors signal `agent-q-file-error` with
 //! (MESSAGE KIND), KIND one of `not-found`, `permission`, `not-regular`, `too-large`, `error`.
+//!
+//! The write tools pin the directory they checked with `agent-q--core-file-pin` and write with
+//! `agent-q--core-file-write-pinned`, which writes there or nowhere ([`crate::pinned`]); its
+//! errors add the KINDs `changed` and `links`.
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -16,8 +20,9 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::args;
 use super::errors;
-use crate::error::{FileError, ReadError};
+use crate::error::{FileError, ReadError, WriteError};
 use crate::files::{self, Analysis, OpenedFile, Scan};
+use crate::pinned;
 
 /// An open file and, once loaded, its bytes, or once scanned, what the scan found.
 pub struct FileHandle {
@@ -329,4 +334,129 @@ fn file_close<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     h.opened = None;
     h.bytes = None;
     env.intern("nil")
+}
+
+fn write_signal<T>(env: &Env, e: &WriteError) -> Result<T> {
+    let kind = match e {
+        WriteError::Changed { .. } => "changed",
+        WriteError::NotRegular { .. } => "not-regular",
+        WriteError::HardLinks { .. } => "links",
+        WriteError::BadName { .. } | WriteError::Io { .. } => "error",
+    };
+    env.signal(errors::agent_q_file_error, (e.to_string(), env.intern(kind)?))
+}
+
+/// Pin the existing directory DIR for a later `agent-q--core-file-write-pinned': return
+/// (DEV INO), its device and inode, reached from / without following a symbolic link.
+///
+/// DIR must be absolute, without . or .. and without a link in it (resolve it first): a link
+/// signals `agent-q-file-error' with KIND `changed'.
+#[defun]
+fn file_pin<'e>(env: &'e Env, dir: Value<'e>) -> Result<Value<'e>> {
+    let dir = args::string(env, dir, "DIR", args::MAX_NAME_BYTES)?;
+    match pinned::pin_directory(Path::new(&dir)) {
+        Ok(pin) => env.list((int(pin.dev), int(pin.ino))),
+        Err(e) => write_signal(env, &e),
+    }
+}
+
+/// Write BYTES (a unibyte string) to the directory DIR pinned as (DEV INO), below it REST.
+///
+/// REST is a list of names: the directories to create below DIR, then the file's name. DIR is
+/// reached again from / without following a link and must still be the directory pinned; no
+/// component of REST nor the file may be a symbolic link, and an existing file must be regular
+/// with one link. The file gets MODE. With IN-PLACE non-nil the existing file is truncated and
+/// rewritten; otherwise a temporary file in the same directory is renamed over it. Return
+/// (:file FILE :created DIRS :existed BOOL :size N). Anything else signals `agent-q-file-error'
+/// with (MESSAGE KIND), KIND `changed' (something checked is not there any more),
+/// `not-regular', `links' or `error', and nothing is written.
+#[defun]
+#[allow(clippy::too_many_arguments)]
+fn file_write_pinned<'e>(
+    env: &'e Env,
+    dir: Value<'e>,
+    dev: Value<'e>,
+    ino: Value<'e>,
+    rest: Value<'e>,
+    bytes: Value<'e>,
+    mode: Value<'e>,
+    in_place: Value<'e>,
+) -> Result<Value<'e>> {
+    let dir = args::string(env, dir, "DIR", args::MAX_NAME_BYTES)?;
+    let dev = int_arg(env, dev, "DEV")?;
+    let ino = int_arg(env, ino, "INO")?;
+    let mode = int_arg(env, mode, "MODE")?;
+    // REST: a proper list of at most 256 strings (checked before it is walked).
+    let length = env.call("proper-list-p", (rest,))?;
+    let count = if length.is_not_nil() {
+        length.into_rust::<i64>().unwrap_or(-1)
+    } else {
+        -1
+    };
+    if !(0..=256).contains(&count) {
+        return errors::signal(
+            env,
+            errors::Kind::Generic,
+            format!(
+                "REST must be a list of at most 256 names, not a {}",
+                args::type_name(env, rest)
+            ),
+        );
+    }
+    let mut names = Vec::new();
+    let mut tail = rest;
+    for _ in 0..count {
+        names.push(args::string(
+            env,
+            env.call("car", (tail,))?,
+            "an element of REST",
+            4096,
+        )?);
+        tail = env.call("cdr", (tail,))?;
+    }
+    if !env.call("stringp", (bytes,))?.is_not_nil() || env.call("multibyte-string-p", (bytes,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            errors::Kind::Generic,
+            format!("BYTES must be a unibyte string, not a {}", args::type_name(env, bytes)),
+        );
+    }
+    let bytes: Vec<u8> = match bytes.into_rust() {
+        Ok(b) => b,
+        Err(_) => return errors::signal(env, errors::Kind::Generic, "BYTES cannot be read"),
+    };
+    let (Ok(dev), Ok(ino), Ok(mode)) = (u64::try_from(dev), u64::try_from(ino), u32::try_from(mode)) else {
+        return errors::signal(env, errors::Kind::Generic, "DEV, INO and MODE must not be negative");
+    };
+    let pin = pinned::Pin {
+        dir: dir.into(),
+        dev,
+        ino,
+    };
+    let how = if in_place.is_not_nil() {
+        pinned::Mode::InPlace
+    } else {
+        pinned::Mode::Replace
+    };
+    match pinned::write_pinned(&pin, &names, &bytes, mode, how) {
+        Ok(w) => {
+            let created = env.list(
+                &w.created
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned().into_lisp(env))
+                    .collect::<Result<Vec<_>>>()?[..],
+            )?;
+            env.list((
+                kw(env, "file")?,
+                w.path.to_string_lossy().into_owned(),
+                kw(env, "created")?,
+                created,
+                kw(env, "existed")?,
+                w.existed,
+                kw(env, "size")?,
+                int(w.size),
+            ))
+        }
+        Err(e) => write_signal(env, &e),
+    }
 }

@@ -61,10 +61,10 @@ impl Effects for MockHost {
 
 impl Host for MockHost {
     type Lisp = F;
-    fn guard(&mut self, guard: &F, args: &Map<String, Json>) -> Result<Option<String>, String> {
+    fn guard(&mut self, guard: &F, args: &Map<String, Json>) -> Result<GuardAnswer, String> {
         self.guarded.push(args.clone());
         match &**guard {
-            Fake::Guard(g) => g(args),
+            Fake::Guard(g) => g(args).map(GuardAnswer::from),
             Fake::Run(_) => Err("not a guard".into()),
         }
     }
@@ -1146,4 +1146,80 @@ fn the_audit_line_shows_hidden_characters_as_escapes() {
     // A JSON reader gets the strings back as they were.
     let back: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(back["arguments"]["path"], "hi\u{202e} \u{2066}x\u{200b}\u{2028}");
+}
+
+/// Start the guarded call on PATH and answer its guard with ANSWER; return the call and its ask.
+fn protected_ask(reg: &Reg, host: &mut MockHost, answer: GuardAnswer) -> (Call, Ask) {
+    let call = read(r#"(:id "p" :name "guarded" :arguments (:path "/proj/.mcp.json"))"#);
+    let (mut c, step) = Call::start(reg, &call, &CallContext::default(), &consulting(), host);
+    assert!(matches!(step, Step::Guard(_)));
+    let step = c.guarded(reg, Ok(answer), &consulting(), host).unwrap();
+    let Step::Ask(ask) = step else {
+        panic!("a protected call must be asked about")
+    };
+    (c, ask)
+}
+
+#[test]
+fn a_protected_call_is_asked_and_no_rule_approves_it() {
+    let reg = registry();
+    let answer = GuardAnswer {
+        reason: Some("/real/proj/.mcp.json is an agent's settings".into()),
+        protected: true,
+        file: Some("/real/proj/.mcp.json".into()),
+    };
+    // The ask says so and names the pinned file, and it is never optional.
+    let mut host = MockHost::default();
+    let (mut c, ask) = protected_ask(&reg, &mut host, answer.clone());
+    assert!(ask.protected && !ask.optional, "{ask:?}");
+    assert_eq!(ask.file.as_deref(), Some("/real/proj/.mcp.json"));
+    assert!(c.protected());
+    // An allow rule's decision does not run it: denied, saying why.
+    let step = c
+        .decide(
+            &reg,
+            Decision::Rule {
+                allow: true,
+                rule: "allow guarded under /real/proj".into(),
+            },
+            &consulting(),
+            &mut host,
+        )
+        .unwrap();
+    let Step::Done(result) = step else { panic!("must end") };
+    assert!(!result.success && result.status == Status::Denied, "{result:?}");
+    assert!(result.content.contains("cannot approve it"), "{}", result.content);
+    assert!(result.content.contains("an agent's settings"), "{}", result.content);
+    assert!(host.ran.is_empty());
+    // A deny rule still denies.
+    let (mut c, _) = protected_ask(&reg, &mut host, answer.clone());
+    let step = c
+        .decide(
+            &reg,
+            Decision::Rule {
+                allow: false,
+                rule: "deny guarded".into(),
+            },
+            &consulting(),
+            &mut host,
+        )
+        .unwrap();
+    assert!(matches!(step, Step::Done(ToolResult { success: false, .. })));
+    // The user's approval runs it.
+    let (mut c, _) = protected_ask(&reg, &mut host, answer);
+    let step = c.decide(&reg, Decision::Approved, &consulting(), &mut host).unwrap();
+    assert!(matches!(step, Step::Run(_)), "the user's approval must run it");
+    // Protected without a reason still gives one.
+    let (_, ask) = protected_ask(
+        &reg,
+        &mut host,
+        GuardAnswer {
+            protected: true,
+            ..GuardAnswer::default()
+        },
+    );
+    assert!(
+        ask.reason.as_deref().is_some_and(|r| r.contains("protected")),
+        "{ask:?}"
+    );
 }
