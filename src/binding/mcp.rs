@@ -154,9 +154,9 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
 }
 
 /// Take the events queued by the server: a list of
-/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :session SESSION :progress BOOL)
-/// and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself. Nil when the
-/// server is not running.
+/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :client-name NAME :session SESSION
+/// :progress BOOL) and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself,
+/// NAME its name alone. Nil when the server is not running.
 #[defun]
 fn mcp_take(env: &Env) -> Result<Value<'_>> {
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
@@ -188,6 +188,8 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     args.into_lisp(env)?,
                     env.intern(":client")?,
                     who.into_lisp(env)?,
+                    env.intern(":client-name")?,
+                    client.name.as_str().into_lisp(env)?,
                     env.intern(":session")?,
                     match client.session {
                         Some(s) => s.into_lisp(env)?,
@@ -196,7 +198,7 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     env.intern(":progress")?,
                     progress.into_lisp(env)?,
                 ];
-                env.list(fields)?
+                env.list(&fields)?
             }
             Event::Cancel { key } => env.list((env.intern(":cancel")?, i64::try_from(key).unwrap_or(i64::MAX)))?,
         });
