@@ -264,7 +264,10 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
                         (agent-q--core-mcp-complete key (not (plist-get result :success))
                                                     (plist-get result :content))))
                     nil
-                    :client (agent-q-mcp--client-label client)
+                    ;; The origin is the driver's to say: (:client ... :mcp-client ...)
+                    ;; makes these calls an MCP client's, whatever it is called.
+                    :client (list :client (agent-q-mcp--client-label client)
+                                  :mcp-client (or (plist-get props :client-name) ""))
                     :confirm agent-q-mcp-confirm-safety-levels
                     :audit-all t)))
         (puthash key (cons batch nil) agent-q-mcp--calls)
