@@ -285,7 +285,7 @@ of sight: archive data, decrypted text, process output."
             (list buffer (buffer-base-buffer buffer))))
 
 (defun agent-q-guard-buffer-files (buffer)
-  "The files BUFFER shows, by which the guard and approval rules judge it.
+  "Return the files on display in BUFFER, by which the guard and rules judge it.
 The file it (or its base buffer, for an indirect buffer) visits -- by
 the variables `buffer-file-name' and `buffer-file-truename', which can
 differ when the first was set by hand; an archive member's buffer
@@ -304,7 +304,8 @@ and for the review of propose_file_edit, the file it reviews."
                            (agent-q-tools--review-file agent-q-tools--this-review)))))))
 
 (defun agent-q-guard-buffer-private-p (buffer)
-  "Non-nil when BUFFER is hidden or agent-q's log, which the guard always asks about."
+  "Non-nil when BUFFER is hidden or agent-q's log.
+The guard always asks about reading those."
   (or (agent-q-guard--hidden-buffer-p buffer)
       (and (bound-and-true-p agent-q-log-buffer-name)
            (equal (buffer-name buffer) agent-q-log-buffer-name))))

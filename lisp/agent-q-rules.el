@@ -267,7 +267,7 @@ See `agent-q-approval-rules'."
   "Argument keys whose string values name buffers; rules judge the files they show.")
 
 (defun agent-q-rules--buffer-files (name)
-  "The files that the live buffer NAME shows, as the read guard judges it.
+  "Return the files on display in the live buffer NAME, as the read guard sees it.
 See `agent-q-guard-buffer-files'.  nil for no such buffer."
   (let ((buffer (get-buffer name)))
     (and (buffer-live-p buffer) (fboundp 'agent-q-guard-buffer-files)

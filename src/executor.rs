@@ -877,7 +877,10 @@ impl Call {
             Ok(parsed) => Call::start_parsed(registry, parsed, ctx, opts, fx),
             Err((id, message)) => {
                 let done = ToolResult::failure(id.clone(), message);
-                (Call::new(id, ctx.client.clone(), ctx.origin.clone(), String::new()), Step::Done(done))
+                (
+                    Call::new(id, ctx.client.clone(), ctx.origin.clone(), String::new()),
+                    Step::Done(done),
+                )
             }
         }
     }

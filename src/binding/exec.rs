@@ -30,8 +30,8 @@ use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
-    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Origin, Outcome,
-    Phase, StageError, Step, ToolCall, ToolResult,
+    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, Handler, Host, LispTool, Options, Origin,
+    Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;

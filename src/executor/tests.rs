@@ -1143,7 +1143,11 @@ fn undeclared_arguments_are_refused_by_name_before_any_decision() {
         r#"(:id "1" :name "write_it" :arguments (:dir "~/bin" :path "/p/ls" :mode "x"))"#,
     );
     assert!(!r.success);
-    assert!(r.content.contains("undeclared arguments \"dir\", \"mode\""), "{}", r.content);
+    assert!(
+        r.content.contains("undeclared arguments \"dir\", \"mode\""),
+        "{}",
+        r.content
+    );
     assert!(r.content.contains("write_it takes only path"), "{}", r.content);
     assert!(host.asked.is_empty() && host.ran.is_empty());
     // The same as JSON text, and for a tool without parameters.
@@ -1162,7 +1166,11 @@ fn undeclared_arguments_are_refused_by_name_before_any_decision() {
         ..MockHost::default()
     };
     let r = run(&reg, &mut host, r#"(:id "4" :name "write_it" :arguments (:path "/p"))"#);
-    assert!(!r.success && r.content.contains("undeclared argument \"dir\""), "{}", r.content);
+    assert!(
+        !r.success && r.content.contains("undeclared argument \"dir\""),
+        "{}",
+        r.content
+    );
     assert!(host.ran.is_empty());
     // A full JSON Schema that does not refuse extra keys keeps its meaning.
     add(
@@ -1171,7 +1179,11 @@ fn undeclared_arguments_are_refused_by_name_before_any_decision() {
         Some(lisp(echo(), None, false)),
     );
     let mut host = MockHost::default();
-    let r = run(&reg, &mut host, r#"(:id "5" :name "open_schema" :arguments (:a "x" :b "y"))"#);
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "5" :name "open_schema" :arguments (:a "x" :b "y"))"#,
+    );
     assert!(r.success, "{}", r.content);
 }
 
