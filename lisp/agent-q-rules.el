@@ -362,6 +362,24 @@ with several hard links is covered when one of its other names is
         (or (cl-some (lambda (name) (agent-q--core-rule-glob-covers resolved name)) names)
             (and names (agent-q-rules--linked-under-p resolved (car (last names)))))))))
 
+(defvar agent-q-rules--link-searches (make-hash-table :test #'equal)
+  "Answers of `agent-q--core-find-hard-link': (ROOT DEV INO CTIME) -> answer.
+A new link changes the file's status-change time, so an answer holds
+as long as its key does.  Emptied past 1000 entries.")
+
+(defun agent-q-rules--find-hard-link (root attrs)
+  "Search ROOT for another name of the file with ATTRS, through a small cache."
+  (let ((key (list root (file-attribute-device-number attrs)
+                   (file-attribute-inode-number attrs)
+                   (file-attribute-status-change-time attrs))))
+    (pcase (gethash key agent-q-rules--link-searches 'none)
+      ('none
+       (when (>= (hash-table-count agent-q-rules--link-searches) 1000)
+         (clrhash agent-q-rules--link-searches))
+       (puthash key (agent-q--core-find-hard-link root (nth 1 key) (nth 2 key))
+                agent-q-rules--link-searches))
+      (answer answer))))
+
 (defun agent-q-rules--linked-under-p (glob true)
   "Non-nil when the regular file TRUE has another hard link that GLOB may cover.
 TRUE is a local true name.  The files under GLOB's fixed leading
@@ -374,8 +392,7 @@ must."
          (> (file-attribute-link-number attrs) 1)
          (fboundp 'agent-q--core-find-hard-link)
          (let ((root (car (agent-q--core-rule-glob-split glob))))
-           (pcase (agent-q--core-find-hard-link root (file-attribute-device-number attrs)
-                                                (file-attribute-inode-number attrs))
+           (pcase (agent-q-rules--find-hard-link root attrs)
              ('nil nil)
              ((and (pred stringp) found)
               (agent-q--core-rule-glob-covers glob found))
