@@ -127,10 +127,10 @@ and this is non-nil."
      ("form") :cautious (:execution) agent-q-builtins--compile-form
      (:annotations (:destructive t :open-world t)))
     ("get_last_error"
-     "Return the last error from eval_form or compile_form: its condition, message, the form, and a bounded backtrace (innermost frame first), or \"No recent errors recorded.\". Use it after an evaluation failed."
+     "Return your last error from eval_form or compile_form (each client sees only its own): its condition, message, the form, and a bounded backtrace (innermost frame first), or \"No recent errors recorded.\". Use it after an evaluation failed."
      () nil :safe (:execution) agent-q-builtins--get-last-error)
     ("get_repl_history"
-     "Return the recent eval_form and compile_form calls with their results, newest first, as \"Recent REPL History (n of N entries):\"."
+     "Return your recent eval_form and compile_form calls with their results (each client sees only its own), newest first, as \"Recent REPL History (n of N entries):\"."
      ((:name "limit" :type :integer :description "How many entries to return: default 10, at most 50."))
      () :safe (:execution) agent-q-builtins--get-repl-history)
     ("read_file"

@@ -64,14 +64,32 @@
 
 (defvar agent-q-builtins--history nil
   "Recent eval_form and compile_form results, newest first.
-Each element is a plist (:tool NAME :form STRING :result STRING :time TIME),
-FORM and RESULT cut to `agent-q-builtins--kept-chars'.")
+Each element is a plist (:tool NAME :form STRING :result STRING :time TIME
+:caller CALLER :error ERROR), FORM and RESULT cut to
+`agent-q-builtins--kept-chars', CALLER as `agent-q-builtins--caller'
+says, ERROR the run's error (as in `agent-q-builtins--last-error') when
+it failed.")
 
 (defvar agent-q-builtins--last-error nil
   "The last error from eval_form or compile_form, as a plist or nil.
 Keys: :tool :form (cut), :error (the condition's symbol), :condition
 \(the condition printed within bounds), :message, :backtrace (list of
-strings) and :time.")
+strings), :time and :caller.")
+
+(defvar agent-q-call-context)
+
+(defun agent-q-builtins--caller ()
+  "Who the running call came from: (ORIGIN CLIENT).
+ORIGIN is `emacs' or `mcp' as the driver said (`agent-q-call-context'),
+CLIENT the context's :client.  What one caller evaluated -- a form the
+user approved that read a password, say -- is that caller's: the
+history and the last error show each caller only its own."
+  (let ((context (bound-and-true-p agent-q-call-context)))
+    (list (or (plist-get context :origin) 'emacs) (plist-get context :client))))
+
+(defun agent-q-builtins--own-p (entry)
+  "Non-nil when ENTRY of the history or last error is the running call's caller's."
+  (equal (or (plist-get entry :caller) '(emacs nil)) (agent-q-builtins--caller)))
 
 (defun agent-q-builtins--keep (string)
   "Return STRING cut to `agent-q-builtins--kept-chars' characters, for keeping."
@@ -79,10 +97,13 @@ strings) and :time.")
       (agent-q-builtins--truncate string agent-q-builtins--kept-chars)
     (agent-q-builtins--print string agent-q-builtins--kept-chars)))
 
-(defun agent-q-builtins--record (tool form result)
-  "Record FORM and RESULT from TOOL in the bounded history."
+(defun agent-q-builtins--record (tool form result &optional error)
+  "Record FORM and RESULT from TOOL in the bounded history, for its caller.
+ERROR is the run's error, when it failed (see
+`agent-q-builtins--last-error')."
   (push (list :tool tool :form (agent-q-builtins--keep form)
-              :result (agent-q-builtins--keep result) :time (current-time))
+              :result (agent-q-builtins--keep result) :time (current-time)
+              :caller (agent-q-builtins--caller) :error error)
         agent-q-builtins--history)
   (when (> (length agent-q-builtins--history) agent-q-builtins-history-size)
     (setq agent-q-builtins--history
@@ -95,7 +116,8 @@ strings) and :time.")
               :error (car-safe condition)
               :condition (agent-q-builtins--print condition)
               :message (agent-q-builtins--error-text condition)
-              :backtrace backtrace :time (current-time))))
+              :backtrace backtrace :time (current-time)
+              :caller (agent-q-builtins--caller))))
 
 (defun agent-q-builtins--frame-string (fun args)
   "Return the backtrace frame FUN applied to ARGS as one short line."
@@ -179,7 +201,7 @@ the error, when it signaled."
     (unless (string-empty-p output)
       (setq text (format "%s\nOutput:\n%s" text
                          (agent-q-builtins--truncate output agent-q-builtins-max-value-chars))))
-    (agent-q-builtins--record tool form-string text)
+    (agent-q-builtins--record tool form-string text (and failed agent-q-builtins--last-error))
     (setq text (concat (or prefix "") text))
     (if failed (agent-q-tool-fail "%s" text) text)))
 
@@ -193,7 +215,7 @@ history, and ends the call as a failure saying why."
       (let ((text (format "Error: %s" (cadr read))))
         (agent-q-builtins--remember-failure tool string
                                         (list 'invalid-read-syntax (cadr read)) nil)
-        (agent-q-builtins--record tool string text)
+        (agent-q-builtins--record tool string text agent-q-builtins--last-error)
         (agent-q-tool-fail "%s" text)))))
 
 (defun agent-q-builtins--eval-form (args)
@@ -247,7 +269,7 @@ warnings of level :error and returns no function: those signal too."
           (let ((text (format "Compilation failed: %s\nCondition: %s\n(Call get_last_error for the backtrace.)"
                               (agent-q-builtins--error-text condition)
                               (agent-q-builtins--print condition))))
-            (agent-q-builtins--record "compile_form" string text)
+            (agent-q-builtins--record "compile_form" string text agent-q-builtins--last-error)
             (agent-q-tool-fail "%s" text)))
       (let* ((fn (car (plist-get compiled :value)))
              (warnings (cdr (plist-get compiled :value)))
@@ -269,8 +291,16 @@ warnings of level :error and returns no function: those signal too."
          prefix)))))
 
 (defun agent-q-builtins--get-last-error (_args)
-  "Return the last error recorded by eval_form or compile_form."
-  (let ((e agent-q-builtins--last-error))
+  "Return the caller's last error recorded by eval_form or compile_form.
+Only the errors of the running call's caller count (see
+`agent-q-builtins--caller'): another client's are not its to read."
+  (let ((e (if (agent-q-builtins--own-p agent-q-builtins--last-error)
+               agent-q-builtins--last-error
+             (plist-get (cl-find-if (lambda (entry)
+                                      (and (plist-get entry :error)
+                                           (agent-q-builtins--own-p entry)))
+                                    agent-q-builtins--history)
+                        :error))))
     (if (null e)
         "No recent errors recorded."
       (concat
@@ -288,18 +318,21 @@ warnings of level :error and returns no function: those signal too."
              "Backtrace: none captured")))))))
 
 (defun agent-q-builtins--get-repl-history (args)
-  "Return the recent forms and results, newest first.
-ARGS may hold \"limit\": how many entries (default 10, at most 50)."
-  (let ((limit (agent-q-builtins--arg args "limit" 10))
-        (total (length agent-q-builtins--history)))
+  "Return the caller's recent forms and results, newest first.
+ARGS may hold \"limit\": how many entries (default 10, at most 50).
+Only the entries of the running call's caller count (see
+`agent-q-builtins--caller'): another client's are not its to read."
+  (let* ((limit (agent-q-builtins--arg args "limit" 10))
+         (own (cl-remove-if-not #'agent-q-builtins--own-p agent-q-builtins--history))
+         (total (length own)))
     (cond
      ((not (and (numberp limit) (>= limit 1)))
       (agent-q-tool-fail "Invalid limit %s: give a number from 1 to 50."
                          (agent-q-builtins--print limit 40)))
-     ((zerop total) "No REPL history recorded yet (eval_form and compile_form record it).")
+     ((zerop total) "No REPL history recorded yet for this client (eval_form and compile_form record it; each client sees only its own).")
      (t
       (let* ((limit (min 50 (truncate limit)))
-             (entries (seq-take agent-q-builtins--history limit))
+             (entries (seq-take own limit))
              (i 0))
         (concat
          (format "Recent REPL History (%d of %d entries):\n" (length entries) total)

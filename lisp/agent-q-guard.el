@@ -478,6 +478,32 @@ of sight: archive data, decrypted text, process output."
   (seq-some (lambda (b) (and b (string-prefix-p " " (buffer-name b))))
             (list buffer (buffer-base-buffer buffer))))
 
+(defun agent-q-guard-buffer-files (buffer)
+  "Return the files on display in BUFFER, by which the guard and rules judge it.
+The file it (or its base buffer, for an indirect buffer) visits -- by
+the variables `buffer-file-name' and `buffer-file-truename', which can
+differ when the first was set by hand; an archive member's buffer
+visits ARCHIVE!MEMBER or ARCHIVE:MEMBER -- a Dired buffer's directory,
+and for the review of propose_file_edit, the file it reviews."
+  (let ((base (or (buffer-base-buffer buffer) buffer)))
+    (with-current-buffer base
+      (delq nil (list buffer-file-name
+                      (and buffer-file-truename
+                           (not (equal buffer-file-truename buffer-file-name))
+                           buffer-file-truename)
+                      (and (derived-mode-p 'dired-mode) default-directory)
+                      ;; A review shows parts of the file it reviews.
+                      (and (bound-and-true-p agent-q-tools--this-review)
+                           (fboundp 'agent-q-tools--review-file)
+                           (agent-q-tools--review-file agent-q-tools--this-review)))))))
+
+(defun agent-q-guard-buffer-private-p (buffer)
+  "Non-nil when BUFFER is hidden or agent-q's log.
+The guard always asks about reading those."
+  (or (agent-q-guard--hidden-buffer-p buffer)
+      (and (bound-and-true-p agent-q-log-buffer-name)
+           (equal (buffer-name buffer) agent-q-log-buffer-name))))
+
 (defun agent-q-guard-buffer-reason (buffer)
   "Return why reading BUFFER needs approval, or nil when it does not.
 A hidden buffer always needs it.  A buffer is otherwise judged by the
@@ -488,17 +514,7 @@ its directory, and for the review of propose_file_edit, the file it
 reviews.  agent-q's log buffer (`agent-q-log-buffer-name') always needs
 it: it holds earlier calls' results.  A buffer that shows no file is
 read freely."
-  (let* ((base (or (buffer-base-buffer buffer) buffer))
-         (files (with-current-buffer base
-                  (delq nil (list buffer-file-name
-                                  (and buffer-file-truename
-                                       (not (equal buffer-file-truename buffer-file-name))
-                                       buffer-file-truename)
-                                  (and (derived-mode-p 'dired-mode) default-directory)
-                                  ;; A review shows parts of the file it reviews.
-                                  (and (bound-and-true-p agent-q-tools--this-review)
-                                       (fboundp 'agent-q-tools--review-file)
-                                       (agent-q-tools--review-file agent-q-tools--this-review)))))))
+  (let ((files (agent-q-guard-buffer-files buffer)))
     (cond
      ((agent-q-guard--hidden-buffer-p buffer)
       (format "buffer %S is hidden (its name starts with a space): Emacs keeps internal data such as archive contents, decrypted text or process output in such buffers"

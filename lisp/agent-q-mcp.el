@@ -411,7 +411,10 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
                         (agent-q--core-mcp-complete key (not (plist-get result :success))
                                                     (plist-get result :content))))
                     nil
-                    :client label
+                    ;; The origin is the driver's to say: (:client ... :mcp-client ...)
+                    ;; makes these calls an MCP client's, whatever it is called.
+                    :client (list :client label
+                                  :mcp-client (or (plist-get props :client-name) ""))
                     :confirm agent-q-mcp-confirm-safety-levels
                     :audit-all t
                     :workspace (agent-q-mcp--workspace props label))))

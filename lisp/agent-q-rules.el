@@ -19,8 +19,12 @@
 
 ;; `agent-q-approval-rules' lets the user allow, deny or always ask about
 ;; a tool once and for all, optionally only for files under a directory
-;; glob or for one client ("always allow read_file under ~/src for
-;; claude-code").  `agent-q--approval-call' (agent-q.el), the one place
+;; glob or for one client ("always allow read_file under ~/src for the
+;; MCP client claude-code").  A rule names a bridge inside Emacs (gptel,
+;; llm) with :client and an MCP client with :mcp-client, and tells them
+;; apart by where the call came from (the executor's :origin, which the
+;; driver that received the call sets), never by the name a client
+;; chose.  `agent-q--approval-call' (agent-q.el), the one place
 ;; where the synchronous executor, the asynchronous one (gptel, llm.el,
 ;; MCP) and `agent-q-request-approval' ask for a decision, consults
 ;; `agent-q-rules-decide' first: a deny or allow rule decides without a
@@ -47,6 +51,9 @@
 (declare-function agent-q--core-rule-glob-covers "agent-q-core" (glob path))
 (declare-function agent-q--core-rule-glob-broad "agent-q-core" (glob home))
 (declare-function agent-q-guard-sensitive-match "agent-q-guard" (&rest files))
+(declare-function agent-q-guard-buffer-files "agent-q-guard" (buffer))
+(declare-function agent-q-guard-buffer-private-p "agent-q-guard" (buffer))
+(declare-function agent-q--core-find-hard-link "agent-q-core" (root device inode))
 
 ;;;; The option
 
@@ -56,11 +63,15 @@ A list of rules (TOOL PATTERN DECISION):
 
 - TOOL is a tool's name (a string, e.g. \"write_file\") or t for any
   tool.
-- PATTERN is nil (every call of TOOL) or a plist with either key or
-  both:
+- PATTERN is nil (every call of TOOL) or a plist with :path, and
+  either :client or :mcp-client, or both:
   :path GLOB    only calls whose file arguments (:path, :file,
-                :filename, :directory or :dir) all lie under a
-                directory GLOB matches.  GLOB is absolute, `~' is
+                :filename, :directory or :dir, and the files that a
+                :buffer argument's buffer shows, as the read guard
+                judges them: the file it or its base buffer visits, a
+                Dired buffer's directory, an archive member) all lie
+                under a directory GLOB matches; for deny and ask
+                rules, one of them suffices.  GLOB is absolute, `~' is
                 expanded; in a component * matches any characters and
                 ? one, and a whole component ** matches any number of
                 directories.  \"~/src\" covers ~/src and everything
@@ -69,19 +80,29 @@ A list of rules (TOOL PATTERN DECISION):
                 is compared with GLOB's (whose leading directories are
                 resolved too), so a link in ~/src to a file elsewhere is
                 not under ~/src.
-  :client NAME  only calls from that client: NAME is the client's name
-                (\"gptel\", \"llm\", an MCP client's name such as
-                \"claude-code\"), compared with the first word of the
-                client the call comes from.
+  :client NAME  only calls from that client inside Emacs: a bridge
+                (\"gptel\", \"llm\"), or Lisp code that binds
+                `agent-q-client'; NAME is compared with the first word
+                of the client.  It never matches a call from an MCP
+                client, whatever that client calls itself (one named
+                \"gptel\" is not the gptel bridge).
+  :mcp-client NAME
+                only calls from an MCP client that named itself NAME in
+                its clientInfo (\"claude-code\", \"gemini-cli\"...),
+                compared exactly, without its version.  The name is
+                the client's own claim: any program that has the MCP
+                token may give any name, so such a rule tells apart
+                honest clients, not an attacker from one.
 - DECISION is `allow' (run without asking), `deny' (refuse without
   asking; the model is told which rule refused) or `ask' (always ask,
   even when the tool was allowed for the session with \"a\").
 
 Examples:
 
-  (\"read_file\" (:path \"~/src\" :client \"claude-code\") allow)
+  (\"read_file\" (:path \"~/src\" :mcp-client \"claude-code\") allow)
   (\"write_file\" (:path \"~/src/notes\") allow)
-  (\"eval_form\" (:client \"claude-code\") ask)
+  (\"eval_form\" (:client \"gptel\") allow)
+  (\"eval_form\" (:mcp-client \"claude-code\") ask)
   (t (:path \"~/.password-store\") deny)
   (\"write_file\" nil deny)
 
@@ -134,14 +155,22 @@ A malformed rule is ignored, with a warning."
                         (list :tag "Files under a directory glob"
                               (const :format "" :path)
                               (string :tag "Directory glob"))
-                        (list :tag "From a client"
+                        (list :tag "From a bridge inside Emacs"
                               (const :format "" :client)
-                              (string :tag "Client name"))
-                        (list :tag "Files under a directory glob, from a client"
+                              (string :tag "Bridge (gptel, llm)"))
+                        (list :tag "From an MCP client"
+                              (const :format "" :mcp-client)
+                              (string :tag "MCP client's name"))
+                        (list :tag "Files under a directory glob, from a bridge inside Emacs"
                               (const :format "" :path)
                               (string :tag "Directory glob")
                               (const :format "" :client)
-                              (string :tag "Client name")))
+                              (string :tag "Bridge (gptel, llm)"))
+                        (list :tag "Files under a directory glob, from an MCP client"
+                              (const :format "" :path)
+                              (string :tag "Directory glob")
+                              (const :format "" :mcp-client)
+                              (string :tag "MCP client's name")))
                 (choice :tag "Decision"
                         (const :tag "Allow without asking" allow)
                         (const :tag "Always ask" ask)
@@ -175,9 +204,11 @@ would make them judge another file).")
       ((not (and (proper-list-p pattern) (cl-evenp (length pattern))))
        "its PATTERN is not nil or a plist")
       ((cl-loop for (key value) on pattern by #'cddr
-                thereis (or (not (memq key '(:path :client)))
+                thereis (or (not (memq key '(:path :client :mcp-client)))
                             (not (stringp value)) (string-empty-p value)))
-       "its PATTERN has a key other than :path and :client, or a value that is not a non-empty string")
+       "its PATTERN has a key other than :path, :client and :mcp-client, or a value that is not a non-empty string")
+      ((and (plist-member pattern :client) (plist-member pattern :mcp-client))
+       "its PATTERN has both :client and :mcp-client, which no call matches (a call comes either from inside Emacs or from an MCP client)")
       ((plist-get pattern :path)
        (condition-case err
            (progn (agent-q-rules--resolve-glob (plist-get pattern :path)) nil)
@@ -230,6 +261,8 @@ See `agent-q-approval-rules'."
     (concat (format "%s %s" decision (if (eq tool t) "any tool" tool))
             (when-let ((glob (plist-get pattern :path))) (format " under %s" glob))
             (when-let ((client (plist-get pattern :client))) (format " for %s" client))
+            (when-let ((client (plist-get pattern :mcp-client)))
+              (format " for the MCP client %s" client))
             (if (member rule agent-q-rules--session) " (saved for this session)" ""))))
 
 ;;;; Matching a call
@@ -239,12 +272,40 @@ See `agent-q-approval-rules'."
   (and (stringp client)
        (car (split-string client "[ \t]+" t))))
 
+(defconst agent-q-rules--buffer-keys '(:buffer)
+  "Argument keys whose string values name buffers; rules judge the files they show.")
+
+(defun agent-q-rules--buffer-files (name)
+  "Return the files on display in the live buffer NAME, as the read guard sees it.
+See `agent-q-guard-buffer-files'.  nil for no such buffer."
+  (let ((buffer (get-buffer name)))
+    (and (buffer-live-p buffer) (fboundp 'agent-q-guard-buffer-files)
+         (agent-q-guard-buffer-files buffer))))
+
 (defun agent-q-rules--path-arguments (args)
-  "The file names among ARGS (a plist), the values of `agent-q-rules--path-keys'."
+  "The file names among ARGS (a plist), in the order of `agent-q-rules--path-keys'.
+The values of `agent-q-rules--path-keys', then the files shown by the
+buffers that `agent-q-rules--buffer-keys' name (see
+`agent-q-rules--buffer-files')."
   (and (proper-list-p args)
-       (cl-loop for (key value) on args by #'cddr
-                when (and (memq key agent-q-rules--path-keys) (stringp value))
-                collect value)))
+       (append
+        (cl-loop for key in agent-q-rules--path-keys
+                 for value = (plist-get args key)
+                 when (stringp value) collect value)
+        (cl-loop for key in agent-q-rules--buffer-keys
+                 for value = (plist-get args key)
+                 when (and (stringp value) (not (string-empty-p value)))
+                 append (agent-q-rules--buffer-files value)))))
+
+(defun agent-q-rules--hidden-buffer-argument-p (args)
+  "Non-nil when a buffer that ARGS name is hidden or agent-q's own log.
+Allow rules never cover such a buffer, whatever file it shows."
+  (cl-loop for key in agent-q-rules--buffer-keys
+           for value = (plist-get args key)
+           for buffer = (and (stringp value) (get-buffer value))
+           thereis (and (buffer-live-p buffer)
+                        (fboundp 'agent-q-guard-buffer-private-p)
+                        (agent-q-guard-buffer-private-p buffer))))
 
 (defun agent-q-rules--remote-p (path)
   "Non-nil when PATH is remote, or relative in a remote `default-directory'."
@@ -258,6 +319,29 @@ See `agent-q-approval-rules'."
       (list expanded (if (equal path (car agent-q-rules--pinned))
                          (cdr agent-q-rules--pinned)
                        (file-truename expanded))))))
+
+(defun agent-q-rules--local-host-p (path)
+"Non-nil when the remote PATH names a file of this machine (/sudo::, /su::...).
+Judged by its name alone: no hop, and a host that is this one."
+  (and (null (file-remote-p path 'hop))
+       (member (file-remote-p path 'host)
+               (list "" "localhost" "127.0.0.1" "::1" (system-name)))))
+
+(defun agent-q-rules--loose-names (path)
+  "The local names that deny and ask rules compare for PATH.
+A local PATH: its expanded and true names.  A remote one (never
+contacted): the local part of its name, and when it names this
+machine (/sudo::/etc/x), that file's true name too -- so that a deny
+rule for a directory also refuses its files reached through sudo."
+  (if (not (agent-q-rules--remote-p path))
+      (agent-q-rules--names path)
+    (let ((local (and (file-name-absolute-p path) (file-remote-p path 'localname))))
+      (when (and (stringp local) (file-name-absolute-p local))
+        (let ((expanded (expand-file-name local)))
+          (delete-dups (list expanded
+                             (if (agent-q-rules--local-host-p path)
+                                 (file-truename expanded)
+                               expanded))))))))
 
 (defun agent-q-rules--trusted-p (path)
   "Non-nil when an allow rule may judge PATH: local, without `..', not sensitive."
@@ -276,24 +360,83 @@ See `agent-q-approval-rules'."
 
 (defun agent-q-rules--covers-p (glob path strict)
   "Non-nil when the directory GLOB covers PATH.
-STRICT (for allow rules) compares only PATH's true name; otherwise
-its expanded name counts too."
-  (let ((resolved (agent-q-rules--resolve-glob glob))
-        (names (agent-q-rules--names path)))
-    (and names
-         (cl-some (lambda (name) (agent-q--core-rule-glob-covers resolved name))
-                  (if strict (cdr names) names)))))
+STRICT (for allow rules) compares only PATH's true name.  Otherwise
+\(deny and ask rules) its expanded name counts too, a remote name by
+its local part (see `agent-q-rules--loose-names'), and a regular file
+with several hard links is covered when one of its other names is
+\(see `agent-q-rules--linked-under-p')."
+  (let ((resolved (agent-q-rules--resolve-glob glob)))
+    (if strict
+        (let ((names (agent-q-rules--names path)))
+          (and names (agent-q--core-rule-glob-covers resolved (cadr names))))
+      (let ((names (agent-q-rules--loose-names path)))
+        (or (cl-some (lambda (name) (agent-q--core-rule-glob-covers resolved name)) names)
+            (and names (agent-q-rules--linked-under-p resolved (car (last names)))))))))
 
-(defun agent-q-rules--matches-p (rule tool-name args client)
-  "Return non-nil when RULE matches TOOL-NAME called with ARGS from CLIENT.
-Allow rules match strictly (see `agent-q-approval-rules')."
+(defvar agent-q-rules--link-searches (make-hash-table :test #'equal)
+  "Answers of `agent-q--core-find-hard-link': (ROOT DEV INO CTIME) -> answer.
+A new link changes the file's status-change time, so an answer holds
+as long as its key does.  Emptied past 1000 entries.")
+
+(defun agent-q-rules--find-hard-link (root attrs)
+  "Search ROOT for another name of the file with ATTRS, through a small cache."
+  (let ((key (list root (file-attribute-device-number attrs)
+                   (file-attribute-inode-number attrs)
+                   (file-attribute-status-change-time attrs))))
+    (pcase (gethash key agent-q-rules--link-searches 'none)
+      ('none
+       (when (>= (hash-table-count agent-q-rules--link-searches) 1000)
+         (clrhash agent-q-rules--link-searches))
+       (puthash key (agent-q--core-find-hard-link root (nth 1 key) (nth 2 key))
+                agent-q-rules--link-searches))
+      (answer answer))))
+
+(defun agent-q-rules--linked-under-p (glob true)
+  "Non-nil when the regular file TRUE has another hard link that GLOB may cover.
+TRUE is a local true name.  The files under GLOB's fixed leading
+directory are searched for the same device and inode, within the
+bounds of `agent-q--core-find-hard-link'; a search that cannot finish
+within them counts as found: a deny rule then refuses, as a doubt
+must."
+  (let ((attrs (file-attributes true)))
+    (and attrs (null (file-attribute-type attrs))
+         (> (file-attribute-link-number attrs) 1)
+         (fboundp 'agent-q--core-find-hard-link)
+         (let ((root (car (agent-q--core-rule-glob-split glob))))
+           (pcase (agent-q-rules--find-hard-link root attrs)
+             ('nil nil)
+             ((and (pred stringp) found)
+              (agent-q--core-rule-glob-covers glob found))
+             (_ t))))))
+
+(defun agent-q-rules--client-matches-p (pattern context)
+  "Non-nil when PATTERN's :client or :mcp-client matches the call in CONTEXT.
+A rule with :client matches only calls from inside Emacs (CONTEXT's
+:origin is not `mcp'), by the first word of CONTEXT's :client; a rule
+with :mcp-client only calls from an MCP client, by CONTEXT's
+:mcp-client.  Where the call came from is the driver's to say, so no
+MCP client matches a rule written for a bridge, whatever its name."
+  (let ((bridge (plist-get pattern :client))
+        (mcp (plist-get pattern :mcp-client))
+        (from-mcp (eq (plist-get context :origin) 'mcp)))
+    (and (or (null bridge)
+             (and (not from-mcp)
+                  (equal bridge (agent-q-rules--client-name (plist-get context :client)))))
+         (or (null mcp)
+             (and from-mcp (equal mcp (plist-get context :mcp-client)))))))
+
+(defun agent-q-rules--matches-p (rule tool-name args context)
+  "Return non-nil when RULE matches TOOL-NAME called with ARGS in CONTEXT.
+CONTEXT is the call's `agent-q-approval-context' (its :origin, :client
+and :mcp-client count).  Allow rules match strictly (see
+`agent-q-approval-rules')."
   (pcase-let* ((`(,tool ,pattern ,decision) rule)
                (glob (plist-get pattern :path))
-               (name (plist-get pattern :client))
                (paths (agent-q-rules--path-arguments args))
                (strict (eq decision 'allow)))
     (and (or (eq tool t) (equal tool tool-name))
-         (or (null name) (equal name (agent-q-rules--client-name client)))
+         (agent-q-rules--client-matches-p pattern context)
+         (not (and strict (agent-q-rules--hidden-buffer-argument-p args)))
          (if glob
              (and paths
                   (if strict
@@ -359,11 +502,10 @@ other error means no rule decides (so the user is asked)."
 
 (defun agent-q-rules--decide (tool-name args context)
   "The body of `agent-q-rules-decide' for TOOL-NAME, ARGS and CONTEXT."
-  (let ((client (plist-get context :client))
-        (matching nil))
+  (let ((matching nil))
     (dolist (rule (agent-q-rules--all))
       (when (condition-case err
-                (agent-q-rules--matches-p rule tool-name args client)
+                (agent-q-rules--matches-p rule tool-name args context)
               (error (agent-q-rules--warn rule (error-message-string err)) nil))
         (push rule matching)))
     (setq matching (nreverse matching))
@@ -383,8 +525,13 @@ other error means no rule decides (so the user is asked)."
 
 (defun agent-q-rules--default-directory (args)
   "The directory to offer for a rule about a call with ARGS, or nil.
-The directory of the first file argument's true name, abbreviated."
-  (let* ((path (car (agent-q-rules--path-arguments args)))
+The directory of the true name of the call's file argument -- the
+first of `agent-q-rules--path-keys' that ARGS holds, in that order
+\(:path first), whatever order the client sent them in; the executor
+refuses arguments a built-in tool does not declare -- abbreviated."
+  (let* ((path (cl-loop for key in agent-q-rules--path-keys
+                        for value = (plist-get args key)
+                        when (stringp value) return value))
          (names (and path (not (string-empty-p path)) (agent-q-rules--names path))))
     (when names
       (let ((true (cadr names)))
@@ -400,16 +547,22 @@ Return the rule, or nil when the user gave up."
                            '(?a ?d ?k ?q))
                      (?a 'allow) (?d 'deny) (?k 'ask)))
          (default (agent-q-rules--default-directory args))
-         (client (agent-q-rules--client-name (plist-get context :client))))
+         (mcp (eq (plist-get context :origin) 'mcp))
+         (client (if mcp
+                     (let ((name (plist-get context :mcp-client)))
+                       (and (stringp name) (not (string-empty-p name)) name))
+                   (agent-q-rules--client-name (plist-get context :client)))))
     (when decision
       (let* ((glob (string-trim
                     (read-string (format "%s %s under the directory (a glob; empty: any file): "
                                          decision tool-name)
                                  default)))
              (for-client (and client
-                              (y-or-n-p (format "Only for calls from %s? " client))))
+                              (y-or-n-p (format (if mcp "Only for calls from the MCP client %s? "
+                                                  "Only for calls from %s? ")
+                                                client))))
              (pattern (append (and (not (string-empty-p glob)) (list :path glob))
-                              (and for-client (list :client client)))))
+                              (and for-client (list (if mcp :mcp-client :client) client)))))
         (list tool-name pattern decision)))))
 
 (defun agent-q-rules--refusal (rule context)

@@ -105,10 +105,13 @@ A file name given as :path is never shortened."
 
 (defvar agent-q-tools--session-approved nil
   "What the user approved for the rest of the session with \"a\".
-Each entry is (TOOL-ID . CLIENT): one registration of one tool, called
-by one client.  TOOL-ID names one registration of one tool in one
-registry: a tool replaced or re-registered with another handler has a
-new id, so it is asked about again.  CLIENT is the approval context's
+Each entry is (TOOL-ID ORIGIN CLIENT): one registration of one tool,
+called by one client.  TOOL-ID names one registration of one tool in
+one registry: a tool replaced or re-registered with another handler
+has a new id, so it is asked about again.  ORIGIN is the approval
+context's :origin (`emacs' or `mcp', as the driver that received the
+call says), so that no MCP client, whatever it calls itself, holds
+what was approved for a bridge inside Emacs.  CLIENT is the context's
 :client (such as \"gptel\" or \"claude-code 2.1.0 (MCP)\"), or nil for
 calls that name no client: approving write_file for one coding agent
 approves it for no other.")
@@ -117,7 +120,8 @@ approves it for no other.")
   "The key of the call being approved in `agent-q-tools--session-approved'.
 Nil when the call's tool has no id."
   (let ((id (agent-q-tools--context-get :tool-id)))
-    (and id (cons id (agent-q-tools--context-get :client)))))
+    (and id (list id (or (agent-q-tools--context-get :origin) 'emacs)
+                  (agent-q-tools--context-get :client)))))
 
 (defun agent-q-tools--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.

@@ -222,11 +222,16 @@ review is the approval of what it changes: the built-in
 propose_file_edit), :tool-id (the registration's
 identity: it changes when the tool is replaced, so decisions such as
 \"always allow\" attach to it), :client (where the call comes from, or
-nil) and :id (the call's id).")
+nil), :origin (`emacs' for a call from inside Emacs -- a bridge such as
+gptel or llm, or Lisp code -- and `mcp' for one from an MCP client: set
+by the driver that received the call, never by the call or its client),
+:mcp-client (for a call from an MCP client, the name it gave in its
+clientInfo: its own claim) and :id (the call's id).")
 
 (defvar agent-q-call-context nil
   "Plist describing the tool call whose handler is running, bound around it.
-Keys: :id, :tool, :client, :approved (non-nil when the user approved
+Keys: :id, :tool, :client, :origin (`emacs' or `mcp', as in
+`agent-q-approval-context'), :approved (non-nil when the user approved
 this call), :reason (the guard's reason for asking, when it asked) and
 :file (the file the guard resolved and pinned, which the prompt
 showed).  A handler whose guard asked checks with it that what it
@@ -234,9 +239,11 @@ opens is what the user approved; a write tool writes the pinned file.")
 
 (defvar agent-q-client nil
   "The client the tool calls being executed come from, or nil.
-A string such as \"gptel\" or an MCP client's name and version; the
-audit log and the approval prompt name it.  Bridges bind it; a call
-plist's own :client takes precedence.")
+A string such as \"gptel\"; the audit log and the approval prompt
+name it, and approval rules with :client match it.  Bridges inside
+Emacs bind it; a call plist's own :client takes precedence.  Calls
+from MCP clients are named by the MCP server's driver instead, and
+never match a rule or an approval given to a client inside Emacs.")
 
 (defcustom agent-q-tool-execution-functions nil
   "Functions called around each tool execution.
@@ -708,15 +715,17 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
               (print-circle nil))
           (funcall agent-q-approval-function tool-name args))))))
 
-(defun agent-q--call-handler (handler args id tool client approved reason &optional file)
+(defun agent-q--call-handler (handler args id tool client approved reason
+                                      &optional file origin)
   "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.
-ID, TOOL, CLIENT, APPROVED, REASON and FILE (the file the guard
-pinned) are the context's values (the
+ID, TOOL, CLIENT, APPROVED, REASON, FILE (the file the guard pinned)
+and ORIGIN are the context's values (the
 executor passes them apart: the plist is cheaper to build here, in
 byte code, than from the module).  `print-circle' is nil meanwhile,
 whatever the user set: a handler that prints a deep value must not
 kill Emacs (see `agent-q--with-bounded-printing')."
   (let ((agent-q-call-context (list :id id :tool tool :client client
+                                    :origin (or origin 'emacs)
                                     :approved approved :reason reason :file file))
         (print-circle nil))
     (funcall handler args)))

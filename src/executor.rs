@@ -508,6 +508,59 @@ pub fn validate_arguments(name: &str, validator: &jsonschema::Validator, args: &
     Err(format!("Invalid arguments for {name}: field '{field}': {reason}"))
 }
 
+/// The most undeclared argument names one message lists.
+const MAX_UNDECLARED_LISTED: usize = 10;
+
+/// The keys of ARGS that SCHEMA does not declare, when SCHEMA refuses undeclared ones (its
+/// `additionalProperties` is `false`, as for every tool whose parameters are a list of parameter
+/// plists: the built-in tools): an error naming them, and the parameters the tool takes.
+///
+/// Nothing outside a tool's declared parameters may reach the prompt, an approval rule, a
+/// suggested rule or the handler: an undeclared `"dir"` placed before `"path"` must not pass
+/// for the file a call is about.
+pub fn undeclared_arguments(name: &str, schema: &Json, args: &Map<String, Json>) -> Result<(), String> {
+    if schema.get("additionalProperties") != Some(&Json::Bool(false)) {
+        return Ok(());
+    }
+    let declared = schema.get("properties").and_then(Json::as_object);
+    let undeclared: Vec<&String> = args
+        .keys()
+        .filter(|k| !declared.is_some_and(|d| d.contains_key(k.as_str())))
+        .collect();
+    if undeclared.is_empty() {
+        return Ok(());
+    }
+    let mut listed: Vec<String> = undeclared
+        .iter()
+        .take(MAX_UNDECLARED_LISTED)
+        .map(|k| shorten(format!("{k:?}"), 60))
+        .collect();
+    if undeclared.len() > MAX_UNDECLARED_LISTED {
+        listed.push(format!("and {} more", undeclared.len() - MAX_UNDECLARED_LISTED));
+    }
+    let takes = match declared {
+        Some(d) if !d.is_empty() => d.keys().map(String::as_str).collect::<Vec<_>>().join(", "),
+        _ => "no arguments".to_string(),
+    };
+    Err(format!(
+        "Invalid arguments for {name}: undeclared argument{} {}; {name} takes only {takes}. Nothing ran.",
+        if undeclared.len() == 1 { "" } else { "s" },
+        listed.join(", ")
+    ))
+}
+
+/// Check ARGS for tool NAME: no undeclared argument ([`undeclared_arguments`]), then the
+/// schema ([`validate_arguments`]).
+pub fn check_arguments(
+    name: &str,
+    schema: &Json,
+    validator: &jsonschema::Validator,
+    args: &Map<String, Json>,
+) -> Result<(), String> {
+    undeclared_arguments(name, schema, args)?;
+    validate_arguments(name, validator, &Json::Object(args.clone()))
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not make the registry unusable for the rest of the session.
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -638,12 +691,65 @@ impl From<Option<String>> for GuardAnswer {
     }
 }
 
+/// Where a call came from, as its driver says: never what the call or its client claims.
+///
+/// Approval rules and the session's "always" approvals tell an in-Emacs bridge from an MCP
+/// client by this, not by names: an MCP client chooses its `clientInfo` freely, so one named
+/// `gptel` must not pass for the gptel bridge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// Inside Emacs: a bridge (gptel, llm.el) or Lisp code calling the executor.
+    #[default]
+    Emacs,
+    /// An MCP client, through agent-q's MCP server.
+    Mcp {
+        /// The name the client gave in its `clientInfo`, cleaned by [`Origin::mcp`]: its own
+        /// claim, which any client may make.
+        name: String,
+    },
+}
+
+/// The longest MCP client name kept in an [`Origin`], in characters.
+pub const MAX_MCP_NAME_CHARS: usize = 100;
+
+impl Origin {
+    /// The origin of a call from the MCP client that named itself NAME. Characters that print
+    /// as nothing or rewrite the text around them (control, bidirectional, zero-width and
+    /// separator characters) are taken out, spaces at either end too, and the name is cut to
+    /// [`MAX_MCP_NAME_CHARS`] characters: what a rule or the prompt shows is what matches.
+    pub fn mcp(name: &str) -> Origin {
+        let cleaned: String = name.chars().filter(|c| !crate::visible::is_hidden(*c)).collect();
+        Origin::Mcp {
+            name: cleaned.trim().chars().take(MAX_MCP_NAME_CHARS).collect(),
+        }
+    }
+
+    /// `emacs` or `mcp`, the origin's name for Lisp and the audit log.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Origin::Emacs => "emacs",
+            Origin::Mcp { .. } => "mcp",
+        }
+    }
+
+    /// The MCP client's name, for a call from one.
+    pub fn mcp_name(&self) -> Option<&str> {
+        match self {
+            Origin::Emacs => None,
+            Origin::Mcp { name } => Some(name),
+        }
+    }
+}
+
 /// Where a batch of calls comes from.
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     /// The client (e.g. "gptel", or an MCP client's "name version"), for the audit log and the
-    /// prompt. A call's own `:client` takes precedence.
+    /// prompt. For calls from Emacs, a call's own `:client` takes precedence; for calls from an
+    /// MCP client, only this counts.
     pub client: Option<String>,
+    /// Where the calls come from, as the driver says.
+    pub origin: Origin,
 }
 
 /// A request for a decision about a call.
@@ -666,6 +772,8 @@ pub struct Ask {
     pub review: bool,
     /// The client the call comes from.
     pub client: Option<String>,
+    /// Where the call comes from, as its driver said.
+    pub origin: Origin,
     /// Whether the call needs no decision and stops only because the user has approval rules
     /// ([`Options::consult_rules`]): unless a rule denies it or asks about it, the host answers
     /// [`Decision::Auto`] at once, without asking anyone.
@@ -729,6 +837,7 @@ pub struct StageError {
 pub struct Call {
     id: Option<String>,
     client: Option<String>,
+    origin: Origin,
     name: String,
     tool_id: u64,
     level: SafetyLevel,
@@ -753,10 +862,11 @@ pub struct Call {
 pub type Shared<L> = Mutex<Registry<Handler<L>>>;
 
 impl Call {
-    fn new(id: Option<String>, client: Option<String>, name: String) -> Call {
+    fn new(id: Option<String>, client: Option<String>, origin: Origin, name: String) -> Call {
         Call {
             id,
             client,
+            origin,
             name,
             tool_id: 0,
             level: SafetyLevel::Safe,
@@ -789,7 +899,10 @@ impl Call {
             Ok(parsed) => Call::start_parsed(registry, parsed, ctx, opts, fx),
             Err((id, message)) => {
                 let done = ToolResult::failure(id.clone(), message);
-                (Call::new(id, ctx.client.clone(), String::new()), Step::Done(done))
+                (
+                    Call::new(id, ctx.client.clone(), ctx.origin.clone(), String::new()),
+                    Step::Done(done),
+                )
             }
         }
     }
@@ -803,8 +916,13 @@ impl Call {
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> (Call, Step<L>) {
-        let client = parsed.client.clone().or_else(|| ctx.client.clone());
-        let mut this = Call::new(parsed.id.clone(), client, parsed.name.clone());
+        // A call from an MCP client is named by its driver only: nothing in the call may name
+        // another client.
+        let client = match ctx.origin {
+            Origin::Emacs => parsed.client.clone().or_else(|| ctx.client.clone()),
+            Origin::Mcp { .. } => ctx.client.clone(),
+        };
+        let mut this = Call::new(parsed.id.clone(), client, ctx.origin.clone(), parsed.name.clone());
         let entry = lock(registry).entry(&parsed.name);
         let Some(entry) = entry else {
             // The name is the model's text, of any length: the message quotes only its start.
@@ -837,9 +955,8 @@ impl Call {
         }
         match arguments_to_json(parsed.arguments, &spec.parameters, opts.max_argument_bytes)
             .map_err(|e| format!("Invalid arguments for {}: {e}", this.name))
-            .and_then(|args| {
-                validate_arguments(&this.name, &entry.validator, &Json::Object(args.clone())).map(|()| args)
-            }) {
+            .and_then(|args| check_arguments(&this.name, &spec.parameters, &entry.validator, &args).map(|()| args))
+        {
             Ok(args) => this.args = args,
             Err(message) => {
                 let done = this.end(registry, message, Status::Failure, opts, fx);
@@ -863,6 +980,11 @@ impl Call {
     /// The client the call comes from.
     pub fn client(&self) -> Option<&str> {
         self.client.as_deref()
+    }
+
+    /// Where the call comes from, as its driver said.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The arguments, validated (and as the user modified them, once approved).
@@ -961,6 +1083,7 @@ impl Call {
                     file: self.file.clone(),
                     review: self.review,
                     client: self.client.clone(),
+                    origin: self.origin.clone(),
                     optional: !needed,
                 });
             }
@@ -1087,9 +1210,7 @@ impl Call {
                 let spec = &entry.registration.spec;
                 let checked = arguments_to_json(Some(&new_args), &spec.parameters, opts.max_argument_bytes)
                     .map_err(|e| format!("Invalid arguments for {}: {e}", self.name))
-                    .and_then(|a| {
-                        validate_arguments(&self.name, &entry.validator, &Json::Object(a.clone())).map(|()| a)
-                    });
+                    .and_then(|a| check_arguments(&self.name, &spec.parameters, &entry.validator, &a).map(|()| a));
                 self.modified = true;
                 match checked {
                     Ok(args) => {

@@ -23,6 +23,9 @@
 //! Matching is iterative, linear in the glob's length times the name's at worst, and both are
 //! bounded by [`MAX_GLOB_BYTES`].
 
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
 use crate::error::GlobError;
 
 /// The longest glob or file name accepted, in bytes (Linux's `PATH_MAX`).
@@ -203,9 +206,113 @@ fn sequence_match(parts: &[&Part], components: &[&str]) -> bool {
     parts[p..].iter().all(|part| **part == Part::AnyDirs)
 }
 
+/// What a search for another name of a file found (see [`find_hard_link`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkSearch {
+    /// A name of the file under the root.
+    Found(PathBuf),
+    /// None under the root: every entry was looked at.
+    NotFound,
+    /// The search stopped at its bounds before looking at every entry: it cannot say.
+    GaveUp,
+}
+
+/// The most directory entries [`find_hard_link`] looks at.
+pub const MAX_LINK_SEARCH_ENTRIES: usize = 20_000;
+
+/// The longest [`find_hard_link`] searches: it runs on Emacs's main thread.
+pub const LINK_SEARCH_BUDGET: Duration = Duration::from_millis(50);
+
+/// Search ROOT and the directories below it for a name of the file DEVICE / INODE (another hard
+/// link of it), without following symbolic links and without leaving DEVICE (a hard link never
+/// crosses file systems). At most MAX_ENTRIES entries are looked at, for at most BUDGET; past
+/// either, the answer is [`LinkSearch::GaveUp`]. Directories that cannot be read are skipped.
+/// Iterative: the depth of the tree costs a stack of names, never recursion.
+pub fn find_hard_link(root: &Path, device: u64, inode: u64, max_entries: usize, budget: Duration) -> LinkSearch {
+    use std::os::unix::fs::MetadataExt;
+    let started = Instant::now();
+    let Ok(meta) = std::fs::symlink_metadata(root) else {
+        return LinkSearch::NotFound;
+    };
+    if meta.dev() != device {
+        return LinkSearch::NotFound;
+    }
+    if meta.is_file() {
+        return if meta.ino() == inode {
+            LinkSearch::Found(root.to_path_buf())
+        } else {
+            LinkSearch::NotFound
+        };
+    }
+    if !meta.is_dir() {
+        return LinkSearch::NotFound;
+    }
+    let mut pending = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > max_entries || started.elapsed() > budget {
+                return LinkSearch::GaveUp;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.dev() != device {
+                continue;
+            }
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if meta.is_file() && meta.ino() == inode {
+                return LinkSearch::Found(entry.path());
+            }
+        }
+    }
+    LinkSearch::NotFound
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hard_link_is_found_under_its_directory_and_bounds_give_up() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("agent-q-links-{}", std::process::id()));
+        let private = dir.join("proj/private/deep");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+        let secret = private.join("plan.txt");
+        std::fs::write(&secret, "secret").unwrap();
+        let link = dir.join("elsewhere/innocent.txt");
+        std::fs::hard_link(&secret, &link).unwrap();
+        let meta = std::fs::metadata(&link).unwrap();
+        let root = dir.join("proj/private");
+        let far = Duration::from_secs(10);
+        assert_eq!(
+            find_hard_link(&root, meta.dev(), meta.ino(), 1000, far),
+            LinkSearch::Found(secret.clone())
+        );
+        let other = dir.join("elsewhere/other.txt");
+        std::fs::write(&other, "x").unwrap();
+        let other_meta = std::fs::metadata(&other).unwrap();
+        assert_eq!(
+            find_hard_link(&root, other_meta.dev(), other_meta.ino(), 1000, far),
+            LinkSearch::NotFound
+        );
+        assert_eq!(
+            find_hard_link(&root, other_meta.dev(), other_meta.ino(), 1, far),
+            LinkSearch::GaveUp
+        );
+        assert_eq!(
+            find_hard_link(&dir.join("missing"), meta.dev(), meta.ino(), 1000, far),
+            LinkSearch::NotFound
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn covers(glob: &str, path: &str) -> bool {
         Glob::parse(glob).unwrap().covers(path).unwrap()

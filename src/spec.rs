@@ -324,10 +324,15 @@ fn check_required(required: &[String], props: Option<&Json>, field: &str) -> Res
 }
 
 /// Normalise PARAMETERS (nil, a list of parameter plists, a JSON Schema plist or JSON text)
-/// plus the spec's REQUIRED names into an object JSON Schema.
+/// plus the spec's REQUIRED names into an object JSON Schema. Nil and a list of parameter plists
+/// declare every argument: their schema says `additionalProperties: false`.
 pub fn normalize_parameters(parameters: &Value, required: &[String]) -> Result<Json, SpecError> {
+    // Parameters given as a list of parameter plists (or none) declare every argument the tool
+    // takes: the schema refuses any other (`additionalProperties: false`), so that nothing a
+    // client adds reaches the prompt, an approval rule or the handler. A full JSON Schema says
+    // for itself.
     let mut schema = if parameters.is_nil() {
-        json!({"type": "object", "properties": {}})
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
     } else if let Some(text) = parameters.as_str() {
         serde_json::from_str::<Json>(text)
             .map_err(|e| SpecError::new("parameters", format!("invalid JSON Schema text: {e}")))?
@@ -337,7 +342,8 @@ pub fn normalize_parameters(parameters: &Value, required: &[String]) -> Result<J
             json!({"type": "object", "properties": {"properties": {"type": "object"}, "required": {"type": "array"}}});
         sexp::to_json(parameters, Some(&hint)).map_err(|e| SpecError::new("parameters", e.to_string()))?
     } else {
-        json!({"type": "object", "properties": params_to_properties(parameters, "parameters")?})
+        json!({"type": "object", "properties": params_to_properties(parameters, "parameters")?,
+               "additionalProperties": false})
     };
     let obj = schema
         .as_object_mut()
@@ -629,7 +635,8 @@ mod tests {
                 "symbol": {"type": "string", "description": "Symbol name"},
                 "kind": {"type": "string", "enum": ["any", "function"]},
                 "names": {"type": "array", "items": {"type": "string"}}},
-            "required": ["symbol"]})
+            "required": ["symbol"],
+            "additionalProperties": false})
         );
         assert_eq!(s.categories, vec!["introspection"]);
         assert_eq!(s.safety_level, SafetyLevel::Safe);
@@ -647,7 +654,10 @@ mod tests {
     fn defaults() {
         let s = spec(r#"(:name "t" :description "d")"#).unwrap();
         assert_eq!(s.safety_level, SafetyLevel::Safe);
-        assert_eq!(s.parameters, json!({"type":"object","properties":{},"required":[]}));
+        assert_eq!(
+            s.parameters,
+            json!({"type":"object","properties":{},"required":[],"additionalProperties":false})
+        );
         assert!(s.version.is_none() && s.categories.is_empty());
     }
 

@@ -12,7 +12,8 @@
 //! - C1 controls (U+0080-009F);
 //! - the Arabic letter mark (U+061C), the left-to-right and right-to-left marks (U+200E, U+200F),
 //!   the embeddings and overrides (U+202A-202E) and the isolates (U+2066-2069);
-//! - zero-width characters: U+200B-200D, the word joiner U+2060 and U+FEFF;
+//! - zero-width and invisible characters: U+200B-200D, the word joiner and invisible operators
+//!   U+2060-2065, U+FEFF, the soft hyphen U+00AD and the Mongolian vowel separator U+180E;
 //! - the line and paragraph separators (U+2028, U+2029);
 //!
 //! each as `\uXXXX` (upper-case hex). That is also how Emacs Lisp's reader and JSON write these
@@ -27,11 +28,12 @@ pub fn is_hidden(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}'
         | '\u{7f}'..='\u{9f}'
+        | '\u{ad}'
         | '\u{61c}'
+        | '\u{180e}'
         | '\u{200b}'..='\u{200f}'
         | '\u{2028}'..='\u{202e}'
-        | '\u{2060}'
-        | '\u{2066}'..='\u{2069}'
+        | '\u{2060}'..='\u{2069}'
         | '\u{feff}')
 }
 

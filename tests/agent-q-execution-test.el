@@ -292,6 +292,46 @@ error start empty."
       (should (string-prefix-p "Recent REPL History (3 of 3 entries):" content))
       (should (< (length content) 8000)))))
 
+(defvar agent-q--pending)
+(defvar agent-q--asking)
+(defvar agent-q--queue-timer)
+
+(ert-deftest agent-q-execution-test-each-caller-sees-only-its-own-history-and-error ()
+  ;; What one client evaluated (a secret it was allowed to read) is not
+  ;; another's: neither another bridge's nor an MCP client's that calls
+  ;; itself by the same name.
+  (agent-q-execution-test--with reg
+    (let ((agent-q-client "gptel"))
+      (agent-q-execution-test--call reg "eval_form" :form "(concat \"pass\" \"word-1\")")
+      (agent-q-execution-test--call reg "eval_form" :form "(error \"pass%s\" \"word-2\")"))
+    (let ((agent-q-client "llm"))
+      (should (string-prefix-p "No REPL history recorded yet"
+                               (plist-get (agent-q-execution-test--call reg "get_repl_history")
+                                          :content)))
+      (should (equal "No recent errors recorded."
+                     (plist-get (agent-q-execution-test--call reg "get_last_error") :content))))
+    (let ((results :none)
+          (agent-q--pending nil)
+          (agent-q--asking nil)
+          (agent-q--queue-timer nil))
+      (agent-q--execute-async '((:id "1" :name "get_repl_history")
+                                (:id "2" :name "get_last_error"))
+                              (lambda (r) (setq results r)) reg
+                              :client '(:client "gptel" :mcp-client "gptel"))
+      (let ((deadline (+ (float-time) 10)))
+        (while (and (eq results :none) (< (float-time) deadline))
+          (accept-process-output nil 0.05)))
+      (should (listp results))
+      (dolist (result results)
+        (should-not (string-match-p "word-" (plist-get result :content)))))
+    (let ((agent-q-client "gptel"))
+      (should (string-match-p "password-1"
+                              (plist-get (agent-q-execution-test--call reg "get_repl_history")
+                                         :content)))
+      (should (string-match-p "password-2"
+                              (plist-get (agent-q-execution-test--call reg "get_last_error")
+                                         :content))))))
+
 (provide 'agent-q-execution-test)
 
 ;;; agent-q-execution-test.el ends here

@@ -457,6 +457,77 @@ The approval function is told which client asks, and the audit log says so."
       (should (= (funcall status "http://localhost.evil.example:8080") 403))
       (should (= (funcall status "http://localhost:3000") 200)))))
 
+;;;; Identity: bridges and MCP clients
+
+(defvar agent-q-mcp-client-test--ran nil
+  "Set by the forms the identity test's calls evaluate.")
+
+(defvar agent-q-builtins--history)
+(defvar agent-q-builtins--last-error)
+(defvar agent-q-rules--session)
+
+(ert-deftest agent-q-mcp-client-no-client-info-passes-for-the-gptel-bridge ()
+  "No clientInfo reaches a rule, an \"a\" or the history of the gptel bridge.
+The bridge has an allow rule for eval_form, approved compile_form for
+the session with \"a\", and evaluated a form that read a secret.  MCP
+clients that call themselves gptel in every way a name can be spelled
+are asked about both (and denied: nothing runs), and their
+get_repl_history and get_last_error do not show the bridge's secret."
+  (agent-q-mcp-client-test--with-server
+    (let* ((agent-q-approval-rules '(("eval_form" (:client "gptel") allow)))
+           (agent-q-rules--session nil)
+           (agent-q-confirm-safety-levels '(:cautious :dangerous))
+           (agent-q-builtins--history nil)
+           (agent-q-builtins--last-error nil)
+           (agent-q-approval-function #'agent-q-approve-in-minibuffer)
+           (answer ?a)
+           (prompts nil))
+      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                 (lambda (prompt &rest _) (push prompt prompts) answer)))
+        ;; The bridge: its rule runs eval_form unasked, "a" approves compile_form.
+        (let* ((agent-q-client "gptel")
+               (results (agent-q-execute-tool-calls
+                         '((:id "b1" :name "eval_form"
+                                :arguments (:form "(concat \"sec\" \"ret-42\")"))
+                           (:id "b2" :name "compile_form" :arguments (:form "(+ 1 2)"))
+                           (:id "b3" :name "eval_form"
+                                :arguments (:form "(car (list-secret-42))"))))))
+          (should (equal '(t t nil) (mapcar (lambda (r) (plist-get r :success)) results)))
+          (should (= 1 (length prompts))))
+        (setq prompts nil answer ?n)
+        (dolist (identity '(("gptel" "1.0") ("" "gptel") ("gptel (MCP)" "") ("gptel" "")
+                            ("gp\u200btel\u202e" "1") ("gptel\n" "\ngptel") ("\u0007gptel" "")))
+          (let* ((run (agent-q-mcp-client-test--client
+                       "calls" `((client_name . ,(car identity)) (client_version . ,(cadr identity))
+                                 (calls . [((name . "eval_form")
+                                            (arguments (form . "(setq agent-q-mcp-client-test--ran t)")))
+                                           ((name . "compile_form")
+                                            (arguments (form . "(setq agent-q-mcp-client-test--ran t)")))
+                                           ((name . "get_repl_history") (arguments))
+                                           ((name . "get_last_error") (arguments))]))))
+                 (results (agent-q-mcp-client-test--results run)))
+            (should (equal (list identity '(t t :false :false))
+                           (list identity (mapcar (lambda (r) (alist-get 'isError r)) results))))
+            (should (string-match-p "denied" (alist-get 'text (nth 0 results))))
+            (should (string-match-p "denied" (alist-get 'text (nth 1 results))))
+            (should-not agent-q-mcp-client-test--ran)
+            ;; Asked about both calls, each prompt naming an MCP client.
+            (should (= 2 (length prompts)))
+            (dolist (prompt prompts)
+              (should (string-match-p "(MCP)" prompt)))
+            (setq prompts nil)
+            (dolist (result (nthcdr 2 results))
+              (should-not (string-match-p "ret-42\\|list-secret" (alist-get 'text result))))))
+        ;; The bridge still sees its own.
+        (let ((agent-q-client "gptel"))
+          (should (string-match-p "ret-42" (plist-get (car (agent-q-execute-tool-calls
+                                                            '((:id "h" :name "get_repl_history"))))
+                                                      :content)))
+          (should (string-match-p "list-secret-42"
+                                  (plist-get (car (agent-q-execute-tool-calls
+                                                   '((:id "e" :name "get_last_error"))))
+                                             :content))))))))
+
 ;;;; Cancellation
 
 (ert-deftest agent-q-mcp-client-cancel-while-approval-pending ()

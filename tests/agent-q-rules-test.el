@@ -495,7 +495,7 @@ are recorded in `prompts'."
   ;; The MCP server's driver: `agent-q--execute-async' confirming cautious
   ;; tools, the client named with its version and "(MCP)".
   (agent-q-rules-test--with dir registry
-    (setq agent-q-approval-rules '(("eval_form" (:client "claude-code") allow)
+    (setq agent-q-approval-rules '(("eval_form" (:mcp-client "claude-code") allow)
                                    ("compile_form" nil deny)))
     (let ((results :none)
           (agent-q--pending nil)
@@ -506,13 +506,159 @@ are recorded in `prompts'."
                                 (:id "3" :name "macroexpand_form" :arguments (:form "(when t 1)")))
                               (lambda (r) (setq results r))
                               registry
-                              :client "claude-code 2.1.197 (MCP)"
+                              :client '(:client "claude-code 2.1.197 (MCP)"
+                                                :mcp-client "claude-code")
                               :confirm '(:cautious :dangerous)
                               :audit-all t)
       (agent-q-rules-test--wait (lambda () (not (eq results :none))))
       (should (equal '("success" "denied" "denied") (mapcar #'agent-q-rules-test--status results)))
       (should (string-match-p "42" (plist-get (car results) :content)))
       (should (equal '("macroexpand_form") (mapcar #'car agent-q-rules-test--asks))))))
+
+;;;; Identity: bridges and MCP clients
+
+(defun agent-q-rules-test--mcp-batch (registry calls name)
+  "Run CALLS in REGISTRY as the MCP server's driver does, from the client NAME.
+NAME is the clientInfo name; the label is the one the driver shows.
+Return the results."
+  (let ((results :none)
+        (agent-q--pending nil)
+        (agent-q--asking nil)
+        (agent-q--queue-timer nil))
+    (agent-q--execute-async calls (lambda (r) (setq results r)) registry
+                            :client (list :client (agent-q-mcp--client-label name)
+                                          :mcp-client name)
+                            :confirm '(:cautious :dangerous)
+                            :audit-all t)
+    (agent-q-rules-test--wait (lambda () (not (eq results :none))))
+    results))
+
+(ert-deftest agent-q-rules-test-no-mcp-client-matches-a-bridge-rule-or-its-always ()
+  ;; A rule for the gptel bridge and an "a" the user gave it: no MCP client,
+  ;; whatever its clientInfo, matches either; the bridge does.
+  (require 'agent-q-mcp)
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules '(("eval_form" (:client "gptel") allow)))
+    (let ((agent-q-confirm-safety-levels '(:cautious :dangerous))
+          (agent-q-approval-function #'agent-q-approve-in-minibuffer)
+          (answer ?a)
+          (prompts nil))
+      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
+                 (lambda (prompt &rest _) (push prompt prompts) answer)))
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "eval_form" '(:form "1") "gptel"))))
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "compile_form" '(:form "1") "gptel"))))
+        (should (= 1 (length prompts)))
+        (setq answer ?n prompts nil)
+        (dolist (name (list "gptel" "" " gptel" "gptel (MCP)" "gptel 1.0" "gp\u200btel"
+                            "gptel\u202e" "\u0001gptel" "gptel\n"))
+          (let ((results (agent-q-rules-test--mcp-batch
+                          registry '((:id "1" :name "eval_form" :arguments (:form "(+ 40 2)"))
+                                     (:id "2" :name "compile_form" :arguments (:form "(+ 1 1)"))
+                                     ;; A call that names a client names none from MCP.
+                                     (:id "3" :name "eval_form" :arguments (:form "3")
+                                          :client "gptel"))
+                          name)))
+            (should (equal (list name '("denied" "denied" "denied"))
+                           (list name (mapcar #'agent-q-rules-test--status results))))
+            (should (= 3 (length prompts)))
+            (setq prompts nil)))
+        ;; The bridge keeps both.
+        (should (equal "success" (agent-q-rules-test--status
+                                  (agent-q-rules-test--call registry "compile_form" '(:form "2") "gptel"))))
+        (should-not prompts)))))
+
+(ert-deftest agent-q-rules-test-mcp-client-rules-match-mcp-clients-only ()
+  (require 'agent-q-mcp)
+  (agent-q-rules-test--with dir registry
+    (setq agent-q-approval-rules '(("eval_form" (:mcp-client "claude-code") allow)))
+    (let ((agent-q-confirm-safety-levels '(:cautious :dangerous)))
+      (should (equal '("success")
+                     (mapcar #'agent-q-rules-test--status
+                             (agent-q-rules-test--mcp-batch
+                              registry '((:id "1" :name "eval_form" :arguments (:form "1")))
+                              "claude-code"))))
+      (should-not agent-q-rules-test--asks)
+      ;; Not another MCP client, nor a client inside Emacs that takes the name.
+      (should (equal '("denied")
+                     (mapcar #'agent-q-rules-test--status
+                             (agent-q-rules-test--mcp-batch
+                              registry '((:id "1" :name "eval_form" :arguments (:form "1")))
+                              "claude-codex"))))
+      (should (equal "denied" (agent-q-rules-test--status
+                               (agent-q-rules-test--call registry "eval_form" '(:form "1")
+                                                         "claude-code"))))
+      (should (= 2 (length agent-q-rules-test--asks)))
+      (should (equal "allow eval_form for the MCP client claude-code"
+                     (agent-q-rules-describe (car agent-q-approval-rules))))
+      ;; A rule cannot name both.
+      (should (agent-q-rules--check '("eval_form" (:client "gptel" :mcp-client "gptel") allow))))))
+
+(ert-deftest agent-q-rules-test-undeclared-arguments-are-refused-and-never-suggested ()
+  ;; An undeclared "dir" before "path" neither reaches the prompt nor the
+  ;; rule that "s" suggests: the call is refused, naming it.
+  (agent-q-rules-test--with dir registry
+    (let ((file (expand-file-name "notes/n.txt" dir)))
+      (make-directory (file-name-directory file) t)
+      (let ((r (agent-q-rules-test--call registry "write_file"
+                                         `(:dir "~/bin" :path ,file :content "x"))))
+        (should (equal "failure" (agent-q-rules-test--status r)))
+        (should (string-match-p "undeclared argument \"dir\"" (plist-get r :content)))
+        (should-not agent-q-rules-test--asks)
+        (should-not (file-exists-p file)))
+      (let ((r (agent-q-rules-test--call registry "get_last_error" '(:path "/etc/passwd"))))
+        (should (string-match-p "undeclared argument \"path\"" (plist-get r :content))))
+      ;; The suggestion comes from :path, whatever order the keys came in.
+      (should (equal (abbreviate-file-name (directory-file-name (file-name-directory file)))
+                     (agent-q-rules--default-directory `(:dir "~/bin" :path ,file)))))))
+
+(ert-deftest agent-q-rules-test-deny-rules-reach-buffers-links-and-sudo-names ()
+  ;; A deny rule for a directory refuses, without asking, the buffer tools on
+  ;; a buffer visiting a file there (its Dired buffer and an archive member's
+  ;; buffer too), a hard link to such a file, and its /sudo:: name.
+  (agent-q-rules-test--with dir registry
+    (let* ((private (expand-file-name "private" dir))
+           (plan (expand-file-name "plan.txt" private))
+           (link (expand-file-name "innocent.txt" dir))
+           (agent-q-approval-function (agent-q-rules-test--approver :approved)))
+      (agent-q-rules-test--write plan "the secret plan\n")
+      (add-name-to-file plan link)
+      (setq agent-q-approval-rules `((t (:path ,private) deny)))
+      (let ((visiting (find-file-noselect plan))
+            (dired (dired-noselect private))
+            (member (generate-new-buffer "keys.tar member")))
+        (unwind-protect
+            (progn
+              (with-current-buffer member
+                (insert "the secret plan\n")
+                (setq buffer-file-name (concat (expand-file-name "keys.tar" private) "!plan.txt")))
+              (dolist (call `(("read_buffer" (:buffer ,(buffer-name visiting)))
+                              ("search_in_buffer" (:buffer ,(buffer-name visiting) :pattern "secret"))
+                              ("read_buffer" (:buffer ,(buffer-name dired)))
+                              ("read_buffer" (:buffer ,(buffer-name member)))
+                              ("read_file" (:path ,link))
+                              ("read_file" (:path ,(concat "/sudo::" plan)))))
+                (let ((r (agent-q-rules-test--call registry (car call) (cadr call))))
+                  (should (equal (list call "denied") (list call (agent-q-rules-test--status r))))
+                  (should (string-match-p "approval rule" (plist-get r :content)))
+                  (should-not (string-match-p "secret plan" (plist-get r :content)))))
+              (should-not agent-q-rules-test--asks)
+              ;; A buffer elsewhere, and a file with a single link, are not refused.
+              (with-temp-buffer
+                (rename-buffer "agent-q-rules-elsewhere" t)
+                (insert "public")
+                (should (equal "success" (agent-q-rules-test--status
+                                          (agent-q-rules-test--call
+                                           registry "read_buffer" `(:buffer ,(buffer-name)))))))
+              (agent-q-rules-test--write (expand-file-name "open.txt" dir) "open")
+              (should (equal "success" (agent-q-rules-test--status
+                                        (agent-q-rules-test--call
+                                         registry "read_file"
+                                         `(:path ,(expand-file-name "open.txt" dir)))))))
+          (with-current-buffer member (set-buffer-modified-p nil))
+          (kill-buffer member)
+          (kill-buffer dired))))))
 
 ;;;; Rules and the calls that need no decision
 

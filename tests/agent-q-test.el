@@ -328,6 +328,7 @@
                                  :parameters (:type "object"
                                               :properties (:who (:type "string" :description "Who to greet")
                                                            :loud (:type "boolean" :description "Shout?"))
+                                              :additionalProperties :json-false
                                               :required ["who"])
                                  :strict :json-false)))))
     (should (equal (agent-q-tools-to-schema '("greet") :format :anthropic :registry reg)
@@ -335,6 +336,7 @@
                       :input_schema (:type "object"
                                      :properties (:who (:type "string" :description "Who to greet")
                                                   :loud (:type "boolean" :description "Shout?"))
+                                     :additionalProperties :json-false
                                      :required ["who"])))))
     (let ((parsed (json-parse-string (agent-q-tools-to-schema nil :json t :registry reg)
                                      :object-type 'alist)))
@@ -742,8 +744,8 @@
        reg)
       (let ((agent-q-client "bridge"))
         (agent-q-test--run reg '(:id "c1" :name "ctx")))
-      (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :approved nil :reason nil
-                           :file nil))))))
+      (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :origin emacs
+                                :approved nil :reason nil :file nil))))))
 
 (ert-deftest agent-q-test-huge-results-are-refused-not-copied ()
   (agent-q-test--with-registry reg

@@ -31,6 +31,7 @@ use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
+    Origin,
     Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
@@ -48,6 +49,8 @@ mod callee {
         call_handler => "agent-q--call-handler"
         execute_chunk => "agent-q--core-execute-chunk"
         kw_done => ":done"
+        origin_emacs => "emacs"
+        origin_mcp => "mcp"
     }
 
     emacs::use_functions! {
@@ -195,24 +198,26 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context a handler runs in, bound to `agent-q-call-context':
-    /// (:id ID :tool NAME :client C :approved BOOL :reason R :file F), F the file the guard
-    /// pinned (see [`executor::GuardAnswer::file`]).
+    /// (:id ID :tool NAME :client C :origin O :approved BOOL :reason R :file F), F the file the
+    /// guard pinned (see [`executor::GuardAnswer::file`]).
     fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
-        env.list((
+        env.list(&[
             keyword(env, "id")?,
             opt_string(env, call.id())?,
             keyword(env, "tool")?,
-            call.tool(),
+            call.tool().into_lisp(env)?,
             keyword(env, "client")?,
             opt_string(env, call.client())?,
+            keyword(env, "origin")?,
+            origin_symbol(env, call.origin()),
             keyword(env, "approved")?,
-            call.approved_by_user(),
+            call.approved_by_user().into_lisp(env)?,
             keyword(env, "reason")?,
             opt_string(env, call.reason())?,
             keyword(env, "file")?,
             opt_string(env, call.file())?,
-        ))
+        ])
     }
 
     /// The context of a decision, bound to `agent-q-approval-context':
@@ -238,9 +243,15 @@ impl<'e> EmacsHost<'e> {
             i64::try_from(ask.tool_id).unwrap_or(i64::MAX).into_lisp(env)?,
             keyword(env, "client")?,
             opt_string(env, ask.client.as_deref())?,
+            keyword(env, "origin")?,
+            origin_symbol(env, &ask.origin),
             keyword(env, "id")?,
             opt_string(env, call.id())?,
         ];
+        if let Some(name) = ask.origin.mcp_name() {
+            items.push(keyword(env, "mcp-client")?);
+            items.push(name.into_lisp(env)?);
+        }
         if ask.optional {
             items.push(keyword(env, "optional")?);
             items.push(lisp_t.bind(env));
@@ -431,8 +442,17 @@ fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
     }))
 }
 
-/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE).
-fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 8]> {
+/// The symbol of ORIGIN: `emacs` or `mcp`.
+fn origin_symbol<'e>(env: &'e Env, origin: &Origin) -> Value<'e> {
+    match origin {
+        Origin::Emacs => callee::origin_emacs.bind(env),
+        Origin::Mcp { .. } => callee::origin_mcp.bind(env),
+    }
+}
+
+/// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE
+/// ORIGIN).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 9]> {
     let no = nil.bind(env);
     Ok([
         run,
@@ -455,6 +475,7 @@ fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call
             Some(f) => f.into_lisp(env)?,
             None => no,
         },
+        origin_symbol(env, call.origin()),
     ])
 }
 
@@ -517,14 +538,47 @@ fn options(
     })
 }
 
+/// The context of a batch from its CLIENT argument: nil, a string (a client inside Emacs, such
+/// as a bridge), or `(:client LABEL :mcp-client NAME)` from the MCP server's driver (LABEL names
+/// the client for the user, NAME is its `clientInfo` name). Only a driver passes the last form:
+/// it is what makes a call's origin MCP.
 fn context(env: &Env, client: Value<'_>) -> Result<CallContext> {
-    Ok(CallContext {
-        client: if client.is_not_nil() {
-            Some(super::registry::string_arg(env, client, "The client")?)
+    if !client.is_not_nil() {
+        return Ok(CallContext::default());
+    }
+    if env.call("stringp", (client,))?.is_not_nil() {
+        return Ok(CallContext {
+            client: Some(super::registry::string_arg(env, client, "The client")?),
+            origin: Origin::Emacs,
+        });
+    }
+    let field = |key: &str| -> Result<Option<String>> {
+        let v = env.call("plist-get", (client, env.intern(key)?))?;
+        if v.is_not_nil() {
+            Ok(Some(super::registry::string_arg(env, v, "The client")?))
         } else {
-            None
-        },
-    })
+            Ok(None)
+        }
+    };
+    if !env.call("proper-list-p", (client,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            "CLIENT must be nil, a string or (:client LABEL :mcp-client NAME)",
+        );
+    }
+    let label = field(":client")?;
+    match field(":mcp-client")? {
+        Some(name) => Ok(CallContext {
+            client: label,
+            origin: Origin::mcp(&name),
+        }),
+        None => errors::signal(
+            env,
+            Kind::Generic,
+            "CLIENT must be nil, a string or (:client LABEL :mcp-client NAME): :mcp-client is missing",
+        ),
+    }
 }
 
 /// Convert one call for the executor; on failure, the failure result (with the call's id when
@@ -1149,6 +1203,8 @@ fn call_info<'e>(env: &'e Env, pending: Value<'e>) -> Result<Value<'e>> {
         call.tool(),
         keyword(env, "client")?,
         opt_string(env, call.client())?,
+        keyword(env, "origin")?,
+        origin_symbol(env, call.origin()),
         keyword(env, "stage")?,
         keyword(env, stage)?,
     ))

@@ -210,10 +210,11 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
 }
 
 /// Take the events queued by the server: a list of
-/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :session SESSION :progress BOOL
-/// :roots ROOTS) and (:cancel KEY). CLIENT is "NAME VERSION" as the client introduced itself.
-/// ROOTS is the client's workspace, (:directories DIRS :ignored NOTES), when the MCP roots it
-/// declared apply, nil when the fixed set does. Nil when the server is not running.
+/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :client-name NAME :session SESSION
+/// :progress BOOL :roots ROOTS) and (:cancel KEY). CLIENT is "NAME VERSION" as the client
+/// introduced itself, NAME its name alone. ROOTS is the client's workspace, (:directories DIRS
+/// :ignored NOTES), when the MCP roots it declared apply, nil when the fixed set does. Nil when
+/// the server is not running.
 #[defun]
 fn mcp_take(env: &Env) -> Result<Value<'_>> {
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
@@ -245,6 +246,8 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     args.into_lisp(env)?,
                     env.intern(":client")?,
                     who.into_lisp(env)?,
+                    env.intern(":client-name")?,
+                    client.name.as_str().into_lisp(env)?,
                     env.intern(":session")?,
                     match client.session {
                         Some(s) => s.into_lisp(env)?,

@@ -581,7 +581,7 @@ fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<
     let parsed = executor::arguments_to_json(Some(&s), &entry.registration.spec.parameters, 16 << 20);
     let result = parsed
         .map_err(|e| format!("Invalid arguments for {name}: {e}"))
-        .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
+        .and_then(|a| executor::check_arguments(&name, &entry.registration.spec.parameters, &entry.validator, &a));
     match result {
         Ok(()) => env.intern("nil"),
         Err(msg) => msg.into_lisp(env),
@@ -616,7 +616,9 @@ fn decide<'e>(
                 let checked =
                     executor::arguments_to_json(Some(&new_args), &entry.registration.spec.parameters, 16 << 20)
                         .map_err(|e| format!("Invalid arguments for {name}: {e}"))
-                        .and_then(|a| executor::validate_arguments(&name, &entry.validator, &Json::Object(a)));
+                        .and_then(|a| {
+                            executor::check_arguments(&name, &entry.registration.spec.parameters, &entry.validator, &a)
+                        });
                 if let Err(msg) = checked {
                     return denied(env, format!("The user modified the arguments, but {msg}"));
                 }

@@ -6,7 +6,7 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::args;
 use super::errors::{self, Kind};
-use crate::rules::{Glob, MAX_GLOB_BYTES};
+use crate::rules::{self, Glob, LinkSearch, MAX_GLOB_BYTES};
 
 fn glob_arg(env: &Env, glob: Value<'_>) -> Result<Glob> {
     // Twice the limit, so that the core, not the conversion, names a long glob.
@@ -50,4 +50,31 @@ fn rule_glob_broad<'e>(env: &'e Env, glob: Value<'e>, home: Value<'e>) -> Result
     let g = glob_arg(env, glob)?;
     let home = args::string(env, home, "HOME", 2 * MAX_GLOB_BYTES)?;
     g.is_broad(&home).into_lisp(env)
+}
+
+/// Search ROOT (a local directory, resolved) and below for another hard link of the regular file
+/// whose DEVICE and INODE numbers are given (from `file-attributes'): return its name, nil when
+/// there is none, or `unknown' when the search stopped at its bounds (20,000 entries, 50 ms) or
+/// the numbers cannot be read, so that a deny rule refuses rather than guesses. Symbolic links
+/// are not followed and no other file system is entered.
+#[defun]
+fn find_hard_link<'e>(env: &'e Env, root: Value<'e>, device: Value<'e>, inode: Value<'e>) -> Result<Value<'e>> {
+    let root = args::string(env, root, "ROOT", 2 * MAX_GLOB_BYTES)?;
+    let (Ok(device), Ok(inode)) = (device.into_rust::<i64>(), inode.into_rust::<i64>()) else {
+        return env.intern("unknown");
+    };
+    let (Ok(device), Ok(inode)) = (u64::try_from(device), u64::try_from(inode)) else {
+        return env.intern("unknown");
+    };
+    match rules::find_hard_link(
+        std::path::Path::new(&root),
+        device,
+        inode,
+        rules::MAX_LINK_SEARCH_ENTRIES,
+        rules::LINK_SEARCH_BUDGET,
+    ) {
+        LinkSearch::Found(path) => path.to_string_lossy().into_owned().into_lisp(env),
+        LinkSearch::NotFound => env.intern("nil"),
+        LinkSearch::GaveUp => env.intern("unknown"),
+    }
 }

@@ -1223,3 +1223,98 @@ fn a_protected_call_is_asked_and_no_rule_approves_it() {
         "{ask:?}"
     );
 }
+
+#[test]
+fn undeclared_arguments_are_refused_by_name_before_any_decision() {
+    let reg = registry();
+    let mut host = MockHost {
+        decision: Some(Ok(Sexp::keyword("approved"))),
+        ..MockHost::default()
+    };
+    // An undeclared "dir" before "path": nothing is asked, nothing runs, both extras are named.
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "1" :name "write_it" :arguments (:dir "~/bin" :path "/p/ls" :mode "x"))"#,
+    );
+    assert!(!r.success);
+    assert!(
+        r.content.contains("undeclared arguments \"dir\", \"mode\""),
+        "{}",
+        r.content
+    );
+    assert!(r.content.contains("write_it takes only path"), "{}", r.content);
+    assert!(host.asked.is_empty() && host.ran.is_empty());
+    // The same as JSON text, and for a tool without parameters.
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "2" :name "read_it" :arguments "{\"path\": \"/p\", \"dir\": \"/etc\"}")"#,
+    );
+    assert!(r.content.contains("undeclared argument \"dir\""), "{}", r.content);
+    let r = run(&reg, &mut host, r#"(:id "3" :name "boom" :arguments (:x 1))"#);
+    assert!(r.content.contains("boom takes only no arguments"), "{}", r.content);
+    assert!(host.ran.is_empty());
+    // The user's modified arguments are held to the same rule.
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:modified (:path "/p" :dir "/x"))"#))),
+        ..MockHost::default()
+    };
+    let r = run(&reg, &mut host, r#"(:id "4" :name "write_it" :arguments (:path "/p"))"#);
+    assert!(
+        !r.success && r.content.contains("undeclared argument \"dir\""),
+        "{}",
+        r.content
+    );
+    assert!(host.ran.is_empty());
+    // A full JSON Schema that does not refuse extra keys keeps its meaning.
+    add(
+        &reg,
+        r#"(:name "open_schema" :description "d" :parameters "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}")"#,
+        Some(lisp(echo(), None, false)),
+    );
+    let mut host = MockHost::default();
+    let r = run(
+        &reg,
+        &mut host,
+        r#"(:id "5" :name "open_schema" :arguments (:a "x" :b "y"))"#,
+    );
+    assert!(r.success, "{}", r.content);
+}
+
+#[test]
+fn the_origin_is_the_drivers_and_no_call_or_client_name_changes_it() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    // An MCP client that calls itself gptel, with a call that names gptel too.
+    let ctx = CallContext {
+        client: Some("gptel (MCP)".into()),
+        origin: Origin::mcp("gptel"),
+    };
+    let call = read(r#"(:id "1" :name "write_it" :arguments (:path "/p") :client "gptel")"#);
+    execute_call(&reg, &call, &ctx, &mut host, &opts());
+    let ask = host.asked.pop().expect("asked");
+    assert_eq!(ask.origin, Origin::Mcp { name: "gptel".into() });
+    assert_eq!(ask.client.as_deref(), Some("gptel (MCP)"));
+    // From inside Emacs, the call's own :client still names the bridge.
+    let ctx = CallContext {
+        client: Some("llm".into()),
+        origin: Origin::Emacs,
+    };
+    execute_call(&reg, &call, &ctx, &mut host, &opts());
+    let ask = host.asked.pop().expect("asked");
+    assert_eq!(ask.origin, Origin::Emacs);
+    assert_eq!(ask.client.as_deref(), Some("gptel"));
+}
+
+#[test]
+fn mcp_client_names_are_cleaned_of_what_prints_as_nothing() {
+    let name = |s: &str| Origin::mcp(s).mcp_name().map(str::to_string);
+    assert_eq!(name("  claude-code \n"), Some("claude-code".into()));
+    assert_eq!(name("gp\u{200b}tel\u{202e}\u{2066}\u{7f}\u{85}"), Some("gptel".into()));
+    assert_eq!(name("\u{1b}[31m"), Some("[31m".into()));
+    assert_eq!(name(""), Some(String::new()));
+    assert_eq!(name(&"x".repeat(500)).map(|n| n.len()), Some(MAX_MCP_NAME_CHARS));
+    assert_eq!(Origin::Emacs.mcp_name(), None);
+    assert_eq!((Origin::Emacs.as_str(), Origin::mcp("a").as_str()), ("emacs", "mcp"));
+}

@@ -50,9 +50,10 @@ def result_fields(result):
 # ---- SDK 1.x: the 2025 session protocol over Streamable HTTP ----
 
 
-def sdk1_session(url, token, on_response=None, **kwargs):
+def sdk1_session(url, token, on_response=None, client_name=CLIENT_NAME, client_version=CLIENT_VERSION, **kwargs):
     """A context manager yielding an initialized 1.x ClientSession and the initialize result.
-    ON_RESPONSE, if given, is an httpx response hook called with every HTTP response."""
+    ON_RESPONSE, if given, is an httpx response hook called with every HTTP response.
+    CLIENT_NAME and CLIENT_VERSION are the clientInfo it introduces itself with."""
     import contextlib
 
     import mcp.types as types
@@ -69,7 +70,7 @@ def sdk1_session(url, token, on_response=None, **kwargs):
                 async with ClientSession(
                     read,
                     write,
-                    client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
+                    client_info=types.Implementation(name=client_name, version=client_version),
                     **kwargs,
                 ) as session:
                     init = await asyncio.wait_for(session.initialize(), TIMEOUT)
@@ -101,9 +102,11 @@ async def scenario_tools(args):
 
 
 async def scenario_calls(args):
-    """initialize, then each of args["calls"] ({"name", "arguments"}) in turn."""
+    """initialize (as args["client_name"] and args["client_version"] when given), then each of
+    args["calls"] ({"name", "arguments"}) in turn."""
     url, token = connection(args)
-    async with sdk1_session(url, token) as (session, _init):
+    identity = {key: args[key] for key in ("client_name", "client_version") if key in args}
+    async with sdk1_session(url, token, **identity) as (session, _init):
         for call in args["calls"]:
             result = await asyncio.wait_for(session.call_tool(call["name"], call.get("arguments")), TIMEOUT)
             emit(event="result", name=call["name"], **result_fields(result))
