@@ -265,8 +265,10 @@ SECONDS (it is then killed): a hang must fail the test, not the run."
       (dolist (path (list remote "/ssh:agentq-test.invalid:~/x"))
         (dolist (tool '("read_file" "propose_file_edit"))
           (let ((r (agent-q-files-test--call registry tool
-                                             (list :path path :original "a" :modified "b"
-                                                   :description "d"))))
+                                             (if (equal tool "read_file")
+                                                 (list :path path)
+                                               (list :path path :original "a" :modified "b"
+                                                     :description "d")))))
             (should (equal "denied" (agent-q-files-test--status r)))
             (should (string-match-p "remote file" (nth 2 (car agent-q-files-test--asks)))))))
       (let ((default-directory "/ssh:agentq-test.invalid:/tmp/"))

@@ -12,6 +12,7 @@
 
 (require 'ert)
 (require 'agent-q)
+(require 'agent-q-keys-support)
 
 (defvar agent-q-tools--review-driver)
 (declare-function agent-q-tools-review-accept "agent-q-tools" ())
@@ -134,14 +135,15 @@
           ;; The product path: the minibuffer approval asks about the read, "n" refuses.
           (let ((agent-q-approval-function #'agent-q-approve-in-minibuffer)
                 (prompts nil))
-            (cl-letf (((symbol-function 'read-key) (lambda (prompt &rest _) (push prompt prompts) ?n)))
+            (agent-q-test-typing "n"
               (let ((content (plist-get (agent-q-integration-test--call
                                          "propose_file_edit"
                                          (list :path secret :original "KEY-LINE-2\n"
                                                :modified "Y\n" :description "d"))
                                         :content)))
                 (should (string-prefix-p "User denied tool execution" content))
-                (should-not (string-match-p "KEY-LINE-[13]" content))))
+                (should-not (string-match-p "KEY-LINE-[13]" content)))
+              (setq prompts agent-q-test-prompts))
             (should (= 1 (length prompts)))
             (should (string-match-p "propose_file_edit" (car prompts))))
           (should (equal "KEY-LINE-1\nKEY-LINE-2\nKEY-LINE-3\n"

@@ -482,8 +482,13 @@ get_repl_history and get_last_error do not show the bridge's secret."
            (agent-q-approval-function #'agent-q-approve-in-minibuffer)
            (answer ?a)
            (prompts nil))
-      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-                 (lambda (prompt &rest _) (push prompt prompts) answer)))
+      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+                 ;; The prompt's one key reader; "a" is confirmed with "!".
+                 (lambda (prompt &rest _)
+                   (if (string-match-p "Press ! to confirm" prompt)
+                       ?!
+                     (push prompt prompts)
+                     answer))))
         ;; The bridge: its rule runs eval_form unasked, "a" approves compile_form.
         (let* ((agent-q-client "gptel")
                (results (agent-q-execute-tool-calls

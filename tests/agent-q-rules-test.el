@@ -543,8 +543,13 @@ Return the results."
           (agent-q-approval-function #'agent-q-approve-in-minibuffer)
           (answer ?a)
           (prompts nil))
-      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-                 (lambda (prompt &rest _) (push prompt prompts) answer)))
+      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+                 ;; The prompt's one key reader; "a" is confirmed with "!".
+                 (lambda (prompt &rest _)
+                   (if (string-match-p "Press ! to confirm" prompt)
+                       ?!
+                     (push prompt prompts)
+                     answer))))
         (should (equal "success" (agent-q-rules-test--status
                                   (agent-q-rules-test--call registry "eval_form" '(:form "1") "gptel"))))
         (should (equal "success" (agent-q-rules-test--status

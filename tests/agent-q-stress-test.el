@@ -387,6 +387,8 @@ Every core function the module defines must be here (see the test
                                                      :parameters nil :safety-level :safe)
                                                    #'agent-q-stress--echo nil nil nil)))
       (agent-q--core-register-wait-tool . ,(lambda () (list (agent-q-make-registry) "stress_wait" 10)))
+      (agent-q--core-find-hard-link . ,(lambda () (list temporary-file-directory 1 1)))
+      (agent-q--core-visible . ,(lambda () (list "a\u202eb\nc")))
       (agent-q--core-remove . ,(lambda () (list (agent-q-make-registry) "stress_echo")))
       (agent-q--core-restore . ,(lambda () (list (agent-q-make-registry)
                                                   (agent-q--core-snapshot (funcall reg) nil))))

@@ -449,7 +449,7 @@ DESCRIPTION is the proposal's description."
       (agent-q-test-typing (list ?a ?!)
         (let ((agent-q-approval-context '(:safety-level :dangerous :tool-id 5 :client "c (MCP)")))
           (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :approved))))
-      (should (equal agent-q-tools--session-approved '((5 . "c (MCP)")))))))
+      (should (equal agent-q-tools--session-approved '((5 emacs "c (MCP)")))))))
 
 (ert-deftest agent-q-tools-test-type-ahead-never-answers ()
   ;; The real reader: keys typed before the prompt (`unread-command-events')

@@ -300,10 +300,13 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
     (let* ((registry (agent-q-writes-test--registry))
            (keys nil) (prompts nil)
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
-      (cl-letf (((symbol-function 'read-char-choice-with-read-key)
-                 (lambda (prompt _chars &rest _)
-                   (push prompt prompts)
-                   (or (pop keys) (error "Asked once too often")))))
+      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+                 ;; The prompt's one key reader; "a" is confirmed with "!".
+                 (lambda (prompt &rest _)
+                   (if (string-match-p "Press ! to confirm" prompt)
+                       ?!
+                     (push prompt prompts)
+                     (or (pop keys) (error "Asked once too often"))))))
         (cl-flet ((write (name key)
                     (setq keys (and key (list key)) prompts nil)
                     (car (agent-q-execute-tool-calls
