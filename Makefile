@@ -7,17 +7,25 @@ MODULE := lisp/agent-q-core.so
 RELAY  := bin/agent-q-mcp
 LISP   := $(wildcard lisp/*.el)
 RUST   := Cargo.toml $(wildcard src/*.rs src/*/*.rs)
+# The Info manual, built from doc/agent-q.texi (C-h i m agent-q once agent-q is loaded).
+INFO   := doc/agent-q.info
 BATCH  := $(EMACS) --batch -Q -L lisp -L tests
 
-.PHONY: help deps build test test-rust test-lisp run lint clean bench
+.PHONY: help deps build info test test-rust test-lisp run lint clean bench
 
 help:  ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-deps:  ## Install what is missing (emacs-nox, emacs-el; tmux for tests) with apt-get
+deps:  ## Install what is missing (emacs-nox, emacs-el, texinfo; tmux for tests) with apt-get
 	@scripts/ensure-deps.sh
 
-build: $(MODULE) $(RELAY)  ## Build the Rust module into lisp/agent-q-core.so and the MCP relay into bin/agent-q-mcp
+build: $(MODULE) $(RELAY) $(INFO)  ## Build the Rust module (lisp/agent-q-core.so), the MCP relay (bin/agent-q-mcp) and the manual
+
+info: $(INFO)  ## Build the Info manual doc/agent-q.info from doc/agent-q.texi
+
+$(INFO): doc/agent-q.texi
+	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
+	makeinfo --no-split -o $@ $<
 
 # One cargo build makes both; the relay is replaced by a rename, so that a client running the
 # old one is not disturbed ("text file busy").
@@ -36,17 +44,20 @@ test-rust:
 	@scripts/ensure-deps.sh --test
 	$(CARGO) test
 
-test-lisp: $(MODULE)
+test-lisp: $(MODULE) $(INFO)
 	@scripts/ensure-deps.sh --test
 	$(BATCH) -l tests/run-tests.el
 
 run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
-lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc
+lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, makeinfo without warnings
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) fmt --check
 	$(BATCH) -l scripts/lint.el $(LISP)
+	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
+	@out=$$(makeinfo --no-split -o /dev/null doc/agent-q.texi 2>&1) && [ -z "$$out" ] \
+	  || { echo "$$out"; echo "makeinfo: doc/agent-q.texi must build without warnings"; exit 1; }
 
 bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
 	@scripts/ensure-deps.sh --bench
@@ -54,4 +65,4 @@ bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/RE
 
 clean:  ## Remove build products
 	$(CARGO) clean
-	rm -f $(MODULE) $(RELAY) lisp/*.elc tests/*.elc
+	rm -f $(MODULE) $(RELAY) $(INFO) lisp/*.elc tests/*.elc

@@ -85,6 +85,17 @@
   (file-name-directory (or load-file-name buffer-file-name default-directory))
   "The directory agent-q's Lisp files live in.")
 
+(defconst agent-q--doc-directory
+  (expand-file-name "../doc" agent-q--directory)
+  "The directory of agent-q's Info manual and its `dir' file.")
+
+(defvar Info-additional-directory-list)
+
+;; `C-h i' lists the manual, and (info "agent-q") finds it, once Info is
+;; loaded: nothing is read until then.
+(with-eval-after-load 'info
+  (add-to-list 'Info-additional-directory-list agent-q--doc-directory t))
+
 (defun agent-q--source-root ()
   "The project root, where Cargo.toml is, or nil."
   (let ((root (expand-file-name ".." agent-q--directory)))

@@ -10,6 +10,8 @@ emacs_lisp_dir=$(emacs --batch -Q --eval '(princ (expand-file-name "../lisp" dat
 if [ -z "$emacs_lisp_dir" ] || [ ! -e "$emacs_lisp_dir/subr.el.gz" ] && [ ! -e "$emacs_lisp_dir/subr.el" ]; then
   need+=(emacs-el)
 fi
+# The Info manual (doc/agent-q.info) is built from doc/agent-q.texi by makeinfo.
+command -v makeinfo >/dev/null 2>&1 || need+=(texinfo)
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi
@@ -106,4 +108,19 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "agent-q: cargo is not installed; install Rust from https://rustup.rs and retry" >&2
   exit 1
+fi
+
+# The crate needs the Rust of Cargo.toml's rust-version; Debian's packaged
+# Rust is older, so say plainly where a current one comes from.
+root=$(cd "$(dirname "$0")/.." && pwd)
+want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
+have=$(cargo --version 2>/dev/null | sed -n 's/^cargo \([0-9][0-9.]*\).*/\1/p')
+if [ -n "$want" ]; then
+  if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n 1)" != "$want" ]; then
+    echo "agent-q: Rust $want or later is needed, but cargo is ${have:-of unknown version} ($(command -v cargo))." >&2
+    echo "agent-q: install a current Rust with rustup (https://rustup.rs):" >&2
+    echo "agent-q:   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh" >&2
+    echo "agent-q: then open a new shell (or run: . \"\$HOME/.cargo/env\") and run make again." >&2
+    exit 1
+  fi
 fi

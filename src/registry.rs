@@ -1,6 +1,6 @@
 //! The tool registry: registration rules, lookup, filtering, snapshots and LLM schemas.
 //!
-//! Registration rules (seed 003, as issue 2 settles them):
+//! Registration rules:
 //!
 //! - a new name gets an enabled registration stamped with `created_at` (ISO 8601, UTC);
 //! - an identical spec returns the existing registration unchanged (its handler may be rebound);

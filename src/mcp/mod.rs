@@ -1,4 +1,4 @@
-//! agent-q as an MCP server (issue 10): coding agents in a terminal call the tools of the user's
+//! agent-q as an MCP server: coding agents in a terminal call the tools of the user's
 //! running Emacs over the Model Context Protocol, and the user approves in Emacs.
 //!
 //! # How the pieces fit

@@ -1,0 +1,97 @@
+;;; agent-q-doc-test.el --- The Info manual is found once agent-q is loaded  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; Loading agent-q puts its doc/ directory on Info's path: (info
+;; "agent-q") opens the built manual (doc/agent-q.info, made by `make
+;; info') at its Top node, its chapters are there by name, the
+;; directory node that `C-h i' shows lists it through doc/dir, and its
+;; index has every user option the Lisp files define.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'ert)
+(require 'info)
+(require 'agent-q)
+
+(defmacro agent-q-doc-test--in-info (buffer &rest body)
+  "Run BODY with BUFFER, a fresh Info buffer, current; kill it afterwards."
+  (declare (indent 1))
+  `(unwind-protect
+       (progn ,@body)
+     (when (get-buffer ,buffer)
+       (kill-buffer ,buffer))))
+
+(ert-deftest agent-q-doc-info-finds-manual ()
+  "(info \"agent-q\") opens the manual in doc/ at its Top node."
+  (let ((buffer "*agent-q-doc-test*"))
+    (agent-q-doc-test--in-info buffer
+      (info "agent-q" buffer)
+      (with-current-buffer buffer
+        (should (equal Info-current-node "Top"))
+        (should (file-equal-p (file-name-directory Info-current-file)
+                              agent-q--doc-directory))
+        (should (string-match-p "agent-q" (buffer-string)))))))
+
+(ert-deftest agent-q-doc-named-nodes-exist ()
+  "The manual's reference chapters exist under the names the README gives."
+  (let ((buffer "*agent-q-doc-test*"))
+    (agent-q-doc-test--in-info buffer
+      (info "agent-q" buffer)
+      (with-current-buffer buffer
+        (dolist (node '("Installation" "Built-in tools" "Read guard" "Approval rules"
+                        "Security" "API" "Values between Emacs and the module"))
+          (Info-goto-node node)
+          (should (equal Info-current-node node)))))))
+
+(ert-deftest agent-q-doc-dir-lists-manual ()
+  "The directory node of `C-h i' has an entry that leads to the manual."
+  (let ((buffer "*agent-q-doc-test*"))
+    (agent-q-doc-test--in-info buffer
+      (info "(dir)Top" buffer)
+      (with-current-buffer buffer
+        (goto-char (point-min))
+        (should (re-search-forward "^\\* agent-q: (agent-q)\\." nil t))
+        (Info-menu "agent-q")
+        (should (equal Info-current-node "Top"))
+        (should (file-equal-p (file-name-directory Info-current-file)
+                              agent-q--doc-directory))))))
+
+(defun agent-q-doc-test--options ()
+  "The user options that agent-q's Lisp files define, read from the files."
+  (let (options)
+    (dolist (file (directory-files agent-q--directory t "\\`agent-q.*\\.el\\'"))
+      (with-temp-buffer
+        (insert-file-contents file)
+        (goto-char (point-min))
+        (condition-case nil
+            (while t
+              (let ((form (read (current-buffer))))
+                (when (eq (car-safe form) 'defcustom)
+                  (push (nth 1 form) options))))
+          (end-of-file nil))))
+    (sort options #'string<)))
+
+(ert-deftest agent-q-doc-every-option-indexed ()
+  "Every user option agent-q defines has an entry in the manual's index."
+  (let ((options (agent-q-doc-test--options))
+        (buffer "*agent-q-doc-test*"))
+    ;; The files define options: an empty list would make the test vacuous.
+    (should (memq 'agent-q-approval-idle-delay options))
+    (agent-q-doc-test--in-info buffer
+      (info "agent-q" buffer)
+      (with-current-buffer buffer
+        (Info-goto-node "Index")
+        (let ((missing
+               (cl-remove-if (lambda (option)
+                               (save-excursion
+                                 (goto-char (point-min))
+                                 (re-search-forward
+                                  (concat "^\\* " (regexp-quote (symbol-name option))
+                                          "\\(?: <[0-9]+>\\)?:")
+                                  nil t)))
+                             options)))
+          (should-not missing))))))
+
+;;; agent-q-doc-test.el ends here
