@@ -18,7 +18,14 @@
 //! - a function reference: `#'NAME` or `(function NAME)`;
 //! - a quoted symbol `'NAME` passed to a known higher-order function, at the argument position
 //!   that takes a function ([`FUNCTION_ARGS`]: `funcall`, `apply`, `mapcar`, `add-hook`'s second
-//!   argument, `define-key`'s third, `run-with-timer`...). Any other `'NAME` is data.
+//!   argument, `define-key`'s third, `run-with-timer`...). Any other `'NAME` is data;
+//! - in a pcase pattern (of `pcase`, `pcase-exhaustive`, `pcase-let`, `pcase-let*`,
+//!   `pcase-dolist`, `pcase-setq`, `pcase-lambda`, through `and`, `or`, `app`, `let`, `seq`,
+//!   `map`, `cl-struct`, `eieio` and backquoted patterns' `,PAT`): the function of
+//!   `(pred NAME)`, `(pred (not NAME))`, `(app NAME PAT)`, and `(NAME ARGS...)` there; the
+//!   expressions of `(guard EXPR)` and `(let PAT EXPR)` are code. The rest of a pattern is data;
+//! - the function of a `declare` spec `(compiler-macro F)`, `(gv-setter F)`, `(gv-expander F)` or
+//!   `(completion F)`: `NAME` there, or the code of a `(lambda ...)`.
 //!
 //! # What counts as a reference ([`Kind::Reference`])
 //!
@@ -38,10 +45,15 @@
 //! - Definition sites: the name of `defun`, `defmacro`, `defvar`, `defcustom`, `defconst`,
 //!   `defalias`, `cl-defmethod`, `define-*`, `declare-function`... and any other definition form.
 //!   They are not listed separately either: `describe_symbol` reports where a symbol is defined.
-//! - Quoted data: `'(a b c)`, `(quote (a b))`, vectors `[a b]`, `(declare ...)` specs, the keys of
-//!   `cl-case`/`pcase` clauses (so a `(pred NAME)` pattern is not seen), condition names in
-//!   `condition-case` handlers, the parents of a `defclass`, the slot names of `defclass` and
-//!   `cl-defstruct` (their default/initform expressions are code).
+//! - Quoted data: `'(a b c)`, `(quote (a b))`, vectors `[a b]`, the other `declare` specs and
+//!   `cl-declare`, the keys of `cl-case` clauses, the variables, literals and types of pcase
+//!   patterns, condition names in `condition-case` handlers, the parents of a `defclass`, the
+//!   slot names of `defclass` and `cl-defstruct` (their default/initform expressions are code)
+//!   and a slot's `:type`, the options of a `cl-defstruct` (but the argument list of a
+//!   `:constructor` is read as one, `&aux` defaults included, and the slots of an `:include`
+//!   as slots), the argument list of `declare-function`, a backquoted `:type` value (a custom
+//!   type: only its `,x`/`,@x` parts are code), and `(function :value NAME)`: `function` with
+//!   more than one argument is not a function reference.
 //! - The parameters in argument lists of `defun`, `lambda`, `cl-defun`,
 //!   `cl-destructuring-bind`, `cl-flet` entries... and the local function names of
 //!   `cl-flet`/`cl-labels`. (The default-value forms of `&optional`, `&key` and `&aux` entries,
@@ -49,12 +61,15 @@
 //!   is the EXPR of a `cl-defmethod` `&context (EXPR SPECIALIZER)`.)
 //! - A quoted `'NAME` given to a function that is not in the tables above (e.g. a package's own
 //!   `(my-bind-key "k" 'NAME)`): it cannot be told from data.
+//! - What only running the code shows: a function named at run time (`(funcall var)`,
+//!   `(funcall (intern ...))`), a form built as data and evaluated later, the arguments of a
+//!   package's own macros or pcase pattern macros that take code (read as they are written:
+//!   a macro call's arguments as code, an unknown pattern as data).
 //!
 //! Backquoted templates are treated as code, with their unquoted parts `,x`/`,@x` as evaluated
 //! expressions: in Emacs Lisp a backquote almost always builds code in a macro, and a macro that
 //! expands into a call of `NAME` is one of its callers. A backquoted data list therefore gives
-//! the occasional false positive. Keyword-argument values in slot options (`:type NAME`) read as
-//! expressions, so a variable named like a type can get a false reference there.
+//! the occasional false positive (a custom type in a backquoted table of options, say).
 //!
 //! # Hits
 //!
@@ -477,9 +492,7 @@ impl Head {
             // `bindings--define-key`, `evil-define-key`...: key bindings, not definitions.
             _ if head.ends_with(b"define-key") || head.ends_with(b"define-key-after") => Head::Other,
             b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup" | b"defalias"
-            | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"defvar-keymap" => {
-                Head::Def
-            }
+            | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"defvar-keymap" => Head::Def,
             b"declare-function" => Head::DeclareFunction,
             _ if head.starts_with(b"cl-def") || head.starts_with(b"define-") => Head::Def,
             _ if contains(head, b"-def")
@@ -1148,9 +1161,7 @@ impl<'a> Scanner<'a> {
         if slot.prefix.is_none() && token.first() == Some(&b':') {
             let top = self.top();
             match (top.ctx, token) {
-                (Ctx::MenuItem, b":enable" | b":visible" | b":included" | b":selected") => {
-                    top.expr_at = slot.pos + 1
-                }
+                (Ctx::MenuItem, b":enable" | b":visible" | b":included" | b":selected") => top.expr_at = slot.pos + 1,
                 (Ctx::MenuItem, b":filter") => top.function_at = slot.pos + 1,
                 (Ctx::Code | Ctx::Clause, b":type") if slot.pos > 0 => top.type_at = slot.pos + 1,
                 _ => {}
@@ -2302,7 +2313,11 @@ mod tests {
                    nil)";
         assert_eq!(
             found(src, "ignore", Kind::Call),
-            vec![(5, 2, d("eieio-oref")), (19, 2, d("eieio-oref-default")), (21, 43, d("eieio-oref-default"))]
+            vec![
+                (5, 2, d("eieio-oref")),
+                (19, 2, d("eieio-oref-default")),
+                (21, 43, d("eieio-oref-default"))
+            ]
         );
         assert_eq!(lines(src, "keywordp", Kind::Call), vec![7]);
         assert_eq!(lines(src, "memq", Kind::Call), vec![8]);
