@@ -942,7 +942,11 @@ impl<'a> Scanner<'a> {
         let p = slot.pos;
         if is_pattern_slot(parent, p, slot.prefix) {
             return Some(match slot.prefix {
-                None | Some(Prefix::Comma) if !vector => Ctx::Pattern,
+                None if !vector => Ctx::Pattern,
+                // `,PAT` of a backquoted pattern; elsewhere (a pcase form built by a
+                // backquote template) `,EXPR` is evaluated.
+                Some(Prefix::Comma) if !vector && parent.ctx == Ctx::QPattern => Ctx::Pattern,
+                Some(Prefix::Comma) if !vector => Ctx::Code,
                 Some(Prefix::Backquote) => Ctx::QPattern,
                 Some(Prefix::Function) if !vector => Ctx::Code,
                 _ => Ctx::Data,
@@ -2283,6 +2287,12 @@ mod tests {
         // pcase-setq sets the variables of its patterns, as setq does.
         assert_eq!(lines(src, "d", Kind::Reference), vec![9]);
         assert!(lines(src, "c", Kind::Reference).is_empty());
+        // A pcase form built by a backquote template (Emacs's emacs-lisp/pcase.el line 321):
+        // `,EXPR` where a pattern goes is evaluated.
+        let src = "(defmacro m (spec tmpvar)
+  `(pcase-let* ((,(car spec) ,tmpvar)) (pcase x (,(car spec) 1))))";
+        assert_eq!(lines(src, "car", Kind::Call), vec![2, 2]);
+        assert_eq!(lines(src, "spec", Kind::Reference), vec![2, 2]);
     }
 
     #[test]
