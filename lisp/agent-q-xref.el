@@ -39,10 +39,13 @@
 ;; code only: comments, strings, docstrings and quoted data are
 ;; skipped.  What counts as a call or a reference is documented in
 ;; src/xref.rs; in short, a call is `(NAME ...)', #\\='NAME,
-;; (function NAME) or \\='NAME given to a known higher-order function;
-;; a reference is NAME evaluated outside function position, a
-;; `let'-bound NAME, or \\='NAME given to `set', `boundp', `add-hook'
-;; and the like.  Definition sites are not listed.
+;; (function NAME), \\='NAME given to a known higher-order function,
+;; or the function of a pcase `(pred NAME)' or `(app NAME PAT)' or of a
+;; `declare' spec (`compiler-macro', `gv-setter'...); pattern guards
+;; and those specs' lambdas are code.  A reference is NAME evaluated
+;; outside function position, a `let'-bound NAME, or \\='NAME given to
+;; `set', `boundp', `add-hook' and the like.  Definition sites are not
+;; listed.
 ;;
 ;; The module keeps, per source file, an index of the symbols it
 ;; contains (built in a background thread after a scan, see

@@ -18,7 +18,14 @@
 //! - a function reference: `#'NAME` or `(function NAME)`;
 //! - a quoted symbol `'NAME` passed to a known higher-order function, at the argument position
 //!   that takes a function ([`FUNCTION_ARGS`]: `funcall`, `apply`, `mapcar`, `add-hook`'s second
-//!   argument, `define-key`'s third, `run-with-timer`...). Any other `'NAME` is data.
+//!   argument, `define-key`'s third, `run-with-timer`...). Any other `'NAME` is data;
+//! - in a pcase pattern (of `pcase`, `pcase-exhaustive`, `pcase-let`, `pcase-let*`,
+//!   `pcase-dolist`, `pcase-setq`, `pcase-lambda`, through `and`, `or`, `app`, `let`, `seq`,
+//!   `map`, `cl-struct`, `eieio` and backquoted patterns' `,PAT`): the function of
+//!   `(pred NAME)`, `(pred (not NAME))`, `(app NAME PAT)`, and `(NAME ARGS...)` there; the
+//!   expressions of `(guard EXPR)` and `(let PAT EXPR)` are code. The rest of a pattern is data;
+//! - the function of a `declare` spec `(compiler-macro F)`, `(gv-setter F)`, `(gv-expander F)` or
+//!   `(completion F)`: `NAME` there, or the code of a `(lambda ...)`.
 //!
 //! # What counts as a reference ([`Kind::Reference`])
 //!
@@ -38,10 +45,15 @@
 //! - Definition sites: the name of `defun`, `defmacro`, `defvar`, `defcustom`, `defconst`,
 //!   `defalias`, `cl-defmethod`, `define-*`, `declare-function`... and any other definition form.
 //!   They are not listed separately either: `describe_symbol` reports where a symbol is defined.
-//! - Quoted data: `'(a b c)`, `(quote (a b))`, vectors `[a b]`, `(declare ...)` specs, the keys of
-//!   `cl-case`/`pcase` clauses (so a `(pred NAME)` pattern is not seen), condition names in
-//!   `condition-case` handlers, the parents of a `defclass`, the slot names of `defclass` and
-//!   `cl-defstruct` (their default/initform expressions are code).
+//! - Quoted data: `'(a b c)`, `(quote (a b))`, vectors `[a b]`, the other `declare` specs and
+//!   `cl-declare`, the keys of `cl-case` clauses, the variables, literals and types of pcase
+//!   patterns, condition names in `condition-case` handlers, the parents of a `defclass`, the
+//!   slot names of `defclass` and `cl-defstruct` (their default/initform expressions are code)
+//!   and a slot's `:type`, the options of a `cl-defstruct` (but the argument list of a
+//!   `:constructor` is read as one, `&aux` defaults included, and the slots of an `:include`
+//!   as slots), the argument list of `declare-function`, a backquoted `:type` value (a custom
+//!   type: only its `,x`/`,@x` parts are code), and `(function :value NAME)`: `function` with
+//!   more than one argument is not a function reference.
 //! - The parameters in argument lists of `defun`, `lambda`, `cl-defun`,
 //!   `cl-destructuring-bind`, `cl-flet` entries... and the local function names of
 //!   `cl-flet`/`cl-labels`. (The default-value forms of `&optional`, `&key` and `&aux` entries,
@@ -49,12 +61,15 @@
 //!   is the EXPR of a `cl-defmethod` `&context (EXPR SPECIALIZER)`.)
 //! - A quoted `'NAME` given to a function that is not in the tables above (e.g. a package's own
 //!   `(my-bind-key "k" 'NAME)`): it cannot be told from data.
+//! - What only running the code shows: a function named at run time (`(funcall var)`,
+//!   `(funcall (intern ...))`), a form built as data and evaluated later, the arguments of a
+//!   package's own macros or pcase pattern macros that take code (read as they are written:
+//!   a macro call's arguments as code, an unknown pattern as data).
 //!
 //! Backquoted templates are treated as code, with their unquoted parts `,x`/`,@x` as evaluated
 //! expressions: in Emacs Lisp a backquote almost always builds code in a macro, and a macro that
 //! expands into a call of `NAME` is one of its callers. A backquoted data list therefore gives
-//! the occasional false positive. Keyword-argument values in slot options (`:type NAME`) read as
-//! expressions, so a variable named like a type can get a false reference there.
+//! the occasional false positive (a custom type in a backquoted table of options, say).
 //!
 //! # Hits
 //!
@@ -377,11 +392,12 @@ fn needle(name: &[u8]) -> Option<&[u8]> {
 enum Head {
     /// An ordinary function or macro call, or no symbol head.
     Other,
-    /// `quote`: the argument is data.
+    /// `quote`, `cl-declare`, `cl-declaim`: the arguments are data.
     Quote,
     /// `function`: a symbol argument is a function reference.
     Function,
-    /// `declare` and `interactive`-like specs that are data.
+    /// `declare`: each argument is a spec, data except the functions of `compiler-macro`,
+    /// `gv-setter`, `gv-expander` and `completion`.
     Declare,
     /// `let`-like: the first argument is a list of bindings.
     Let,
@@ -391,8 +407,18 @@ enum Head {
     CondCase,
     /// `cond`: every argument is a clause of expressions.
     Cond,
-    /// `pcase`/`cl-case`: EXPR, then clauses `(KEY-OR-PATTERN BODY...)`.
+    /// `cl-case`, `cl-typecase`...: EXPR, then clauses `(KEY BODY...)`.
     Case,
+    /// `pcase`, `pcase-exhaustive`: EXPR, then clauses `(PATTERN BODY...)`.
+    Pcase,
+    /// `pcase-let`, `pcase-let*`: a list of `(PATTERN EXPR)` bindings.
+    PcaseLet,
+    /// `pcase-dolist`: `(PATTERN LIST)`, then the body.
+    PcaseDolist,
+    /// `pcase-setq`: PATTERN VALUE pairs.
+    PcaseSetq,
+    /// `pcase-lambda`: an argument list of patterns.
+    PcaseLambda,
     /// `lambda`, `cl-destructuring-bind`...: the first argument is an argument list.
     Lambda,
     /// `cl-defstruct`: NAME, then slots, bare or `(SLOT DEFAULT OPTIONS...)`.
@@ -407,14 +433,16 @@ enum Head {
     DefMethod,
     /// Any other definition form (`defvar`, `defcustom`, `define-minor-mode`...).
     Def,
+    /// `declare-function`: NAME, then FILE, ARGLIST and FILEONLY, all data.
+    DeclareFunction,
 }
 
 impl Head {
     fn classify(head: &[u8]) -> Head {
         match head {
-            b"quote" => Head::Quote,
+            b"quote" | b"cl-declare" | b"cl-declaim" => Head::Quote,
             b"function" => Head::Function,
-            b"declare" | b"cl-declare" | b"cl-declaim" => Head::Declare,
+            b"declare" => Head::Declare,
             b"let" | b"let*" | b"letrec" | b"dlet" | b"if-let" | b"when-let" | b"if-let*" | b"when-let*"
             | b"and-let*" | b"while-let" | b"cl-letf" | b"cl-letf*" => Head::Let,
             b"dolist"
@@ -427,8 +455,12 @@ impl Head {
             | b"cl-do-all-symbols" => Head::DoList,
             b"condition-case" | b"condition-case-unless-debug" => Head::CondCase,
             b"cond" => Head::Cond,
-            b"pcase" | b"pcase-exhaustive" | b"cl-case" | b"cl-ecase" | b"cl-typecase" | b"cl-etypecase" | b"case"
-            | b"ecase" => Head::Case,
+            b"cl-case" | b"cl-ecase" | b"cl-typecase" | b"cl-etypecase" | b"case" | b"ecase" => Head::Case,
+            b"pcase" | b"pcase-exhaustive" => Head::Pcase,
+            b"pcase-let" | b"pcase-let*" => Head::PcaseLet,
+            b"pcase-dolist" => Head::PcaseDolist,
+            b"pcase-setq" => Head::PcaseSetq,
+            b"pcase-lambda" => Head::PcaseLambda,
             b"lambda" | b"cl-destructuring-bind" | b"seq-let" | b"cl-multiple-value-bind" | b"with-slots" => {
                 Head::Lambda
             }
@@ -460,8 +492,8 @@ impl Head {
             // `bindings--define-key`, `evil-define-key`...: key bindings, not definitions.
             _ if head.ends_with(b"define-key") || head.ends_with(b"define-key-after") => Head::Other,
             b"defvar" | b"defconst" | b"defcustom" | b"defvar-local" | b"defface" | b"defgroup" | b"defalias"
-            | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"declare-function"
-            | b"defvar-keymap" => Head::Def,
+            | b"defvaralias" | b"defadvice" | b"deftheme" | b"defimage" | b"defsetf" | b"defvar-keymap" => Head::Def,
+            b"declare-function" => Head::DeclareFunction,
             _ if head.starts_with(b"cl-def") || head.starts_with(b"define-") => Head::Def,
             _ if contains(head, b"-def")
                 && (contains(head, b"-define-")
@@ -480,7 +512,7 @@ impl Head {
     fn is_definition(self) -> bool {
         matches!(
             self,
-            Head::Defun | Head::DefMethod | Head::Def | Head::Struct | Head::Class
+            Head::Defun | Head::DefMethod | Head::Def | Head::DeclareFunction | Head::Struct | Head::Class
         )
     }
 }
@@ -521,6 +553,95 @@ enum Ctx {
     /// a command, the values of `:enable`, `:visible`, `:included` and `:selected` are
     /// expressions the menu evaluates, the value of `:filter` a function.
     MenuItem,
+    /// A pcase pattern `(HEAD ARGS...)`: what the arguments are depends on HEAD
+    /// ([`PatternHead`]); bare symbols are bound variables.
+    Pattern,
+    /// A backquoted pcase pattern: its structure is data, a `,PAT` in it a pattern.
+    QPattern,
+    /// The FUN of `(pred FUN)` or `(app FUN PAT)` written as a list: `(not FUN)`, else a code
+    /// form `(F ARGS...)` (a lambda, or F called with ARGS and the value), which becomes
+    /// [`Ctx::Code`] when its head is read.
+    PatternFun,
+    /// A `(KEY PAT DEFAULT)` field of a `map`, `cl-struct` or `eieio` pattern: PAT is a
+    /// pattern, DEFAULT an expression.
+    PatternField,
+    /// `(PATTERN BODY...)`: a `pcase` clause, a `pcase-let` binding `(PATTERN EXPR)` or the
+    /// `(PATTERN LIST)` of `pcase-dolist`.
+    PatternClause,
+    /// The binding list of `pcase-let`: its lists are [`Ctx::PatternClause`]s.
+    PatternBindings,
+    /// The argument list of `pcase-lambda`: its elements are patterns.
+    PatternArgs,
+    /// One `declare` spec `(NAME ARGS...)`: data, except the function of `compiler-macro`,
+    /// `gv-setter`, `gv-expander` and `completion` (a symbol or a lambda).
+    DeclareSpec,
+    /// `(NAME OPTIONS...)` of a `cl-defstruct`: the options are [`Ctx::StructOption`]s.
+    StructName,
+    /// One `cl-defstruct` option: data, except the argument list of `(:constructor NAME
+    /// ARGLIST)` and the slot descriptions of `(:include PARENT SLOTS...)`.
+    StructOption,
+    /// A backquoted template that builds data (a custom type after `:type`): its structure is
+    /// data, its unquoted parts `,x`/`,@x` are expressions.
+    BqData,
+}
+
+/// What the arguments of a pcase pattern `(HEAD ARGS...)` are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatternHead {
+    /// `pred`: ARG 1 is a function (a symbol, `(not FUN)`, a lambda or `(F ARGS...)`).
+    Pred,
+    /// `app`: ARG 1 is a function as for `pred`, ARG 2 a pattern.
+    App,
+    /// `guard`: ARG 1 is an expression.
+    Guard,
+    /// `let`: ARG 1 is a pattern, ARG 2 an expression.
+    Let,
+    /// `and`, `or`, `seq`, `radix-tree-leaf`: every argument is a pattern.
+    Patterns,
+    /// `map`, `cl-struct`, `eieio`: fields, bare or `(KEY PAT DEFAULT)`.
+    Fields,
+    /// `cl-type`, `rx`, any other pattern macro: data.
+    Data,
+}
+
+impl PatternHead {
+    fn classify(head: Option<&[u8]>) -> PatternHead {
+        match head {
+            Some(b"pred") => PatternHead::Pred,
+            Some(b"app") => PatternHead::App,
+            Some(b"guard") => PatternHead::Guard,
+            Some(b"let") => PatternHead::Let,
+            Some(b"and" | b"or" | b"seq" | b"radix-tree-leaf") => PatternHead::Patterns,
+            Some(b"map" | b"cl-struct" | b"eieio") => PatternHead::Fields,
+            _ => PatternHead::Data,
+        }
+    }
+}
+
+/// Whether element P of PARENT, read with PREFIX, is a pcase pattern.
+fn is_pattern_slot(parent: &Frame<'_>, p: u32, prefix: Option<Prefix>) -> bool {
+    match parent.ctx {
+        Ctx::PatternClause => p == 0,
+        Ctx::PatternArgs => true,
+        Ctx::PatternField => p == 1,
+        Ctx::QPattern => prefix == Some(Prefix::Comma),
+        Ctx::Pattern => match PatternHead::classify(parent.first) {
+            PatternHead::App => p == 2,
+            PatternHead::Let => p == 1,
+            PatternHead::Patterns => p >= 1,
+            _ => false,
+        },
+        Ctx::Code => parent.class == Head::PcaseSetq && p % 2 == 1,
+        _ => false,
+    }
+}
+
+/// Whether a `declare` spec named HEAD takes a function (a symbol or a lambda) as ARG 1.
+fn declares_function(head: Option<&[u8]>) -> bool {
+    matches!(
+        head,
+        Some(b"compiler-macro" | b"gv-setter" | b"gv-expander" | b"completion")
+    )
 }
 
 /// Where an [`Ctx::ArgList`] is, which decides what a list in it is.
@@ -574,6 +695,13 @@ struct Frame<'a> {
     expr_at: u32,
     /// In a [`Ctx::MenuItem`], the position of the next property value that is a function.
     function_at: u32,
+    /// In a [`Ctx::Code`] or [`Ctx::Clause`], the position of the value after `:type` (0:
+    /// none): a type, data in a slot description, and data with expressions in its unquoted
+    /// parts when backquoted.
+    type_at: u32,
+    /// The head symbol of a [`Ctx::Pattern`], [`Ctx::PatternFun`], [`Ctx::DeclareSpec`] or
+    /// [`Ctx::StructOption`].
+    first: Option<&'a [u8]>,
 }
 
 impl<'a> Frame<'a> {
@@ -588,6 +716,8 @@ impl<'a> Frame<'a> {
             arg_mode: ArgMode::Required,
             expr_at: 0,
             function_at: 0,
+            type_at: 0,
+            first: None,
             names_parent: false,
         }
     }
@@ -703,6 +833,9 @@ impl<'a> Scanner<'a> {
         if self.overflow > 0 {
             return Ctx::Data;
         }
+        if let Some(ctx) = self.pattern_or_spec_ctx(slot, vector) {
+            return ctx;
+        }
         let parent = self.top();
         let in_data = parent.ctx == Ctx::Data;
         match slot.prefix {
@@ -717,6 +850,18 @@ impl<'a> Scanner<'a> {
         }
         let p = slot.pos;
         match parent.ctx {
+            // Decided by `pattern_or_spec_ctx`.
+            Ctx::Pattern
+            | Ctx::QPattern
+            | Ctx::PatternFun
+            | Ctx::PatternField
+            | Ctx::PatternClause
+            | Ctx::PatternBindings
+            | Ctx::PatternArgs
+            | Ctx::DeclareSpec
+            | Ctx::StructName
+            | Ctx::StructOption
+            | Ctx::BqData => Ctx::Data,
             Ctx::Data => Ctx::Data,
             Ctx::Exprs => Ctx::Code,
             Ctx::Bindings => Ctx::Exprs,
@@ -759,15 +904,20 @@ impl<'a> Scanner<'a> {
                     return Ctx::Code;
                 }
                 match parent.class {
-                    Head::Quote | Head::Declare => Ctx::Data,
+                    Head::Quote | Head::DeclareFunction => Ctx::Data,
+                    Head::Declare => Ctx::DeclareSpec,
                     Head::Let if p == 1 => Ctx::Bindings,
                     Head::DoList if p == 1 => Ctx::Exprs,
                     Head::CondCase if p >= 3 => Ctx::Clause,
                     Head::Cond => Ctx::Exprs,
                     Head::Case if p >= 2 => Ctx::Clause,
+                    Head::Pcase if p >= 2 => Ctx::PatternClause,
+                    Head::PcaseLet if p == 1 => Ctx::PatternBindings,
+                    Head::PcaseDolist if p == 1 => Ctx::PatternClause,
+                    Head::PcaseLambda if p == 1 => Ctx::PatternArgs,
                     Head::Lambda if p == 1 => Ctx::ArgList,
                     Head::Flet if p == 1 => Ctx::FletBindings,
-                    Head::Struct if p == 1 => Ctx::Data,
+                    Head::Struct if p == 1 => Ctx::StructName,
                     Head::Struct => Ctx::Clause,
                     Head::Class if p <= 2 => Ctx::Data,
                     Head::Class if p == 3 => Ctx::Clauses,
@@ -784,6 +934,78 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The context of a list at SLOT of the current frame when that frame is a pcase pattern,
+    /// a `declare` spec, a `cl-defstruct` option, a backquoted data template, or when the list
+    /// is a pattern or the value after `:type`; `None` for the other cases.
+    fn pattern_or_spec_ctx(&self, slot: Slot, vector: bool) -> Option<Ctx> {
+        let parent = &self.stack[self.stack.len() - 1];
+        let p = slot.pos;
+        if is_pattern_slot(parent, p, slot.prefix) {
+            return Some(match slot.prefix {
+                None if !vector => Ctx::Pattern,
+                // `,PAT` of a backquoted pattern; elsewhere (a pcase form built by a
+                // backquote template) `,EXPR` is evaluated.
+                Some(Prefix::Comma) if !vector && parent.ctx == Ctx::QPattern => Ctx::Pattern,
+                Some(Prefix::Comma) if !vector => Ctx::Code,
+                Some(Prefix::Backquote) => Ctx::QPattern,
+                Some(Prefix::Function) if !vector => Ctx::Code,
+                _ => Ctx::Data,
+            });
+        }
+        // A list at a place that is evaluated.
+        let expr = match slot.prefix {
+            Some(Prefix::Quote) | Some(Prefix::Uninterned) => Ctx::Data,
+            _ if vector => Ctx::Data,
+            _ => Ctx::Code,
+        };
+        let plain = slot.prefix.is_none() && !vector;
+        Some(match parent.ctx {
+            Ctx::Pattern => match PatternHead::classify(parent.first) {
+                PatternHead::Guard if p == 1 => expr,
+                PatternHead::Let if p == 2 => expr,
+                PatternHead::Pred | PatternHead::App if p == 1 => match slot.prefix {
+                    None if !vector => Ctx::PatternFun,
+                    Some(Prefix::Function) if !vector => Ctx::Code,
+                    _ => Ctx::Data,
+                },
+                PatternHead::Fields if p >= 1 && plain => Ctx::PatternField,
+                _ => Ctx::Data,
+            },
+            Ctx::QPattern if slot.prefix.is_none() => Ctx::QPattern,
+            // Only `(not FUN)` stays a `PatternFun` after its head.
+            Ctx::PatternFun if p == 1 && plain => Ctx::PatternFun,
+            Ctx::PatternField if p == 2 => expr,
+            Ctx::PatternClause if p >= 1 => expr,
+            Ctx::PatternBindings if plain => Ctx::PatternClause,
+            Ctx::DeclareSpec if p == 1 && declares_function(parent.first) => expr,
+            Ctx::StructName if p >= 1 && plain => Ctx::StructOption,
+            Ctx::StructOption => match parent.first {
+                Some(b":constructor") if p == 2 && plain => Ctx::ArgList,
+                Some(b":include") if p >= 2 && plain => Ctx::Clause,
+                _ => Ctx::Data,
+            },
+            Ctx::BqData => match slot.prefix {
+                None => Ctx::BqData,
+                Some(Prefix::Comma) if !vector => Ctx::Code,
+                _ => Ctx::Data,
+            },
+            Ctx::QPattern
+            | Ctx::PatternFun
+            | Ctx::PatternField
+            | Ctx::PatternClause
+            | Ctx::PatternBindings
+            | Ctx::PatternArgs
+            | Ctx::DeclareSpec
+            | Ctx::StructName => Ctx::Data,
+            Ctx::Code | Ctx::Clause if p > 0 && p == parent.type_at => match slot.prefix {
+                Some(Prefix::Backquote) => Ctx::BqData,
+                None if parent.ctx == Ctx::Clause => Ctx::Data,
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+
     /// The meaning of a symbol at SLOT of the current frame (only asked for matching symbols and
     /// for definition names).
     fn symbol_role(&self, slot: Slot) -> Role {
@@ -798,6 +1020,8 @@ impl<'a> Scanner<'a> {
         match slot.prefix {
             Some(Prefix::Uninterned) => Role::None,
             Some(Prefix::Function) => Role::Call,
+            // `,NAME` in a backquoted pattern binds NAME.
+            Some(Prefix::Comma) if parent.ctx == Ctx::QPattern => Role::None,
             Some(Prefix::Comma) => Role::Reference,
             Some(Prefix::Quote) | Some(Prefix::Backquote) => {
                 if parent.ctx != Ctx::Code || p == 0 {
@@ -825,13 +1049,34 @@ impl<'a> Scanner<'a> {
                 Ctx::Data => Role::None,
                 Ctx::Exprs | Ctx::Bindings => Role::Reference,
                 Ctx::Clause => {
-                    if p == 0 {
+                    if p == 0 || p == parent.type_at {
                         Role::None
                     } else {
                         Role::Reference
                     }
                 }
                 Ctx::FletBindings | Ctx::Clauses | Ctx::ArgList => Role::None,
+                Ctx::Pattern => match PatternHead::classify(parent.first) {
+                    PatternHead::Pred | PatternHead::App if p == 1 => Role::Call,
+                    PatternHead::Guard if p == 1 => Role::Reference,
+                    PatternHead::Let if p == 2 => Role::Reference,
+                    _ => Role::None,
+                },
+                // The FUN of `(not FUN)`.
+                Ctx::PatternFun if p == 1 => Role::Call,
+                Ctx::PatternField if p == 2 => Role::Reference,
+                Ctx::PatternClause if p >= 1 => Role::Reference,
+                Ctx::DeclareSpec if p == 1 && declares_function(parent.first) => Role::Call,
+                Ctx::QPattern
+                | Ctx::PatternFun
+                | Ctx::PatternField
+                | Ctx::PatternClause
+                | Ctx::PatternBindings
+                | Ctx::PatternArgs
+                | Ctx::DeclareSpec
+                | Ctx::StructName
+                | Ctx::StructOption
+                | Ctx::BqData => Role::None,
                 Ctx::ArgDefault => {
                     if p == 1 {
                         Role::Reference
@@ -868,7 +1113,11 @@ impl<'a> Scanner<'a> {
                     }
                     match parent.class {
                         Head::Quote | Head::Declare => Role::None,
-                        Head::Function => Role::Call,
+                        // `(function NAME)`; `(function :value NAME)` in a custom type is data.
+                        Head::Function if p == 1 => Role::Call,
+                        Head::Function => Role::None,
+                        Head::DeclareFunction if p == 1 => Role::DefName,
+                        Head::DeclareFunction => Role::None,
                         Head::CondCase if p == 1 => Role::None,
                         Head::Lambda if p == 1 => Role::None,
                         Head::Struct | Head::Class if p == 1 => Role::DefName,
@@ -904,11 +1153,21 @@ impl<'a> Scanner<'a> {
             self.top().ctx = Ctx::MenuItem;
             return;
         }
-        if self.top().ctx == Ctx::MenuItem && slot.prefix.is_none() && token.first() == Some(&b':') {
+        if slot.pos == 0 && slot.prefix.is_none() {
             let top = self.top();
-            match token {
-                b":enable" | b":visible" | b":included" | b":selected" => top.expr_at = slot.pos + 1,
-                b":filter" => top.function_at = slot.pos + 1,
+            match top.ctx {
+                // `(F ARGS...)` as a pattern's function is a call of F.
+                Ctx::PatternFun if token != b"not" => top.ctx = Ctx::Code,
+                Ctx::Pattern | Ctx::PatternFun | Ctx::DeclareSpec | Ctx::StructOption => top.first = Some(token),
+                _ => {}
+            }
+        }
+        if slot.prefix.is_none() && token.first() == Some(&b':') {
+            let top = self.top();
+            match (top.ctx, token) {
+                (Ctx::MenuItem, b":enable" | b":visible" | b":included" | b":selected") => top.expr_at = slot.pos + 1,
+                (Ctx::MenuItem, b":filter") => top.function_at = slot.pos + 1,
+                (Ctx::Code | Ctx::Clause, b":type") if slot.pos > 0 => top.type_at = slot.pos + 1,
                 _ => {}
             }
         }
@@ -1912,6 +2171,245 @@ mod tests {
             Kind::Reference
         )
         .is_empty());
+    }
+
+    #[test]
+    fn pcase_guard_and_pred_bodies_are_code() {
+        // Emacs's progmodes/elisp-mode.el, lines 715-733: `goto-char` on line 729 is inside a
+        // `guard`; the rest of the patterns stays data.
+        let src = "(defun elisp-completion-at-point ()\n\
+                   (pcase parent\n\
+                   ((and (or 'condition-case 'condition-case-unless-debug)\n\
+                   (guard (save-excursion\n\
+                   (ignore-errors\n\
+                   (forward-sexp 2)\n\
+                   (< (point) beg)))))\n\
+                   (list t (elisp--completion-local-symbols)\n\
+                   :predicate (lambda (sym) (get sym 'error-conditions))))\n\
+                   ((and (or ?\\( 'let 'let*)\n\
+                   (guard (save-excursion\n\
+                   (goto-char (1- beg))\n\
+                   (when (eq parent ?\\()\n\
+                   (up-list -1))\n\
+                   (forward-symbol -1)\n\
+                   (looking-at \"\\\\_<let\\\\*?\\\\_>\"))))\n\
+                   (list t (elisp--completion-local-symbols)))))";
+        assert_eq!(
+            found(src, "goto-char", Kind::Call),
+            vec![(12, 2, d("elisp-completion-at-point"))]
+        );
+        assert_eq!(lines(src, "save-excursion", Kind::Call), vec![4, 11]);
+        assert_eq!(lines(src, "forward-sexp", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "beg", Kind::Reference), vec![7, 12]);
+        assert_eq!(lines(src, "parent", Kind::Reference), vec![2, 13]);
+        // Pattern combinators and quoted values are not calls.
+        assert!(lines(src, "and", Kind::Call).is_empty());
+        assert!(lines(src, "or", Kind::Call).is_empty());
+        assert!(lines(src, "guard", Kind::Call).is_empty());
+        assert!(lines(src, "let", Kind::Call).is_empty());
+        assert!(lines(src, "condition-case", Kind::Call).is_empty());
+
+        // Emacs's emacs-lisp/rx.el, lines 612-617.
+        let src = "(defun rx--charset-intervals (charset)\n\
+                   (pcase charset\n\
+                   (`(intersection . ,body) (rx--charset-intersection body))\n\
+                   ((pred characterp)\n\
+                   (list (cons charset charset)))\n\
+                   ((guard (and (stringp charset) (= (length charset) 1)))\n\
+                   (let ((char (string-to-char charset)))\n\
+                   (list (cons char char))))))";
+        assert_eq!(lines(src, "characterp", Kind::Call), vec![4]);
+        assert_eq!(lines(src, "stringp", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "length", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "charset", Kind::Reference), vec![2, 5, 5, 6, 6, 7]);
+        // `intersection` is a literal of the backquoted pattern, `body` a variable it binds.
+        assert!(lines(src, "intersection", Kind::Call).is_empty());
+        assert_eq!(lines(src, "body", Kind::Reference), vec![3]);
+    }
+
+    #[test]
+    fn pcase_pattern_forms() {
+        // `pred` with a symbol, `(F ARGS)`, `(not F)`, a lambda; `app`; `let`; `and`/`or`;
+        // backquoted patterns with `,PAT`; and every pcase macro.
+        let src = "(defun f (x)\n\
+                   (pcase x\n\
+                   ((pred (memq _ my-list)) 1)\n\
+                   ((pred (not my-p)) 2)\n\
+                   ((pred (lambda (y) (my-p y))) 3)\n\
+                   ((app my-p (pred my-q)) 4)\n\
+                   ((app (my-p 1) v) v)\n\
+                   ((let (pred my-q) (my-p x)) 5)\n\
+                   (`(my-p ,(pred my-p) . ,(or 'a (guard (my-p x)))) 6)\n\
+                   ((cl-type my-p) 7)\n\
+                   ((seq (pred my-p)) 8)\n\
+                   ((map (:a (pred my-p) (my-p))) 9)\n\
+                   ((cl-struct my-p (slot (pred my-p))) 10)\n\
+                   ((rx (let my-p (+ digit))) 11)\n\
+                   ('(my-p) 12)\n\
+                   (my-p (my-p))))";
+        assert_eq!(
+            lines(src, "my-p", Kind::Call),
+            vec![4, 5, 6, 7, 8, 9, 9, 11, 12, 12, 13, 16]
+        );
+        assert_eq!(lines(src, "my-q", Kind::Call), vec![6, 8]);
+        assert_eq!(lines(src, "memq", Kind::Call), vec![3]);
+        assert_eq!(lines(src, "my-list", Kind::Reference), vec![3]);
+        assert_eq!(lines(src, "x", Kind::Reference), vec![2, 8, 9]);
+        assert!(lines(src, "+", Kind::Call).is_empty());
+        assert!(lines(src, "not", Kind::Call).is_empty());
+        assert!(lines(src, "pred", Kind::Call).is_empty());
+        assert!(lines(src, "app", Kind::Call).is_empty());
+        assert!(lines(src, "v", Kind::Reference).len() == 1);
+
+        // Emacs's org/org-clock.el line 3109 (pcase-dolist) and emacs-lisp/ert.el line 384
+        // (pcase-exhaustive); pcase-let, pcase-let*, pcase-setq and pcase-lambda.
+        let src = "(pcase-dolist (`(,(and file (pred file-exists-p)) . ,position)\n\
+                   org-clock-stored-history)\n\
+                   (org-clock-history-push position (find-file-noselect file)))\n\
+                   (pcase-exhaustive type\n\
+                   ((pred listp) type)\n\
+                   ((pred symbolp) (list type)))\n\
+                   (pcase-let ((`(,a ,(pred file-exists-p)) (foo)) ((or 'x (guard (file-exists-p b))) (foo))) a)\n\
+                   (pcase-let* (((pred file-exists-p) (foo))) nil)\n\
+                   (pcase-setq `(,c ,(pred file-exists-p)) (foo) d (foo))\n\
+                   (pcase-lambda (`(,e . ,(pred file-exists-p)) (pred file-exists-p)) (foo e))";
+        assert_eq!(lines(src, "file-exists-p", Kind::Call), vec![1, 7, 7, 8, 9, 10, 10]);
+        assert_eq!(lines(src, "listp", Kind::Call), vec![5]);
+        assert_eq!(lines(src, "symbolp", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "foo", Kind::Call), vec![7, 7, 8, 9, 9, 10]);
+        assert_eq!(lines(src, "org-clock-stored-history", Kind::Reference), vec![2]);
+        assert_eq!(lines(src, "type", Kind::Reference), vec![4, 5, 6]);
+        // The variables a pattern binds are not references where they are bound.
+        for var in ["file", "position", "a", "e"] {
+            assert!(lines(src, var, Kind::Reference).len() <= 1, "{var}");
+        }
+        assert_eq!(lines(src, "b", Kind::Reference), vec![7]);
+        // pcase-setq sets the variables of its patterns, as setq does.
+        assert_eq!(lines(src, "d", Kind::Reference), vec![9]);
+        assert!(lines(src, "c", Kind::Reference).is_empty());
+        // A pcase form built by a backquote template (Emacs's emacs-lisp/pcase.el line 321):
+        // `,EXPR` where a pattern goes is evaluated.
+        let src = "(defmacro m (spec tmpvar)
+  `(pcase-let* ((,(car spec) ,tmpvar)) (pcase x (,(car spec) 1))))";
+        assert_eq!(lines(src, "car", Kind::Call), vec![2, 2]);
+        assert_eq!(lines(src, "spec", Kind::Reference), vec![2, 2]);
+    }
+
+    #[test]
+    fn declare_functions_are_code_and_other_specs_data() {
+        // Emacs's emacs-lisp/eieio-core.el, lines 736-747 and 771-778.
+        let src = "(defun eieio-oref (obj slot)\n\
+                   \"Return the value in OBJ at SLOT in the object vector.\"\n\
+                   (declare (compiler-macro\n\
+                   (lambda (exp)\n\
+                   (ignore obj)\n\
+                   (pcase slot\n\
+                   ((and (or `',name (and name (pred keywordp)))\n\
+                   (guard (not (memq name eieio--known-slot-names))))\n\
+                   (macroexp-warn-and-return\n\
+                   (format-message \"Unknown slot `%S'\" name)\n\
+                   exp nil 'compile-only))\n\
+                   (_ exp))))\n\
+                   (gv-setter eieio-oset))\n\
+                   (cl-check-type slot symbol))\n\
+                   (defun eieio-oref-default (class slot)\n\
+                   (declare (gv-setter eieio-oset-default)\n\
+                   (compiler-macro\n\
+                   (lambda (exp)\n\
+                   (ignore class)\n\
+                   exp))\n\
+                   (gv-expander (lambda (do) (funcall do 1 #'ignore)))\n\
+                   (indent 1) (debug (ignore sexp)) (obsolete ignore \"28.1\"))\n\
+                   nil)";
+        assert_eq!(
+            found(src, "ignore", Kind::Call),
+            vec![
+                (5, 2, d("eieio-oref")),
+                (19, 2, d("eieio-oref-default")),
+                (21, 43, d("eieio-oref-default"))
+            ]
+        );
+        assert_eq!(lines(src, "keywordp", Kind::Call), vec![7]);
+        assert_eq!(lines(src, "memq", Kind::Call), vec![8]);
+        assert_eq!(lines(src, "macroexp-warn-and-return", Kind::Call), vec![9]);
+        assert_eq!(lines(src, "format-message", Kind::Call), vec![10]);
+        assert_eq!(lines(src, "eieio--known-slot-names", Kind::Reference), vec![8]);
+        assert_eq!(lines(src, "obj", Kind::Reference), vec![5]);
+        // A function named by `gv-setter` is called by the setf expansion.
+        assert_eq!(lines(src, "eieio-oset", Kind::Call), vec![13]);
+        assert_eq!(lines(src, "eieio-oset-default", Kind::Call), vec![16]);
+        assert!(lines(src, "indent", Kind::Call).is_empty());
+        assert!(lines(src, "compiler-macro", Kind::Call).is_empty());
+        // `cl-declare` specs stay data.
+        assert!(lines("(defun f () (cl-declare (compiler-macro (foo))))", "foo", Kind::Call).is_empty());
+    }
+
+    #[test]
+    fn struct_constructor_argument_lists_are_read() {
+        // Emacs's emacs-lisp/debug.el, lines 137-142.
+        let src = "(cl-defstruct (debugger--buffer-state\n\
+                   (:constructor debugger--save-buffer-state\n\
+                   (&aux (mode     major-mode)\n\
+                   (header   backtrace-insert-header-function)\n\
+                   (frames   backtrace-frames)\n\
+                   (content  (buffer-string))\n\
+                   (pos      (point)))))\n\
+                   mode header frames content pos)";
+        assert_eq!(
+            found(src, "major-mode", Kind::Reference),
+            vec![(3, 17, d("debugger--buffer-state"))]
+        );
+        assert_eq!(lines(src, "backtrace-frames", Kind::Reference), vec![5]);
+        assert_eq!(lines(src, "buffer-string", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "point", Kind::Call), vec![7]);
+        // The parameters, the constructor's name and the other options are not uses.
+        assert!(lines(src, "mode", Kind::Reference).is_empty());
+        assert!(lines(src, "debugger--save-buffer-state", Kind::Call).is_empty());
+        let src = "(cl-defstruct (s (:constructor nil) (:copier foo) (:include p (a (foo)) (b 1 :type foo))\n\
+                   (:predicate foo) (:constructor s-make (x &optional (y (foo)) &key (z (foo))))) a)";
+        assert_eq!(lines(src, "foo", Kind::Call), vec![1, 2, 2]);
+        assert!(lines(src, "foo", Kind::Reference).is_empty());
+    }
+
+    #[test]
+    fn custom_types_and_declared_argument_lists_are_data() {
+        // Emacs's cus-start.el, lines 216-225: a type in a backquoted list.
+        let src = "(pcase-dolist (`(,symbol ,group ,type ,version . ,rest)\n\
+                   `((file-coding-system-alist mule\n\
+                   (alist :value-type (choice\n\
+                   (coding-system\n\
+                   :match (lambda (widget value)\n\
+                   (and value (not (functionp value)))))\n\
+                   (function :value ignore))))\n\
+                   (cursor-type display ,cursor-type-types)))\n\
+                   (put symbol 'custom-type type))";
+        assert!(lines(src, "ignore", Kind::Call).is_empty());
+        assert_eq!(lines(src, "functionp", Kind::Call), vec![6]);
+        assert_eq!(lines(src, "cursor-type-types", Kind::Reference), vec![8]);
+        assert_eq!(lines("(function ignore) #'ignore", "ignore", Kind::Call), vec![1, 1]);
+        // A backquoted `:type` is data with code in its unquoted parts.
+        let src = "(defcustom v nil \"Doc.\"\n\
+                   :type `(choice (string :tag \"x\") (function :tag \"f\")\n\
+                   ,@(mapcar (lambda (c) (list 'const c)) my-list))\n\
+                   :set (lambda (s v) (string s)))\n\
+                   (make-process :name \"p\" :type (string 1))";
+        assert_eq!(lines(src, "string", Kind::Call), vec![4, 5]);
+        assert!(lines(src, "choice", Kind::Call).is_empty());
+        assert_eq!(lines(src, "mapcar", Kind::Call), vec![3]);
+        assert_eq!(lines(src, "list", Kind::Call), vec![3]);
+        assert_eq!(lines(src, "my-list", Kind::Reference), vec![3]);
+        // A slot's `:type` is data.
+        let src = "(defclass c () ((s :initform (foo) :type (or null foo))))\n\
+                   (cl-defstruct st (a (foo) :type foo))";
+        assert_eq!(lines(src, "foo", Kind::Call), vec![1, 2]);
+        assert!(lines(src, "foo", Kind::Reference).is_empty());
+        assert!(lines(src, "null", Kind::Reference).is_empty());
+        // Emacs's net/gnutls.el, lines 219-220: parameter names are not calls.
+        let src = "(declare-function gnutls-boot \"gnutls.c\" (proc type proplist))\n\
+                   (declare-function gnutls-errorp \"gnutls.c\" (error))";
+        assert!(lines(src, "error", Kind::Call).is_empty());
+        assert!(lines(src, "proc", Kind::Reference).is_empty());
+        assert!(lines(src, "gnutls-errorp", Kind::Call).is_empty());
     }
 
     #[test]

@@ -91,6 +91,66 @@ show up in the other tests' results."
     (should (string-match-p "files\\.el\\.gz:[0-9]+: in basic-save-buffer: " result))
     (should-not (string-match-p "not shown" result))))
 
+;; The line of a hit in Emacs's own sources is searched for by its text,
+;; so that the tests name the construct and not only a line number of
+;; one Emacs release.
+(defun agent-q-xref-test--emacs-source (library)
+  "The source file (.el or .el.gz) of LIBRARY in Emacs's Lisp directory."
+  (let ((file (agent-q-xref--source-file (locate-library library))))
+    (should (file-exists-p file))
+    file))
+
+(defun agent-q-xref-test--lines (name kind file)
+  "The lines of FILE where NAME is found as KIND, in order."
+  (mapcar (lambda (hit) (nth 1 hit))
+          (plist-get (agent-q-xref-find name kind (list file)) :hits)))
+
+(ert-deftest agent-q-xref-test-pcase-declare-and-aux-in-emacs-sources ()
+  "Calls in pcase guards, declare lambdas and &aux defaults are found.
+And a custom type's (function :value NAME) and declare-function's
+parameter names are not calls."
+  (let* ((elisp-mode (agent-q-xref-test--emacs-source "elisp-mode"))
+         (guard-line (agent-q-xref-test--line-of
+                      elisp-mode "(guard (save-excursion\n *(goto-char (1- beg))"))
+         (eieio (agent-q-xref-test--emacs-source "eieio-core"))
+         (debug (agent-q-xref-test--emacs-source "debug"))
+         (aux-line (agent-q-xref-test--line-of debug "(&aux (mode +major-mode)"))
+         (cus-start (agent-q-xref-test--emacs-source "cus-start"))
+         (gnutls (agent-q-xref-test--emacs-source "gnutls")))
+    ;; elisp-mode.el: `(goto-char (1- beg))' inside `(guard (save-excursion ...))'
+    ;; (line 729 in Emacs 28.2), in `elisp-completion-at-point'.
+    (let ((hit (assq (1+ guard-line)
+                     (mapcar #'cdr (plist-get (agent-q-xref-find "goto-char" 'call
+                                                                 (list elisp-mode))
+                                              :hits)))))
+      (should hit)
+      (should (equal (nth 2 hit) "elisp-completion-at-point"))
+      (should (equal (nth 3 hit) "(goto-char (1- beg))")))
+    ;; eieio-core.el: `(ignore obj)' and `(ignore class ...)' in the lambdas of
+    ;; `(declare (compiler-macro (lambda ...)))', and the `keywordp' of their
+    ;; `(pred keywordp)' patterns.
+    (let ((lines (agent-q-xref-test--lines "ignore" 'call eieio)))
+      (dolist (text '("(ignore obj)" "(ignore class)" "(ignore class value)"))
+        (should (memq (agent-q-xref-test--line-of eieio (regexp-quote text)) lines))))
+    (should (memq (agent-q-xref-test--line-of eieio "(pred keywordp)")
+                  (agent-q-xref-test--lines "keywordp" 'call eieio)))
+    ;; debug.el: `(&aux (mode major-mode))' in a `cl-defstruct' :constructor
+    ;; (line 138 in Emacs 28.2).
+    (let ((hits (plist-get (agent-q-xref-find "major-mode" 'reference (list debug)) :hits)))
+      (should (equal (nth 2 (assq aux-line (mapcar #'cdr hits))) "debugger--buffer-state")))
+    ;; cus-start.el: `(function :value ignore)' in a custom type is data.
+    (let ((type-line (agent-q-xref-test--line-of cus-start "(function :value ignore)")))
+      (should-not (memq type-line (agent-q-xref-test--lines "ignore" 'call cus-start))))
+    ;; gnutls.el: `(declare-function gnutls-errorp "gnutls.c" (error))' (line
+    ;; 220 in Emacs 28.2); the file's real calls of `error' are still found.
+    (let ((lines (agent-q-xref-test--lines "error" 'call gnutls)))
+      (should lines)
+      (should-not (memq (agent-q-xref-test--line-of
+                         gnutls (regexp-quote "(declare-function gnutls-errorp \"gnutls.c\" (error))"))
+                        lines)))
+    (should-not (memq (agent-q-xref-test--line-of gnutls "(declare-function gnutls-boot")
+                      (agent-q-xref-test--lines "proc" 'reference gnutls)))))
+
 (ert-deftest agent-q-xref-test-comments-strings-and-data-are-skipped ()
   "Only the real call is reported, with its line and definition."
   (agent-q-xref-test--with-dir dir
