@@ -46,6 +46,8 @@ impl Refusal {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
+        // A refused client gets no second try on the same connection: it frees its place.
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(
                 header::WWW_AUTHENTICATE,
@@ -123,6 +125,72 @@ pub(crate) async fn guard(State(policy): State<Arc<Policy>>, request: Request, n
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
     }
+}
+
+/// The most JSON values one request body may hold, counted before it is parsed. Generous
+/// for any real message (a call's arguments may hold [`super::hub::MAX_ARGUMENT_VALUES`]), but
+/// it keeps a body of 30 MiB of small numbers from becoming hundreds of megabytes of parsed
+/// values in the Emacs process.
+pub const MAX_REQUEST_VALUES: usize = 2 * super::hub::MAX_ARGUMENT_VALUES;
+
+/// The deepest nesting of a request body, checked before it is parsed.
+pub const MAX_REQUEST_DEPTH: usize = super::hub::MAX_ARGUMENT_DEPTH + 8;
+
+/// The middleware, inside the token check, that reads a request's body (at most
+/// [`MAX_REQUEST_BODY_BYTES`]) and refuses it (HTTP 413) when its JSON holds more than
+/// [`MAX_REQUEST_VALUES`] values or nests deeper than [`MAX_REQUEST_DEPTH`], before anything
+/// parses it.
+pub(crate) async fn shape_guard(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return Refusal::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large: the request body is larger than the server accepts",
+            )
+            .into_response()
+        }
+    };
+    if let Err(message) = check_shape(&bytes) {
+        return Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Count the values and the nesting of the JSON text BYTES without parsing it: commas and
+/// opening brackets outside strings. Text that is not JSON passes, for the parser to refuse.
+pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), &'static str> {
+    let (mut values, mut depth) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                values += 1;
+                if depth > MAX_REQUEST_DEPTH {
+                    return Err("Payload Too Large: the request's JSON nests too deeply");
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' => values += 1,
+            _ => {}
+        }
+        if values > MAX_REQUEST_VALUES {
+            return Err("Payload Too Large: the request's JSON holds too many values");
+        }
+    }
+    Ok(())
 }
 
 /// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).
@@ -298,6 +366,20 @@ mod tests {
             assert_eq!(status(&[("host", host), auth]), Some(StatusCode::FORBIDDEN), "{host}");
         }
         assert_eq!(status(&[auth]), Some(StatusCode::BAD_REQUEST));
+    }
+
+    #[test]
+    fn bodies_with_too_many_values_or_too_deep_are_refused_unparsed() {
+        let numbers = |n: usize| format!("{{\"a\":[{}]}}", vec!["1"; n].join(","));
+        assert_eq!(check_shape(numbers(MAX_REQUEST_VALUES - 10).as_bytes()), Ok(()));
+        assert!(check_shape(numbers(MAX_REQUEST_VALUES + 10).as_bytes())
+            .unwrap_err()
+            .contains("too many values"));
+        let deep = "[".repeat(MAX_REQUEST_DEPTH + 1);
+        assert!(check_shape(deep.as_bytes()).unwrap_err().contains("nests too deeply"));
+        // Commas and brackets inside strings, escaped quotes included, are text, not values.
+        let text = format!("{{\"s\":\"\\\"{}\"}}", ",[".repeat(MAX_REQUEST_VALUES));
+        assert_eq!(check_shape(text.as_bytes()), Ok(()));
     }
 
     #[test]
