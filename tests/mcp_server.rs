@@ -610,7 +610,10 @@ fn idle_connections_without_the_token_are_capped_and_time_out() {
     assert_eq!(status, 200);
     // The other idle ones are closed once the header timeout passes.
     let started = Instant::now();
-    assert!(closed_by_server(&mut idle[1], HEADER_READ_TIMEOUT + Duration::from_secs(5)));
+    assert!(closed_by_server(
+        &mut idle[1],
+        HEADER_READ_TIMEOUT + Duration::from_secs(5)
+    ));
     assert!(started.elapsed() < HEADER_READ_TIMEOUT + Duration::from_secs(3));
     let deadline = Instant::now() + PATIENCE;
     while fixture.server.connection_count() != 0 && Instant::now() < deadline {

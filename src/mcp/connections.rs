@@ -6,8 +6,10 @@
 //!
 //! - A connection that has not yet sent an authorised request is *unproven*. At most
 //!   [`MAX_UNPROVEN_CONNECTIONS`] of them are open at once: a new connection takes the place of
-//!   the oldest unproven one, which is closed. So connections without the token hold at most
-//!   that many descriptors, and cannot keep a client with the token out.
+//!   the oldest unproven one that has had [`EVICTION_AGE`] to send its request, which is
+//!   closed; when there is none, the new connection is closed at once. So connections without
+//!   the token hold at most that many descriptors, cannot keep a client with the token out for
+//!   long, and a burst of a real client's own connections does not push them out.
 //! - At most [`MAX_CONNECTIONS`] connections are open at once, proven or not (each call waiting
 //!   for the user holds one: HTTP/1.1 has one request per connection at a time). When they are
 //!   all proven (only token holders can do that), a new connection is accepted and closed at
@@ -49,6 +51,10 @@ pub const MAX_UNPROVEN_CONNECTIONS: usize = 64;
 /// connection stays open.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long an unproven connection is left to send its request before a new connection may
+/// take its place.
+pub const EVICTION_AGE: Duration = Duration::from_secs(1);
+
 /// How long the loop pauses after a failed accept (out of descriptors, say) before it retries.
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
@@ -56,6 +62,7 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 #[derive(Debug)]
 pub(crate) struct Slot {
     id: u64,
+    opened: std::time::Instant,
     proven: AtomicBool,
     evict: CancellationToken,
 }
@@ -79,14 +86,16 @@ struct GateInner {
 pub(crate) struct Gate {
     limit: usize,
     unproven_limit: usize,
+    eviction_age: Duration,
     inner: Mutex<GateInner>,
 }
 
 impl Gate {
-    pub(crate) fn new(limit: usize, unproven_limit: usize) -> Arc<Gate> {
+    pub(crate) fn new(limit: usize, unproven_limit: usize, eviction_age: Duration) -> Arc<Gate> {
         Arc::new(Gate {
             limit,
             unproven_limit: unproven_limit.min(limit),
+            eviction_age,
             inner: Mutex::new(GateInner::default()),
         })
     }
@@ -109,7 +118,7 @@ impl Gate {
             let oldest = inner
                 .open
                 .iter()
-                .position(|slot| !slot.proven.load(Ordering::Relaxed))?;
+                .position(|slot| !slot.proven.load(Ordering::Relaxed) && slot.opened.elapsed() >= self.eviction_age)?;
             if let Some(evicted) = inner.open.remove(oldest) {
                 evicted.evict.cancel();
             }
@@ -117,6 +126,7 @@ impl Gate {
         inner.next_id += 1;
         let slot = Arc::new(Slot {
             id: inner.next_id,
+            opened: std::time::Instant::now(),
             proven: AtomicBool::new(false),
             evict: CancellationToken::new(),
         });
@@ -232,8 +242,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_young_unproven_connection_is_not_evicted() {
+        let gate = Gate::new(5, 2, Duration::from_secs(3600));
+        let _a = gate.admit().unwrap();
+        let _b = gate.admit().unwrap();
+        assert!(
+            gate.admit().is_none(),
+            "closed at once rather than push out a new connection"
+        );
+        assert!(!_a.slot.evict.is_cancelled());
+    }
+
+    #[test]
     fn unproven_connections_make_room_for_new_ones_up_to_their_own_limit() {
-        let gate = Gate::new(5, 2);
+        let gate = Gate::new(5, 2, Duration::ZERO);
         let proven = gate.admit().unwrap();
         proven.slot.prove();
         let a = gate.admit().unwrap();
@@ -248,7 +270,7 @@ mod tests {
 
     #[test]
     fn the_gate_evicts_the_oldest_unproven_connection_and_keeps_proven_ones() {
-        let gate = Gate::new(3, 3);
+        let gate = Gate::new(3, 3, Duration::ZERO);
         let first = gate.admit().unwrap();
         let second = gate.admit().unwrap();
         let third = gate.admit().unwrap();

@@ -44,7 +44,7 @@ pub mod relay;
 pub mod security;
 pub mod server;
 
-pub use connections::{HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
+pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
 pub use hub::{ClientInfo, Event, Hub, Outcome, ToolInfo, Wake};
 pub use hub::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES, MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;

@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::connections::{self, Gate, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
+use super::connections::{self, Gate, EVICTION_AGE, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
 use super::handler::Handler;
 use super::hub::Hub;
 use super::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
@@ -138,7 +138,7 @@ impl Server {
             ));
 
         let accept_ct = CancellationToken::new();
-        let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS);
+        let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS, EVICTION_AGE);
         let serve_task = runtime.spawn(connections::serve(listener, router, gate.clone(), accept_ct.clone()));
         runtime.spawn(announce_tool_changes(hub.clone(), transport_ct.clone()));
 
