@@ -135,9 +135,8 @@ throughout, and a client with the token is served meanwhile."
 
 (ert-deftest agent-q-flood-oversized-arguments-cost-emacs-nothing ()
   "A 30 MiB call of small numbers, with the token, is refused before Lisp.
-Nothing is queued; Emacs's resident memory peaks less than 100 MB
-higher (the body, held while it is scanned) and keeps under 30 MB of
-it."
+Nothing is queued, and Emacs's resident memory peaks less than 20 MB
+higher."
   (agent-q-mcp-client-test--with-server
     (garbage-collect)
     (let* ((before (agent-q-flood-test--rss-kb))
@@ -153,12 +152,12 @@ it."
         (should refused)
         (should (string-match-p "413" (alist-get 'error refused)))
         (should-not (agent-q-mcp-client-test--results run))
-        ;; The body is held once in Rust while it is scanned (at most 32 MiB), and freed; no
-        ;; Lisp value is made of it.
-        (should (< (- after before) (* 30 1024)))
+        ;; The body is scanned as it arrives and refused before it is held whole; no Lisp
+        ;; value is made of it.
+        (should (< (- after before) (* 20 1024)))
         (should-not agent-q-mcp-client-test--asked)
         (should-not agent-q--pending)
-        (should (< (- hwm-after hwm-before) (* 100 1024)))))
+        (should (< (- hwm-after hwm-before) (* 20 1024)))))
     ;; Under the request limits but over the arguments' own: a tool result that says so.
     (let* ((run (agent-q-mcp-client-test--client
                  "big-call" '((name . "eval_form") (key . "form") (count . 150000))))

@@ -21,6 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use http_body::Body as _;
 
 /// The largest request body accepted, in bytes. Tool arguments are small except for file
 /// contents (write_file, propose_file_edit), which agent-q caps well below this elsewhere.
@@ -137,60 +138,95 @@ pub const MAX_REQUEST_VALUES: usize = 2 * super::hub::MAX_ARGUMENT_VALUES;
 pub const MAX_REQUEST_DEPTH: usize = super::hub::MAX_ARGUMENT_DEPTH + 8;
 
 /// The middleware, inside the token check, that reads a request's body (at most
-/// [`MAX_REQUEST_BODY_BYTES`]) and refuses it (HTTP 413) when its JSON holds more than
-/// [`MAX_REQUEST_VALUES`] values or nests deeper than [`MAX_REQUEST_DEPTH`], before anything
-/// parses it.
+/// [`MAX_REQUEST_BODY_BYTES`]) and refuses it (HTTP 413) as soon as its JSON holds more than
+/// [`MAX_REQUEST_VALUES`] values or nests deeper than [`MAX_REQUEST_DEPTH`]: the body is scanned
+/// as it arrives, so a refused one is never held whole, and nothing parses it.
 pub(crate) async fn shape_guard(request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    let (parts, mut body) = request.into_parts();
+    let mut shape = Shape::default();
+    let mut bytes: Vec<u8> = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(frame) = frame else {
+            return Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the request body could not be read",
+            )
+            .into_response();
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        if bytes.len().saturating_add(data.len()) > MAX_REQUEST_BODY_BYTES {
             return Refusal::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "Payload Too Large: the request body is larger than the server accepts",
             )
-            .into_response()
+            .into_response();
         }
-    };
-    if let Err(message) = check_shape(&bytes) {
-        return Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+        if let Err(message) = shape.feed(&data) {
+            // Read the rest without keeping it, so that the client, still sending, reads the
+            // answer rather than a reset connection.
+            let mut read = bytes.len() + data.len();
+            drop(bytes);
+            while let Some(Ok(frame)) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+                read += frame.data_ref().map_or(0, |data| data.len());
+                if read > MAX_REQUEST_BODY_BYTES {
+                    break;
+                }
+            }
+            return Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+        }
+        bytes.extend_from_slice(&data);
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
-/// Count the values and the nesting of the JSON text BYTES without parsing it: commas and
+/// Counts the values and the nesting of JSON text fed in pieces, without parsing it: commas and
 /// opening brackets outside strings. Text that is not JSON passes, for the parser to refuse.
-pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), &'static str> {
-    let (mut values, mut depth) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in bytes {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    values: usize,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Shape {
+    /// Go on with BYTES; an error says what limit the text passed.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), &'static str> {
+        for &byte in bytes {
+            if self.in_string {
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    self.values += 1;
+                    if self.depth > MAX_REQUEST_DEPTH {
+                        return Err("Payload Too Large: the request's JSON nests too deeply");
+                    }
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                b',' => self.values += 1,
                 _ => {}
             }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                values += 1;
-                if depth > MAX_REQUEST_DEPTH {
-                    return Err("Payload Too Large: the request's JSON nests too deeply");
-                }
+            if self.values > MAX_REQUEST_VALUES {
+                return Err("Payload Too Large: the request's JSON holds too many values");
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b',' => values += 1,
-            _ => {}
         }
-        if values > MAX_REQUEST_VALUES {
-            return Err("Payload Too Large: the request's JSON holds too many values");
-        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// Check the whole JSON text BYTES as [`Shape`] does.
+#[cfg(test)]
+pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), &'static str> {
+    Shape::default().feed(bytes)
 }
 
 /// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).
@@ -380,6 +416,19 @@ mod tests {
         // Commas and brackets inside strings, escaped quotes included, are text, not values.
         let text = format!("{{\"s\":\"\\\"{}\"}}", ",[".repeat(MAX_REQUEST_VALUES));
         assert_eq!(check_shape(text.as_bytes()), Ok(()));
+        // Fed in pieces, split anywhere (inside an escape too), it counts the same.
+        let mut shape = Shape::default();
+        for piece in text.as_bytes().chunks(3) {
+            assert_eq!(shape.feed(piece), Ok(()));
+        }
+        let numbers = numbers(MAX_REQUEST_VALUES + 10);
+        let mut shape = Shape::default();
+        let refused = numbers
+            .as_bytes()
+            .chunks(1000)
+            .map(|piece| shape.feed(piece))
+            .find(Result::is_err);
+        assert!(refused.is_some());
     }
 
     #[test]
