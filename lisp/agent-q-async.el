@@ -576,9 +576,20 @@ cancelled them).  Return how many were withdrawn."
   "Functions run, without arguments, when pending tool calls change state.
 The MCP server uses it to tell its clients what their calls wait for.")
 
+(defvar agent-q--indicator-timer nil
+  "The timer that will update the pending-calls indicator, or nil.")
+
 (defun agent-q--update-indicator ()
+  "Update the mode line and run `agent-q-pending-change-hook', soon.
+Each update looks at every pending call, so the changes of a burst
+\(many calls arriving at once) are shown once, from a timer."
+  (unless agent-q--indicator-timer
+    (setq agent-q--indicator-timer (run-at-time 0 nil #'agent-q--refresh-indicator))))
+
+(defun agent-q--refresh-indicator ()
   "Update the mode line: decisions pending, and tools running for over a second.
 Also run `agent-q-pending-change-hook'."
+  (setq agent-q--indicator-timer nil)
   (run-hooks 'agent-q-pending-change-hook)
   (let* ((live (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done))
                              agent-q--pending))
@@ -718,13 +729,36 @@ RET on one asks it now (or shows its review), c withdraws it."
   "What BATCH waits for, as a phrase, or nil when it waits for nothing.
 The phrase is one of \"the user's review\", \"the user's decision\"
 and \"a tool\"."
-  (let ((states (mapcar (lambda (p) (cons (agent-q--pending-state p) (agent-q--pending-review p)))
-                        (cl-remove-if-not (lambda (p) (eq (agent-q--pending-batch p) batch))
-                                          agent-q--pending))))
-    (cond ((cl-find-if (lambda (s) (and (eq (car s) 'running) (cdr s))) states) "the user's review")
-          ((cl-find-if (lambda (s) (memq (car s) '(queued deferred asking deciding))) states)
-           "the user's decision")
-          ((assq 'running states) "a tool"))))
+  (gethash batch (agent-q-batches-waiting-for)))
+
+(defun agent-q--waiting-rank (pending)
+  "How much PENDING weighs in what its batch waits for.
+3 a review, 2 a decision, 1 a tool, 0 nothing."
+  (pcase (agent-q--pending-state pending)
+    ('running (if (agent-q--pending-review pending) 3 1))
+    ((or 'queued 'deferred 'asking 'deciding) 2)
+    (_ 0)))
+
+(defun agent-q-batches-waiting-for ()
+  "Return a hash table of what each batch with a pending call waits for.
+Its keys are the batches, its values the phrases that
+`agent-q-batch-waiting-for' gives.  Computing it takes one pass over
+the pending calls: telling every waiting client costs O(1) per call."
+  (let ((ranks (make-hash-table :test #'eq))
+        (phrases (make-hash-table :test #'eq)))
+    (dolist (p agent-q--pending)
+      (let ((rank (agent-q--waiting-rank p))
+            (batch (agent-q--pending-batch p)))
+        (when (> rank (gethash batch ranks 0))
+          (puthash batch rank ranks))))
+    (maphash (lambda (batch rank)
+               (puthash batch (pcase rank
+                                (3 "the user's review")
+                                (2 "the user's decision")
+                                (_ "a tool"))
+                        phrases))
+             ranks)
+    phrases))
 
 (provide 'agent-q-async)
 

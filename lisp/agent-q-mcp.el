@@ -61,10 +61,12 @@
 (declare-function agent-q--core-mcp-take "agent-q-core" ())
 (declare-function agent-q--core-mcp-complete "agent-q-core" (key is-error text))
 (declare-function agent-q--core-mcp-set-status "agent-q-core" (key text))
+(declare-function agent-q--core-mcp-set-max-argument-bytes "agent-q-core" (max-argument-bytes))
 (declare-function agent-q-get-tool "agent-q" (name &optional registry))
 (declare-function agent-q-tool-safety-level "agent-q" (tool))
 
 (defvar agent-q-registry-change-functions)
+(defvar agent-q-max-argument-bytes)
 
 ;;;; Options
 
@@ -146,6 +148,9 @@ Set when the server starts, from `agent-q-mcp-allowed-directories'.")
 (defvar agent-q-mcp--calls (make-hash-table)
   "Calls under way: the server's key -> (BATCH . LAST-STATUS).")
 
+(defvar agent-q-mcp--status-timer nil
+  "The timer that will tell waiting clients their status, or nil.")
+
 (defun agent-q-mcp-running-p ()
   "Non-nil when the MCP server is running."
   (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status) t))
@@ -222,6 +227,14 @@ when called as a command, means say that it stopped."
                (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
              agent-q-mcp--calls)
     (clrhash agent-q-mcp--calls)
+    (when agent-q-mcp--status-timer
+      (cancel-timer agent-q-mcp--status-timer)
+      (setq agent-q-mcp--status-timer nil))
+    ;; The server answered the calls not yet started when it stopped.
+    (setq agent-q-mcp--backlog nil)
+    (when agent-q-mcp--backlog-timer
+      (cancel-timer agent-q-mcp--backlog-timer)
+      (setq agent-q-mcp--backlog-timer nil))
     (setq agent-q--channel-drain-functions
           (delq #'agent-q-mcp--drain agent-q--channel-drain-functions))
     (remove-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
@@ -344,8 +357,11 @@ left by one that crashed, or it cannot be read)."
 ;;;; The tools offered
 
 (defun agent-q-mcp--sync-tools ()
-  "Offer the current tools; clients are told if the list changed."
+  "Offer the current tools; clients are told if the list changed.
+The server also learns `agent-q-max-argument-bytes', so that it refuses
+larger arguments before they reach Emacs."
   (when (agent-q-mcp-running-p)
+    (agent-q--core-mcp-set-max-argument-bytes agent-q-max-argument-bytes)
     (agent-q--core-mcp-set-tools nil agent-q-mcp-max-safety-level)))
 
 (defun agent-q-mcp--registry-changed (registry)
@@ -385,13 +401,33 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
     (concat (truncate-string-to-width text agent-q-mcp--max-client-chars nil nil "...")
             " (MCP)")))
 
+(defconst agent-q-mcp--slice 0.01
+  "Seconds of acting on the server's events before Emacs gets its main loop back.")
+
+(defvar agent-q-mcp--backlog nil
+  "Events taken from the server and not yet acted on, oldest first.")
+
+(defvar agent-q-mcp--backlog-timer nil
+  "The timer that will go on with `agent-q-mcp--backlog', or nil.")
+
 (defun agent-q-mcp--drain ()
   "Take the server's events and act on them."
   (when (fboundp 'agent-q--core-mcp-take)
-    (dolist (event (agent-q--core-mcp-take))
-      (pcase event
+    (setq agent-q-mcp--backlog (nconc agent-q-mcp--backlog (agent-q--core-mcp-take)))
+    (agent-q-mcp--work)))
+
+(defun agent-q-mcp--work ()
+  "Act on the oldest events of `agent-q-mcp--backlog', for a slice of time.
+A burst of calls is started a few at a time, each slice from a timer,
+so that Emacs's main loop (input, redisplay) runs in between."
+  (setq agent-q-mcp--backlog-timer nil)
+  (let ((deadline (+ (float-time) agent-q-mcp--slice)))
+    (while (and agent-q-mcp--backlog (< (float-time) deadline))
+      (pcase (pop agent-q-mcp--backlog)
         (`(:call ,key . ,props) (agent-q-mcp--call key props))
-        (`(:cancel ,key) (agent-q-mcp--cancel key))))))
+        (`(:cancel ,key) (agent-q-mcp--cancel key)))))
+  (when (and agent-q-mcp--backlog (not agent-q-mcp--backlog-timer))
+    (setq agent-q-mcp--backlog-timer (run-at-time 0 nil #'agent-q-mcp--work))))
 
 (defun agent-q-mcp--call (key props)
   "Run the call KEY described by PROPS; its result answers the client."
@@ -429,14 +465,24 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
       (agent-q-cancel-batch (car entry) "the MCP client cancelled the request"))))
 
 (defun agent-q-mcp--update-statuses ()
-  "Tell each waiting client what its call waits for."
-  (maphash (lambda (key entry)
-             (let* ((waiting (agent-q-batch-waiting-for (car entry)))
-                    (status (and waiting (format "waiting for %s in Emacs" waiting))))
-               (when (and status (not (equal status (cdr entry))))
-                 (setcdr entry status)
-                 (agent-q--core-mcp-set-status key status))))
-           agent-q-mcp--calls))
+  "Tell each waiting client, soon, what its call waits for.
+Many changes in a row (a burst of calls arriving) are told once, from
+a timer: each telling looks at every waiting call."
+  (unless (or agent-q-mcp--status-timer (zerop (hash-table-count agent-q-mcp--calls)))
+    (setq agent-q-mcp--status-timer (run-at-time 0 nil #'agent-q-mcp--send-statuses))))
+
+(defun agent-q-mcp--send-statuses ()
+  "Tell each waiting client what its call waits for, if that changed.
+One pass over the pending calls, then O(1) per waiting call."
+  (setq agent-q-mcp--status-timer nil)
+  (let ((waiting (agent-q-batches-waiting-for)))
+    (maphash (lambda (key entry)
+               (let* ((phrase (gethash (car entry) waiting))
+                      (status (and phrase (format "waiting for %s in Emacs" phrase))))
+                 (when (and status (not (equal status (cdr entry))))
+                   (setcdr entry status)
+                   (agent-q--core-mcp-set-status key status))))
+             agent-q-mcp--calls)))
 
 ;;;; Status
 

@@ -27,6 +27,8 @@ fn write_connection(dir: &Path, url: &str, token: &str, pid: u32) -> PathBuf {
     let path = dir.join("agent-q-mcp.json");
     let text = json!({"url": url, "token": token, "pid": pid}).to_string();
     std::fs::write(&path, text).unwrap();
+    // As Emacs writes it: the relay refuses a connection file others can read.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     path
 }
 
@@ -177,6 +179,19 @@ fn the_relay_fails_clearly_when_no_emacs_serves() {
     let (code, stderr) = run_relay(&["--connection-file", file.to_str().unwrap()], None, &home);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(&format!("(pid {dead_pid}) is not running")), "{stderr}");
+
+    // A file others can read, a URL that is not loopback: refused before any connection.
+    let file = write_connection(&dir, &url, &fixture.token, std::process::id());
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let (code, stderr) = run_relay(&["--connection-file", file.to_str().unwrap()], None, &home);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("mode is 0644"), "{stderr}");
+    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp");
+    let tricked = format!("http://127.0.0.1:{port}@example.invalid/mcp");
+    let file = write_connection(&dir, &tricked, &fixture.token, std::process::id());
+    let (code, stderr) = run_relay(&["--connection-file", file.to_str().unwrap()], None, &home);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("user information"), "{stderr}");
 
     // A stale token.
     let file = write_connection(&dir, &url, &"f".repeat(64), std::process::id());

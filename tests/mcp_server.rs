@@ -639,3 +639,98 @@ fn start_reports_a_busy_port_and_a_bad_token() {
     let error = agent_q::mcp::Server::start(hub, agent_q::mcp::Config::new("short")).unwrap_err();
     assert!(error.to_string().contains("at least 32 characters"), "{error}");
 }
+
+/// Whether the server closed STREAM (a read returns end of file or an error within WAIT).
+fn closed_by_server(stream: &mut std::net::TcpStream, wait: Duration) -> bool {
+    use std::io::Read;
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    }
+}
+
+#[test]
+fn idle_connections_without_the_token_are_capped_and_time_out() {
+    use agent_q::mcp::{HEADER_READ_TIMEOUT, MAX_UNPROVEN_CONNECTIONS};
+    let fixture = start();
+    let port = fixture.server.port();
+    let mut idle: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.server.connection_count() != MAX_UNPROVEN_CONNECTIONS && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(fixture.server.connection_count(), MAX_UNPROVEN_CONNECTIONS);
+    // Beyond the limit, new connections were closed at once (the others had not had a second
+    // to send a request, so none was pushed out for them).
+    assert!(closed_by_server(idle.last_mut().unwrap(), Duration::from_secs(1)));
+    // Later, a new connection takes the place of the oldest idle one.
+    std::thread::sleep(agent_q::mcp::EVICTION_AGE);
+    let _late = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert!(closed_by_server(&mut idle[0], Duration::from_secs(2)));
+    // A client with the token is served at once, flood or not.
+    let (status, _, _) = http(
+        port,
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", &bearer(&fixture.token)),
+        ],
+        INITIALIZE,
+    );
+    assert_eq!(status, 200);
+    // The other idle ones are closed once the header timeout passes.
+    let started = Instant::now();
+    assert!(closed_by_server(
+        &mut idle[1],
+        HEADER_READ_TIMEOUT + Duration::from_secs(5)
+    ));
+    assert!(started.elapsed() < HEADER_READ_TIMEOUT + Duration::from_secs(3));
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.server.connection_count() != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(fixture.server.connection_count(), 0);
+
+    // A refused request closes its connection, even when it asks to keep it.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    use std::io::Write;
+    stream
+        .write_all(format!("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut response = Vec::new();
+    use std::io::Read;
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("connection: close"), "{text}");
+}
+
+#[test]
+fn a_body_with_too_many_values_is_refused_before_it_is_parsed() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let numbers = vec!["1"; agent_q::mcp::MAX_ARGUMENT_VALUES * 3].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"read_file","arguments":{{"xs":[{numbers}]}}}}}}"#
+    );
+    let (status, _, text) = http(
+        port,
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", &bearer(&fixture.token)),
+        ],
+        &body,
+    );
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("too many values"), "{text}");
+    assert!(fixture.hub.take_events().is_empty());
+}

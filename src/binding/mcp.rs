@@ -209,6 +209,18 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
     Ok(hub.set_tools(tools))
 }
 
+/// Refuse calls whose arguments exceed MAX-ARGUMENT-BYTES as JSON text, in the server, before
+/// they become Lisp values (`agent-q-max-argument-bytes'). Return the cap in force (at most the
+/// server's request size limit).
+#[defun]
+fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -> Result<i64> {
+    let bytes = args::integer(env, max_argument_bytes, "MAX-ARGUMENT-BYTES")?;
+    let bytes = usize::try_from(bytes).unwrap_or(0);
+    let hub = hub(env)?;
+    hub.set_max_argument_bytes(bytes);
+    Ok(i64::try_from(bytes.min(crate::mcp::MAX_REQUEST_BODY_BYTES)).unwrap_or(i64::MAX))
+}
+
 /// Take the events queued by the server: a list of
 /// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :client-name NAME :session SESSION
 /// :progress BOOL :roots ROOTS) and (:cancel KEY). CLIENT is "NAME VERSION" as the client

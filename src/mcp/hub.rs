@@ -309,10 +309,32 @@ impl Outcome {
 /// The callback the hub calls after queueing events.
 pub type Wake = Box<dyn Fn() + Send + Sync>;
 
+/// The most calls one client (one session; a stateless client by its name and version) may
+/// have waiting at once. Each waiting call is a prompt queued in Emacs; more from one client
+/// is a flood, not work.
+pub const MAX_PENDING_PER_CLIENT: usize = 32;
+
+/// The most calls waiting at once, from all clients together. Each holds a connection (see
+/// [`super::MAX_CONNECTIONS`]), which leaves room for the clients' other requests.
+pub const MAX_PENDING_CALLS: usize = 192;
+
+/// The most JSON values (objects, arrays, strings, numbers...) in one call's arguments. Real
+/// tool arguments hold a few; every one becomes a Lisp value in Emacs.
+pub const MAX_ARGUMENT_VALUES: usize = 100_000;
+
+/// The deepest nesting of one call's arguments (the executor's own limit).
+pub const MAX_ARGUMENT_DEPTH: usize = crate::sexp::MAX_DEPTH;
+
+/// The default cap on the bytes of one call's arguments as JSON text (the default of
+/// `agent-q-max-argument-bytes`); see [`Hub::set_max_argument_bytes`].
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 16 << 20;
+
 /// A call waiting for its answer.
 struct Pending {
     answer: oneshot::Sender<Outcome>,
     status: watch::Sender<Option<String>>,
+    /// Whose call it is, for [`MAX_PENDING_PER_CLIENT`].
+    owner: String,
 }
 
 #[derive(Default)]
@@ -321,6 +343,10 @@ struct Inner {
     listed: Arc<Vec<Tool>>,
     events: VecDeque<Event>,
     pending: HashMap<u64, Pending>,
+    /// How many calls each client has in `pending`.
+    pending_by_owner: HashMap<String, usize>,
+    /// The cap on the bytes of one call's arguments as JSON text.
+    max_argument_bytes: usize,
     next_key: u64,
     /// Why new calls are refused (the server stopped), if they are.
     closed: Option<String>,
@@ -369,6 +395,7 @@ impl Hub {
         Arc::new(Hub {
             inner: Mutex::new(Inner {
                 next_key: 1,
+                max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
                 ..Inner::default()
             }),
             wake,
@@ -408,10 +435,17 @@ impl Hub {
         self.lock().events.drain(..).collect()
     }
 
+    /// Refuse calls whose arguments, as JSON text, exceed BYTES (at most
+    /// [`crate::mcp::MAX_REQUEST_BODY_BYTES`]): they are answered with an error without ever
+    /// reaching the driver.
+    pub fn set_max_argument_bytes(&self, bytes: usize) {
+        self.lock().max_argument_bytes = bytes.min(super::MAX_REQUEST_BODY_BYTES);
+    }
+
     /// Answer the call KEY with OUTCOME: its HTTP request gets the result. Returns false, and
     /// does nothing, when KEY is unknown, already answered or withdrawn.
     pub fn complete(&self, key: u64, outcome: Outcome) -> bool {
-        let pending = self.lock().pending.remove(&key);
+        let pending = self.lock().take_pending(key);
         match pending {
             // The receiver is gone only if the handler stopped waiting (then it also withdrew
             // the call); nothing more to do either way.
@@ -450,8 +484,9 @@ impl Hub {
         self.tools_generation.subscribe()
     }
 
-    /// Queue a call and return what its handler waits on, or the refusal when the server is
-    /// stopping.
+    /// Queue a call and return what its handler waits on, or the refusal: the server is
+    /// stopping, the arguments are too large or too deep, or the client (or all clients) have
+    /// too many calls waiting. A refused call never reaches the driver.
     pub(crate) fn begin_call(
         &self,
         client: ClientInfo,
@@ -459,10 +494,43 @@ impl Hub {
         arguments: Map<String, Json>,
         progress: bool,
     ) -> Result<CallTicket, Outcome> {
+        let max_bytes = {
+            let inner = self.lock();
+            if let Some(reason) = &inner.closed {
+                return Err(Outcome::error(reason.clone()));
+            }
+            inner.max_argument_bytes
+        };
+        // Measured outside the lock: it walks the whole request.
+        check_arguments(&arguments, max_bytes).map_err(|problem| {
+            Outcome::error(format!(
+                "The call to {} was refused before it reached Emacs: its arguments {problem}.",
+                short(&tool)
+            ))
+        })?;
+        let owner = owner_of(&client);
         let mut inner = self.lock();
         if let Some(reason) = &inner.closed {
             return Err(Outcome::error(reason.clone()));
         }
+        let mine = inner.pending_by_owner.get(&owner).copied().unwrap_or(0);
+        if mine >= MAX_PENDING_PER_CLIENT {
+            return Err(Outcome::error(format!(
+                "The call to {} was refused: this client already has {mine} calls waiting in Emacs, \
+                 the most one client may have ({MAX_PENDING_PER_CLIENT}). Wait for their answers \
+                 (the user may be away) before calling again.",
+                short(&tool)
+            )));
+        }
+        if inner.pending.len() >= MAX_PENDING_CALLS {
+            return Err(Outcome::error(format!(
+                "The call to {} was refused: {} calls from all clients are waiting in Emacs, the \
+                 most allowed ({MAX_PENDING_CALLS}). Try again later.",
+                short(&tool),
+                inner.pending.len()
+            )));
+        }
+        *inner.pending_by_owner.entry(owner.clone()).or_insert(0) += 1;
         let key = inner.next_key;
         inner.next_key += 1;
         let (answer_tx, answer_rx) = oneshot::channel();
@@ -472,6 +540,7 @@ impl Hub {
             Pending {
                 answer: answer_tx,
                 status: status_tx,
+                owner,
             },
         );
         inner.events.push_back(Event::Call {
@@ -495,7 +564,7 @@ impl Hub {
     /// is told with an [`Event::Cancel`]. Nothing happens for an answered key.
     pub(crate) fn withdraw(&self, key: u64) {
         let mut inner = self.lock();
-        if inner.pending.remove(&key).is_none() {
+        if inner.take_pending(key).is_none() {
             return;
         }
         if !remove_queued_call(&mut inner.events, key) {
@@ -512,6 +581,7 @@ impl Hub {
         let mut inner = self.lock();
         inner.closed = Some(reason.to_string());
         let pending: Vec<(u64, Pending)> = inner.pending.drain().collect();
+        inner.pending_by_owner.clear();
         let mut told = false;
         for (key, _) in &pending {
             if !remove_queued_call(&mut inner.events, *key) {
@@ -655,6 +725,92 @@ impl Hub {
     }
 }
 
+impl Inner {
+    /// Remove the waiting call KEY, and count it off its client's calls.
+    fn take_pending(&mut self, key: u64) -> Option<Pending> {
+        let pending = self.pending.remove(&key)?;
+        if let Some(count) = self.pending_by_owner.get_mut(&pending.owner) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.pending_by_owner.remove(&pending.owner);
+            }
+        }
+        Some(pending)
+    }
+}
+
+/// TOOL as a refusal names it: the name the client sent, cut to 64 characters.
+fn short(tool: &str) -> String {
+    tool.chars().take(64).collect()
+}
+
+/// Whose calls a call counts with for [`MAX_PENDING_PER_CLIENT`]: its session, or, for a
+/// stateless request, the name and version its client gave.
+fn owner_of(client: &ClientInfo) -> String {
+    match &client.session {
+        Some(session) => format!("session {session}"),
+        None => format!("client {} {}", client.name, client.version),
+    }
+}
+
+/// Check ARGUMENTS against the limits before anything is made of them: at most
+/// [`MAX_ARGUMENT_DEPTH`] deep, at most [`MAX_ARGUMENT_VALUES`] values, at most MAX_BYTES as
+/// JSON text (the measure the executor applies). The walk uses its own stack, not recursion.
+/// Returns what is wrong, as the end of a sentence ("hold more than N values").
+pub(crate) fn check_arguments(arguments: &Map<String, Json>, max_bytes: usize) -> Result<(), String> {
+    let mut stack: Vec<(&Json, usize)> = arguments.values().map(|value| (value, 1)).collect();
+    let mut values = stack.len();
+    while let Some((value, depth)) = stack.pop() {
+        if depth > MAX_ARGUMENT_DEPTH {
+            return Err(format!("nest deeper than {MAX_ARGUMENT_DEPTH} levels"));
+        }
+        let children: Box<dyn Iterator<Item = &Json>> = match value {
+            Json::Array(items) => Box::new(items.iter()),
+            Json::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        for child in children {
+            values += 1;
+            if values > MAX_ARGUMENT_VALUES {
+                return Err(format!("hold more than {MAX_ARGUMENT_VALUES} values"));
+            }
+            stack.push((child, depth + 1));
+        }
+    }
+    // Depth and count are bounded now, so serializing cannot recurse deeply; the writer stops
+    // it as soon as the limit is passed.
+    let mut counter = ByteCounter {
+        count: 0,
+        limit: max_bytes,
+    };
+    if serde_json::to_writer(&mut counter, arguments).is_err() || counter.count > max_bytes {
+        return Err(format!(
+            "are larger than {max_bytes} bytes as JSON (agent-q-max-argument-bytes)"
+        ));
+    }
+    Ok(())
+}
+
+/// A writer that counts bytes and fails once they exceed a limit.
+struct ByteCounter {
+    count: usize,
+    limit: usize,
+}
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.count = self.count.saturating_add(buf.len());
+        if self.count > self.limit {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Remove the queued Call event of KEY; true if there was one.
 fn remove_queued_call(events: &mut VecDeque<Event>, key: u64) -> bool {
     let before = events.len();
@@ -734,6 +890,107 @@ mod tests {
         assert!(hub
             .begin_call(ClientInfo::default(), "c".into(), Map::new(), false)
             .is_ok());
+    }
+
+    fn client(session: Option<&str>, name: &str) -> ClientInfo {
+        ClientInfo {
+            name: name.into(),
+            session: session.map(str::to_string),
+            ..ClientInfo::default()
+        }
+    }
+
+    #[test]
+    fn one_client_may_have_only_so_many_calls_waiting() {
+        let (hub, _) = counting_hub();
+        let begin = |who: &ClientInfo| hub.begin_call(who.clone(), "write_file".into(), Map::new(), false);
+        let a = client(Some("session-a"), "same-name");
+        let b = client(Some("session-b"), "same-name");
+        let tickets: Vec<CallTicket> = (0..MAX_PENDING_PER_CLIENT)
+            .map(|_| begin(&a).expect("under the cap"))
+            .collect();
+        let refused = begin(&a).err().expect("over the cap");
+        assert!(refused.is_error);
+        assert!(
+            refused.text.contains("already has 32 calls waiting") && refused.text.contains("write_file"),
+            "{}",
+            refused.text
+        );
+        assert_eq!(
+            hub.take_events().len(),
+            MAX_PENDING_PER_CLIENT,
+            "the refused call never queued"
+        );
+        let other = begin(&b).expect("another session has its own count");
+        // An answered and a withdrawn call make room again.
+        assert!(hub.complete(tickets[0].key, Outcome::ok("done")));
+        hub.withdraw(tickets[1].key);
+        begin(&a).expect("room after an answer");
+        begin(&a).expect("room after a withdrawal");
+        assert!(begin(&a).is_err());
+        // Stateless clients count by name and version.
+        let stateless = client(None, "flood");
+        for _ in 0..MAX_PENDING_PER_CLIENT {
+            begin(&stateless).unwrap();
+        }
+        assert!(begin(&stateless).is_err());
+        assert!(begin(&client(None, "other")).is_ok());
+        drop(other);
+        hub.close("stopped");
+        hub.open();
+        assert!(begin(&a).is_ok(), "closing clears the counts");
+    }
+
+    #[test]
+    fn all_clients_together_have_a_cap_too() {
+        let (hub, _) = counting_hub();
+        for i in 0..MAX_PENDING_CALLS {
+            let session = format!("s{}", i / MAX_PENDING_PER_CLIENT);
+            hub.begin_call(client(Some(&session), "c"), "t".into(), Map::new(), false)
+                .unwrap();
+        }
+        let refused = hub
+            .begin_call(client(Some("fresh"), "c"), "t".into(), Map::new(), false)
+            .err()
+            .unwrap();
+        assert!(refused.text.contains("calls from all clients"), "{}", refused.text);
+    }
+
+    fn object(value: serde_json::Value) -> Map<String, Json> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn oversized_or_deep_arguments_are_refused_before_the_driver_sees_them() {
+        let (hub, wakes) = counting_hub();
+        hub.set_max_argument_bytes(1000);
+        let begin = |arguments| hub.begin_call(ClientInfo::default(), "eval_form".into(), arguments, false);
+        let many = object(serde_json::json!({ "xs": vec![0; MAX_ARGUMENT_VALUES] }));
+        hub.set_max_argument_bytes(usize::MAX);
+        let refused = begin(many).err().unwrap();
+        assert!(refused.text.contains("more than 100000 values"), "{}", refused.text);
+        let mut deep = Json::Null;
+        for _ in 0..MAX_ARGUMENT_DEPTH {
+            deep = Json::Array(vec![deep]);
+        }
+        let refused = begin(object(serde_json::json!({ "x": deep }))).err().unwrap();
+        assert!(refused.text.contains("nest deeper than 128"), "{}", refused.text);
+        hub.set_max_argument_bytes(1000);
+        let big = object(serde_json::json!({ "content": "x".repeat(1000) }));
+        let refused = begin(big).err().unwrap();
+        assert!(
+            refused.text.contains("larger than 1000 bytes") && refused.text.contains("eval_form"),
+            "{}",
+            refused.text
+        );
+        assert_eq!(wakes.load(Ordering::SeqCst), 0);
+        assert!(hub.take_events().is_empty(), "nothing reached the driver");
+        assert_eq!(hub.pending_count(), 0);
+        let fits = object(serde_json::json!({ "content": "x".repeat(900), "n": [1, [2, [3]]] }));
+        assert!(begin(fits).is_ok());
+        hub.set_max_argument_bytes(usize::MAX);
+        let fits = object(serde_json::json!({ "xs": vec![0; MAX_ARGUMENT_VALUES - 1] }));
+        assert!(begin(fits).is_ok());
     }
 
     #[test]

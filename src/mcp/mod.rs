@@ -37,13 +37,16 @@
 //! `_meta` carries the 2026-07-28 protocol version (or `server/discover`) is served without
 //! session or `initialize`, and its client is named by `_meta`'s `clientInfo`.
 
+pub mod connections;
 pub mod handler;
 pub mod hub;
 pub mod relay;
 pub mod security;
 pub mod server;
 
+pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
 pub use hub::{ClientInfo, Event, Hub, Outcome, ToolInfo, Wake};
+pub use hub::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES, MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;
 pub use server::{Config, RunningServer, Server, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};
 

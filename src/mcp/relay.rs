@@ -74,7 +74,7 @@ pub fn connection_file(arg: Option<PathBuf>, env: Option<PathBuf>, home: Option<
 
 /// Read and check the connection file at PATH.
 pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
-    let (file, _) = crate::fsutil::open_regular(path).map_err(|e| match e {
+    let (file, metadata) = crate::fsutil::open_regular(path).map_err(|e| match e {
         crate::error::FileError::Io { .. } if !path.exists() => RelayError::NoConnectionFile(path.to_path_buf()),
         other => RelayError::BadConnectionFile {
             path: path.to_path_buf(),
@@ -87,13 +87,9 @@ pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
     };
     let bytes =
         crate::fsutil::read_to_end_limited(&file, path, MAX_CONNECTION_FILE_BYTES).map_err(|e| bad(e.to_string()))?;
+    check_private(&metadata).map_err(bad)?;
     let connection: Connection = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
-    if !(connection.url.starts_with("http://127.0.0.1:") || connection.url.starts_with("http://localhost:")) {
-        return Err(bad(format!(
-            "url {} is not an http://127.0.0.1 address",
-            connection.url
-        )));
-    }
+    check_loopback_url(&connection.url).map_err(|problem| bad(format!("url {}: {problem}", connection.url)))?;
     if connection.token.is_empty() || !connection.token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(bad("token is empty or not visible ASCII".into()));
     }
@@ -101,6 +97,88 @@ pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
         return Err(bad(format!("pid {} is not a process id", connection.pid)));
     }
     Ok(connection)
+}
+
+/// The connection file holds the token: it must be the user's own file, readable by nobody
+/// else (mode 0600 or stricter), or another user could have written it to send the relay, and
+/// the client's requests, elsewhere.
+fn check_private(metadata: &std::fs::Metadata) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if metadata.uid() != uid {
+        return Err(format!(
+            "it belongs to user id {}, not to this user ({uid})",
+            metadata.uid()
+        ));
+    }
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "its mode is {mode:04o}: others may read or change it (it must be 0600)"
+        ));
+    }
+    Ok(())
+}
+
+/// Check that URL is `http://` on a loopback host (127.0.0.0/8, `::1`, `localhost`), parsed as
+/// a URL: user information, a foreign host or another scheme are refused.
+pub fn check_loopback_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL ({e})"))?;
+    if parsed.scheme() != "http" {
+        return Err(format!("scheme {} is not http", parsed.scheme()));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("it carries user information (user@host)".into());
+    }
+    let loopback = match parsed.host() {
+        Some(::url::Host::Ipv4(address)) => address.is_loopback(),
+        Some(::url::Host::Ipv6(address)) => address.is_loopback(),
+        Some(::url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if !loopback {
+        return Err(format!(
+            "host {} is not a loopback address (127.0.0.0/8, ::1, localhost)",
+            parsed.host_str().unwrap_or("(none)")
+        ));
+    }
+    Ok(())
+}
+
+/// Check that process PID runs and belongs to this user: the Emacs that serves is the user's,
+/// and a connection file naming someone else's process is not to be trusted.
+pub fn check_process_owner(pid: i64) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if !process_alive(pid) {
+        return Err(format!(
+            "the Emacs that wrote the connection file (pid {pid}) is not running"
+        ));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    match std::fs::metadata(format!("/proc/{pid}")) {
+        Ok(metadata) if metadata.uid() == uid => Ok(()),
+        Ok(metadata) => Err(format!(
+            "process {pid} of the connection file belongs to user id {}, not to this user ({uid})",
+            metadata.uid()
+        )),
+        // Without /proc, signal 0 answers: it succeeds only for one's own processes.
+        Err(_) if !Path::new("/proc/self").exists() => {
+            let Ok(pid) = i32::try_from(pid) else {
+                return Err(format!("pid {pid} is not a process id"));
+            };
+            // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+            if unsafe { libc::kill(pid, 0) } == 0 {
+                Ok(())
+            } else {
+                Err(format!("process {pid} of the connection file is not this user's"))
+            }
+        }
+        Err(_) => Err(format!(
+            "the Emacs that wrote the connection file (pid {pid}) is not running"
+        )),
+    }
 }
 
 /// Whether process PID exists (signal 0 checks without sending anything).
@@ -128,12 +206,7 @@ fn http_client() -> Result<reqwest::Client, RelayError> {
 
 /// Check that the server of CONNECTION answers and accepts its token, before relaying.
 pub async fn check_server(connection: &Connection) -> Result<(), RelayError> {
-    if !process_alive(connection.pid) {
-        return Err(RelayError::NotServing(format!(
-            "the Emacs that wrote the connection file (pid {}) is not running",
-            connection.pid
-        )));
-    }
+    check_process_owner(connection.pid).map_err(RelayError::NotServing)?;
     // A GET without a session: the server answers 400 (session required) when the token is
     // right, and 401 when it is not.
     let response = http_client()?
@@ -238,16 +311,129 @@ fn error_reply_for(message: &ClientJsonRpcMessage) -> Option<ErrorReply> {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
 
     fn write_temp(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("agent-q-relay-test-{}", std::process::id()));
+        // One directory per file: the tests run in parallel and remove what they wrote.
+        let dir = std::env::temp_dir().join(format!("agent-q-relay-test-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         std::fs::File::create(&path)
             .unwrap()
             .write_all(text.as_bytes())
             .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         path
+    }
+
+    fn problem(path: &Path) -> String {
+        read_connection(path).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn only_a_loopback_http_url_is_accepted() {
+        for url in [
+            "http://127.0.0.1:4242/mcp",
+            "http://127.1.2.3:4242/mcp",
+            "http://localhost:4242/mcp",
+            "http://LOCALHOST:1/mcp",
+            "http://[::1]:4242/mcp",
+        ] {
+            assert_eq!(check_loopback_url(url), Ok(()), "{url}");
+        }
+        for (url, why) in [
+            ("http://127.0.0.1:1@example.invalid/mcp", "user information"),
+            ("http://user@127.0.0.1:1/mcp", "user information"),
+            ("http://example.invalid/mcp", "not a loopback"),
+            ("http://127.0.0.1.example.invalid:1/mcp", "not a loopback"),
+            ("http://localhost.example.invalid:1/mcp", "not a loopback"),
+            ("http://0.0.0.0:1/mcp", "not a loopback"),
+            ("http://[::2]:1/mcp", "not a loopback"),
+            ("http://10.0.0.1:1/mcp", "not a loopback"),
+            ("https://127.0.0.1:1/mcp", "scheme https"),
+            ("file:///tmp/x", "scheme file"),
+            ("127.0.0.1:1/mcp", "not a URL"),
+            ("not a url", "not a URL"),
+        ] {
+            let refused = check_loopback_url(url).expect_err(url);
+            assert!(refused.contains(why), "{url}: {refused}");
+        }
+        let tricked = write_temp(
+            "userinfo.json",
+            r#"{"url": "http://127.0.0.1:1@example.invalid/mcp", "token": "abc", "pid": 42}"#,
+        );
+        assert!(problem(&tricked).contains("user information"), "{}", problem(&tricked));
+    }
+
+    #[test]
+    fn a_connection_file_others_can_read_or_write_is_refused() {
+        let text = r#"{"url": "http://127.0.0.1:4242/mcp", "token": "abc", "pid": 42}"#;
+        for mode in [0o644, 0o640, 0o604, 0o660, 0o602, 0o620, 0o666] {
+            let path = write_temp(&format!("mode{mode:o}.json"), text);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let refused = problem(&path);
+            assert!(
+                refused.contains("mode") && refused.contains("0600"),
+                "{mode:o}: {refused}"
+            );
+        }
+        let strict = write_temp("mode400.json", text);
+        std::fs::set_permissions(&strict, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(read_connection(&strict).is_ok());
+        let directory = strict.parent().unwrap();
+        assert!(matches!(
+            read_connection(directory),
+            Err(RelayError::BadConnectionFile { .. })
+        ));
+    }
+
+    #[test]
+    fn a_connection_file_of_another_user_is_refused() {
+        // SAFETY: geteuid cannot fail.
+        let path = if unsafe { libc::geteuid() } == 0 {
+            let path = write_temp(
+                "foreign.json",
+                r#"{"url": "http://127.0.0.1:4242/mcp", "token": "abc", "pid": 42}"#,
+            );
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            path
+        } else {
+            // A file root owns; the owner is checked before the mode.
+            PathBuf::from("/etc/hostname")
+        };
+        let refused = problem(&path);
+        assert!(refused.contains("belongs to user id"), "{refused}");
+    }
+
+    #[test]
+    fn a_process_of_another_user_is_not_the_server() {
+        assert_eq!(check_process_owner(i64::from(std::process::id())), Ok(()));
+        // SAFETY: geteuid cannot fail.
+        let mut foreign = if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::process::CommandExt;
+            Some(
+                std::process::Command::new("sleep")
+                    .arg("20")
+                    .uid(65534)
+                    .gid(65534)
+                    .spawn()
+                    .unwrap(),
+            )
+        } else {
+            None
+        };
+        let pid = foreign.as_ref().map_or(1, |child| i64::from(child.id()));
+        let refused = check_process_owner(pid);
+        if let Some(child) = foreign.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("belongs to user id")),
+            "{refused:?}"
+        );
+        let dead = check_process_owner(i64::from(i32::MAX)).unwrap_err();
+        assert!(dead.contains("not running"), "{dead}");
     }
 
     #[test]
@@ -271,7 +457,7 @@ mod tests {
         assert!(read_connection(&remote)
             .unwrap_err()
             .to_string()
-            .contains("not an http://127.0.0.1"));
+            .contains("not a loopback address"));
         let pid = write_temp(
             "pid.json",
             r#"{"url": "http://127.0.0.1:1/mcp", "token": "abc", "pid": 0}"#,

@@ -21,6 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use http_body::Body as _;
 
 /// The largest request body accepted, in bytes. Tool arguments are small except for file
 /// contents (write_file, propose_file_edit), which agent-q caps well below this elsewhere.
@@ -46,6 +47,8 @@ impl Refusal {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
+        // A refused client gets no second try on the same connection: it frees its place.
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(
                 header::WWW_AUTHENTICATE,
@@ -123,6 +126,107 @@ pub(crate) async fn guard(State(policy): State<Arc<Policy>>, request: Request, n
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
     }
+}
+
+/// The most JSON values one request body may hold, counted before it is parsed. Generous
+/// for any real message (a call's arguments may hold [`super::hub::MAX_ARGUMENT_VALUES`]), but
+/// it keeps a body of 30 MiB of small numbers from becoming hundreds of megabytes of parsed
+/// values in the Emacs process.
+pub const MAX_REQUEST_VALUES: usize = 2 * super::hub::MAX_ARGUMENT_VALUES;
+
+/// The deepest nesting of a request body, checked before it is parsed.
+pub const MAX_REQUEST_DEPTH: usize = super::hub::MAX_ARGUMENT_DEPTH + 8;
+
+/// The middleware, inside the token check, that reads a request's body (at most
+/// [`MAX_REQUEST_BODY_BYTES`]) and refuses it (HTTP 413) as soon as its JSON holds more than
+/// [`MAX_REQUEST_VALUES`] values or nests deeper than [`MAX_REQUEST_DEPTH`]: the body is scanned
+/// as it arrives, so a refused one is never held whole, and nothing parses it.
+pub(crate) async fn shape_guard(request: Request, next: Next) -> Response {
+    let (parts, mut body) = request.into_parts();
+    let mut shape = Shape::default();
+    let mut bytes: Vec<u8> = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(frame) = frame else {
+            return Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the request body could not be read",
+            )
+            .into_response();
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        if bytes.len().saturating_add(data.len()) > MAX_REQUEST_BODY_BYTES {
+            return Refusal::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large: the request body is larger than the server accepts",
+            )
+            .into_response();
+        }
+        if let Err(message) = shape.feed(&data) {
+            // Read the rest without keeping it, so that the client, still sending, reads the
+            // answer rather than a reset connection.
+            let mut read = bytes.len() + data.len();
+            drop(bytes);
+            while let Some(Ok(frame)) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+                read += frame.data_ref().map_or(0, |data| data.len());
+                if read > MAX_REQUEST_BODY_BYTES {
+                    break;
+                }
+            }
+            return Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+        }
+        bytes.extend_from_slice(&data);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Counts the values and the nesting of JSON text fed in pieces, without parsing it: commas and
+/// opening brackets outside strings. Text that is not JSON passes, for the parser to refuse.
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    values: usize,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Shape {
+    /// Go on with BYTES; an error says what limit the text passed.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), &'static str> {
+        for &byte in bytes {
+            if self.in_string {
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    self.values += 1;
+                    if self.depth > MAX_REQUEST_DEPTH {
+                        return Err("Payload Too Large: the request's JSON nests too deeply");
+                    }
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                b',' => self.values += 1,
+                _ => {}
+            }
+            if self.values > MAX_REQUEST_VALUES {
+                return Err("Payload Too Large: the request's JSON holds too many values");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Check the whole JSON text BYTES as [`Shape`] does.
+#[cfg(test)]
+pub(crate) fn check_shape(bytes: &[u8]) -> Result<(), &'static str> {
+    Shape::default().feed(bytes)
 }
 
 /// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).
@@ -298,6 +402,33 @@ mod tests {
             assert_eq!(status(&[("host", host), auth]), Some(StatusCode::FORBIDDEN), "{host}");
         }
         assert_eq!(status(&[auth]), Some(StatusCode::BAD_REQUEST));
+    }
+
+    #[test]
+    fn bodies_with_too_many_values_or_too_deep_are_refused_unparsed() {
+        let numbers = |n: usize| format!("{{\"a\":[{}]}}", vec!["1"; n].join(","));
+        assert_eq!(check_shape(numbers(MAX_REQUEST_VALUES - 10).as_bytes()), Ok(()));
+        assert!(check_shape(numbers(MAX_REQUEST_VALUES + 10).as_bytes())
+            .unwrap_err()
+            .contains("too many values"));
+        let deep = "[".repeat(MAX_REQUEST_DEPTH + 1);
+        assert!(check_shape(deep.as_bytes()).unwrap_err().contains("nests too deeply"));
+        // Commas and brackets inside strings, escaped quotes included, are text, not values.
+        let text = format!("{{\"s\":\"\\\"{}\"}}", ",[".repeat(MAX_REQUEST_VALUES));
+        assert_eq!(check_shape(text.as_bytes()), Ok(()));
+        // Fed in pieces, split anywhere (inside an escape too), it counts the same.
+        let mut shape = Shape::default();
+        for piece in text.as_bytes().chunks(3) {
+            assert_eq!(shape.feed(piece), Ok(()));
+        }
+        let numbers = numbers(MAX_REQUEST_VALUES + 10);
+        let mut shape = Shape::default();
+        let refused = numbers
+            .as_bytes()
+            .chunks(1000)
+            .map(|piece| shape.feed(piece))
+            .find(Result::is_err);
+        assert!(refused.is_some());
     }
 
     #[test]

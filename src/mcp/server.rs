@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{self, Gate, EVICTION_AGE, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
 use super::handler::Handler;
 use super::hub::Hub;
 use super::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
@@ -131,16 +132,17 @@ impl Server {
         let router = Router::new()
             .route_service(ENDPOINT, service)
             .layer(middleware::from_fn_with_state(Arc::new(posts_tx), track_posts))
+            // Inside the security layer: only what it lets through proves a connection.
+            .layer(middleware::from_fn(security::shape_guard))
+            .layer(middleware::from_fn(connections::prove))
             .layer(middleware::from_fn_with_state(
                 Arc::new(Policy::new(&config.token)),
                 security::guard,
             ));
 
         let accept_ct = CancellationToken::new();
-        let serve = axum::serve(listener, router).with_graceful_shutdown(accept_ct.clone().cancelled_owned());
-        let serve_task = runtime.spawn(async move {
-            let _ = serve.await;
-        });
+        let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS, EVICTION_AGE);
+        let serve_task = runtime.spawn(connections::serve(listener, router, gate.clone(), accept_ct.clone()));
         runtime.spawn(announce_tool_changes(hub.clone(), transport_ct.clone()));
 
         Ok(RunningServer {
@@ -151,6 +153,7 @@ impl Server {
             transport_ct,
             posts,
             serve_task: Some(serve_task),
+            gate,
         })
     }
 }
@@ -257,6 +260,7 @@ pub struct RunningServer {
     transport_ct: CancellationToken,
     posts: watch::Receiver<usize>,
     serve_task: Option<tokio::task::JoinHandle<()>>,
+    gate: Arc<Gate>,
 }
 
 impl RunningServer {
@@ -268,6 +272,11 @@ impl RunningServer {
     /// The URL of the MCP endpoint.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}{ENDPOINT}", self.port)
+    }
+
+    /// How many connections are open (at most [`MAX_CONNECTIONS`]).
+    pub fn connection_count(&self) -> usize {
+        self.gate.open_count()
     }
 
     /// Whether the server still runs.

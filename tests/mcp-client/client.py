@@ -383,7 +383,121 @@ async def scenario_stateless_listen(args):
             emit(event="tools", names=[tool.name for tool in after.tools])
 
 
+async def scenario_idle_flood(args):
+    """Open args["count"] TCP connections to the server's port without sending anything, hold
+    them args["seconds"] seconds, and report every args["every"] seconds how many the server has
+    closed.  Raw sockets, not the SDK: this is what an attacker without the token does.  Bounded
+    in count and time, and only ever to the loopback address of the connection file."""
+    import resource
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    url, _token = connection(args)
+    parts = urlsplit(url)
+    assert parts.hostname in ("127.0.0.1", "localhost"), parts.hostname
+    count, seconds, every = int(args["count"]), float(args["seconds"]), float(args.get("every", 1))
+    assert count <= 2000 and seconds <= 120
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 64), hard))
+    sockets, refused = [], 0
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.connect(("127.0.0.1", parts.port))
+            s.setblocking(False)
+            sockets.append(s)
+        except OSError:
+            refused += 1
+            s.close()
+    emit(event="flooding", opened=len(sockets), refused=refused)
+    start = time.monotonic()
+    closed = set()
+    while True:
+        for i, s in enumerate(sockets):
+            if i in closed:
+                continue
+            try:
+                if s.recv(1) == b"":
+                    closed.add(i)
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(i)
+        elapsed = time.monotonic() - start
+        emit(event="state", t=round(elapsed, 2), open=len(sockets) - len(closed))
+        if elapsed >= seconds:
+            break
+        await asyncio.sleep(every)
+    for s in sockets:
+        s.close()
+
+
+async def scenario_pending_flood(args):
+    """Open args["sessions"] sessions and call args["name"] with args["arguments"]
+    args["per_session"] times in each, all at once, with progress tokens.  Report each result
+    that arrives (refusals come at once), then "waiting" once args["expect_waiting"] calls have
+    been told they wait for the user's decision; then wait for a line on stdin and leave,
+    abandoning the calls."""
+    import contextlib
+
+    url, token = connection(args)
+    loop = asyncio.get_running_loop()
+    waiting = set()
+    enough = asyncio.Event()
+    expect = int(args["expect_waiting"])
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for _ in range(int(args["sessions"])):
+            session, _init = await stack.enter_async_context(sdk1_session(url, token))
+            sessions.append(session)
+        emit(event="sessions", count=len(sessions))
+
+        async def one(session, tag):
+            async def on_progress(value, total, message):
+                if message and "decision" in message:
+                    waiting.add(tag)
+                    if len(waiting) >= expect:
+                        enough.set()
+
+            result = await session.call_tool(args["name"], args["arguments"], progress_callback=on_progress)
+            emit(event="result", tag=tag, **result_fields(result))
+
+        # Each waiting call holds a connection; args["stagger"] seconds between them keeps the
+        # burst of new connections, not yet proven, under the server's cap on those.
+        tasks = []
+        for j in range(int(args["per_session"])):
+            for i, session in enumerate(sessions):
+                tasks.append(asyncio.create_task(one(session, f"{i}-{j}")))
+                await asyncio.sleep(float(args.get("stagger", 0)))
+        await asyncio.wait_for(enough.wait(), TIMEOUT * 3)
+        emit(event="waiting", count=len(waiting))
+        line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), TIMEOUT * 3)
+        emit(event="told", line=line.strip())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def scenario_big_call(args):
+    """Call args["name"] with one argument args["key"] holding args["count"] small numbers (a
+    request of about 2 * count bytes), with the token, through the SDK; report the result."""
+    url, token = connection(args)
+    arguments = {args["key"]: [1] * int(args["count"])}
+    try:
+        async with sdk1_session(url, token) as (session, _init):
+            result = await asyncio.wait_for(session.call_tool(args["name"], arguments), TIMEOUT * 3)
+            emit(event="result", name=args["name"], **result_fields(result))
+    except BaseException as error:  # the SDK raises on an HTTP error status (413)
+        texts = [f"{type(e).__name__}: {e}" for e in getattr(error, "exceptions", [error])]
+        emit(event="refused", error="; ".join(texts))
+
+
 SCENARIOS = {
+    "idle-flood": scenario_idle_flood,
+    "pending-flood": scenario_pending_flood,
+    "big-call": scenario_big_call,
     "stateless-listen": scenario_stateless_listen,
     "tools": scenario_tools,
     "calls": scenario_calls,
