@@ -99,6 +99,8 @@ CANCEL-FUNCTIONS are called if the call is withdrawn while running."
   core batch index tool args context state review cancel-functions
   (time (current-time)))
 
+(defvar agent-q--indicator-timer)
+
 (defvar agent-q--pending nil
   "Calls waiting for a decision or for their handler, oldest first.")
 
@@ -433,7 +435,11 @@ is idle again."
   "Ask the approval function about PENDING and resume it with the answer."
   (setq agent-q--asking pending)
   (setf (agent-q--pending-state pending) 'asking)
-  (agent-q--update-indicator)
+  ;; Now, not from a timer: the prompt comes next, and the mode line
+  ;; must count this call while it is asked.
+  (when agent-q--indicator-timer
+    (cancel-timer agent-q--indicator-timer))
+  (agent-q--refresh-indicator)
   (let* ((waiting (cl-count-if (lambda (p) (memq (agent-q--pending-state p) '(queued deferred)))
                                agent-q--pending))
          (held (truncate (float-time (time-since (agent-q--pending-time pending)))))

@@ -145,6 +145,20 @@ Set when the server starts, from `agent-q-mcp-allowed-directories'.")
 (defvar agent-q-mcp--fixed-notes nil
   "Why directories of the fixed set were left out, when some were.")
 
+(defconst agent-q-mcp--max-clients 64
+  "The most clients `agent-q-mcp-status' remembers; the least recent go first.")
+
+(defvar agent-q-mcp--clients nil
+  "The clients that called since the server started, most recent first.
+Each is a plist (:client LABEL :session SESSION :protocol VERSION
+:calls N :last-call TIME :last-tool TOOL).")
+
+(defvar agent-q-mcp--backlog nil
+  "Events taken from the server and not yet acted on, oldest first.")
+
+(defvar agent-q-mcp--backlog-timer nil
+  "The timer that will go on with `agent-q-mcp--backlog', or nil.")
+
 (defvar agent-q-mcp--calls (make-hash-table)
   "Calls under way: the server's key -> (BATCH . LAST-STATUS).")
 
@@ -227,6 +241,7 @@ when called as a command, means say that it stopped."
                (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
              agent-q-mcp--calls)
     (clrhash agent-q-mcp--calls)
+    (setq agent-q-mcp--clients nil)
     (when agent-q-mcp--status-timer
       (cancel-timer agent-q-mcp--status-timer)
       (setq agent-q-mcp--status-timer nil))
@@ -404,12 +419,6 @@ MCP client can pass for a bridge (gptel, llm) or claim its approvals."
 (defconst agent-q-mcp--slice 0.01
   "Seconds of acting on the server's events before Emacs gets its main loop back.")
 
-(defvar agent-q-mcp--backlog nil
-  "Events taken from the server and not yet acted on, oldest first.")
-
-(defvar agent-q-mcp--backlog-timer nil
-  "The timer that will go on with `agent-q-mcp--backlog', or nil.")
-
 (defun agent-q-mcp--drain ()
   "Take the server's events and act on them."
   (when (fboundp 'agent-q--core-mcp-take)
@@ -429,11 +438,45 @@ so that Emacs's main loop (input, redisplay) runs in between."
   (when (and agent-q-mcp--backlog (not agent-q-mcp--backlog-timer))
     (setq agent-q-mcp--backlog-timer (run-at-time 0 nil #'agent-q-mcp--work))))
 
+(defun agent-q-mcp--note-client (label props)
+  "Remember that the client LABEL made the call described by PROPS."
+  (let* ((session (plist-get props :session))
+         (entry (cl-find-if (lambda (e) (and (equal (plist-get e :client) label)
+                                             (equal (plist-get e :session) session)))
+                            agent-q-mcp--clients))
+         (rest (delq entry agent-q-mcp--clients)))
+    (setq agent-q-mcp--clients
+          (cons (list :client label :session session
+                      :protocol (plist-get props :protocol)
+                      :calls (1+ (or (plist-get entry :calls) 0))
+                      :last-call (current-time)
+                      :last-tool (agent-q--visible (format "%s" (plist-get props :tool))))
+                (if (>= (length rest) agent-q-mcp--max-clients)
+                    (butlast rest)
+                  rest)))))
+
+(defun agent-q-mcp--describe-clients ()
+  "The clients that called, in words, for `agent-q-mcp-status'."
+  (if (null agent-q-mcp--clients)
+      "No client has called yet."
+    (concat "Clients: "
+            (mapconcat (lambda (e)
+                         (format "%s (%s, %d call%s, last %s %ds ago)"
+                                 (plist-get e :client)
+                                 (or (plist-get e :protocol) "protocol unknown")
+                                 (plist-get e :calls)
+                                 (if (= 1 (plist-get e :calls)) "" "s")
+                                 (plist-get e :last-tool)
+                                 (truncate (float-time (time-subtract nil (plist-get e :last-call))))))
+                       agent-q-mcp--clients "; ")
+            ".")))
+
 (defun agent-q-mcp--call (key props)
   "Run the call KEY described by PROPS; its result answers the client."
   (let* ((tool (plist-get props :tool))
          (client (plist-get props :client))
          (label (agent-q-mcp--client-label client)))
+    (agent-q-mcp--note-client label props)
     (if (not (agent-q-mcp--offered-p tool))
         (agent-q--core-mcp-complete
          key t (format "Tool %s is not offered over MCP (agent-q-mcp-max-safety-level is %s)"
@@ -533,17 +576,20 @@ NOTES say which roots do not count and why."
     clients "")))
 
 (defun agent-q-mcp-status (&optional interactive)
-  "Show the MCP server's state and copy a command that connects Claude Code.
+  "Show the MCP server's state: clients, allowed directories, connection file.
 Return a plist (:url URL :token TOKEN :pending N :connection-file FILE
-:file-state STATE :command COMMAND :allowed-directories DIRS
-:clients CLIENTS :directories TEXT), or nil when the server is not
+:file-state STATE :allowed-directories DIRS :clients CLIENTS
+:connected CONNECTED :directories TEXT), or nil when the server is not
 running.  STATE says whether the connection file is this Emacs's
 \(`ours'), `missing' (\[agent-q-mcp-start] writes it again), or another
 Emacs's, (other PID).  DIRS are the directories fixed at start that
 clients without roots read freely; CLIENTS describe the clients that
-declared roots (see `agent-q-mcp--client-roots'); TEXT says all that in
-words.  INTERACTIVE, as when called as a command, means show the state
-in the echo area and put COMMAND in the kill ring."
+declared roots (see `agent-q-mcp--client-roots'); CONNECTED the
+clients that called since the server started, most recent first
+\(plists with :client, :session, :protocol, :calls, :last-call and
+:last-tool); TEXT says the directories in words.  INTERACTIVE, as when
+called as a command, means show the state in the echo area (never the
+token).  To connect an agent, use \[agent-q-mcp-connect-agent]."
   (interactive (list t))
   (let ((status (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status)))
         (owner (agent-q-mcp--connection-file-owner)))
@@ -554,28 +600,25 @@ in the echo area and put COMMAND in the kill ring."
                               owner (agent-q-mcp--file-name))
                    (message "agent-q: the MCP server is not running (M-x agent-q-mcp-start)")))
                nil)
-      (let* ((command (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
-                              agent-q-mcp--url agent-q-mcp--token))
-             (clients (agent-q-mcp--client-roots status))
+      (let* ((clients (agent-q-mcp--client-roots status))
              (directories (agent-q-mcp--describe-directories agent-q-mcp--fixed-directories clients)))
         (when interactive
-          (kill-new command)
-          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s%s.  %s  Copied: %s"
+          (message "agent-q: MCP server at %s, %d call(s) waiting; connection file %s%s.  %s  %s  (M-x agent-q-mcp-connect-agent connects an agent.)"
                    agent-q-mcp--url (plist-get status :pending)
                    (agent-q-mcp--file-name)
                    (pcase owner
                      ('self "")
                      ('nil " (missing: M-x agent-q-mcp-start writes it again)")
                      (pid (format " (now Emacs %d's)" pid)))
-                   directories
-                   (replace-regexp-in-string "Bearer [0-9a-f]+" "Bearer <token>" command)))
+                   (agent-q-mcp--describe-clients)
+                   directories))
         (list :url agent-q-mcp--url :token agent-q-mcp--token
               :pending (plist-get status :pending)
               :connection-file (expand-file-name agent-q-mcp-connection-file)
               :file-state (pcase owner ('self 'ours) ('nil 'missing) (pid (list 'other pid)))
-              :command command
               :allowed-directories agent-q-mcp--fixed-directories
               :clients clients
+              :connected agent-q-mcp--clients
               :directories directories)))))
 
 (provide 'agent-q-mcp)

@@ -278,18 +278,27 @@ serve itself."
                                                (list :form "(+ 1 2)"))))
         (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
         (should (eql (plist-get (agent-q-mcp-status) :pending) 1))
-        ;; Interactively: the state in the echo area (never the token), the
-        ;; command to connect Claude Code in the kill ring.
+        ;; The client that called: its name, protocol revision and last call.
+        (let ((connected (plist-get (agent-q-mcp-status) :connected)))
+          (should (= (length connected) 1))
+          (should (equal (plist-get (car connected) :client) "agent-q-ert 1.0 (MCP)"))
+          (should (equal (plist-get (car connected) :protocol) agent-q-mcp-http-protocol))
+          (should (equal (plist-get (car connected) :last-tool) "eval_form"))
+          (should (= (plist-get (car connected) :calls) 1)))
+        ;; Interactively: the state in the echo area, never the token, and no
+        ;; command that would go stale at the next start.
         (let ((messages nil) (kill-ring nil))
           (cl-letf (((symbol-function 'message)
                      (lambda (format &rest args) (push (apply #'format-message format args) messages))))
             (call-interactively #'agent-q-mcp-status))
           (should (string-match-p (regexp-quote url) (car messages)))
           (should (string-match-p "1 call(s) waiting" (car messages)))
+          (should (string-match-p (format "agent-q-ert 1\\.0 (MCP) (%s, 1 call, last eval_form"
+                                          (regexp-quote agent-q-mcp-http-protocol))
+                                  (car messages)))
+          (should (string-match-p "agent-q-mcp-connect-agent" (car messages)))
           (should-not (string-match-p token (car messages)))
-          (should (equal (car kill-ring)
-                         (format "claude mcp add --transport http agent-q %s --header \"Authorization: Bearer %s\""
-                                 url token))))
+          (should-not kill-ring))
         (agent-q-cancel-pending)
         (let ((result (agent-q-mcp-http-call-result call)))
           (should (plist-get result :error))

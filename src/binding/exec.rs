@@ -31,8 +31,7 @@ use super::registry::{own, resolve, LispHandler, Shared};
 use crate::error::ConvertError;
 use crate::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
-    Origin,
-    Outcome, Phase, StageError, Step, ToolCall, ToolResult,
+    Origin, Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use crate::sexp::Sexp;
 use crate::spec::SafetyLevel;

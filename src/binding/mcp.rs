@@ -223,7 +223,7 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 
 /// Take the events queued by the server: a list of
 /// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :client-name NAME :session SESSION
-/// :progress BOOL :roots ROOTS) and (:cancel KEY). CLIENT is "NAME VERSION" as the client
+/// :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY). CLIENT is "NAME VERSION" as the client
 /// introduced itself, NAME its name alone. ROOTS is the client's workspace, (:directories DIRS
 /// :ignored NOTES), when the MCP roots it declared apply, nil when the fixed set does. Nil when
 /// the server is not running.
@@ -269,6 +269,11 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                     progress.into_lisp(env)?,
                     env.intern(":roots")?,
                     roots_value(env, client.roots.as_deref())?,
+                    env.intern(":protocol")?,
+                    match client.protocol_version {
+                        Some(p) => p.into_lisp(env)?,
+                        None => env.intern("nil")?,
+                    },
                 ];
                 env.list(&fields[..])?
             }
