@@ -52,8 +52,10 @@ pub const MAX_UNPROVEN_CONNECTIONS: usize = 64;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long an unproven connection is left to send its request before a new connection may
-/// take its place.
-pub const EVICTION_AGE: Duration = Duration::from_secs(1);
+/// take its place. A local client sends its request within a millisecond or two of connecting;
+/// while every unproven connection is younger than this, a new one is closed at once, so a
+/// flood can keep new clients out for at most this long after each burst.
+pub const EVICTION_AGE: Duration = Duration::from_millis(50);
 
 /// How long the loop pauses after a failed accept (out of descriptors, say) before it retries.
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
