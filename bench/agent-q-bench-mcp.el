@@ -39,6 +39,7 @@
 (defvar agent-q-mcp-connection-file)
 (defvar agent-q-audit-file)
 (defvar agent-q-allowed-directories)
+(defvar agent-q-mcp-allowed-directories)
 
 (defun agent-q-bench-mcp--python ()
   "The Python of the MCP SDK 1.x's virtual environment (make test installs it)."
@@ -113,6 +114,7 @@ Emacs waits for input.  Return the client's JSON answer as a plist."
     (let* ((dir (make-temp-file "agent-q-bench-mcp" t))
            (file (expand-file-name "two-lines.txt" dir))
            (agent-q-allowed-directories (list dir))
+           (agent-q-mcp-allowed-directories (list dir))
            (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
            (agent-q-mcp-connection-file (expand-file-name "mcp.json" dir))
            (reference (agent-q-bench-mcp--reference))
