@@ -290,18 +290,63 @@ that matched.  nil when none matches; nil elements of FILES are
 ignored.  One of Emacs's private files (see
 `agent-q-guard--private-match') matches too: PATTERN then describes it."
   (let ((case-fold-search t)
-        (names (delete-dups (mapcan #'agent-q-guard-name-variants (delq nil files)))))
-    (or (catch 'found
-          (dolist (re agent-q-sensitive-file-patterns)
-            (dolist (name names)
-              (when (string-match-p re name)
-                (throw 'found (cons re name)))))
-          nil)
+        (names (delete-dups (mapcan #'agent-q-guard-name-variants (delq nil files))))
+        (any (agent-q-guard--any-pattern agent-q-sensitive-file-patterns)))
+    (or (and (cl-some (lambda (name) (string-match-p any name)) names)
+             ;; Rare: now say which pattern, and which name, matched.
+             (catch 'found
+               (dolist (re agent-q-sensitive-file-patterns)
+                 (dolist (name names)
+                   (when (string-match-p re name)
+                     (throw 'found (cons re name)))))
+               nil))
         (agent-q-guard--private-match names))))
+
+(defvar agent-q-guard--any-pattern-cache nil
+  "(PATTERNS . REGEXP): the last list given to `agent-q-guard--any-pattern'.")
+
+(defun agent-q-guard--any-pattern (patterns)
+  "One regexp matching what any of the regexps PATTERNS matches.
+Every file a tool reads is matched against every pattern, several
+names each: one search per name instead of one per pattern and name.
+Made again whenever PATTERNS is another list or has changed."
+  (if (equal (car agent-q-guard--any-pattern-cache) patterns)
+      (cdr agent-q-guard--any-pattern-cache)
+    (let ((any (if patterns
+                   (mapconcat (lambda (re) (concat "\\(?:" re "\\)")) patterns "\\|")
+                 ;; Matches nothing.
+                 "\\`a\\`")))
+      (setq agent-q-guard--any-pattern-cache (cons (copy-sequence patterns) any))
+      any)))
+
+(defvar agent-q-guard--private-places-cache nil
+  "(TIME KEY . PLACES): the private places last computed, when, and from what.")
+
+(defconst agent-q-guard--private-places-age 2.0
+  "Seconds the private places are reused while the variables keep their values.
+Their true names are looked up on disk; a link changed meanwhile is
+seen at most this long after.")
 
 (defun agent-q-guard--private-places ()
   "Return Emacs's private places: a list of (NAME . DIRECTORY-P), true names.
-They are what the variables of `agent-q-sensitive-file-variables' name."
+They are what the variables of `agent-q-sensitive-file-variables' name.
+The answer is reused for `agent-q-guard--private-places-age' seconds
+while those variables keep their values."
+  (let ((key (cons agent-q-sensitive-file-variables
+                   (mapcar (lambda (var) (and (boundp var) (symbol-value var)))
+                           agent-q-sensitive-file-variables)))
+        (cache agent-q-guard--private-places-cache))
+    (if (and cache
+             (< (float-time (time-since (car cache))) agent-q-guard--private-places-age)
+             (equal (cadr cache) key))
+        (cddr cache)
+      (let ((places (agent-q-guard--private-places-1)))
+        (setq agent-q-guard--private-places-cache
+              (cons (current-time) (cons (copy-tree key) places)))
+        places))))
+
+(defun agent-q-guard--private-places-1 ()
+  "The body of `agent-q-guard--private-places': look the places up."
   (let ((places nil))
     (dolist (var agent-q-sensitive-file-variables)
       (when (boundp var)
@@ -315,12 +360,26 @@ They are what the variables of `agent-q-sensitive-file-variables' name."
                   (push (cons (directory-file-name name) directory-p) places))))))))
     places))
 
+(defvar agent-q-guard--emacs-directories-cache nil
+  "(TIME DIRECTORY . ANSWER): the last answer of `agent-q-guard--emacs-directories'.")
+
 (defun agent-q-guard--emacs-directories ()
-  "Return `user-emacs-directory' as given and as a true name, local only."
-  (and (stringp user-emacs-directory)
-       (not (file-remote-p user-emacs-directory))
-       (let ((dir (file-name-as-directory (expand-file-name user-emacs-directory))))
-         (delete-dups (list dir (file-name-as-directory (file-truename dir)))))))
+  "Return `user-emacs-directory' as given and as a true name, local only.
+Reused for `agent-q-guard--private-places-age' seconds while the
+variable keeps its value."
+  (let ((cache agent-q-guard--emacs-directories-cache))
+    (if (and cache
+             (< (float-time (time-since (car cache))) agent-q-guard--private-places-age)
+             (equal (cadr cache) user-emacs-directory))
+        (cddr cache)
+      (let ((answer
+             (and (stringp user-emacs-directory)
+                  (not (file-remote-p user-emacs-directory))
+                  (let ((dir (file-name-as-directory (expand-file-name user-emacs-directory))))
+                    (delete-dups (list dir (file-name-as-directory (file-truename dir))))))))
+        (setq agent-q-guard--emacs-directories-cache
+              (cons (current-time) (cons user-emacs-directory answer)))
+        answer))))
 
 (defun agent-q-guard--private-match (names)
   "Return (DESCRIPTION . NAME) when one of NAMES is a private file of Emacs.

@@ -1066,6 +1066,23 @@ Decoding a 50 MB Latin-1 file in Emacs froze it for seconds."
         (should (plist-get r :success))
         (should (string-match-p "(lines 1-2 of 2)\ncompressed text\nline 2\n" (agent-q-files-test--content r)))))))
 
+(ert-deftest agent-q-files-sensitive-matching-follows-the-options-at-once ()
+  "The guard's cached forms of its options never answer for older values.
+The sensitive patterns are matched as one regexp, and the private places
+are looked up once a while: a changed option, or a variable naming a
+private file, applies to the very next call."
+  (let ((file "/tmp/agent-q-zz/plan-secret-zz.txt"))
+    (let ((agent-q-sensitive-file-patterns '("secret-zz")))
+      (should (equal (car (agent-q-guard-sensitive-match file)) "secret-zz")))
+    (let ((agent-q-sensitive-file-patterns '("other-zz")))
+      (should-not (agent-q-guard-sensitive-match file)))
+    (let ((agent-q-sensitive-file-patterns nil))
+      (should-not (agent-q-guard-sensitive-match file))
+      (let ((savehist-file file))
+        (should (string-match-p "private" (car (agent-q-guard-sensitive-match file)))))
+      (let ((savehist-file "/tmp/agent-q-zz/elsewhere"))
+        (should-not (agent-q-guard-sensitive-match file))))))
+
 (provide 'agent-q-files-test)
 
 ;;; agent-q-files-test.el ends here
