@@ -383,18 +383,40 @@ until it answers, like a prompt."
 
 ;;;; Asking, one decision at a time
 
+(defvar agent-q--last-command-time 0.0
+  "When the user's last command ended, as a float time.
+Kept by `agent-q--note-command' on `post-command-hook'.")
+
+(defun agent-q--note-command ()
+  "Record that a command has just run (see `agent-q--last-command-time')."
+  (setq agent-q--last-command-time (float-time)))
+
+(add-hook 'post-command-hook #'agent-q--note-command)
+
 (defun agent-q--schedule ()
   "Make sure the next queued decision is asked from the command loop.
-It is asked once Emacs has been idle for `agent-q-approval-idle-delay'
+It is asked once no command has run for `agent-q-approval-idle-delay'
 seconds (at once in batch mode, where nobody types), and not while the
-user is busy (see `agent-q--user-busy-p')."
+user is busy (see `agent-q--user-busy-p').  The quiet is measured from
+the last command, not with an idle timer: a key read by a prompt runs
+no command, so Emacs's idle period may have begun long before, and an
+idle timer set then would wait for the next one -- for a key."
   (when (and (not agent-q--asking)
              (not agent-q--queue-timer)
              (cl-find 'queued agent-q--pending :key #'agent-q--pending-state))
     (setq agent-q--queue-timer
           (if noninteractive
               (run-at-time 0 nil #'agent-q--ask-next)
-            (run-with-idle-timer agent-q-approval-idle-delay nil #'agent-q--ask-next)))))
+            (run-at-time (max 0 (- agent-q-approval-idle-delay
+                                   (- (float-time) agent-q--last-command-time)))
+                         nil #'agent-q--ask-when-quiet)))))
+
+(defun agent-q--ask-when-quiet ()
+  "Ask the next queued decision if no command ran for a while; else wait on."
+  (setq agent-q--queue-timer nil)
+  (if (< (- (float-time) agent-q--last-command-time) agent-q-approval-idle-delay)
+      (agent-q--schedule)
+    (agent-q--ask-next)))
 
 (defun agent-q--user-busy-p ()
   "Non-nil when a prompt now would take keys the user meant for something else.
@@ -459,7 +481,12 @@ is idle again."
                   (quit :agent-q--quit)
                   (error (list :agent-q--error (agent-q--error-message err)))))
             (when (eq agent-q--asking pending)
-              (setq agent-q--asking nil)))))
+              (setq agent-q--asking nil))
+            ;; The keys the prompt read belong to no command: left in
+            ;; `this-command-keys', they would look like a key sequence
+            ;; half typed, and the next call would wait for a command.
+            (unless noninteractive
+              (clear-this-command-keys t)))))
     (pcase answer
       ('nil nil)                        ; withdrawn while asked: already cancelled
       (:later

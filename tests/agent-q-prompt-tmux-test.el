@@ -115,6 +115,45 @@ approvals are written to OUT, and Emacs exits."
         (should-not (plist-get report :always))
         (should-not (file-exists-p target))))))
 
+(ert-deftest agent-q-prompt-tmux-test-a-call-arriving-while-idle-is-asked-without-a-key ()
+  "A call that arrives while Emacs has long been idle is asked without a key.
+The first call is answered at its prompt; the key read there runs no
+command, so Emacs's idle period goes on.  An idle timer set for the
+second call, seconds later, would wait for the next idle period: for a
+key the user has no reason to press."
+  (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
+    (agent-q-prompt-tmux-test--with-emacs session
+        `(progn
+           (defvar agent-q-prompt-tmux-results nil)
+           (defun agent-q-prompt-tmux-call (id)
+             (let ((agent-q-client "test-agent (MCP)"))
+               (agent-q-execute-tool-calls-async
+                (list (list :id id :name "write_file" :arguments (list :path ,target :content "x")))
+                (lambda (results)
+                  (push (car results) agent-q-prompt-tmux-results)
+                  (when (= 2 (length agent-q-prompt-tmux-results))
+                    (with-temp-file ,out (prin1 agent-q-prompt-tmux-results (current-buffer)))
+                    (kill-emacs 0))))))
+           (global-set-key (kbd "<f5>")
+                           (lambda ()
+                             (interactive)
+                             (run-at-time 1.0 nil #'agent-q-prompt-tmux-call "first")))
+           (global-set-key (kbd "<f6>")
+                           (lambda ()
+                             (interactive)
+                             (run-at-time 3.0 nil #'agent-q-prompt-tmux-call "second"))))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F6")
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+      (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      ;; The second call comes about two seconds later; nobody presses a key.
+      (sleep-for 0.5)
+      (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let ((results (car (read-from-string (agent-q-tmux-test--wait-file out)))))
+        (should (equal (mapcar (lambda (r) (plist-get r :id)) results) '("second" "first")))
+        (should-not (file-exists-p target))))))
+
 (ert-deftest agent-q-prompt-tmux-test-the-minibuffer-keeps-its-keys ()
   (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
     (agent-q-prompt-tmux-test--with-emacs session
