@@ -64,7 +64,6 @@
 (declare-function agent-q--core-file-text "agent-q-core" (handle))
 (declare-function agent-q--core-file-bytes "agent-q-core" (handle))
 (declare-function agent-q--core-file-close "agent-q-core" (handle))
-(declare-function agent-q--core-file-write-in-place "agent-q-core" (path bytes))
 (declare-function agent-q-tools-review-edit-async "agent-q-tools"
                   (path original modified description callback &optional client))
 (declare-function agent-q-tool-fail "agent-q" (format-string &rest args))

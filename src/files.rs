@@ -93,47 +93,6 @@ impl OpenedFile {
     }
 }
 
-/// Replace the content of the existing regular file PATH with BYTES, in place (same inode, so its
-/// mode, owner and other hard links are kept): for a file whose directory does not let it be
-/// replaced by a rename. The open never blocks and never creates a file, and the type is checked
-/// on the descriptor before anything is truncated: a FIFO or device swapped in is refused.
-pub fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            ReadError::NotFound(path.to_path_buf())
-        } else if e.kind() == std::io::ErrorKind::PermissionDenied {
-            ReadError::PermissionDenied(path.to_path_buf())
-        } else {
-            ReadError::File(crate::error::FileError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
-        }
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(ReadError::File(crate::error::FileError::NotRegular {
-            path: path.to_path_buf(),
-            kind: if meta.is_dir() {
-                "a directory"
-            } else {
-                "a FIFO, socket or device"
-            },
-        }));
-    }
-    file.set_len(0).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    Ok(())
-}
-
 /// Bytes read at a time by [`OpenedFile::scan`].
 const CHUNK: usize = 1 << 20;
 
@@ -890,27 +849,6 @@ mod tests {
             !opened.scan(1 << 30, 1).expect("scans").analysis.latin1,
             "a C1 control at the end"
         );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn writes_in_place_only_regular_files() {
-        let dir = temp_dir("inplace");
-        let a = dir.join("a.txt");
-        std::fs::write(&a, b"old content").expect("write");
-        std::fs::hard_link(&a, dir.join("b.txt")).expect("link");
-        write_in_place(&a, b"new").expect("writes");
-        assert_eq!(std::fs::read(dir.join("b.txt")).expect("read"), b"new");
-        assert!(matches!(
-            write_in_place(&dir.join("none"), b"x"),
-            Err(ReadError::NotFound(_))
-        ));
-        let fifo = dir.join("pipe");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        // No reader: the non-blocking open fails at once instead of waiting for one.
-        assert!(write_in_place(&fifo, b"x").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -286,35 +286,6 @@ fn file_text<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     files::decoded(text, a.eol == files::Eol::Dos).as_ref().into_lisp(env)
 }
 
-/// Replace the content of the existing regular file PATH with BYTES (a unibyte string), in
-/// place: for a file whose directory forbids replacing it by a rename. Never blocks, never
-/// creates a file; a FIFO, device or directory signals `agent-q-file-error'.
-#[defun]
-fn file_write_in_place<'e>(env: &'e Env, path: Value<'e>, bytes: Value<'e>) -> Result<Value<'e>> {
-    let path = args::string(env, path, "PATH", args::MAX_NAME_BYTES)?;
-    if !env.call("stringp", (bytes,))?.is_not_nil() {
-        return errors::signal(
-            env,
-            errors::Kind::Generic,
-            format!("BYTES must be a unibyte string, not a {}", args::type_name(env, bytes)),
-        );
-    }
-    let bytes: Vec<u8> = match bytes.into_rust() {
-        Ok(b) => b,
-        Err(_) => {
-            return errors::signal(
-                env,
-                errors::Kind::Generic,
-                "BYTES cannot be read: it must be a unibyte string",
-            )
-        }
-    };
-    match files::write_in_place(Path::new(&path), &bytes) {
-        Ok(()) => env.intern("t"),
-        Err(e) => signal(env, &e),
-    }
-}
-
 /// The loaded bytes of HANDLE as a unibyte string, for Emacs to decode.
 #[defun]
 fn file_bytes<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
