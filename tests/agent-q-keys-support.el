@@ -69,6 +69,17 @@ asks."
   (declare (indent 1) (debug let*))
   `(agent-q-test-answering (let* ,bindings ,@body)))
 
+(defun agent-q-test-key-reader (answer &optional record)
+  "A stand-in for `agent-q-tools--read-key' that answers with ANSWER.
+ANSWER is called with no argument for each prompt and returns the key;
+confirmations (\"Press ! to confirm\") get `!'.  RECORD, when non-nil,
+is called with each prompt but the confirmations."
+  (lambda (prompt &rest _)
+    (if (string-match-p "Press ! to confirm" prompt)
+        ?!
+      (when record (funcall record prompt))
+      (funcall answer))))
+
 (provide 'agent-q-keys-support)
 
 ;;; agent-q-keys-support.el ends here

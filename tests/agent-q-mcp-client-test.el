@@ -26,6 +26,7 @@
 (require 'cl-lib)
 (require 'json)
 (require 'agent-q)
+(require 'agent-q-keys-support)
 (require 'agent-q-mcp)
 
 (defvar agent-q-allowed-directories)
@@ -483,12 +484,8 @@ get_repl_history and get_last_error do not show the bridge's secret."
            (answer ?a)
            (prompts nil))
       (cl-letf (((symbol-function 'agent-q-tools--read-key)
-                 ;; The prompt's one key reader; "a" is confirmed with "!".
-                 (lambda (prompt &rest _)
-                   (if (string-match-p "Press ! to confirm" prompt)
-                       ?!
-                     (push prompt prompts)
-                     answer))))
+                 (agent-q-test-key-reader (lambda () answer)
+                                          (lambda (prompt) (push prompt prompts)))))
         ;; The bridge: its rule runs eval_form unasked, "a" approves compile_form.
         (let* ((agent-q-client "gptel")
                (results (agent-q-execute-tool-calls

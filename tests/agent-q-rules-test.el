@@ -544,12 +544,8 @@ Return the results."
           (answer ?a)
           (prompts nil))
       (cl-letf (((symbol-function 'agent-q-tools--read-key)
-                 ;; The prompt's one key reader; "a" is confirmed with "!".
-                 (lambda (prompt &rest _)
-                   (if (string-match-p "Press ! to confirm" prompt)
-                       ?!
-                     (push prompt prompts)
-                     answer))))
+                 (agent-q-test-key-reader (lambda () answer)
+                                          (lambda (prompt) (push prompt prompts)))))
         (should (equal "success" (agent-q-rules-test--status
                                   (agent-q-rules-test--call registry "eval_form" '(:form "1") "gptel"))))
         (should (equal "success" (agent-q-rules-test--status

@@ -356,8 +356,6 @@ Every core function the module defines must be here (see the test
               (list dir (nth 0 pin) (nth 1 pin) '("sub" "f.txt") "written" #o600 nil))))
       (agent-q--core-file-scan . ,(lambda () (list (agent-q-stress--handle) 100000 1)))
       (agent-q--core-file-text . ,(lambda () (list (agent-q-stress--handle t))))
-      (agent-q--core-file-write-in-place . ,(lambda () (list (make-temp-file "agent-q-stress-write")
-                                                             "written")))
       (agent-q--core-filter . ,(lambda () (list (funcall reg) :dangerous '(:stress) nil)))
       (agent-q--core-generation . ,(lambda () (list (funcall reg))))
       (agent-q--core-get . ,(lambda () (list (funcall reg) "stress_echo")))

@@ -21,6 +21,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-q)
+(require 'agent-q-keys-support)
 (require 'agent-q-tools)
 (require 'agent-q-rules)
 
@@ -301,12 +302,8 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
            (keys nil) (prompts nil)
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
       (cl-letf (((symbol-function 'agent-q-tools--read-key)
-                 ;; The prompt's one key reader; "a" is confirmed with "!".
-                 (lambda (prompt &rest _)
-                   (if (string-match-p "Press ! to confirm" prompt)
-                       ?!
-                     (push prompt prompts)
-                     (or (pop keys) (error "Asked once too often"))))))
+                 (agent-q-test-key-reader (lambda () (or (pop keys) (error "Asked once too often")))
+                                          (lambda (prompt) (push prompt prompts)))))
         (cl-flet ((write (name key)
                     (setq keys (and key (list key)) prompts nil)
                     (car (agent-q-execute-tool-calls
