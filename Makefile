@@ -6,7 +6,7 @@ MODULE := lisp/agent-q-core.so
 # The stdio relay to Emacs's MCP server, for MCP clients that only start a command.
 RELAY  := bin/agent-q-mcp
 LISP   := $(wildcard lisp/*.el)
-RUST   := Cargo.toml $(wildcard src/*.rs src/*/*.rs)
+RUST   := Cargo.toml Cargo.lock $(wildcard src/*.rs src/*/*.rs crates/*/Cargo.toml crates/*/src/*.rs crates/*/src/*/*.rs crates/*/src/*/*/*.rs)
 # The Info manual, built from doc/agent-q.texi (C-h i m agent-q once agent-q is loaded).
 INFO   := doc/agent-q.info
 BATCH  := $(EMACS) --batch -Q -L lisp -L tests
@@ -27,11 +27,11 @@ $(INFO): doc/agent-q.texi
 	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
 	makeinfo --no-split -o $@ $<
 
-# One cargo build makes both; the relay is replaced by a rename, so that a client running the
-# old one is not disturbed ("text file busy").
+# One cargo build of the workspace makes both; the relay is replaced by a rename, so that a
+# client running the old one is not disturbed ("text file busy").
 $(MODULE): $(RUST)
 	@scripts/ensure-deps.sh
-	$(CARGO) build --release
+	$(CARGO) build --release --workspace
 	cp target/release/libagent_q.so $(MODULE)
 	mkdir -p bin && cp target/release/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY)
 
@@ -42,7 +42,7 @@ test: test-rust test-lisp  ## Run every test: cargo test, then the ERT suites in
 
 test-rust:
 	@scripts/ensure-deps.sh --test
-	$(CARGO) test
+	$(CARGO) test --workspace
 
 test-lisp: $(MODULE) $(INFO)
 	@scripts/ensure-deps.sh --test
@@ -52,8 +52,8 @@ run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
 lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, makeinfo without warnings
-	$(CARGO) clippy --all-targets -- -D warnings
-	$(CARGO) fmt --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --all --check
 	$(BATCH) -l scripts/lint.el $(LISP)
 	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
 	@out=$$(makeinfo --no-split -o /dev/null doc/agent-q.texi 2>&1) && [ -z "$$out" ] \

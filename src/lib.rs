@@ -1,44 +1,40 @@
-//! agent-q: a tool registry and executor for LLM agents working inside Emacs.
+//! The Emacs binding layer: module initialisation and the `agent-q--core-*` functions.
 //!
-//! The crate is both an Emacs dynamic module (`agent-q-core`, built as a cdylib) and a plain Rust
-//! library (rlib) whose pure modules `cargo test` covers without Emacs:
-//!
-//! - [`spec`]: tool specifications and their validation;
-//! - [`registry`]: the registry of tools (registration rules, filtering, snapshots, schemas);
-//! - [`sexp`]: conversion between Emacs Lisp s-expressions ([`lexpr::Value`]) and JSON;
-//! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
-//! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
-//! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
-//! - [`pinned`]: writing a file exactly where it was checked, no link followed after the check;
-//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
-//! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
-//! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
-//! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
-//! - [`search`]: Emacs regexps translated for the linear-time [`regex`] crate, behind
-//!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
-//! - [`visible`]: text a model or a client chose, its hidden characters (controls, bidi,
-//!   zero-width) made visible as escapes wherever it is shown;
-//! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs,
-//!   and the stdio relay behind the `agent-q-mcp` binary.
-//!
-//! The [`binding`] module is the thin layer that converts between Emacs values and that core.
-#![warn(missing_docs)]
+//! Everything here converts between Emacs values and the pure core and nothing more. Functions
+//! defined with `#[defun]` in these modules become `agent-q--core-NAME` in Lisp.
 
-pub mod binding;
+use emacs::{Env, IntoLisp, Result};
+
+pub mod args;
+pub mod channel;
+pub mod convert;
 pub mod diff;
-pub mod error;
-pub mod executor;
+pub mod errors;
+pub mod exec;
 pub mod files;
-pub mod fsutil;
 pub mod mcp;
-pub mod native;
-pub mod pinned;
-#[cfg(test)]
-mod proptests;
+pub mod quit;
 pub mod registry;
 pub mod rules;
 pub mod search;
-pub mod sexp;
-pub mod spec;
 pub mod visible;
 pub mod xref;
+
+emacs::plugin_is_GPL_compatible!();
+
+/// The module's version, which `agent-q.el` compares with its own before using the module.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[emacs::module(
+    name = "agent-q-core",
+    defun_prefix = "agent-q",
+    separator = "--core-",
+    mod_in_name = false
+)]
+fn init(env: &Env) -> Result<()> {
+    // Panics are caught at the module boundary and become `rust-panic` signals; the default hook
+    // would also print them to Emacs's stderr, which in a terminal Emacs scribbles on the screen.
+    std::panic::set_hook(Box::new(|_| {}));
+    env.call("set", (env.intern("agent-q-core-version")?, VERSION.into_lisp(env)?))?;
+    Ok(())
+}

@@ -1,785 +1,669 @@
-//! The tool registry: registration rules, lookup, filtering, snapshots and LLM schemas.
+//! Registry functions for Lisp: `agent-q--core-register`, `-get`, `-filter`, `-snapshot`...
 //!
-//! Registration rules:
-//!
-//! - a new name gets an enabled registration stamped with `created_at` (ISO 8601, UTC);
-//! - an identical spec returns the existing registration unchanged (its handler may be rebound);
-//! - a different version replaces the registration;
-//! - the same version (two unversioned specs count as the same) with a different spec fails with
-//!   [`RegistryError::ToolExists`], unless both registrations come from the same SOURCE file:
-//!   re-evaluating a definition in the file that defines it is a redefinition, as with `defun`,
-//!   and keeps the registration's `created_at` and enabled state.
-//!
-//! The registry is generic over the handler type `H`, so the pure core stores no Emacs values;
-//! the binding layer stores Lisp functions and native tools there.
-//!
-//! # Identity
-//!
-//! Every registration has an id, unique across all registries of the process, that changes
-//! whenever what would run changes: a new definition (added, replaced, redefined, or restored from
-//! a snapshot with a different definition) or a different handler. Decisions attach to ids, never
-//! to names: a call approved for a tool does not run if the tool was replaced while the user
-//! decided, and "always allow this tool" does not carry over to whatever next takes its name.
-//! A snapshot restore keeps a tool's handler (and id) only when the restored definition is
-//! identical to the current one: a snapshot cannot, say, lower a tool's safety level while
-//! keeping the handler that the level was chosen for.
+//! A REGISTRY argument is `nil` for the global registry or a value from
+//! `agent-q--core-make-registry`. The public API in agent-q.el wraps these.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value as Json};
+use emacs::{defun, Env, GlobalRef, IntoLisp, Result, Value};
+use serde_json::{Map, Value as Json};
 
-use crate::error::RegistryError;
-use crate::spec::{SafetyLevel, ToolSpec};
+use super::convert::{self, Limits, WalkError};
+use super::errors::{self, Kind};
+use agent_q_core::error::RegistryError;
+use agent_q_core::executor::{self, Decision, Handler, LispTool};
+use agent_q_core::registry::{self, Outcome, Registry, SchemaFormat, Snapshot};
+use agent_q_core::sexp::{self, Sexp};
+use agent_q_core::spec::{SafetyLevel, ToolSpec};
 
-/// A registered tool: its spec plus runtime state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Registration {
-    /// The specification.
-    pub spec: ToolSpec,
-    /// Whether the tool is offered and may run.
-    pub enabled: bool,
-    /// When it was registered, ISO 8601 in UTC.
-    pub created_at: String,
-    /// The file the definition was evaluated from, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+/// A handler as the binding stores it: a Lisp function, kept alive by a global reference.
+pub type LispHandler = Arc<GlobalRef>;
+
+/// The handler whose per-hunk review is the approval of what it changes (the built-in
+/// propose_file_edit). Trust attaches to this function, never to a tool's name, which anyone may
+/// register.
+const SELF_REVIEWING_HANDLER: &str = "agent-q-builtins--propose-file-edit";
+
+thread_local! {
+    /// The definition [`SELF_REVIEWING_HANDLER`] had when a tool was first registered with it.
+    static REVIEW_DEFINITION: std::cell::OnceCell<&'static GlobalRef> = const { std::cell::OnceCell::new() };
 }
 
-/// The whole state of a registry, as data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Snapshot {
-    /// Every registration, sorted by name, disabled ones included.
-    pub tools: Vec<Registration>,
+/// Remember the self-reviewing handler's definition, the first time it is registered (when
+/// agent-q-builtins registers the built-in tools). Kept in the module, out of Lisp's reach.
+fn capture_review_definition(env: &Env, symbol: Value<'_>) -> Result<()> {
+    if REVIEW_DEFINITION.with(|d| d.get().is_some()) {
+        return Ok(());
+    }
+    let definition = env.call("symbol-function", (symbol,))?;
+    // One reference for the session: leaked to have the static lifetime.
+    let global: &'static GlobalRef = Box::leak(Box::new(definition.make_global_ref()));
+    REVIEW_DEFINITION.with(|d| {
+        let _ = d.set(global);
+    });
+    Ok(())
 }
 
-/// What [`Registry::register`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A new name.
-    Added,
-    /// An identical spec was already registered.
-    Unchanged,
-    /// A different version replaced the old registration.
-    Replaced,
-    /// A definition re-evaluated from its own source file replaced the old one.
-    Redefined,
+/// Whether the self-reviewing handler still has the definition it was registered with. Its
+/// symbol's function can be redefined or advised by any code in Emacs; its review is then no
+/// longer known to be the approval, and the call is asked about as any dangerous call.
+pub fn review_definition_intact(env: &Env) -> Result<bool> {
+    let Some(captured) = REVIEW_DEFINITION.with(|d| d.get().copied()) else {
+        return Ok(false);
+    };
+    let now = env.call("symbol-function", (env.intern(SELF_REVIEWING_HANDLER)?,))?;
+    Ok(now == captured.bind(env))
 }
 
-/// The formats [`Registry::schemas`] can produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SchemaFormat {
-    /// `{"type":"function","function":{name, description, parameters, strict}}`.
-    OpenAi,
-    /// `{name, description, input_schema}`.
-    Anthropic,
+/// A registry shared between Lisp and the executor.
+pub type Shared = Arc<Mutex<Registry<Handler<LispHandler>>>>;
+
+/// The default, global registry.
+pub fn global() -> &'static Shared {
+    static GLOBAL: OnceLock<Shared> = OnceLock::new();
+    GLOBAL.get_or_init(|| Arc::new(Mutex::new(Registry::new())))
 }
 
-/// Per-tool execution counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ToolMetrics {
-    /// Executions attempted (including failures and denials).
-    pub calls: u64,
-    /// Executions that failed (invalid arguments, handler errors, timeouts).
-    pub failures: u64,
-    /// Executions the user denied.
-    pub denials: u64,
-    /// Executions withdrawn before they finished (the user or the client cancelled).
-    pub cancelled: u64,
-    /// Total handler time in milliseconds.
-    pub total_ms: f64,
-    /// Longest handler time in milliseconds.
-    pub max_ms: f64,
+/// The registry REGISTRY designates: the global one for `nil`.
+pub fn resolve<'e>(registry: Value<'e>) -> Result<&'e Shared> {
+    if !registry.is_not_nil() {
+        return Ok(global());
+    }
+    match registry.into_rust::<&Shared>() {
+        Ok(shared) => Ok(shared),
+        Err(_) => errors::signal(
+            registry.env,
+            Kind::Generic,
+            "REGISTRY must be nil (the global registry) or a registry from agent-q-make-registry",
+        ),
+    }
 }
 
-/// How an execution ended, for [`ToolMetrics`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallOutcome {
-    /// It ran and succeeded.
-    Success,
-    /// It failed.
-    Failure,
-    /// The user denied it.
-    Denied,
-    /// It was cancelled.
-    Cancelled,
+/// V as a string, or an `agent-q-error` naming WHAT and the problem.
+pub fn string_arg(env: &Env, v: Value<'_>, what: &str) -> Result<String> {
+    super::args::string(env, v, what, super::args::MAX_NAME_BYTES)
 }
 
-/// What the executor needs of a registered tool, cloned out so no lock is held while it runs.
-#[derive(Debug)]
-pub struct ToolEntry<H> {
-    /// The registration's id (see "Identity" above).
-    pub id: u64,
-    /// The registration.
-    pub registration: Arc<Registration>,
-    /// The compiled argument schema.
-    pub validator: Arc<jsonschema::Validator>,
-    /// The handler, if one is bound.
-    pub handler: Option<H>,
+/// Lock a registry, recovering from a poisoned lock.
+pub fn lock(shared: &Shared) -> MutexGuard<'_, Registry<Handler<LispHandler>>> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct Entry<H> {
-    id: u64,
-    registration: Arc<Registration>,
-    validator: Arc<jsonschema::Validator>,
-    handler: Option<H>,
+/// Convert V, signalling `agent-q-conversion-error` (or KIND) for what cannot cross.
+pub fn sexp_of(env: &Env, v: Value<'_>, kind: Kind) -> Result<Sexp> {
+    match convert::to_sexp(env, v, Limits::default()) {
+        Ok(s) => Ok(s),
+        Err(WalkError::Convert(e)) => errors::signal(env, kind, format!("Cannot convert value: {e}")),
+        Err(WalkError::Emacs(e)) => Err(e),
+    }
 }
 
-/// A registry of tools, keyed and ordered by name.
-pub struct Registry<H> {
-    tools: BTreeMap<String, Entry<H>>,
-    generation: u64,
-    schema_cache: HashMap<SchemaFormat, BTreeMap<String, Arc<Json>>>,
-    metrics: BTreeMap<String, ToolMetrics>,
+fn signal_registry<T>(env: &Env, e: RegistryError) -> Result<T> {
+    let kind = match e {
+        RegistryError::ToolExists { .. } => Kind::ToolExists,
+        RegistryError::UnknownTool(_) => Kind::UnknownTool,
+        RegistryError::InvalidSpec(_) => Kind::InvalidTool,
+        RegistryError::InvalidSnapshot(_) => Kind::Generic,
+    };
+    errors::signal(env, kind, e.to_string())
 }
 
-impl<H> Default for Registry<H> {
-    fn default() -> Self {
-        Registry {
-            tools: BTreeMap::new(),
-            generation: 0,
-            schema_cache: HashMap::new(),
-            metrics: BTreeMap::new(),
+/// Release handlers the registry no longer holds.
+pub(crate) fn release(env: &Env, handlers: impl IntoIterator<Item = Handler<LispHandler>>) {
+    for h in handlers {
+        if let Handler::Lisp(tool) = h {
+            for arc in std::iter::once(tool.run).chain(tool.guard) {
+                if let Ok(global) = Arc::try_unwrap(arc) {
+                    let _ = global.free(env);
+                }
+            }
         }
     }
 }
 
-/// A fresh registration id.
-fn next_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The current time as ISO 8601 in UTC, e.g. `2026-11-22T03:45:17Z`.
-pub fn now_iso8601() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    iso8601_from_unix(secs)
-}
-
-/// SECS since the Unix epoch as ISO 8601 in UTC.
-pub fn iso8601_from_unix(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-impl<H: Clone> Registry<H> {
-    /// An empty registry.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A counter that changes whenever the registry changes.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    fn changed(&mut self) {
-        self.generation += 1;
-        self.schema_cache.clear();
-    }
-
-    /// Register SPEC, evaluated from SOURCE, with HANDLER, stamping new registrations with NOW.
-    /// SAME says whether two handlers are the same (registering an identical definition with the
-    /// same handler changes nothing; with another handler it changes the registration's id).
-    ///
-    /// Returns the registration, what happened, and the handler it displaced or did not take (so
-    /// the caller can release it).
-    pub fn register(
-        &mut self,
-        spec: ToolSpec,
-        source: Option<String>,
-        handler: Option<H>,
-        now: &str,
-        same: impl Fn(&H, &H) -> bool,
-    ) -> Result<(Arc<Registration>, Outcome, Option<H>), RegistryError> {
-        spec.validate()?;
-        let name = spec.name.clone();
-        let outcome = match self.tools.get(&name) {
-            None => Outcome::Added,
-            Some(old) if old.registration.spec == spec => Outcome::Unchanged,
-            Some(old) if old.registration.spec.version != spec.version => Outcome::Replaced,
-            Some(old) if source.is_some() && old.registration.source == source => Outcome::Redefined,
-            Some(_) => {
-                return Err(RegistryError::ToolExists {
-                    name,
-                    version: spec.version,
-                })
-            }
-        };
-        if outcome == Outcome::Unchanged {
-            let entry = self
-                .tools
-                .get_mut(&name)
-                .ok_or_else(|| RegistryError::UnknownTool(name.clone()))?;
-            let displaced = match (handler, &entry.handler) {
-                (None, _) => None,
-                (Some(h), Some(old)) if same(old, &h) => Some(h),
-                (Some(h), _) => {
-                    entry.id = next_id();
-                    let old = entry.handler.replace(h);
-                    let registration = entry.registration.clone();
-                    self.changed();
-                    return Ok((registration, outcome, old));
+/// Whether two handlers are the same functions, compared with `eq`.
+fn same_handler<'e>(env: &'e Env) -> impl Fn(&Handler<LispHandler>, &Handler<LispHandler>) -> bool + 'e {
+    move |a, b| match (a, b) {
+        (Handler::Lisp(a), Handler::Lisp(b)) => {
+            let same = |x: &LispHandler, y: &LispHandler| x.bind(env) == y.bind(env);
+            same(&a.run, &b.run)
+                && a.asynchronous == b.asynchronous
+                && match (&a.guard, &b.guard) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => same(x, y),
+                    _ => false,
                 }
+        }
+        (Handler::Native(a), Handler::Native(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
+/// FUNCTION as a handler to keep, or an `agent-q-invalid-tool` error naming FIELD.
+fn function_ref<'e>(env: &'e Env, function: Value<'e>, tool: &str, field: &str) -> Result<LispHandler> {
+    if !env.call("functionp", (function,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::InvalidTool,
+            format!("Invalid tool definition {tool}: field '{field}': not a function"),
+        );
+    }
+    Ok(Arc::new(function.make_global_ref()))
+}
+
+/// A registration as a Lisp plist.
+pub fn registration_value<'e>(env: &'e Env, r: &registry::Registration) -> Result<Value<'e>> {
+    let json = serde_json::to_value(r).unwrap_or(Json::Null);
+    convert::json_value(env, &json)
+}
+
+/// Make a new, empty registry, independent of the global one.
+#[defun]
+fn make_registry() -> Result<Shared> {
+    Ok(Arc::new(Mutex::new(Registry::new())))
+}
+
+/// Register DEFINITION (a plist) in REGISTRY with HANDLER, evaluated from SOURCE. GUARD, when
+/// non-nil, is the tool's guard (see `agent-q-define-tool'); ASYNC non-nil means HANDLER answers
+/// through a callback. Return (OUTCOME . REGISTRATION), OUTCOME one of :added :unchanged
+/// :replaced :redefined.
+#[defun]
+fn register<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    definition: Value<'e>,
+    handler: Value<'e>,
+    source: Value<'e>,
+    guard: Value<'e>,
+    asynchronous: Value<'e>,
+) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let def = sexp_of(env, definition, Kind::InvalidTool)?;
+    let spec = match ToolSpec::from_sexp(&def) {
+        Ok(s) => s,
+        Err(e) => return errors::signal(env, Kind::InvalidTool, e.to_string()),
+    };
+    let handler = if handler.is_not_nil() {
+        let run = function_ref(env, handler, &spec.name, "handler")?;
+        let guard = if guard.is_not_nil() {
+            Some(function_ref(env, guard, &spec.name, "guard")?)
+        } else {
+            None
+        };
+        let trusted = env.intern(SELF_REVIEWING_HANDLER)?;
+        let reviews_itself = handler == trusted;
+        if reviews_itself {
+            capture_review_definition(env, trusted)?;
+        }
+        Some(Handler::Lisp(LispTool {
+            reviews_itself,
+            run,
+            guard,
+            asynchronous: asynchronous.is_not_nil(),
+        }))
+    } else {
+        None
+    };
+    let source: Option<String> = if source.is_not_nil() {
+        Some(string_arg(env, source, "The source file")?)
+    } else {
+        None
+    };
+    let outcome = lock(shared).register(spec, source, handler, &registry::now_iso8601(), same_handler(env));
+    match outcome {
+        Ok((reg, outcome, displaced)) => {
+            release(env, displaced);
+            let word = match outcome {
+                Outcome::Added => ":added",
+                Outcome::Unchanged => ":unchanged",
+                Outcome::Replaced => ":replaced",
+                Outcome::Redefined => ":redefined",
             };
-            return Ok((entry.registration.clone(), outcome, displaced));
+            env.cons(env.intern(word)?, registration_value(env, &reg)?)
         }
-        let validator = Arc::new(spec.compile()?);
-        let (created_at, enabled) = match (outcome, self.tools.get(&name)) {
-            (Outcome::Redefined, Some(old)) => (old.registration.created_at.clone(), old.registration.enabled),
-            _ => (now.to_string(), true),
+        Err(e) => signal_registry(env, e),
+    }
+}
+
+/// The registration of NAME in REGISTRY as a plist, or nil.
+#[defun]
+fn get<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let reg = lock(resolve(registry)?).get(&name);
+    match reg {
+        Some(r) => registration_value(env, &r),
+        None => env.intern("nil"),
+    }
+}
+
+/// The value of global reference G as a value of its own, which outlives G.
+pub(crate) fn own<'e>(env: &'e Env, g: &GlobalRef) -> Result<Value<'e>> {
+    // A value bound from a global reference borrows it; pass the function through a variable so
+    // the value returned does not outlive the reference.
+    let slot = env.intern("agent-q--handler-transfer")?;
+    env.call("set", (slot, g.bind(env)))?;
+    let value = env.call("symbol-value", (slot,))?;
+    env.call("set", (slot, env.intern("nil")?))?;
+    Ok(value)
+}
+
+/// The functions of NAME in REGISTRY: (:handler F :guard G :async BOOL :id ID), or nil.
+/// A native tool has no Lisp handler: :handler is nil.
+#[defun]
+fn handler<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let entry = lock(resolve(registry)?).entry(&name);
+    let Some(entry) = entry else { return env.intern("nil") };
+    let nil = env.intern("nil")?;
+    let (run, guard, asynchronous) = match &entry.handler {
+        Some(Handler::Lisp(tool)) => (
+            own(env, &tool.run)?,
+            match &tool.guard {
+                Some(g) => own(env, g)?,
+                None => nil,
+            },
+            tool.asynchronous,
+        ),
+        _ => (nil, nil, false),
+    };
+    env.list((
+        env.intern(":handler")?,
+        run,
+        env.intern(":guard")?,
+        guard,
+        env.intern(":async")?,
+        asynchronous,
+        env.intern(":id")?,
+        i64::try_from(entry.id).unwrap_or(i64::MAX),
+    ))
+}
+
+/// The sorted tool names of REGISTRY; disabled ones too when INCLUDE-DISABLED.
+#[defun]
+fn names<'e>(env: &'e Env, registry: Value<'e>, include_disabled: Value<'e>) -> Result<Value<'e>> {
+    let names = lock(resolve(registry)?).names(include_disabled.is_not_nil());
+    let vals = names
+        .iter()
+        .map(|n| n.as_str().into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+pub(crate) fn name_list(env: &Env, v: Value<'_>, what: &str) -> Result<Vec<String>> {
+    let s = sexp_of(env, v, Kind::Generic)?;
+    let Some(items) = s.sequence_items() else {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!("{what} must be a list, got {}", sexp::describe(&s)),
+        );
+    };
+    items
+        .iter()
+        .map(
+            |x| match x.as_keyword().or_else(|| x.as_str()).or_else(|| x.as_symbol()) {
+                Some(n) => Ok(n.to_string()),
+                None => errors::signal(env, Kind::Generic, format!("{what}: not a name: {}", sexp::describe(x))),
+            },
+        )
+        .collect()
+}
+
+/// Registrations of REGISTRY at most MAX-LEVEL with any of CATEGORIES, sorted by name.
+#[defun]
+fn filter<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    max_level: Value<'e>,
+    categories: Value<'e>,
+    include_disabled: Value<'e>,
+) -> Result<Value<'e>> {
+    let level = if max_level.is_not_nil() {
+        let s = sexp_of(env, max_level, Kind::Generic)?;
+        let name = s
+            .as_keyword()
+            .or_else(|| s.as_str())
+            .or_else(|| s.as_symbol())
+            .unwrap_or("")
+            .to_string();
+        match name.parse::<SafetyLevel>() {
+            Ok(l) => Some(l),
+            Err(e) => return errors::signal(env, Kind::Generic, e.problem),
+        }
+    } else {
+        None
+    };
+    let cats = name_list(env, categories, "categories")?;
+    let regs = lock(resolve(registry)?).filter(level, &cats, include_disabled.is_not_nil());
+    let vals = regs
+        .iter()
+        .map(|r| registration_value(env, r))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
+
+/// Enable or disable NAME in REGISTRY; return its registration.
+#[defun]
+fn set_enabled<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, enabled: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let r = lock(resolve(registry)?).set_enabled(&name, enabled.is_not_nil());
+    match r {
+        Ok(r) => registration_value(env, &r),
+        Err(e) => signal_registry(env, e),
+    }
+}
+
+/// Remove NAME from REGISTRY. Return t when it was there.
+#[defun]
+fn remove<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let shared = resolve(registry)?;
+    let mut reg = lock(shared);
+    let existed = reg.get(&name).is_some();
+    let handler = reg.remove(&name);
+    drop(reg);
+    release(env, handler);
+    env.intern(if existed { "t" } else { "nil" })
+}
+
+/// A snapshot of REGISTRY: a plist (:tools [REGISTRATION...]), or JSON text when AS-JSON.
+#[defun]
+fn snapshot<'e>(env: &'e Env, registry: Value<'e>, as_json: Value<'e>) -> Result<Value<'e>> {
+    let snap = lock(resolve(registry)?).snapshot();
+    let json = serde_json::to_value(&snap).unwrap_or(Json::Null);
+    if as_json.is_not_nil() {
+        json.to_string().into_lisp(env)
+    } else {
+        convert::json_value(env, &json)
+    }
+}
+
+/// Empty JSON objects come back from Lisp as nil (null): give the schemas of SNAPSHOT their
+/// objects back. Only schema positions are touched (a snapshot's `parameters` and
+/// `output_schema`, and the subschemas inside them): a null that is data (a `default`, a
+/// `const`, an `enum` value) stays null. A property of any type (`{}`) came back null and made
+/// the snapshot impossible to restore.
+fn restore_empty_objects(snapshot: &mut Json) {
+    let Some(tools) = snapshot.get_mut("tools").and_then(Json::as_array_mut) else {
+        return;
+    };
+    for tool in tools {
+        let Some(spec) = tool.get_mut("spec").and_then(Json::as_object_mut) else {
+            continue;
         };
-        let registration = Arc::new(Registration {
-            spec,
-            enabled,
-            created_at,
-            source,
-        });
-        let displaced = self
-            .tools
-            .insert(
-                name,
-                Entry {
-                    id: next_id(),
-                    registration: registration.clone(),
-                    validator,
-                    handler,
-                },
-            )
-            .and_then(|old| old.handler);
-        self.changed();
-        Ok((registration, outcome, displaced))
-    }
-
-    /// The registration of NAME.
-    pub fn get(&self, name: &str) -> Option<Arc<Registration>> {
-        self.tools.get(name).map(|e| e.registration.clone())
-    }
-
-    /// What the executor needs to run NAME.
-    pub fn entry(&self, name: &str) -> Option<ToolEntry<H>> {
-        self.tools.get(name).map(|e| ToolEntry {
-            id: e.id,
-            registration: e.registration.clone(),
-            validator: e.validator.clone(),
-            handler: e.handler.clone(),
-        })
-    }
-
-    /// The handler bound to NAME.
-    pub fn handler(&self, name: &str) -> Option<&H> {
-        self.tools.get(name).and_then(|e| e.handler.as_ref())
-    }
-
-    /// Tool names, sorted.
-    pub fn names(&self, include_disabled: bool) -> Vec<String> {
-        self.tools
-            .values()
-            .filter(|e| include_disabled || e.registration.enabled)
-            .map(|e| e.registration.spec.name.clone())
-            .collect()
-    }
-
-    /// Registrations sorted by name, at most MAX_SAFETY and, when CATEGORIES is non-empty, with at
-    /// least one of them.
-    pub fn filter(
-        &self,
-        max_safety: Option<SafetyLevel>,
-        categories: &[String],
-        include_disabled: bool,
-    ) -> Vec<Arc<Registration>> {
-        self.tools
-            .values()
-            .map(|e| &e.registration)
-            .filter(|r| include_disabled || r.enabled)
-            .filter(|r| max_safety.is_none_or(|max| r.spec.safety_level <= max))
-            .filter(|r| categories.is_empty() || r.spec.categories.iter().any(|c| categories.contains(c)))
-            .cloned()
-            .collect()
-    }
-
-    /// Enable or disable NAME. Idempotent; an error for an unknown name.
-    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> Result<Arc<Registration>, RegistryError> {
-        let entry = self
-            .tools
-            .get_mut(name)
-            .ok_or_else(|| RegistryError::UnknownTool(name.to_string()))?;
-        if entry.registration.enabled == enabled {
-            return Ok(entry.registration.clone());
+        if let Some(parameters) = spec.get_mut("parameters") {
+            restore_schema(parameters);
         }
-        let mut registration = (*entry.registration).clone();
-        registration.enabled = enabled;
-        entry.registration = Arc::new(registration);
-        let result = entry.registration.clone();
-        self.changed();
-        Ok(result)
-    }
-
-    /// Remove NAME, returning its handler. Idempotent.
-    pub fn remove(&mut self, name: &str) -> Option<H> {
-        let removed = self.tools.remove(name)?;
-        self.changed();
-        removed.handler
-    }
-
-    /// The whole registry as data.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            tools: self.tools.values().map(|e| (*e.registration).clone()).collect(),
+        if let Some(output) = spec.get_mut("output_schema").filter(|o| !o.is_null()) {
+            restore_schema(output);
         }
     }
+}
 
-    /// Replace the registry's contents with SNAPSHOT. All or nothing: every registration is
-    /// validated first. A tool whose restored definition is identical to its current one keeps
-    /// its handler and id; any other handler is returned (the tool is left without one).
-    pub fn restore(&mut self, snapshot: Snapshot) -> Result<Vec<H>, RegistryError> {
-        let mut fresh = BTreeMap::new();
-        for registration in snapshot.tools {
-            let name = registration.spec.name.clone();
-            registration.spec.validate()?;
-            if fresh.contains_key(&name) {
-                return Err(RegistryError::InvalidSnapshot(format!("tool {name} appears twice")));
-            }
-            let validator = Arc::new(registration.spec.compile()?);
-            fresh.insert(name, (registration, validator));
-        }
-        // Validated: now nothing can fail, so moving handlers over is all or nothing.
-        let fresh: BTreeMap<String, Entry<H>> = fresh
-            .into_iter()
-            .map(|(name, (registration, validator))| {
-                let kept = match self.tools.get_mut(&name) {
-                    Some(old) if old.registration.spec == registration.spec => old.handler.take().map(|h| (h, old.id)),
-                    _ => None,
-                };
-                let (handler, id) = match kept {
-                    Some((h, id)) => (Some(h), id),
-                    None => (None, next_id()),
-                };
-                let entry = Entry {
-                    id,
-                    registration: Arc::new(registration),
-                    validator,
-                    handler,
-                };
-                (name, entry)
-            })
-            .collect();
-        let dropped = std::mem::replace(&mut self.tools, fresh)
-            .into_values()
-            .filter_map(|e| e.handler)
-            .collect();
-        self.changed();
-        Ok(dropped)
+/// Give SCHEMA (a JSON Schema read back from a plist) its empty objects back, recursively.
+/// Its depth is bounded: it was read within the walker's depth limit.
+fn restore_schema(schema: &mut Json) {
+    if schema.is_null() {
+        *schema = Json::Object(Map::new());
+        return;
     }
-
-    /// Schemas for the LLM of NAMES (all enabled tools when `None`), in FORMAT. Unknown names are
-    /// skipped. Each tool's schema is built once and cached until the registry changes.
-    pub fn schemas(&mut self, names: Option<&[String]>, format: SchemaFormat) -> Vec<Arc<Json>> {
-        let wanted: Vec<String> = match names {
-            Some(n) => n.to_vec(),
-            None => self.names(false),
-        };
-        let cache = self.schema_cache.entry(format).or_default();
-        wanted
-            .iter()
-            .filter_map(|name| {
-                if let Some(s) = cache.get(name) {
-                    return Some(s.clone());
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    for (keyword, x) in map.iter_mut() {
+        match keyword.as_str() {
+            // Objects whose values are schemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if x.is_null() {
+                    *x = Json::Object(Map::new());
                 }
-                let spec = &self.tools.get(name)?.registration.spec;
-                let schema = Arc::new(schema_for(spec, format));
-                cache.insert(name.clone(), schema.clone());
-                Some(schema)
-            })
-            .collect()
-    }
-
-    /// Count one execution of NAME.
-    pub fn record(&mut self, name: &str, outcome: CallOutcome, elapsed_ms: f64) {
-        let m = self.metrics.entry(name.to_string()).or_default();
-        m.calls += 1;
-        match outcome {
-            CallOutcome::Success => {}
-            CallOutcome::Failure => m.failures += 1,
-            CallOutcome::Denied => m.denials += 1,
-            CallOutcome::Cancelled => m.cancelled += 1,
+                if let Some(subschemas) = x.as_object_mut() {
+                    subschemas.values_mut().for_each(restore_schema);
+                }
+            }
+            // Schemas, or (items in older drafts) lists of schemas.
+            "items"
+            | "additionalProperties"
+            | "additionalItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "contentSchema" => match x {
+                Json::Array(list) => list.iter_mut().for_each(restore_schema),
+                x => restore_schema(x),
+            },
+            // Lists of schemas.
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Some(list) = x.as_array_mut() {
+                    list.iter_mut().for_each(restore_schema);
+                }
+            }
+            _ => {}
         }
-        m.total_ms += elapsed_ms;
-        m.max_ms = m.max_ms.max(elapsed_ms);
-    }
-
-    /// The execution counters, by tool name.
-    pub fn metrics(&self) -> &BTreeMap<String, ToolMetrics> {
-        &self.metrics
-    }
-
-    /// Forget all execution counters.
-    pub fn reset_metrics(&mut self) {
-        self.metrics.clear();
     }
 }
 
-/// SPEC's schema for the LLM in FORMAT.
-pub fn schema_for(spec: &ToolSpec, format: SchemaFormat) -> Json {
-    match format {
-        SchemaFormat::OpenAi => json!({
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters,
-                "strict": false,
-            }
-        }),
-        SchemaFormat::Anthropic => json!({
-            "name": spec.name,
-            "description": spec.description,
-            "input_schema": spec.parameters,
-        }),
+/// Replace the contents of REGISTRY with SNAPSHOT (a plist or JSON text). Return the count.
+#[defun]
+fn restore<'e>(env: &'e Env, registry: Value<'e>, snapshot: Value<'e>) -> Result<usize> {
+    let s = sexp_of(env, snapshot, Kind::Generic)?;
+    let parsed = match s.as_str() {
+        Some(text) => sexp::parse_json(text, 256 << 20).map_err(|e| e.to_string()),
+        None => sexp::to_json(&s, None).map_err(|e| e.to_string()),
+    };
+    let mut json = match parsed {
+        Ok(j) => j,
+        Err(e) => return errors::signal(env, Kind::Generic, format!("Invalid registry snapshot: {e}")),
+    };
+    restore_empty_objects(&mut json);
+    let snap: Snapshot = match serde_json::from_value(json) {
+        Ok(s) => s,
+        Err(e) => return errors::signal(env, Kind::Generic, format!("Invalid registry snapshot: {e}")),
+    };
+    let count = snap.tools.len();
+    let dropped = lock(resolve(registry)?).restore(snap);
+    match dropped {
+        Ok(d) => {
+            release(env, d);
+            Ok(count)
+        }
+        Err(e) => signal_registry(env, e),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn spec(name: &str, version: Option<&str>, param: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: format!("The {name} tool."),
-            parameters: json!({"type":"object","properties":{param:{"type":"string"}},"required":[]}),
-            safety_level: SafetyLevel::Safe,
-            categories: vec!["introspection".into()],
-            version: version.map(str::to_string),
-            tags: vec![],
-            output_schema: None,
-            hints: Default::default(),
+/// Schemas of the tools NAMES (all enabled tools when nil) in FORMAT (:openai or :anthropic),
+/// as plists, or as one JSON array text when AS-JSON.
+#[defun]
+fn schemas<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    names: Value<'e>,
+    format: Value<'e>,
+    as_json: Value<'e>,
+) -> Result<Value<'e>> {
+    let fmt = if format.is_not_nil() && env.call("symbolp", (format,))?.is_not_nil() {
+        sexp_of(env, format, Kind::Generic)?
+    } else if format.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!(
+                "The schema format must be :openai or :anthropic, not a {}",
+                super::args::type_name(env, format)
+            ),
+        );
+    } else {
+        Sexp::Nil
+    };
+    let format = match fmt.as_keyword().or_else(|| fmt.as_symbol()) {
+        Some("openai") => SchemaFormat::OpenAi,
+        Some("anthropic") => SchemaFormat::Anthropic,
+        None if fmt.is_nil() => SchemaFormat::OpenAi,
+        _ => {
+            return errors::signal(
+                env,
+                Kind::Generic,
+                format!(
+                    "Unknown schema format {} (expected :openai or :anthropic)",
+                    sexp::describe(&fmt)
+                ),
+            )
         }
-    }
-
-    fn reg() -> Registry<u32> {
-        Registry::new()
-    }
-
-    fn eq(a: &u32, b: &u32) -> bool {
-        a == b
-    }
-
-    #[test]
-    fn a_new_name_is_enabled_and_stamped() {
-        let mut r = reg();
-        let (g, outcome, _) = r
-            .register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z", eq)
-            .unwrap();
-        assert_eq!(outcome, Outcome::Added);
-        assert!(g.enabled);
-        assert_eq!(g.created_at, "2026-01-01T00:00:00Z");
-        assert_eq!(r.get("a").unwrap(), g);
-        assert!(r.get("nope").is_none());
-    }
-
-    #[test]
-    fn identical_spec_returns_the_existing_registration_and_rebinds_the_handler() {
-        let mut r = reg();
-        r.register(spec("a", None, "x"), None, Some(1), "t1", eq).unwrap();
-        let gen = r.generation();
-        let (g, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Unchanged);
-        assert_eq!(g.created_at, "t1");
-        assert_eq!(displaced, Some(1));
-        assert_eq!(r.handler("a"), Some(&2));
-        assert_ne!(r.generation(), gen, "another handler is another tool");
-        let gen = r.generation();
-        let id = r.entry("a").unwrap().id;
-        let (_, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t3", eq).unwrap();
-        assert_eq!((outcome, displaced), (Outcome::Unchanged, Some(2)));
-        assert_eq!(r.entry("a").unwrap().id, id, "the same handler keeps the identity");
-        assert_eq!(
-            r.generation(),
-            gen,
-            "an unchanged registration does not invalidate caches"
-        );
-    }
-
-    #[test]
-    fn identity_changes_with_what_would_run() {
-        let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), None, Some(1), "t1", eq).unwrap();
-        let first = r.entry("a").unwrap().id;
-        r.set_enabled("a", false).unwrap();
-        r.set_enabled("a", true).unwrap();
-        assert_eq!(r.entry("a").unwrap().id, first, "enabling changes nothing that runs");
-        r.register(spec("a", None, "x"), None, Some(1), "t1", eq).unwrap();
-        let second = r.entry("a").unwrap().id;
-        assert_ne!(second, first, "a new version is a new tool");
-        r.register(spec("a", None, "x"), None, Some(9), "t1", eq).unwrap();
-        assert_ne!(r.entry("a").unwrap().id, second, "a new handler is a new tool");
-        let mut other = reg();
-        other.register(spec("a", None, "x"), None, Some(9), "t1", eq).unwrap();
-        assert_ne!(
-            other.entry("a").unwrap().id,
-            r.entry("a").unwrap().id,
-            "ids are unique across registries"
-        );
-    }
-
-    #[test]
-    fn a_snapshot_cannot_change_a_tool_and_keep_its_handler() {
-        let mut r = reg();
-        let mut s = spec("write", None, "path");
-        s.safety_level = SafetyLevel::Dangerous;
-        r.register(s, None, Some(7), "t1", eq).unwrap();
-        r.register(spec("read", None, "path"), None, Some(8), "t1", eq).unwrap();
-        let before = (r.entry("write").unwrap().id, r.entry("read").unwrap().id);
-        let mut tampered = r.snapshot();
-        tampered.tools[1].spec.safety_level = SafetyLevel::Safe;
-        assert_eq!(tampered.tools[1].spec.name, "write");
-        let dropped = r.restore(tampered).unwrap();
-        assert_eq!(dropped, vec![7], "the changed tool lost its handler");
-        assert_eq!(r.handler("write"), None);
-        assert_ne!(r.entry("write").unwrap().id, before.0);
-        assert_eq!(r.handler("read"), Some(&8), "an identical definition keeps its handler");
-        assert_eq!(r.entry("read").unwrap().id, before.1);
-    }
-
-    #[test]
-    fn a_different_version_replaces() {
-        let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), None, None, "t1", eq).unwrap();
-        let (g, outcome, _) = r.register(spec("a", Some("2"), "y"), None, None, "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Replaced);
-        assert_eq!(g.spec.version.as_deref(), Some("2"));
-        assert_eq!(g.created_at, "t2");
-        // Unversioned to versioned is a different version too.
-        r.register(spec("b", None, "x"), None, None, "t1", eq).unwrap();
-        assert_eq!(
-            r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2", eq)
-                .unwrap()
-                .1,
-            Outcome::Replaced
-        );
-    }
-
-    #[test]
-    fn same_version_different_spec_is_refused_with_a_suggestion() {
-        let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t1", eq).unwrap();
-        let err = r.register(spec("a", None, "y"), None, None, "t2", eq).unwrap_err();
-        assert_eq!(
-            err,
-            RegistryError::ToolExists {
-                name: "a".into(),
-                version: None
-            }
-        );
-        let msg = err.to_string();
-        assert!(
-            msg.contains("Tool already exists") && msg.contains("a_v2") && msg.contains("bump the version"),
-            "{msg}"
-        );
-        r.register(spec("v", Some("2.0.0"), "x"), None, None, "t1", eq).unwrap();
-        assert!(r
-            .register(spec("v", Some("2.0.0"), "z"), None, None, "t2", eq)
-            .unwrap_err()
-            .to_string()
-            .contains("at version 2.0.0"));
-        assert_eq!(
-            r.get("a").unwrap().spec,
-            spec("a", None, "x"),
-            "the refused spec changed nothing"
-        );
-    }
-
-    #[test]
-    fn redefinition_from_the_same_source_file_is_allowed() {
-        let mut r = reg();
-        let src = Some("/home/u/my-tools.el".to_string());
-        r.register(spec("a", None, "x"), src.clone(), None, "t1", eq).unwrap();
-        r.set_enabled("a", false).unwrap();
-        let (g, outcome, _) = r.register(spec("a", None, "y"), src, None, "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Redefined);
-        assert_eq!(g.created_at, "t1");
-        assert!(!g.enabled, "redefinition keeps the enabled state");
-        // Another file may not silently take the name over.
-        assert!(r
-            .register(spec("a", None, "z"), Some("/other.el".into()), None, "t3", eq)
-            .is_err());
-        // Nor may a definition with no source.
-        assert!(r.register(spec("a", None, "z"), None, None, "t3", eq).is_err());
-    }
-
-    #[test]
-    fn listing_is_sorted_and_respects_enabled() {
-        let mut r = reg();
-        for n in ["zeta", "alpha", "mid"] {
-            r.register(spec(n, None, "x"), None, None, "t", eq).unwrap();
-        }
-        assert_eq!(r.names(true), vec!["alpha", "mid", "zeta"]);
-        r.set_enabled("mid", false).unwrap();
-        assert_eq!(r.names(false), vec!["alpha", "zeta"]);
-        assert_eq!(r.filter(None, &[], true).len(), 3);
-        assert_eq!(
-            r.filter(None, &[], false)
-                .iter()
-                .map(|g| g.spec.name.as_str())
-                .collect::<Vec<_>>(),
-            vec!["alpha", "zeta"]
-        );
-    }
-
-    #[test]
-    fn enable_disable_is_idempotent_and_errors_for_unknown_names() {
-        let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t", eq).unwrap();
-        assert!(!r.set_enabled("a", false).unwrap().enabled);
-        let gen = r.generation();
-        assert!(!r.set_enabled("a", false).unwrap().enabled);
-        assert_eq!(r.generation(), gen);
-        assert!(r.set_enabled("a", true).unwrap().enabled);
-        assert_eq!(
-            r.set_enabled("b", true).unwrap_err(),
-            RegistryError::UnknownTool("b".into())
-        );
-    }
-
-    #[test]
-    fn remove_is_idempotent() {
-        let mut r = reg();
-        r.register(spec("a", None, "x"), None, Some(7), "t", eq).unwrap();
-        assert_eq!(r.remove("a"), Some(7));
-        assert_eq!(r.remove("a"), None);
-        assert!(r.get("a").is_none());
-    }
-
-    #[test]
-    fn filtering_by_safety_and_categories_is_an_and() {
-        let mut r = reg();
-        let mut mk = |name: &str, level, cats: &[&str]| {
-            let mut s = spec(name, None, "x");
-            s.safety_level = level;
-            s.categories = cats.iter().map(|c| c.to_string()).collect();
-            r.register(s, None, None, "t", eq).unwrap();
+    };
+    let wanted = if names.is_not_nil() {
+        Some(name_list(env, names, "tools")?)
+    } else {
+        None
+    };
+    let schemas = lock(resolve(registry)?).schemas(wanted.as_deref(), format);
+    if as_json.is_not_nil() {
+        // Serialize the cached schemas in place: deep-copying them into one array first cost
+        // as much as the serialization itself.
+        let refs: Vec<&Json> = schemas.iter().map(|s| s.as_ref()).collect();
+        return match serde_json::to_string(&refs) {
+            Ok(text) => text.into_lisp(env),
+            Err(e) => errors::signal(env, Kind::Generic, format!("Cannot serialize the schemas: {e}")),
         };
-        mk("s_intro", SafetyLevel::Safe, &["introspection", "xref"]);
-        mk("s_buf", SafetyLevel::Safe, &["buffer"]);
-        mk("c_exec", SafetyLevel::Cautious, &["execution"]);
-        mk("d_buf", SafetyLevel::Dangerous, &["buffer", "filesystem"]);
-        let names = |v: Vec<Arc<Registration>>| v.iter().map(|g| g.spec.name.clone()).collect::<Vec<_>>();
-        assert_eq!(
-            names(r.filter(Some(SafetyLevel::Safe), &[], false)),
-            vec!["s_buf", "s_intro"]
-        );
-        assert_eq!(
-            names(r.filter(Some(SafetyLevel::Cautious), &[], false)),
-            vec!["c_exec", "s_buf", "s_intro"]
-        );
-        assert_eq!(names(r.filter(Some(SafetyLevel::Dangerous), &[], false)).len(), 4);
-        assert_eq!(names(r.filter(None, &["buffer".into()], false)), vec!["d_buf", "s_buf"]);
-        assert_eq!(
-            names(r.filter(Some(SafetyLevel::Safe), &["buffer".into(), "xref".into()], false)),
-            vec!["s_buf", "s_intro"]
-        );
-        assert!(r
-            .filter(Some(SafetyLevel::Safe), &["execution".into()], false)
-            .is_empty());
     }
+    let vals = schemas
+        .iter()
+        .map(|s| convert::json_value(env, s))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
 
-    #[test]
-    fn snapshot_restore_round_trips_and_is_all_or_nothing() {
-        let mut r = reg();
-        r.register(spec("a", Some("1"), "x"), Some("/f.el".into()), Some(1), "t1", eq)
-            .unwrap();
-        r.register(spec("b", None, "y"), None, Some(2), "t2", eq).unwrap();
-        r.set_enabled("b", false).unwrap();
-        let snap = r.snapshot();
-        let text = serde_json::to_string(&snap).unwrap();
-        let back: Snapshot = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, snap);
+/// A number that changes whenever REGISTRY changes.
+#[defun]
+fn generation(registry: Value<'_>) -> Result<i64> {
+    Ok(lock(resolve(registry)?).generation() as i64)
+}
 
-        let mut other: Registry<u32> = Registry::new();
-        other.restore(back.clone()).unwrap();
-        assert_eq!(other.snapshot(), snap);
-
-        // Restoring into the original keeps handlers of tools that remain.
-        r.remove("a");
-        r.register(spec("c", None, "z"), None, Some(3), "t3", eq).unwrap();
-        let dropped = r.restore(snap.clone()).unwrap();
-        assert_eq!(dropped, vec![3]);
-        assert_eq!(r.snapshot(), snap);
-        assert_eq!(r.handler("b"), Some(&2));
-
-        let mut bad = snap.clone();
-        bad.tools[0].spec.name = "Bad Name".into();
-        assert!(r.restore(bad).is_err());
-        assert_eq!(r.snapshot(), snap, "a failed restore changes nothing");
+/// Execution metrics of REGISTRY: a list of (NAME :calls N :failures N :denials N :total_ms F
+/// :max_ms F), sorted by name. With RESET non-nil, forget them afterwards.
+#[defun]
+fn metrics<'e>(env: &'e Env, registry: Value<'e>, reset: Value<'e>) -> Result<Value<'e>> {
+    let shared = resolve(registry)?;
+    let mut reg = lock(shared);
+    let rows: Vec<(String, Json)> = reg
+        .metrics()
+        .iter()
+        .map(|(k, m)| (k.clone(), serde_json::to_value(m).unwrap_or(Json::Null)))
+        .collect();
+    if reset.is_not_nil() {
+        reg.reset_metrics();
     }
+    drop(reg);
+    let vals = rows
+        .iter()
+        .map(|(name, m)| env.cons(name.as_str(), convert::json_value(env, m)?))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&vals)
+}
 
-    #[test]
-    fn schemas_are_cached_until_the_registry_changes() {
-        let mut r = reg();
-        r.register(spec("a", None, "x"), None, None, "t", eq).unwrap();
-        let first = r.schemas(None, SchemaFormat::OpenAi);
-        assert_eq!(
-            *first[0],
-            json!({"type":"function","function":{"name":"a","description":"The a tool.",
-            "parameters":{"type":"object","properties":{"x":{"type":"string"}},"required":[]},"strict":false}})
-        );
-        let again = r.schemas(None, SchemaFormat::OpenAi);
-        assert!(Arc::ptr_eq(&first[0], &again[0]), "served from the cache");
-        r.set_enabled("a", true).unwrap(); // no change: still cached
-        assert!(Arc::ptr_eq(&first[0], &r.schemas(None, SchemaFormat::OpenAi)[0]));
-        r.register(spec("b", None, "x"), None, None, "t", eq).unwrap();
-        let third = r.schemas(None, SchemaFormat::OpenAi);
-        assert_eq!(third.len(), 2);
-        assert!(!Arc::ptr_eq(&first[0], &third[0]), "a change invalidates the cache");
-        let anthropic = r.schemas(Some(&["b".into()]), SchemaFormat::Anthropic);
-        assert_eq!(
-            *anthropic[0],
-            json!({"name":"b","description":"The b tool.",
-            "input_schema":{"type":"object","properties":{"x":{"type":"string"}},"required":[]}})
-        );
+/// Validate ARGS (a plist or JSON text) for tool NAME in REGISTRY: nil, or the error message.
+#[defun]
+fn validate<'e>(env: &'e Env, registry: Value<'e>, name: Value<'e>, args: Value<'e>) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let entry = lock(resolve(registry)?).entry(&name);
+    let Some(entry) = entry else {
+        return format!("Unknown tool: {name}").into_lisp(env);
+    };
+    let s = match convert::to_sexp(env, args, Limits::default()) {
+        Ok(s) => s,
+        Err(WalkError::Convert(e)) => return format!("Invalid arguments for {name}: {e}").into_lisp(env),
+        Err(WalkError::Emacs(e)) => return Err(e),
+    };
+    let parsed = executor::arguments_to_json(Some(&s), &entry.registration.spec.parameters, 16 << 20);
+    let result = parsed
+        .map_err(|e| format!("Invalid arguments for {name}: {e}"))
+        .and_then(|a| executor::check_arguments(&name, &entry.registration.spec.parameters, &entry.validator, &a));
+    match result {
+        Ok(()) => env.intern("nil"),
+        Err(msg) => msg.into_lisp(env),
     }
+}
 
-    #[test]
-    fn metrics_count_calls_failures_denials_and_time() {
-        let mut r = reg();
-        r.record("a", CallOutcome::Success, 2.0);
-        r.record("a", CallOutcome::Failure, 5.0);
-        r.record("a", CallOutcome::Denied, 0.0);
-        r.record("a", CallOutcome::Cancelled, 0.0);
-        let m = &r.metrics()["a"];
-        assert_eq!((m.calls, m.failures, m.denials, m.cancelled), (4, 1, 1, 1));
-        assert_eq!((m.total_ms, m.max_ms), (7.0, 5.0));
+/// Interpret DECISION from an approval function for tool NAME called with ARGS, by the same
+/// rules as the executor: (:approved ARGS) or (:approved NEW-ARGS :modified t), or
+/// (:denied MESSAGE). Modified arguments are validated when NAME is registered in REGISTRY.
+#[defun]
+fn decide<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    name: Value<'e>,
+    decision: Value<'e>,
+    args: Value<'e>,
+) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let d = match convert::to_sexp(env, decision, Limits::default()) {
+        Ok(s) => executor::parse_decision(&s),
+        Err(WalkError::Convert(e)) => Decision::Invalid(format!(
+            "the approval function returned a value that cannot be read: {e}"
+        )),
+        Err(WalkError::Emacs(e)) => return Err(e),
+    };
+    let denied = |env: &'e Env, msg: String| env.list((env.intern(":denied")?, msg));
+    match d {
+        Decision::Approved | Decision::Rule { allow: true, .. } => env.list((env.intern(":approved")?, args)),
+        Decision::Modified(new_args) => {
+            let entry = lock(resolve(registry)?).entry(&name);
+            if let Some(entry) = entry {
+                let checked =
+                    executor::arguments_to_json(Some(&new_args), &entry.registration.spec.parameters, 16 << 20)
+                        .map_err(|e| format!("Invalid arguments for {name}: {e}"))
+                        .and_then(|a| {
+                            executor::check_arguments(&name, &entry.registration.spec.parameters, &entry.validator, &a)
+                        });
+                if let Err(msg) = checked {
+                    return denied(env, format!("The user modified the arguments, but {msg}"));
+                }
+            }
+            env.list((
+                env.intern(":approved")?,
+                convert::from_sexp(env, &new_args)?,
+                env.intern(":modified")?,
+                env.intern("t")?,
+            ))
+        }
+        other => denied(env, executor::denial_message(&other)),
     }
+}
 
-    #[test]
-    fn timestamps_are_iso8601_utc() {
-        assert_eq!(iso8601_from_unix(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso8601_from_unix(1_795_319_117), "2026-11-22T03:45:17Z");
-        assert_eq!(iso8601_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-        assert!(now_iso8601().ends_with('Z'));
+/// Register in REGISTRY the native tool NAME that waits, with a timeout of TIMEOUT-MS.
+/// It exercises native tools (runtime, timeout, `C-g`) from Lisp.
+#[defun]
+fn register_wait_tool<'e>(
+    env: &'e Env,
+    registry: Value<'e>,
+    name: Value<'e>,
+    timeout_ms: Value<'e>,
+) -> Result<Value<'e>> {
+    let name = string_arg(env, name, "The tool name")?;
+    let timeout_ms = super::args::integer(env, timeout_ms, "TIMEOUT-MS")?;
+    use agent_q_core::native::{Tool, WaitTool};
+    let tool = WaitTool {
+        name,
+        timeout: std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
+    };
+    let spec = tool.spec();
+    let handler = Handler::Native(Arc::new(tool));
+    let result = lock(resolve(registry)?).register(spec, None, Some(handler), &registry::now_iso8601(), |_, _| false);
+    match result {
+        Ok((reg, _, displaced)) => {
+            release(env, displaced);
+            registration_value(env, &reg)
+        }
+        Err(e) => signal_registry(env, e),
     }
+}
+
+/// The module's version string.
+#[defun]
+fn version() -> Result<String> {
+    Ok(super::VERSION.to_string())
 }

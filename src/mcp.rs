@@ -1,4 +1,4 @@
-//! `agent-q--core-mcp-*`: the MCP server ([`crate::mcp`]) driven from Emacs.
+//! `agent-q--core-mcp-*`: the MCP server ([`agent_q_core::mcp`]) driven from Emacs.
 //!
 //! The server runs on its own tokio runtime and never touches a Lisp value: a `tools/call` becomes
 //! an [`Event`] in the hub's queue and Emacs is woken through the module's channel
@@ -16,9 +16,9 @@ use serde_json::Value as Json;
 use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
-use crate::mcp::hub::{RootsState, Workspace};
-use crate::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
-use crate::spec::SafetyLevel;
+use agent_q_core::mcp::hub::{RootsState, Workspace};
+use agent_q_core::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
+use agent_q_core::spec::SafetyLevel;
 
 struct Running {
     hub: Arc<Hub>,
@@ -218,7 +218,7 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
     let bytes = usize::try_from(bytes).unwrap_or(0);
     let hub = hub(env)?;
     hub.set_max_argument_bytes(bytes);
-    Ok(i64::try_from(bytes.min(crate::mcp::MAX_REQUEST_BODY_BYTES)).unwrap_or(i64::MAX))
+    Ok(i64::try_from(bytes.min(agent_q_core::mcp::MAX_REQUEST_BODY_BYTES)).unwrap_or(i64::MAX))
 }
 
 /// Take the events queued by the server: a list of

@@ -1,4 +1,4 @@
-//! The executor's two drivers for Emacs, over one policy ([`crate::executor`]).
+//! The executor's two drivers for Emacs, over one policy ([`agent_q_core::executor`]).
 //!
 //! - `agent-q--core-execute` is the synchronous driver: each decision is asked as it comes
 //!   (the approval function is called from here, the handler too), as
@@ -28,13 +28,13 @@ use serde_json::{Map, Value as Json};
 use super::convert::{self, Limits, Used, WalkError};
 use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
-use crate::error::ConvertError;
-use crate::executor::{
+use agent_q_core::error::ConvertError;
+use agent_q_core::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
     Origin, Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
-use crate::sexp::Sexp;
-use crate::spec::SafetyLevel;
+use agent_q_core::sexp::Sexp;
+use agent_q_core::spec::SafetyLevel;
 
 use super::convert::lisp::{cons, kw_arguments, kw_client, kw_id, kw_name, nil, string, t as lisp_t};
 use callee::kw_done;
@@ -319,7 +319,7 @@ impl<'e> Effects for EmacsHost<'e> {
                 .unwrap_or_default()
         );
         // The tool's name, the client and the rule may come from a client: one visible line.
-        let summary = crate::visible::visible(&summary);
+        let summary = agent_q_core::visible::visible(&summary);
         let _ = env.call("agent-q--audit", (line, summary));
     }
 }

@@ -6,8 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agent_q::mcp::{Event, Outcome, STOPPED};
-use agent_q::spec::SafetyLevel;
+use agent_q_core::mcp::{Event, Outcome, STOPPED};
+use agent_q_core::spec::SafetyLevel;
 use common::*;
 use rmcp::model::ServerNotification;
 use rmcp::model::{
@@ -165,7 +165,7 @@ fn requests_without_the_right_token_or_from_foreign_origins_are_refused() {
     let (status, _, _) = http(port, "POST", &rebinding, INITIALIZE);
     assert_eq!(status, 403);
 
-    let too_big = (agent_q::mcp::MAX_REQUEST_BODY_BYTES + 1).to_string();
+    let too_big = (agent_q_core::mcp::MAX_REQUEST_BODY_BYTES + 1).to_string();
     let oversized = [
         json,
         accept,
@@ -626,17 +626,17 @@ fn closing_a_2026_07_28_stream_withdraws_its_call() {
 fn start_reports_a_busy_port_and_a_bad_token() {
     let first = start();
     let port = first.server.port();
-    let hub = agent_q::mcp::Hub::new(Box::new(|| {}));
-    let mut config = agent_q::mcp::Config::new(agent_q::mcp::make_token().unwrap());
+    let hub = agent_q_core::mcp::Hub::new(Box::new(|| {}));
+    let mut config = agent_q_core::mcp::Config::new(agent_q_core::mcp::make_token().unwrap());
     config.port = port;
-    let error = agent_q::mcp::Server::start(hub.clone(), config).unwrap_err();
+    let error = agent_q_core::mcp::Server::start(hub.clone(), config).unwrap_err();
     assert!(
         error
             .to_string()
             .starts_with(&format!("cannot listen on 127.0.0.1:{port}: ")),
         "{error}"
     );
-    let error = agent_q::mcp::Server::start(hub, agent_q::mcp::Config::new("short")).unwrap_err();
+    let error = agent_q_core::mcp::Server::start(hub, agent_q_core::mcp::Config::new("short")).unwrap_err();
     assert!(error.to_string().contains("at least 32 characters"), "{error}");
 }
 
@@ -654,7 +654,7 @@ fn closed_by_server(stream: &mut std::net::TcpStream, wait: Duration) -> bool {
 
 #[test]
 fn idle_connections_without_the_token_are_capped_and_time_out() {
-    use agent_q::mcp::{HEADER_READ_TIMEOUT, MAX_UNPROVEN_CONNECTIONS};
+    use agent_q_core::mcp::{HEADER_READ_TIMEOUT, MAX_UNPROVEN_CONNECTIONS};
     let fixture = start();
     let port = fixture.server.port();
     let mut idle: Vec<std::net::TcpStream> = (0..200)
@@ -672,7 +672,7 @@ fn idle_connections_without_the_token_are_capped_and_time_out() {
         .collect();
     assert_eq!(open.len(), MAX_UNPROVEN_CONNECTIONS);
     // Later, a new connection takes the place of the oldest idle one still open.
-    std::thread::sleep(agent_q::mcp::EVICTION_AGE);
+    std::thread::sleep(agent_q_core::mcp::EVICTION_AGE);
     let _late = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     assert!(closed_by_server(&mut idle[open[0]], Duration::from_secs(2)));
     let idle_1 = open[1];
@@ -720,7 +720,7 @@ fn idle_connections_without_the_token_are_capped_and_time_out() {
 fn a_body_with_too_many_values_is_refused_before_it_is_parsed() {
     let fixture = start();
     let port = fixture.server.port();
-    let numbers = vec!["1"; agent_q::mcp::MAX_ARGUMENT_VALUES * 3].join(",");
+    let numbers = vec!["1"; agent_q_core::mcp::MAX_ARGUMENT_VALUES * 3].join(",");
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"read_file","arguments":{{"xs":[{numbers}]}}}}}}"#
     );

@@ -40,7 +40,6 @@
 pub mod connections;
 pub mod handler;
 pub mod hub;
-pub mod relay;
 pub mod security;
 pub mod server;
 

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
-use crate::executor::Outcome;
-use crate::native::{self, Tool};
+use agent_q_core::executor::Outcome;
+use agent_q_core::native::{self, Tool};
 
 type Writer = Box<dyn Write + Send>;
 

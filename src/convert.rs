@@ -7,8 +7,8 @@
 use emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value, Vector};
 use serde_json::{Map, Value as Json};
 
-use crate::error::ConvertError;
-use crate::sexp::{Sexp, MAX_DEPTH};
+use agent_q_core::error::ConvertError;
+use agent_q_core::sexp::{Sexp, MAX_DEPTH};
 
 /// Symbols and functions the binding refers to, as global references.
 #[allow(missing_docs)]
@@ -529,7 +529,7 @@ pub fn object_for_handler<'e>(env: &'e Env, map: &Map<String, Json>) -> Result<V
 /// kept as global references: going through an s-expression (allocated, converted, then freed)
 /// and interning each keyword again was the largest single part of the executor's cost per
 /// call for a trivial tool.
-pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result<Value<'e>> {
+pub fn result_value<'e>(env: &'e Env, r: &agent_q_core::executor::ToolResult) -> Result<Value<'e>> {
     result_value_with_id(env, r, None)
 }
 
@@ -537,7 +537,7 @@ pub fn result_value<'e>(env: &'e Env, r: &crate::executor::ToolResult) -> Result
 /// rather than copied when the result's id is its text.
 pub fn result_value_with_id<'e>(
     env: &'e Env,
-    r: &crate::executor::ToolResult,
+    r: &agent_q_core::executor::ToolResult,
     id: Option<(&str, Value<'e>)>,
 ) -> Result<Value<'e>> {
     let no = nil.bind(env);
@@ -556,10 +556,10 @@ pub fn result_value_with_id<'e>(
     meta.push(constant_string(
         env,
         match r.status {
-            crate::executor::Status::Success => "success",
-            crate::executor::Status::Failure => "failure",
-            crate::executor::Status::Denied => "denied",
-            crate::executor::Status::Cancelled => "cancelled",
+            agent_q_core::executor::Status::Success => "success",
+            agent_q_core::executor::Status::Failure => "failure",
+            agent_q_core::executor::Status::Denied => "denied",
+            agent_q_core::executor::Status::Cancelled => "cancelled",
         },
     )?);
     if r.modified {

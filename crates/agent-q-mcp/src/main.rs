@@ -1,12 +1,12 @@
 //! `agent-q-mcp`: the stdio relay to the MCP server of the running Emacs (see
-//! `agent_q::mcp::relay`). An MCP client starts it as a command; it relays stdio to the server
+//! [`agent_q_mcp::relay`]). An MCP client starts it as a command; it relays stdio to the server
 //! that the connection file names, and exits with a message on stderr when none is serving.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_q::error::RelayError;
-use agent_q::mcp::relay;
+use agent_q_mcp::error::RelayError;
+use agent_q_mcp::relay;
 
 const USAGE: &str = "\
 usage: agent-q-mcp [--connection-file FILE]

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use agent_q::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
-use agent_q::spec::SafetyLevel;
+use agent_q_core::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
+use agent_q_core::spec::SafetyLevel;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -98,7 +98,7 @@ impl Fixture {
     }
 
     /// Wait for one Call event and return its key, tool, client and progress flag.
-    pub fn next_call(&self) -> (u64, String, agent_q::mcp::ClientInfo, bool) {
+    pub fn next_call(&self) -> (u64, String, agent_q_core::mcp::ClientInfo, bool) {
         for event in self.next_events() {
             if let Event::Call {
                 key,

@@ -23,8 +23,8 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use serde::Deserialize;
 use tokio::task::JoinSet;
 
-use super::security::MAX_REQUEST_BODY_BYTES;
 use crate::error::RelayError;
+use agent_q_core::mcp::MAX_REQUEST_BODY_BYTES;
 
 /// The environment variable that names the connection file.
 pub const CONNECTION_FILE_ENV: &str = "AGENT_Q_MCP_CONNECTION_FILE";
@@ -74,8 +74,8 @@ pub fn connection_file(arg: Option<PathBuf>, env: Option<PathBuf>, home: Option<
 
 /// Read and check the connection file at PATH.
 pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
-    let (file, metadata) = crate::fsutil::open_regular(path).map_err(|e| match e {
-        crate::error::FileError::Io { .. } if !path.exists() => RelayError::NoConnectionFile(path.to_path_buf()),
+    let (file, metadata) = agent_q_core::fsutil::open_regular(path).map_err(|e| match e {
+        agent_q_core::error::FileError::Io { .. } if !path.exists() => RelayError::NoConnectionFile(path.to_path_buf()),
         other => RelayError::BadConnectionFile {
             path: path.to_path_buf(),
             problem: other.to_string(),
@@ -85,8 +85,8 @@ pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
         path: path.to_path_buf(),
         problem,
     };
-    let bytes =
-        crate::fsutil::read_to_end_limited(&file, path, MAX_CONNECTION_FILE_BYTES).map_err(|e| bad(e.to_string()))?;
+    let bytes = agent_q_core::fsutil::read_to_end_limited(&file, path, MAX_CONNECTION_FILE_BYTES)
+        .map_err(|e| bad(e.to_string()))?;
     check_private(&metadata).map_err(bad)?;
     let connection: Connection = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
     check_loopback_url(&connection.url).map_err(|problem| bad(format!("url {}: {problem}", connection.url)))?;

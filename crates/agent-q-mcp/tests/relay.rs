@@ -1,14 +1,16 @@
 //! The `agent-q-mcp` stdio relay, as a client starts it: the built binary, a connection file,
 //! and a server started by the test; rmcp's client speaks the stdio transport to the relay.
 
+// The server fixture and the rmcp test client are shared with the core's server tests.
+#[path = "../../agent-q-core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_q::mcp::Outcome;
-use agent_q::spec::SafetyLevel;
+use agent_q_core::mcp::Outcome;
+use agent_q_core::spec::SafetyLevel;
 use common::*;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::ServiceExt;
@@ -39,10 +41,10 @@ fn run_relay(args: &[&str], env_file: Option<&Path>, home: &Path) -> (Option<i32
         .args(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
-        .env_remove(agent_q::mcp::relay::CONNECTION_FILE_ENV)
+        .env_remove(agent_q_mcp::relay::CONNECTION_FILE_ENV)
         .stdin(Stdio::null());
     if let Some(file) = env_file {
-        command.env(agent_q::mcp::relay::CONNECTION_FILE_ENV, file);
+        command.env(agent_q_mcp::relay::CONNECTION_FILE_ENV, file);
     }
     let output = command.output().expect("the relay runs");
     (
@@ -146,7 +148,7 @@ fn the_relay_carries_initialize_calls_progress_and_list_changed() {
     assert!(status.success(), "{status:?}");
 }
 
-fn tool_named(round: usize) -> agent_q::mcp::ToolInfo {
+fn tool_named(round: usize) -> agent_q_core::mcp::ToolInfo {
     tool(&format!("relay_tool_{round}"), SafetyLevel::Safe)
 }
 
