@@ -2,6 +2,9 @@
 
 EMACS  ?= emacs
 CARGO  ?= cargo
+# The Cargo profile that builds the module and the relay: release ships; fast (no LTO) is for
+# working on agent-q, when a rebuild should take seconds.
+PROFILE ?= release
 MODULE := lisp/agent-q-core.so
 # The stdio relay to Emacs's MCP server, for MCP clients that only start a command.
 RELAY  := bin/agent-q-mcp
@@ -31,12 +34,12 @@ $(INFO): doc/agent-q.texi
 # client running the old one is not disturbed ("text file busy").
 $(MODULE): $(RUST)
 	@scripts/ensure-deps.sh
-	$(CARGO) build --release --workspace
-	cp target/release/libagent_q.so $(MODULE)
-	mkdir -p bin && cp target/release/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY)
+	$(CARGO) build --profile $(PROFILE) --workspace
+	cp target/$(PROFILE)/libagent_q.so $(MODULE)
+	mkdir -p bin && cp target/$(PROFILE)/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY)
 
 $(RELAY): $(MODULE)
-	@test -x $(RELAY) || { mkdir -p bin && cp target/release/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY); }
+	@test -x $(RELAY) || { mkdir -p bin && cp target/$(PROFILE)/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY); }
 
 test: test-rust test-lisp  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q
 
