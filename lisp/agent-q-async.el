@@ -61,7 +61,7 @@
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
 (declare-function agent-q--error-message "agent-q" (condition))
-(declare-function agent-q--visible "agent-q-tools" (text))
+(declare-function agent-q--visible "agent-q-prompt" (text))
 
 (defvar agent-q-max-result-chars)
 (defvar agent-q-approval-idle-delay)

@@ -27,7 +27,7 @@
 ;;   buffer         read_file, read_buffer, search_in_buffer, write_file
 ;;                  (agent-q-files.el, guarded by agent-q-guard.el)
 ;;   diff           propose_file_edit (agent-q-files.el, reviewed in
-;;                  agent-q-tools.el)
+;;                  agent-q-review.el)
 ;;
 ;; This file holds the table of the tools (name, description for the
 ;; model, parameters, safety level, categories, handler) and

@@ -19,7 +19,7 @@
 
 ;; The handlers and guards of read_file, read_buffer, search_in_buffer,
 ;; write_file and propose_file_edit (whose review is in
-;; agent-q-tools.el).
+;; agent-q-review.el).
 ;;
 ;; The read tools never ask the user themselves: their guards
 ;; (`agent-q-builtins--read-file-guard', `agent-q-builtins--buffer-guard',
@@ -64,7 +64,7 @@
 (declare-function agent-q--core-file-text "agent-q-core" (handle))
 (declare-function agent-q--core-file-bytes "agent-q-core" (handle))
 (declare-function agent-q--core-file-close "agent-q-core" (handle))
-(declare-function agent-q-tools-review-edit-async "agent-q-tools"
+(declare-function agent-q-review-edit-async "agent-q-review"
                   (path original modified description callback &optional client))
 (declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
 (declare-function agent-q--error-message "agent-q" (condition))
@@ -907,13 +907,13 @@ user finishes it, calls CALLBACK with the result text and its status.
 The review reads the file (and quotes it when original does not
 match), so the guard (`agent-q-builtins--propose-file-edit-guard')
 has asked before reading a guarded file, and the review's reading of
-the current text (`agent-q-tools--current-text') checks what it opens."
-  (require 'agent-q-tools nil t)
+the current text (`agent-q-review--current-text') checks what it opens."
+  (require 'agent-q-review nil t)
   (let* ((path (agent-q-builtins--arg args "path"))
          (file (agent-q-builtins--guarded-name path)))
     (cond
-     ((not (fboundp 'agent-q-tools-review-edit-async))
-      (funcall callback "Error: propose_file_edit is unavailable (agent-q-tools is not installed)."
+     ((not (fboundp 'agent-q-review-edit-async))
+      (funcall callback "Error: propose_file_edit is unavailable (agent-q-review is not installed)."
                :failure))
      ((null file)
       (funcall callback "No path given: pass the file's path; no change made." :failure))
@@ -924,7 +924,7 @@ the current text (`agent-q-tools--current-text') checks what it opens."
                :failure))
      (t
       (condition-case err
-          (agent-q-tools-review-edit-async
+          (agent-q-review-edit-async
            (if (agent-q-builtins--remote-p file) file (expand-file-name file))
            (agent-q-builtins--arg args "original" "")
            (agent-q-builtins--arg args "modified" "")

@@ -81,8 +81,8 @@
 (declare-function agent-q--core-file-pin "agent-q-core" (dir))
 (declare-function agent-q--core-file-write-pinned "agent-q-core"
                   (dir dev ino rest bytes mode in-place))
-(defvar agent-q-tools--this-review)
-(declare-function agent-q-tools--review-file "agent-q-tools" (review))
+(defvar agent-q-review--this-review)
+(declare-function agent-q-review--review-file "agent-q-review" (review))
 
 ;;;; Options
 
@@ -552,9 +552,9 @@ and for the review of propose_file_edit, the file it reviews."
                            buffer-file-truename)
                       (and (derived-mode-p 'dired-mode) default-directory)
                       ;; A review shows parts of the file it reviews.
-                      (and (bound-and-true-p agent-q-tools--this-review)
-                           (fboundp 'agent-q-tools--review-file)
-                           (agent-q-tools--review-file agent-q-tools--this-review)))))))
+                      (and (bound-and-true-p agent-q-review--this-review)
+                           (fboundp 'agent-q-review--review-file)
+                           (agent-q-review--review-file agent-q-review--this-review)))))))
 
 (defun agent-q-guard-buffer-private-p (buffer)
   "Non-nil when BUFFER is hidden or agent-q's log.

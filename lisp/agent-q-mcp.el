@@ -52,7 +52,7 @@
 (require 'agent-q-async)
 (require 'agent-q-guard)
 
-(declare-function agent-q--visible "agent-q-tools" (text))
+(declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q--core-mcp-make-token "agent-q-core" ())
 (declare-function agent-q--core-mcp-start "agent-q-core" (port token progress-seconds))
 (declare-function agent-q--core-mcp-stop "agent-q-core" ())

@@ -168,7 +168,7 @@ The output goes to the buffer `*agent-q-build*'."
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
 (declare-function agent-q--core-call-info "agent-q-core" (pending))
-(declare-function agent-q-approve-in-minibuffer "agent-q-tools" (tool-name args))
+(declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
 (declare-function agent-q-rules-describe "agent-q-rules" (rule))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
@@ -921,7 +921,8 @@ The file is created readable by the user only (mode 0600)."
 ;;;; The approval rules and UI, and the built-in tools
 
 (require 'agent-q-rules)
-(require 'agent-q-tools)
+(require 'agent-q-prompt)
+(require 'agent-q-review)
 (require 'agent-q-async)
 (require 'agent-q-builtins)
 (require 'agent-q-mcp)

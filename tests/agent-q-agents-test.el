@@ -35,7 +35,7 @@
 
 (defvar agent-q-allowed-directories)
 (defvar agent-q-mcp-allowed-directories)
-(defvar agent-q-tools--session-approved)
+(defvar agent-q-prompt--session-approved)
 
 (defconst agent-q-agents-test--root
   (file-name-directory (directory-file-name
@@ -292,7 +292,7 @@ the files, the approvals and the audit."
          (agent-q-mcp-allowed-directories (list work))
          (agent-q-approval-function #'agent-q-agents-test--approve)
          (agent-q-agents-test--asked nil)
-         (agent-q-tools--session-approved nil)
+         (agent-q-prompt--session-approved nil)
          (agent-q-mcp-port 0)
          (agent-q-mcp-max-safety-level :dangerous)
          (agent-q-mcp-confirm-safety-levels '(:cautious :dangerous))

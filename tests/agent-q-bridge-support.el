@@ -186,7 +186,7 @@ Also registers \"fail_always\" (safe; its handler signals) and
   (declare (indent 1))
   `(let* ((,var (agent-q-make-registry))
           (agent-q-audit-file (make-temp-file "agent-q-bridge-audit" nil ".jsonl"))
-          (agent-q-tools--session-approved nil)
+          (agent-q-prompt--session-approved nil)
           (agent-q-tool-execution-functions nil)
           (agent-q-confirm-safety-levels '(:dangerous))
           (agent-q--pending nil)

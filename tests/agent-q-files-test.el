@@ -21,9 +21,9 @@
 (require 'agent-q)
 (require 'tar-mode)
 
-(defvar agent-q-tools--review-driver)
+(defvar agent-q-review--review-driver)
 (defvar savehist-file)
-(declare-function agent-q-tools-review-cancel "agent-q-tools" ())
+(declare-function agent-q-review-cancel "agent-q-review" ())
 (declare-function agent-q--core-file-open "agent-q-core" (path))
 (declare-function agent-q--core-file-load "agent-q-core" (handle max gunzip))
 (declare-function agent-q--core-file-page "agent-q-core"
@@ -516,7 +516,7 @@ because the file changed while it was being read."
            (link (expand-file-name "link" dir))
            (flipper nil)
            (unasked 0) (asked-secret 0) (changed 0)
-           (agent-q-tools--review-driver (lambda (_) (ert-fail "no review may open"))))
+           (agent-q-review--review-driver (lambda (_) (ert-fail "no review may open"))))
       (unwind-protect
           (progn
             (agent-q-files-test--write secret "machine x password SECRET-TOKEN\n")
@@ -625,7 +625,7 @@ because the file changed while it was being read."
         (let ((answer (agent-q-files-test--in-child
                        `(let ((agent-q-allowed-directories (list ,dir))
                               (agent-q-approval-function (lambda (&rest _) :approved))
-                              (agent-q-tools--review-driver (lambda (_) (error "No review"))))
+                              (agent-q-review--review-driver (lambda (_) (error "No review"))))
                           (car (agent-q-execute-tool-calls
                                 '((:id "f" :name ,tool :arguments ,args)))))
                        30)))
@@ -704,7 +704,7 @@ because the file changed while it was being read."
   "propose_file_edit on such a file failed with \"Wrong type argument: unicode-string-p\"."
   (agent-q-files-test--with-dir dir
     (let ((registry (agent-q-files-test--registry))
-          (agent-q-tools--review-driver (lambda (_) (ert-fail "no review may open"))))
+          (agent-q-review--review-driver (lambda (_) (ert-fail "no review may open"))))
       (let ((coding-system-for-write 'no-conversion))
         (with-temp-file (expand-file-name "mixed.txt" dir)
           ;; Valid UTF-8, then a byte that is not: with a utf-8 cookie, Emacs keeps it raw.
@@ -797,8 +797,8 @@ because the file changed while it was being read."
   (agent-q-files-test--with-dir dir
     (let* ((registry (agent-q-files-test--registry))
            (reviewed nil)
-           (agent-q-tools--review-driver
-           (lambda (buffer) (push buffer reviewed) (with-current-buffer buffer (agent-q-tools-review-cancel)))))
+           (agent-q-review--review-driver
+           (lambda (buffer) (push buffer reviewed) (with-current-buffer buffer (agent-q-review-cancel)))))
       (agent-q-files-test--write (expand-file-name ".env" dir) "TOKEN=hunter2\n")
       (agent-q-files-test--write (expand-file-name "ok.txt" dir) "fine\n")
       (let ((r (agent-q-files-test--call registry "propose_file_edit"

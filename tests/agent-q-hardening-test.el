@@ -19,7 +19,7 @@
   (declare (indent 1))
   `(let* ((,registry (agent-q-make-registry))
           (agent-q-audit-file (make-temp-file "agent-q-audit" nil ".jsonl"))
-          (agent-q-tools--session-approved nil)
+          (agent-q-prompt--session-approved nil)
           (agent-q-tool-execution-functions nil))
      (agent-q-register-builtin-tools ,registry)
      (unwind-protect (progn ,@body)
@@ -84,8 +84,8 @@
   (agent-q-hardening-test--with reg
     (let* ((file (make-temp-file "agent-q-review" nil ".txt" "one\ntwo\n"))
            (agent-q-allowed-directories (list (file-name-directory file)))
-           (agent-q-tools--review-driver
-            (lambda (buffer) (with-current-buffer buffer (agent-q-tools-review-cancel)))))
+           (agent-q-review--review-driver
+            (lambda (buffer) (with-current-buffer buffer (agent-q-review-cancel)))))
       (unwind-protect
           (agent-q-test-let* ((unread-command-events (list ?y))
                  (result (car (agent-q-execute-tool-calls
@@ -159,7 +159,7 @@
                                   (plist-get result :content))))))))
 
 (ert-deftest agent-q-hardening-test-always-allow-belongs-to-one-registration ()
-  (let ((agent-q-tools--session-approved nil)
+  (let ((agent-q-prompt--session-approved nil)
         (target (make-temp-name (expand-file-name "agent-q-hardening" temporary-file-directory)))
         (other (make-temp-name (expand-file-name "agent-q-hardening" temporary-file-directory))))
     (unwind-protect
@@ -271,9 +271,9 @@
                                        "/ssh:nobody@agent-q.invalid:"
                                      (error "Remote operation %s before the answer" op)))))))
     (should (string-match-p "remote file: notes.txt in /ssh:"
-                            (agent-q-tools--path-note '(:path "notes.txt"))))
+                            (agent-q-prompt--path-note '(:path "notes.txt"))))
     (should (string-match-p "remote file: /ssh:"
-                            (agent-q-tools--path-note '(:path "/ssh:h:/etc/x"))))))
+                            (agent-q-prompt--path-note '(:path "/ssh:h:/etc/x"))))))
 
 ;; Issue 8 review: the built-in tools print values with
 ;; `agent-q-builtins--print', bounded by `print-level'; Emacs 28 applies
@@ -408,8 +408,8 @@
               (insert "result read_file: password=1\n"))
             (with-current-buffer review
               (insert "-password=1\n+password=2\n")
-              (setq-local agent-q-tools--this-review
-                          (agent-q-tools--make-review :path ".env" :file env)))
+              (setq-local agent-q-review--this-review
+                          (agent-q-review--make-review :path ".env" :file env)))
             (pcase-dolist (`(,tool . ,args)
                            `(("read_file" :path ,agent-q-audit-file)
                              ("read_buffer" :buffer ,agent-q-log-buffer-name)

@@ -14,11 +14,11 @@
 (require 'agent-q)
 (require 'agent-q-keys-support)
 
-(defvar agent-q-tools--review-driver)
-(declare-function agent-q-tools-review-accept "agent-q-tools" ())
-(declare-function agent-q-tools-review-reject "agent-q-tools" ())
-(declare-function agent-q-tools-review-finish "agent-q-tools" ())
-(declare-function agent-q-tools-review-reject-all "agent-q-tools" ())
+(defvar agent-q-review--review-driver)
+(declare-function agent-q-review-accept "agent-q-review" ())
+(declare-function agent-q-review-reject "agent-q-review" ())
+(declare-function agent-q-review-finish "agent-q-review" ())
+(declare-function agent-q-review-reject-all "agent-q-review" ())
 
 (defun agent-q-integration-test--call (name arguments)
   "Execute one call of tool NAME with ARGUMENTS; return the result plist."
@@ -79,13 +79,13 @@
          (old (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 30) ""))
          (new (replace-regexp-in-string "line \\(2\\|15\\|28\\)\n" "LINE \\1!\n" old))
          (agent-q-allowed-directories (list (file-name-directory file)))
-         (agent-q-tools--review-driver
+         (agent-q-review--review-driver
           (lambda (buffer)
             (with-current-buffer buffer
-              (agent-q-tools-review-accept)
-              (agent-q-tools-review-reject)
-              (agent-q-tools-review-accept)
-              (agent-q-tools-review-finish)))))
+              (agent-q-review-accept)
+              (agent-q-review-reject)
+              (agent-q-review-accept)
+              (agent-q-review-finish)))))
     (unwind-protect
         (progn
           (with-temp-file file (insert old))
@@ -109,7 +109,7 @@
          (secret (expand-file-name ".ssh/id_rsa" dir))
          (asked nil)
          (agent-q-allowed-directories (list dir))
-         (agent-q-tools--review-driver
+         (agent-q-review--review-driver
           (lambda (_) (ert-fail "the review must not open for a refused file"))))
     (unwind-protect
         (progn
@@ -157,11 +157,11 @@
          (old (mapconcat (lambda (i) (format "private %d\n" i)) (number-sequence 1 9) ""))
          (agent-q-allowed-directories (list dir))
          (agent-q-approval-function (lambda (&rest _) :approved))
-         (agent-q-tools--review-driver
+         (agent-q-review--review-driver
           (lambda (buffer)
             (with-current-buffer buffer
-              (agent-q-tools-review-reject-all)
-              (agent-q-tools-review-finish)))))
+              (agent-q-review-reject-all)
+              (agent-q-review-finish)))))
     (unwind-protect
         (progn
           (with-temp-file file (insert old))

@@ -3,7 +3,7 @@
 ;;; Commentary:
 
 ;; The approval prompt reads every key, its confirmations' included,
-;; through one function, `agent-q-tools--read-key', which discards
+;; through one function, `agent-q-prompt--read-key', which discards
 ;; type-ahead (`unread-command-events' and keys typed before the prompt
 ;; appeared) and answers nil -- a denial -- when there is no terminal,
 ;; as in batch mode.  So keys put in `unread-command-events' no longer
@@ -37,11 +37,11 @@ A prompt shown when no event is left fails the test."
 
 (defmacro agent-q-test-answering (&rest body)
   "Run BODY with prompts answered from `unread-command-events'.
-Each prompt and confirmation read by `agent-q-tools--read-key' takes the
+Each prompt and confirmation read by `agent-q-prompt--read-key' takes the
 next event; `agent-q-test-prompts' collects the prompts, newest first."
   (declare (indent 0) (debug t))
   `(let ((agent-q-test-prompts nil))
-     (cl-letf (((symbol-function 'agent-q-tools--read-key) #'agent-q-test--read-key)
+     (cl-letf (((symbol-function 'agent-q-prompt--read-key) #'agent-q-test--read-key)
                ((symbol-function 'ding) #'ignore))
        ,@body)))
 
@@ -70,7 +70,7 @@ asks."
   `(agent-q-test-answering (let* ,bindings ,@body)))
 
 (defun agent-q-test-key-reader (answer &optional record)
-  "A stand-in for `agent-q-tools--read-key' that answers with ANSWER.
+  "A stand-in for `agent-q-prompt--read-key' that answers with ANSWER.
 ANSWER is called with no argument for each prompt and returns the key;
 confirmations (\"Press ! to confirm\") get `!'.  RECORD, when non-nil,
 is called with each prompt but the confirmations."

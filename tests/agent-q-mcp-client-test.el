@@ -31,7 +31,7 @@
 
 (defvar agent-q-allowed-directories)
 (defvar agent-q-mcp-allowed-directories)
-(defvar agent-q-tools--session-approved)
+(defvar agent-q-prompt--session-approved)
 (defvar agent-q--pending)
 
 (defconst agent-q-mcp-client-test--root
@@ -98,7 +98,7 @@ file are in it; dangerous calls are denied unless the test sets
           (agent-q-approval-function #'agent-q-mcp-client-test--approve)
           (agent-q-mcp-client-test--decide (lambda (_tool _args) :denied))
           (agent-q-mcp-client-test--asked nil)
-          (agent-q-tools--session-approved nil)
+          (agent-q-prompt--session-approved nil)
           (agent-q-mcp-port 0)
           (agent-q-mcp-max-safety-level :dangerous)
           (agent-q-mcp-confirm-safety-levels '(:cautious :dangerous))
@@ -483,7 +483,7 @@ get_repl_history and get_last_error do not show the bridge's secret."
            (agent-q-approval-function #'agent-q-approve-in-minibuffer)
            (answer ?a)
            (prompts nil))
-      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+      (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                  (agent-q-test-key-reader (lambda () answer)
                                           (lambda (prompt) (push prompt prompts)))))
         ;; The bridge: its rule runs eval_form unasked, "a" approves compile_form.

@@ -35,7 +35,7 @@ Decisions go to `agent-q-approval-function', which BODY binds."
           (agent-q-mcp-connection-file (expand-file-name "mcp.json" dir))
           (agent-q-mcp-port 0)
           (agent-q-audit-file nil)
-          (agent-q-tools--session-approved nil)
+          (agent-q-prompt--session-approved nil)
           (agent-q--pending nil)
           (agent-q--asking nil)
           (agent-q--queue-timer nil))
@@ -336,7 +336,7 @@ serve itself."
            (agent-q-approval-function
             (lambda (tool args)
               (push agent-q-approval-context contexts)
-              (cl-letf (((symbol-function 'agent-q-tools--read-key)
+              (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                          (lambda (prompt &rest _) (push prompt prompts) answer)))
                 (agent-q-approve-in-minibuffer tool args)))))
       (should (equal agent-q-mcp-confirm-safety-levels '(:cautious :dangerous)))
@@ -376,7 +376,7 @@ serve itself."
             (lambda (tool args)
               ;; The prompt's keys (see agent-q-keys-support.el); "a" is
               ;; confirmed with "!" in a prompt of its own, not counted here.
-              (cl-letf (((symbol-function 'agent-q-tools--read-key)
+              (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                          (lambda (prompt &rest _)
                            (unless (string-prefix-p "Approve " prompt) (push prompt prompts))
                            (pop keys))))

@@ -68,7 +68,7 @@ approvals are written to OUT, and Emacs exits."
          (prin1 (list :results results
                       :notes (with-current-buffer (get-buffer-create "notes") (buffer-string))
                       :buffer (buffer-name (window-buffer (selected-window)))
-                      :always agent-q-tools--session-approved)
+                      :always agent-q-prompt--session-approved)
                 (current-buffer)))
        (kill-emacs 0))
      (global-set-key

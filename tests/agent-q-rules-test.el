@@ -19,14 +19,14 @@
 (require 'agent-q-bridge-support)
 (require 'agent-q-keys-support)
 
-(defvar agent-q-tools--review-driver)
-(defvar agent-q-tools--session-approved)
+(defvar agent-q-review--review-driver)
+(defvar agent-q-prompt--session-approved)
 (defvar agent-q--pending)
 (defvar agent-q--asking)
 (defvar agent-q--queue-timer)
 (defvar agent-q-allowed-directories)
-(declare-function agent-q-tools-review-accept-all "agent-q-tools" ())
-(declare-function agent-q-tools-review-finish "agent-q-tools" ())
+(declare-function agent-q-review-accept-all "agent-q-review" ())
+(declare-function agent-q-review-finish "agent-q-review" ())
 (declare-function agent-q-gptel-tools "agent-q-gptel" (&rest keys))
 (declare-function gptel-tool-name "gptel-request" (tool))
 (declare-function gptel-tool-async "gptel-request" (tool))
@@ -56,7 +56,7 @@ request and denies; the audit goes to a fresh file."
           (agent-q-approval-rules nil)
           (agent-q-rules--session nil)
           (agent-q-rules--warned nil)
-          (agent-q-tools--session-approved nil)
+          (agent-q-prompt--session-approved nil)
           (agent-q-client nil)
           (agent-q-confirm-safety-levels '(:dangerous))
           (agent-q-tool-execution-functions nil)
@@ -240,7 +240,7 @@ request and denies; the audit goes to a fresh file."
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
       (setq agent-q-approval-rules `(("write_file" (:path ,dir) allow)
                                      ("write_file" nil ask)))
-      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+      (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                  (lambda (p &rest _)
                    ;; "a", and "!" to confirm it.
                    (if (string-prefix-p "Approve " p) ?! (setq prompt p) ?a))))
@@ -337,12 +337,12 @@ request and denies; the audit goes to a fresh file."
     (let* ((file (expand-file-name "e.txt" dir))
            (reviewed 0)
            (agent-q-approval-function #'agent-q-approve-in-minibuffer)
-           (agent-q-tools--review-driver
+           (agent-q-review--review-driver
             (lambda (buffer)
               (cl-incf reviewed)
               (with-current-buffer buffer
-                (agent-q-tools-review-accept-all)
-                (agent-q-tools-review-finish)))))
+                (agent-q-review-accept-all)
+                (agent-q-review-finish)))))
       (agent-q-rules-test--write file "old line\n")
       (setq agent-q-approval-rules `(("propose_file_edit" (:path ,dir) allow)
                                      (t (:path ,dir) ask)))
@@ -405,7 +405,7 @@ are recorded in `prompts'."
       (should (equal (format "allow write_file under %sp for claude-code (saved for this session)" dir)
                      (alist-get 'rule (car (last (agent-q-rules-test--audit))))))
       ;; The next call under that directory from that client runs without a prompt.
-      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+      (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                  (lambda (&rest _) (ert-fail "asked again"))))
         (should (equal "success" (agent-q-rules-test--status
                                   (agent-q-rules-test--call registry "write_file"
@@ -543,7 +543,7 @@ Return the results."
           (agent-q-approval-function #'agent-q-approve-in-minibuffer)
           (answer ?a)
           (prompts nil))
-      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+      (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                  (agent-q-test-key-reader (lambda () answer)
                                           (lambda (prompt) (push prompt prompts)))))
         (should (equal "success" (agent-q-rules-test--status

@@ -8,7 +8,7 @@
 ;; file and the log buffer (a real call through the executor), the
 ;; review buffer's header (a real review of a real file), the MCP
 ;; client's label and the list of pending calls.  The prompt and `v'
-;; are tested in agent-q-tools-test.el and, in a terminal,
+;; are tested in agent-q-prompt-test.el and, in a terminal,
 ;; agent-q-prompt-tmux-test.el.
 
 ;;; Code:
@@ -70,14 +70,14 @@
   (let ((file (make-temp-file "agent-q-visible-review" nil ".txt" "one\ntwo\n"))
         (header nil))
     (unwind-protect
-        (let ((agent-q-tools--review-driver
+        (let ((agent-q-review--review-driver
                (lambda (buffer)
                  (with-current-buffer buffer
                    (setq header (buffer-substring-no-properties
                                  (point-min) (save-excursion (goto-char (point-min))
                                                              (forward-line 3) (point))))
-                   (agent-q-tools-review-cancel)))))
-          (agent-q-tools-review-edit file "one\ntwo\n" "one\n2\n"
+                   (agent-q-review-cancel)))))
+          (agent-q-review-edit file "one\ntwo\n" "one\n2\n"
                                      "Fix\u202e the \u2066typo\nFile: /etc/passwd")
           (should-not (string-match-p agent-q-visible-test--hidden
                                       (replace-regexp-in-string "\n" "" header)))

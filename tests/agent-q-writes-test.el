@@ -22,15 +22,16 @@
 (require 'subr-x)
 (require 'agent-q)
 (require 'agent-q-keys-support)
-(require 'agent-q-tools)
+(require 'agent-q-prompt)
+(require 'agent-q-review)
 (require 'agent-q-rules)
 
-(defvar agent-q-tools--review-driver)
-(defvar agent-q-tools--session-approved)
+(defvar agent-q-review--review-driver)
+(defvar agent-q-prompt--session-approved)
 (defvar agent-q-rules--session)
 (defvar agent-q-diff-save-after-apply)
-(declare-function agent-q-tools-review-accept-all "agent-q-tools" ())
-(declare-function agent-q-tools-review-finish "agent-q-tools" ())
+(declare-function agent-q-review-accept-all "agent-q-review" ())
+(declare-function agent-q-review-finish "agent-q-review" ())
 
 ;;;; Helpers
 
@@ -50,7 +51,7 @@ deleted afterwards, and the rules and session approvals start empty."
             (agent-q-allowed-directories (list ,proj))
             (agent-q-approval-rules nil)
             (agent-q-rules--session nil)
-            (agent-q-tools--session-approved nil)
+            (agent-q-prompt--session-approved nil)
             (agent-q-audit-file nil)
             (agent-q-writes-test--asks nil))
        (unwind-protect
@@ -73,7 +74,7 @@ deleted afterwards, and the rules and session approvals start empty."
   "An approval function that records each request and returns ANSWER.
 ANSWER may be a function of (TOOL ARGS) giving the answer."
   (lambda (tool args)
-    (push (list tool args agent-q-approval-context (agent-q-tools--path-note args))
+    (push (list tool args agent-q-approval-context (agent-q-prompt--path-note args))
           agent-q-writes-test--asks)
     (if (functionp answer) (funcall answer tool args) answer)))
 
@@ -199,14 +200,14 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
     (let* ((registry (agent-q-writes-test--registry))
            (tmp (expand-file-name "notes/tmp" proj))
            (agent-q-diff-save-after-apply t)
-           (agent-q-tools--review-driver
+           (agent-q-review--review-driver
             (lambda (buffer)
               ;; While the user reviews, the directory becomes a link.
               (rename-file tmp (concat tmp ".real"))
               (make-symbolic-link (directory-file-name outside) tmp)
               (with-current-buffer buffer
-                (agent-q-tools-review-accept-all)
-                (agent-q-tools-review-finish)))))
+                (agent-q-review-accept-all)
+                (agent-q-review-finish)))))
       (make-directory tmp t)
       (agent-q-writes-test--put (expand-file-name "config" tmp) "old line\n")
       (agent-q-writes-test--put (expand-file-name "config" outside) "old line\n")
@@ -301,7 +302,7 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
     (let* ((registry (agent-q-writes-test--registry))
            (keys nil) (prompts nil)
            (agent-q-approval-function #'agent-q-approve-in-minibuffer))
-      (cl-letf (((symbol-function 'agent-q-tools--read-key)
+      (cl-letf (((symbol-function 'agent-q-prompt--read-key)
                  (agent-q-test-key-reader (lambda () (or (pop keys) (error "Asked once too often")))
                                           (lambda (prompt) (push prompt prompts)))))
         (cl-flet ((write (name key)
@@ -335,7 +336,7 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
   (agent-q-writes-test--with-dirs (proj outside)
     (let* ((registry (agent-q-writes-test--registry))
            (reviews 0)
-           (agent-q-tools--review-driver (lambda (_) (cl-incf reviews))))
+           (agent-q-review--review-driver (lambda (_) (cl-incf reviews))))
       (agent-q-writes-test--put (expand-file-name ".dir-locals.el" proj) "((nil . ((a . 1))))\n")
       (let ((r (agent-q-writes-test--call
                 registry "propose_file_edit"

@@ -1,0 +1,929 @@
+;;; agent-q-review.el --- The hunk review of agent-q: accept or reject each hunk of an edit  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: agent-q authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, convenience
+;; URL: https://example.invalid/agent-q
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software: you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;;; Commentary:
+
+;; The hunk review of agent-q.
+;;
+;; `agent-q-review-edit' is the approval of "propose_file_edit": it
+;; opens a diff of the proposal against the current text in a buffer derived
+;; from `diff-mode', lets the user accept, reject or edit each hunk, and
+;; applies exactly the accepted hunks as one undo step.  The minibuffer
+;; approval function approves "propose_file_edit" without asking, because
+;; this review is the approval.  `agent-q-review-edit-async' is the same
+;; review for callers that must not wait (the asynchronous executor).
+;;
+;; Diffs, application of hunks and the search for the model's `original'
+;; text are computed by the agent-q-core module (functions
+;; `agent-q--core-diff-*'), which agent-q.el loads.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'diff-mode)
+(require 'pp)
+(require 'subr-x)
+
+;;;; Module and agent-q.el functions (loaded by agent-q.el)
+
+(declare-function agent-q--core-diff-session "agent-q-core" (old new))
+(declare-function agent-q--core-diff-session-count "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-summary "agent-q-core" (session))
+(declare-function agent-q--core-diff-session-hunk "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-changes "agent-q-core" (session index))
+(declare-function agent-q--core-diff-session-apply "agent-q-core" (session decisions))
+(declare-function agent-q--core-diff-locate "agent-q-core" (current original))
+(declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
+(declare-function agent-q--wait-for "agent-q" (predicate))
+(declare-function agent-q-when-cancelled "agent-q-async" (function))
+(declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
+(declare-function agent-q--core-visible "agent-q-core" (text))
+(declare-function agent-q--visible "agent-q-prompt" (text))
+
+;; Defined in agent-q.el; declared here so that the compiler knows they are special.
+(defvar agent-q-approval-context)
+(defvar agent-q-approval-function)
+(defvar agent-q-confirm-safety-levels)
+(defvar agent-q-call-context)
+(declare-function agent-q-guard-write-changed "agent-q-guard" (true &optional name))
+
+;;;; Options and faces
+
+(defcustom agent-q-diff-save-after-apply nil
+  "When non-nil, save the file's buffer after applying reviewed hunks."
+  :type 'boolean
+  :group 'agent-q)
+
+(defface agent-q-diff-accepted
+  '((t :inherit success :weight bold))
+  "Face of the [ACCEPTED] marker of a reviewed hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-rejected
+  '((t :inherit error :weight bold))
+  "Face of the [REJECTED] marker of a reviewed hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-pending
+  '((t :inherit warning :weight bold))
+  "Face of the [PENDING] marker of a hunk not yet reviewed."
+  :group 'agent-q)
+
+(defface agent-q-diff-rejected-hunk
+  '((t :inherit shadow :strike-through t))
+  "Face added to the lines of a rejected hunk."
+  :group 'agent-q)
+
+(defface agent-q-diff-header
+  '((t :inherit font-lock-keyword-face))
+  "Face of the header lines of the review buffer."
+  :group 'agent-q)
+
+;;;; Obsolete names
+
+;; The review lived in agent-q-tools.el under agent-q-tools- names; users'
+;; init files and key bindings may still name them.
+(define-obsolete-function-alias 'agent-q-tools-cancel-review #'agent-q-review-cancel-review "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-hunk-edit-accept #'agent-q-review-hunk-edit-accept "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-hunk-edit-cancel #'agent-q-review-hunk-edit-cancel "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-hunk-edit-mode #'agent-q-review-hunk-edit-mode "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-accept #'agent-q-review-accept "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-accept-all #'agent-q-review-accept-all "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-cancel #'agent-q-review-cancel "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-edit #'agent-q-review-edit "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-edit-async #'agent-q-review-edit-async "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-edit-hunk #'agent-q-review-edit-hunk "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-finish #'agent-q-review-finish "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-help #'agent-q-review-help "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-keyboard-quit #'agent-q-review-keyboard-quit "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-mode #'agent-q-review-mode "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-next #'agent-q-review-next "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-previous #'agent-q-review-previous "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-quit #'agent-q-review-quit "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-reject #'agent-q-review-reject "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-reject-all #'agent-q-review-reject-all "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-show-source #'agent-q-review-show-source "0.2.0")
+(define-obsolete-function-alias 'agent-q-tools-review-toggle #'agent-q-review-toggle "0.2.0")
+(define-obsolete-variable-alias 'agent-q-tools-review-mode-map 'agent-q-review-mode-map "0.2.0")
+(define-obsolete-variable-alias 'agent-q-tools-review-mode-hook 'agent-q-review-mode-hook "0.2.0")
+(define-obsolete-variable-alias 'agent-q-tools-hunk-edit-mode-map 'agent-q-review-hunk-edit-mode-map "0.2.0")
+
+;;;; Per-hunk review of propose_file_edit
+
+(cl-defstruct (agent-q-review--review (:constructor agent-q-review--make-review)
+                                     (:copier nil))
+  "State of one review of a proposed file edit.
+SESSION is the module's diff of CURRENT and PROPOSAL; SUMMARY a vector
+of each hunk's summary plist (:header :old-start ...); DETAILS a vector
+caching each hunk's full plist, built when first needed; HEADERS a
+vector of (HEADER-MARKER . STATE-MARKER) per hunk; RENDERED the number
+of hunk bodies inserted so far (in order).  CALLBACK is called once the
+review is finished, with the result text and its status (`:success',
+`:denied' or `:failure').  PINNED is the file the tool's guard resolved
+and pinned (see `agent-q-guard-write-verdict'), checked again before
+the accepted hunks are applied and saved."
+  path file current proposal description session summary details decisions
+  buffer done cancelled headers (rendered 0) timer callback client pinned)
+
+(defvar-local agent-q-review--this-review nil
+  "The review shown in the current review buffer.")
+
+(defvar agent-q-review--review-driver nil
+  "For tests: when non-nil, a function called with the review buffer.
+It is called as soon as the review buffer is ready, instead of showing
+it: it is expected to call the review commands in that buffer until the
+review is finished.  Production code leaves this nil.")
+
+(defvar agent-q-review--open-reviews nil
+  "Reviews shown and not yet finished, newest first.")
+
+(defvar agent-q-review-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "n" #'agent-q-review-next)
+    (define-key map "p" #'agent-q-review-previous)
+    (define-key map "a" #'agent-q-review-accept)
+    (define-key map "r" #'agent-q-review-reject)
+    (define-key map " " #'agent-q-review-toggle)
+    (define-key map "A" #'agent-q-review-accept-all)
+    (define-key map "R" #'agent-q-review-reject-all)
+    (define-key map "e" #'agent-q-review-edit-hunk)
+    (define-key map (kbd "RET") #'agent-q-review-show-source)
+    (define-key map (kbd "C-c C-c") #'agent-q-review-finish)
+    (define-key map (kbd "C-c C-k") #'agent-q-review-cancel)
+    (define-key map (kbd "C-g") #'agent-q-review-keyboard-quit)
+    (define-key map "q" #'agent-q-review-quit)
+    (define-key map "?" #'agent-q-review-help)
+    map)
+  "Keymap of `agent-q-review-mode'.")
+
+(define-derived-mode agent-q-review-mode diff-mode "agent-q-review"
+  "Review a proposed file edit hunk by hunk.
+\\<agent-q-review-mode-map>
+\\[agent-q-review-next], \\[agent-q-review-previous]: next, previous hunk
+\\[agent-q-review-accept]: accept the hunk (and go to the next one)
+\\[agent-q-review-reject]: reject the hunk (and go to the next one)
+\\[agent-q-review-toggle]: toggle accepted/rejected
+\\[agent-q-review-accept-all]: accept all pending hunks
+\\[agent-q-review-reject-all]: reject all pending hunks
+\\[agent-q-review-edit-hunk]: edit the proposed side of the hunk, then accept it
+\\[agent-q-review-show-source]: show the hunk's place in the file
+\\[agent-q-review-finish]: finish (pending hunks are not applied)
+\\[agent-q-review-cancel], \\[agent-q-review-keyboard-quit]: reject everything and finish
+\\[agent-q-review-quit]: finish, asking first when hunks are pending
+\\[agent-q-review-help]: help
+
+Nothing is applied before finishing; then exactly the accepted hunks
+are applied to the buffer visiting the file, as one undo step."
+  (setq-local minor-mode-overriding-map-alist nil)
+  ;; Faces are text properties computed from the Rust diff; no font-lock keywords, which
+  ;; would recompute them (and refine words again) on a buffer of any size.
+  (setq-local font-lock-defaults '(nil t))
+  (setq-local diff-refine nil)
+  (setq-local diff-font-lock-syntax nil)
+  (remove-hook 'after-change-functions #'diff-after-change-function t)
+  (remove-hook 'post-command-hook #'diff-post-command-hook t)
+  (setq buffer-read-only t)
+  (setq-local header-line-format
+              '(:eval (agent-q-review--progress-string agent-q-review--this-review)))
+  (add-hook 'kill-buffer-hook #'agent-q-review--review-killed nil t))
+
+(declare-function agent-q-files-current-text "agent-q-files" (file))
+
+(defun agent-q-review--current-text (file)
+  "Return the current text of FILE and the buffer visiting it, as a cons.
+The text is that buffer's (unsaved edits included) when one visits
+FILE, else the file's contents, else \"\" for a new file.  The file is
+read through one descriptor that never blocks (a FIFO is refused) and,
+during a tool call, is checked against what the read guard approved
+\(see `agent-q-files-current-text'); a problem signals
+`agent-q-tool-failure'."
+  (require 'agent-q-files)
+  (agent-q-files-current-text file))
+
+(defconst agent-q-review--marker-width (length "[ACCEPTED, EDITED]")
+  "Width of every hunk state marker.
+All markers have this width, so updating one never moves the text after
+it.")
+
+(defconst agent-q-review--bodies-at-once 20
+  "Hunk bodies rendered when the review opens, and per idle batch after.
+The review opens with every hunk's header and the first bodies; the
+rest follow while Emacs is idle, or at once when the user moves to
+them, so even a diff of a 100,000-line file opens without a pause.")
+
+(defun agent-q-review--put-face (start end face)
+  "Give the text from START to END the face FACE.
+The review buffer has no font-lock keywords: faces are text
+properties, set as both `face' and `font-lock-face' so that they show
+with and without `font-lock-mode'."
+  (add-text-properties start end (list 'face face 'font-lock-face face)))
+
+(defun agent-q-review--with-face (string face)
+  "Return STRING with FACE, as `agent-q-review--put-face' gives it."
+  (propertize string 'face face 'font-lock-face face))
+
+(defun agent-q-review--decision-marker (decision)
+  "Return the marker text of DECISION, with its face."
+  (pcase-let ((`(,text . ,face)
+               (pcase decision
+                 ('accept '("[ACCEPTED]" . agent-q-diff-accepted))
+                 ('reject '("[REJECTED]" . agent-q-diff-rejected))
+                 ((pred stringp) '("[ACCEPTED, EDITED]" . agent-q-diff-accepted))
+                 (_ '("[PENDING]" . agent-q-diff-pending)))))
+    (concat (agent-q-review--with-face text face)
+            (make-string (- agent-q-review--marker-width (length text)) ?\s))))
+
+(defun agent-q-review--count (review)
+  "Return (ACCEPTED REJECTED PENDING) counts of REVIEW."
+  (let ((a 0) (r 0) (p 0))
+    (mapc (lambda (d)
+            (pcase d
+              ('reject (cl-incf r))
+              ('nil (cl-incf p))
+              (_ (cl-incf a))))
+          (agent-q-review--review-decisions review))
+    (list a r p)))
+
+(defun agent-q-review--progress-string (review)
+  "Return the progress line of REVIEW."
+  (if (not review)
+      ""
+    (pcase-let ((`(,a ,r ,p) (agent-q-review--count review)))
+      (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
+              a r p (length (agent-q-review--review-decisions review))))))
+
+(defun agent-q-review--hunk (review index)
+  "The full plist of hunk INDEX of REVIEW, built by the module when first needed."
+  (let ((details (agent-q-review--review-details review)))
+    (or (aref details index)
+        (aset details index
+              (agent-q--core-diff-session-hunk (agent-q-review--review-session review) index)))))
+
+(defun agent-q-review--hunk-count (review)
+  "The number of hunks of REVIEW."
+  (length (agent-q-review--review-summary review)))
+
+(defun agent-q-review--insert-header (index summary)
+  "Insert the header line of hunk INDEX, from its SUMMARY; return its markers.
+The value is (HEADER-MARKER . STATE-MARKER).  Both advance when text is
+inserted at them, so a body inserted later before the next header
+leaves them on their header."
+  (let ((start (point))
+        state)
+    (insert (agent-q-review--with-face (plist-get summary :header) 'diff-hunk-header) " ")
+    (setq state (point-marker))
+    (insert (agent-q-review--decision-marker nil))
+    (insert (format "  hunk %d\n" (1+ index)))
+    (put-text-property start (point) 'agent-q-hunk index)
+    (let ((header (copy-marker start t)))
+      (set-marker-insertion-type state t)
+      (cons header state))))
+
+(defun agent-q-review--body-string (index hunk)
+  "The body of HUNK, number INDEX, as one propertized string."
+  (let* ((lines (plist-get hunk :lines))
+         (starts (make-vector (length lines) 0))
+         (offset 0)
+         (body
+          (apply #'concat
+                 (cl-loop for (tag . text) in lines
+                          for i from 0
+                          collect (let ((line (agent-q-review--with-face
+                                               (concat (pcase tag
+                                                         ('context " ")
+                                                         ('removed "-")
+                                                         ('added "+")
+                                                         (_ ""))
+                                                       text "\n")
+                                               (pcase tag
+                                                 ('context 'diff-context)
+                                                 ('removed 'diff-removed)
+                                                 ('added 'diff-added)
+                                                 (_ 'shadow)))))
+                                    (aset starts i offset)
+                                    (setq offset (+ offset (length line)))
+                                    line)))))
+    (dolist (r (plist-get hunk :refine))
+      (pcase-let* ((`(,line ,from ,to) r)
+                   (start (+ (aref starts line) 1 from))
+                   (end (+ (aref starts line) 1 to))
+                   (face (if (eq (car (nth line lines)) 'removed)
+                             '(diff-refine-removed diff-removed)
+                           '(diff-refine-added diff-added))))
+        (add-text-properties start end (list 'face face 'font-lock-face face) body)))
+    (put-text-property 0 (length body) 'agent-q-hunk index body)
+    body))
+
+(defun agent-q-review--render-bodies (review upto)
+  "Insert the bodies of REVIEW's hunks before hunk UPTO that are not in yet."
+  (let ((buffer (agent-q-review--review-buffer review))
+        (upto (min upto (agent-q-review--hunk-count review))))
+    (when (and (buffer-live-p buffer)
+               (< (agent-q-review--review-rendered review) upto))
+      (with-current-buffer buffer
+        (let ((inhibit-read-only t)
+              (headers (agent-q-review--review-headers review)))
+          (save-excursion
+            (while (< (agent-q-review--review-rendered review) upto)
+              (let ((i (agent-q-review--review-rendered review)))
+                (goto-char (car (aref headers i)))
+                (forward-line 1)
+                (insert (agent-q-review--body-string i (agent-q-review--hunk review i)))
+                (setf (agent-q-review--review-rendered review) (1+ i))
+                (agent-q-review--update-hunk review i)))))))))
+
+(defun agent-q-review--render-more (review)
+  "Insert the next batch of REVIEW's hunk bodies, from an idle timer."
+  (if (or (agent-q-review--review-done review)
+          (not (buffer-live-p (agent-q-review--review-buffer review)))
+          (>= (agent-q-review--review-rendered review) (agent-q-review--hunk-count review)))
+      (when (agent-q-review--review-timer review)
+        (cancel-timer (agent-q-review--review-timer review))
+        (setf (agent-q-review--review-timer review) nil))
+    (agent-q-review--render-bodies review (+ (agent-q-review--review-rendered review)
+                                            agent-q-review--bodies-at-once))))
+
+(defun agent-q-review--render (review)
+  "Fill the current buffer with REVIEW: every header, the first bodies.
+The other bodies follow from an idle timer (see
+`agent-q-review--bodies-at-once')."
+  (let ((inhibit-read-only t)
+        (headers nil))
+    (erase-buffer)
+    ;; The file, the client and the description come from the model or a
+    ;; client: hidden characters show as escapes, each on its one line.
+    (insert (agent-q-review--with-face
+             (format "File: %s\n" (agent-q--visible (agent-q-review--review-file review)))
+             'agent-q-diff-header))
+    (when-let ((client (agent-q-review--review-client review)))
+      (insert (agent-q-review--with-face (format "From: %s\n" (agent-q--visible client))
+                                        'agent-q-diff-header)))
+    (insert (agent-q-review--with-face
+             (format "Description: %s\n"
+                     (agent-q--visible (or (agent-q-review--review-description review) "")))
+             'agent-q-diff-header))
+    (insert "Keys: n/p next/previous hunk, a accept, r reject, SPC toggle, "
+            "A/R accept/reject all pending,\n"
+            "      e edit hunk, RET show in file, C-c C-c finish, "
+            "C-c C-k reject all, q quit, ? help\n")
+    (let ((name (agent-q--visible (file-name-nondirectory (agent-q-review--review-file review)))))
+      (insert (format "--- a/%s\n+++ b/%s\n" name name)))
+    (cl-loop for summary across (agent-q-review--review-summary review)
+             for i from 0
+             do (push (agent-q-review--insert-header i summary) headers))
+    (setf (agent-q-review--review-headers review) (vconcat (nreverse headers))
+          (agent-q-review--review-rendered review) 0)
+    (agent-q-review--render-bodies review agent-q-review--bodies-at-once)
+    (when (< (agent-q-review--review-rendered review) (agent-q-review--hunk-count review))
+      (setf (agent-q-review--review-timer review)
+            (run-with-idle-timer 0.05 t #'agent-q-review--render-more review)))
+    (goto-char (car (aref (agent-q-review--review-headers review) 0)))))
+
+(defun agent-q-review--update-hunk (review index)
+  "Redisplay the state of hunk INDEX of REVIEW."
+  (let* ((inhibit-read-only t)
+         (headers (agent-q-review--review-headers review))
+         (decision (aref (agent-q-review--review-decisions review) index))
+         (state (cdr (aref headers index)))
+         (mstart (marker-position state)))
+    (save-excursion
+      (goto-char mstart)
+      (delete-region mstart (+ mstart agent-q-review--marker-width))
+      (insert (propertize (agent-q-review--decision-marker decision) 'agent-q-hunk index))
+      (set-marker state mstart)
+      ;; The rejected look covers the hunk body (once it is in).
+      (let* ((body-start (progn (forward-line 1) (point)))
+             (next (1+ index))
+             (body-end (if (< next (length headers))
+                           (marker-position (car (aref headers next)))
+                         (point-max))))
+        (remove-overlays body-start body-end 'agent-q-state t)
+        (when (and (eq decision 'reject) (< body-start body-end))
+          (let ((ov (make-overlay body-start body-end)))
+            (overlay-put ov 'agent-q-state t)
+            (overlay-put ov 'face 'agent-q-diff-rejected-hunk)))))
+    (force-mode-line-update)))
+
+(defun agent-q-review--review-or-error ()
+  "Return the review of the current buffer or signal a user error."
+  (or agent-q-review--this-review
+      (user-error "Not in an agent-q review buffer")))
+
+(defun agent-q-review--hunk-at-point (review)
+  "Return the index of the hunk at point in REVIEW's buffer."
+  (or (get-text-property (point) 'agent-q-hunk)
+      (let ((headers (agent-q-review--review-headers review)))
+        (if (< (point) (car (aref headers 0)))
+            0
+          (1- (length headers))))))
+
+(defun agent-q-review--goto-hunk (review index)
+  "Move point to the header of hunk INDEX of REVIEW, its body rendered."
+  (agent-q-review--render-bodies review (+ index 2))
+  (goto-char (car (aref (agent-q-review--review-headers review) index))))
+
+(defun agent-q-review--decide (decision &optional advance)
+  "Set the hunk at point to DECISION; with ADVANCE go to the next hunk."
+  (let* ((review (agent-q-review--review-or-error))
+         (index (agent-q-review--hunk-at-point review)))
+    (aset (agent-q-review--review-decisions review) index decision)
+    (agent-q-review--update-hunk review index)
+    (if (and advance (< (1+ index) (agent-q-review--hunk-count review)))
+        (agent-q-review--goto-hunk review (1+ index))
+      (agent-q-review--goto-hunk review index))))
+
+(defun agent-q-review-next ()
+  "Move to the next hunk."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (index (agent-q-review--hunk-at-point review))
+         (last (1- (agent-q-review--hunk-count review))))
+    (agent-q-review--goto-hunk
+     review
+     (if (< (point) (car (aref (agent-q-review--review-headers review) 0)))
+         0
+       (min last (1+ index))))))
+
+(defun agent-q-review-previous ()
+  "Move to the previous hunk."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (index (agent-q-review--hunk-at-point review)))
+    (agent-q-review--goto-hunk review (max 0 (1- index)))))
+
+(defun agent-q-review-accept ()
+  "Accept the hunk at point and move to the next hunk."
+  (interactive)
+  (agent-q-review--decide 'accept t))
+
+(defun agent-q-review-reject ()
+  "Reject the hunk at point and move to the next hunk."
+  (interactive)
+  (agent-q-review--decide 'reject t))
+
+(defun agent-q-review-toggle ()
+  "Toggle the hunk at point between accepted and rejected.
+A pending or rejected hunk becomes accepted, an accepted one rejected."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (current (aref (agent-q-review--review-decisions review)
+                        (agent-q-review--hunk-at-point review))))
+    (agent-q-review--decide (if (memq current '(nil reject)) 'accept 'reject))))
+
+(defun agent-q-review--decide-pending (decision)
+  "Set every pending hunk of the current review to DECISION."
+  (let* ((review (agent-q-review--review-or-error))
+         (decisions (agent-q-review--review-decisions review)))
+    (dotimes (i (length decisions))
+      (unless (aref decisions i)
+        (aset decisions i decision)
+        (agent-q-review--update-hunk review i)))))
+
+(defun agent-q-review-accept-all ()
+  "Accept all pending hunks."
+  (interactive)
+  (agent-q-review--decide-pending 'accept))
+
+(defun agent-q-review-reject-all ()
+  "Reject all pending hunks."
+  (interactive)
+  (agent-q-review--decide-pending 'reject))
+
+(defun agent-q-review-show-source ()
+  "Show the place of the hunk at point in the file's buffer."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (index (agent-q-review--hunk-at-point review))
+         (hunk (aref (agent-q-review--review-summary review) index))
+         (buffer (or (find-buffer-visiting (agent-q-review--review-file review))
+                     (find-file-noselect (agent-q-review--review-file review))))
+         (window (display-buffer buffer)))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (forward-line (max 0 (1- (plist-get hunk :old-start))))
+        (when window
+          (set-window-point window (point))
+          (with-selected-window window (recenter)))))))
+
+(defun agent-q-review-help ()
+  "Show the keys of the review buffer."
+  (interactive)
+  (describe-function 'agent-q-review-mode))
+
+;;;;; Editing a hunk
+
+(defvar-local agent-q-review--hunk-edit nil
+  "In a hunk edit buffer: (REVIEW-BUFFER . INDEX).")
+
+(defvar agent-q-review-hunk-edit-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'agent-q-review-hunk-edit-accept)
+    (define-key map (kbd "C-c C-k") #'agent-q-review-hunk-edit-cancel)
+    map)
+  "Keymap of `agent-q-review-hunk-edit-mode'.")
+
+(define-minor-mode agent-q-review-hunk-edit-mode
+  "Minor mode of the buffer editing the proposed side of a hunk.
+\\<agent-q-review-hunk-edit-mode-map>\\[agent-q-review-hunk-edit-accept] \
+accepts the hunk with this text, \\[agent-q-review-hunk-edit-cancel] \
+cancels the edit."
+  :lighter " agent-q-hunk-edit"
+  :keymap agent-q-review-hunk-edit-mode-map)
+
+(defun agent-q-review-edit-hunk ()
+  "Edit the proposed side of the hunk at point, then accept it.
+The edit buffer holds the hunk's new text, context lines included;
+\\<agent-q-review-hunk-edit-mode-map>\\[agent-q-review-hunk-edit-accept] \
+accepts the hunk with the edited text, \\[agent-q-review-hunk-edit-cancel] \
+leaves the hunk as it was."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (index (agent-q-review--hunk-at-point review))
+         (hunk (agent-q-review--hunk review index))
+         (decision (aref (agent-q-review--review-decisions review) index))
+         (review-buffer (current-buffer))
+         (file-buffer (find-buffer-visiting (agent-q-review--review-file review)))
+         (mode (and file-buffer (buffer-local-value 'major-mode file-buffer)))
+         (buffer (get-buffer-create (format "*agent-q hunk %d: %s*" (1+ index)
+                                            (file-name-nondirectory
+                                             (agent-q-review--review-file review))))))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (when (and mode (provided-mode-derived-p mode 'prog-mode 'text-mode))
+          (delay-mode-hooks (ignore-errors (funcall mode))))
+        (insert (if (stringp decision) decision (plist-get hunk :new-text)))
+        (goto-char (point-min))
+        (agent-q-review-hunk-edit-mode 1)
+        (setq agent-q-review--hunk-edit (cons review-buffer index))))
+    (pop-to-buffer buffer)
+    (message "Edit hunk %d: C-c C-c to accept it with this text, C-c C-k to cancel"
+             (1+ index))))
+
+(defun agent-q-review--hunk-edit-close (text)
+  "Close the hunk edit buffer; with TEXT non-nil, accept the hunk with it."
+  (let* ((edit agent-q-review--hunk-edit)
+         (review-buffer (car edit))
+         (index (cdr edit))
+         (buffer (current-buffer)))
+    (when (buffer-live-p review-buffer)
+      (with-current-buffer review-buffer
+        (let ((review agent-q-review--this-review))
+          (when (and text review (not (agent-q-review--review-done review)))
+            (let ((hunk (agent-q-review--hunk review index)))
+              (aset (agent-q-review--review-decisions review) index
+                    (if (equal text (plist-get hunk :new-text)) 'accept text)))
+            (agent-q-review--update-hunk review index)))))
+    (when-let ((window (get-buffer-window buffer)))
+      (quit-window t window))
+    (when (buffer-live-p buffer)
+      (kill-buffer buffer))
+    (when (buffer-live-p review-buffer)
+      (pop-to-buffer review-buffer))))
+
+(defun agent-q-review-hunk-edit-accept ()
+  "Accept the hunk being edited with the text of this buffer."
+  (interactive)
+  (agent-q-review--hunk-edit-close
+   (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun agent-q-review-hunk-edit-cancel ()
+  "Cancel the edit of the hunk; its state is unchanged."
+  (interactive)
+  (agent-q-review--hunk-edit-close nil))
+
+;;;;; Finishing
+
+(defun agent-q-review--finish (review &optional cancelled killing)
+  "Finish REVIEW: apply its accepted hunks and report the outcome.
+CANCELLED non-nil rejects every hunk first.  KILLING non-nil means the
+review buffer is being killed already.  The review buffer goes away and
+REVIEW's callback gets the result.  Finishing twice does nothing."
+  (unless (agent-q-review--review-done review)
+    (when cancelled
+      (setf (agent-q-review--review-cancelled review) t)
+      (fillarray (agent-q-review--review-decisions review) 'reject))
+    (setf (agent-q-review--review-done review) t)
+    (when (agent-q-review--review-timer review)
+      (cancel-timer (agent-q-review--review-timer review)))
+    (setq agent-q-review--open-reviews (delq review agent-q-review--open-reviews))
+    (let ((outcome (condition-case err
+                       (agent-q-review--apply-review review)
+                     (error (cons :failure
+                                  (format "Error while applying the reviewed hunks to %s: %s"
+                                          (agent-q-review--review-path review)
+                                          (error-message-string err))))))
+          (buffer (agent-q-review--review-buffer review)))
+      (when (and (not killing) (buffer-live-p buffer))
+        (let ((window (get-buffer-window buffer)))
+          (with-current-buffer buffer
+            (setq agent-q-review--this-review nil))
+          (if (window-live-p window)
+              (quit-window t window)
+            (kill-buffer buffer))))
+      (when-let ((callback (agent-q-review--review-callback review)))
+        (funcall callback (cdr outcome) (car outcome))))))
+
+(defun agent-q-review-finish ()
+  "Finish the review: apply the accepted hunks; pending hunks are not applied."
+  (interactive)
+  (agent-q-review--finish (agent-q-review--review-or-error)))
+
+(defun agent-q-review-cancel ()
+  "Reject every hunk and finish the review."
+  (interactive)
+  (agent-q-review--finish (agent-q-review--review-or-error) t))
+
+(defun agent-q-review-keyboard-quit ()
+  "Reject every hunk and finish the review, like `agent-q-review-cancel'."
+  (interactive)
+  (agent-q-review-cancel))
+
+(defun agent-q-review-quit ()
+  "Finish the review, asking first when hunks are still pending."
+  (interactive)
+  (let* ((review (agent-q-review--review-or-error))
+         (pending (nth 2 (agent-q-review--count review))))
+    (when (or (zerop pending)
+              (y-or-n-p (format "%d hunk%s still pending (not applied).  Finish? "
+                                pending (if (= pending 1) " is" "s are"))))
+      (agent-q-review--finish review))))
+
+(defun agent-q-review--review-killed ()
+  "Reject everything when a review buffer is killed before finishing."
+  (let ((review agent-q-review--this-review))
+    (when (and review (not (agent-q-review--review-done review)))
+      (agent-q-review--finish review t t))))
+
+(defun agent-q-review-cancel-review (review)
+  "Withdraw REVIEW: close it and apply nothing.
+Its callback is told the call was cancelled."
+  (unless (agent-q-review--review-done review)
+    (setf (agent-q-review--review-callback review)
+          (let ((callback (agent-q-review--review-callback review)))
+            (lambda (_text _status)
+              (when callback
+                (funcall callback
+                         (format "The review of the edit to %s was withdrawn before the user finished it; no change was made."
+                                 (agent-q-review--review-path review))
+                         :cancelled)))))
+    (agent-q-review--finish review t)))
+
+(defun agent-q-review--numbers (indices)
+  "Return INDICES (0-based) as \"1\", \"1 and 3\" or \"1, 2 and 4\"."
+  (let ((names (mapcar (lambda (i) (number-to-string (1+ i))) indices)))
+    (if (cdr names)
+        (concat (string-join (butlast names) ", ") " and " (car (last names)))
+      (car names))))
+
+(defun agent-q-review--hunk-phrase (indices what)
+  "Return \"hunk N WHAT\" or \"hunks N and M WHAT\" for INDICES."
+  (format "%s %s %s" (if (cdr indices) "hunks" "hunk")
+          (agent-q-review--numbers indices) what))
+
+(defun agent-q-review--replace-contents (buffer text)
+  "Replace the whole (widened) text of BUFFER with TEXT as one undo step."
+  (with-current-buffer buffer
+    (undo-boundary)
+    (let ((group (prepare-change-group))
+          (source (generate-new-buffer " *agent-q-apply*" t)))
+      (unwind-protect
+          (progn
+            (with-current-buffer source (insert text))
+            (activate-change-group group)
+            (save-restriction
+              (widen)
+              (replace-buffer-contents source 1.0))
+            (accept-change-group group)
+            (undo-amalgamate-change-group group)
+            (setq group nil))
+        (when group (cancel-change-group group))
+        (kill-buffer source)))
+    (undo-boundary)))
+
+(defun agent-q-review--apply-review (review)
+  "Apply the accepted hunks of REVIEW; return (STATUS . TEXT).
+STATUS is `:success' when hunks were applied, `:denied' when the user
+accepted none (rejected or cancelled the edit), and `:failure' when the
+file's buffer changed during the review, so nothing could be applied."
+  (let* ((path (agent-q-review--review-path review))
+         (file (agent-q-review--review-file review))
+         (session (agent-q-review--review-session review))
+         (summaries (agent-q-review--review-summary review))
+         (decisions (agent-q-review--review-decisions review))
+         (total (length summaries))
+         accepted rejected pending edited)
+    (dotimes (i total)
+      (pcase (aref decisions i)
+        ('reject (push i rejected))
+        ('nil (push i pending))
+        ((pred stringp) (push i accepted) (push i edited))
+        (_ (push i accepted))))
+    (setq accepted (nreverse accepted) rejected (nreverse rejected)
+          pending (nreverse pending) edited (nreverse edited))
+    (let ((summary
+           (string-join
+            (delq nil (list (let ((plain (cl-set-difference accepted edited)))
+                              (and plain (agent-q-review--hunk-phrase
+                                          (sort plain #'<) "accepted")))
+                            (and edited (agent-q-review--hunk-phrase
+                                         edited "accepted with the user's edits"))
+                            (and rejected (agent-q-review--hunk-phrase rejected "rejected"))
+                            (and pending (agent-q-review--hunk-phrase
+                                          pending "left pending (not applied)"))))
+            "; "))
+          (saved nil)
+          (stale nil)
+          (moved (and accepted (agent-q-review--review-pinned review)
+                      (agent-q-guard-write-changed (agent-q-review--review-pinned review) file))))
+      (when (and accepted (not moved))
+        (let* ((buffer (or (find-buffer-visiting file)
+                           ;; Something other than a regular file put there during the review
+                           ;; (a FIFO would block `find-file-noselect') counts as a change.
+                           (and (or (not (file-exists-p file)) (file-regular-p file))
+                                (find-file-noselect file))))
+               (now (and buffer
+                         (with-current-buffer buffer
+                           (save-restriction
+                             (widen)
+                             (buffer-substring-no-properties (point-min) (point-max)))))))
+          (if (not (equal now (agent-q-review--review-current review)))
+              (setq stale t)
+            (agent-q-review--replace-contents
+             buffer
+             (agent-q--core-diff-session-apply
+              session (mapcar (lambda (d) (or d 'reject)) decisions)))
+            (when agent-q-diff-save-after-apply
+              (condition-case err
+                  (let ((changed (and (agent-q-review--review-pinned review)
+                                      (agent-q-guard-write-changed
+                                       (agent-q-review--review-pinned review) file))))
+                    (when changed
+                      (error "It changed after it was checked (%s); the buffer was left unsaved" changed))
+                    (with-current-buffer buffer (save-buffer))
+                    (setq saved t))
+                (error (setq saved (error-message-string err))))))))
+      (cons
+       (cond ((or stale moved) :failure) (accepted :success) (t :denied))
+       (concat
+       (cond
+        (moved
+         (format "Applied 0 of %d hunks to %s: it changed after it was checked (%s), so nothing was applied (%s).  Read the file again and propose the edit again."
+                 total path moved summary))
+        (stale
+         (format "Applied 0 of %d hunks to %s: the file's buffer changed during the review, so nothing was applied (%s).  Read the file again and propose the edit again."
+                 total path summary))
+        ((agent-q-review--review-cancelled review)
+         (format "Applied 0 of %d hunks to %s: the user rejected the whole edit." total path))
+        (t (format "Applied %d of %d hunks to %s (%s)." (length accepted) total path summary)))
+       (cond ((or stale moved (null accepted)) "  No change made.")
+             ((stringp saved) (format "  Could not save %s: %s." path saved))
+             (saved (format "  Saved %s." path))
+             (t "  Buffer not saved."))
+       (if edited
+           (concat "\n\nEdited hunks as applied:\n"
+                   (mapconcat (lambda (i)
+                                (format "Hunk %d (%s) now reads:\n%s" (1+ i)
+                                        (plist-get (aref summaries i) :header)
+                                        (aref decisions i)))
+                              edited "\n"))
+         "")
+       (if (or rejected pending)
+           (concat "\n\nNot applied (the removed and added lines of each hunk):\n"
+                   (mapconcat (lambda (i)
+                                (format "Hunk %d:\n%s" (1+ i)
+                                        (agent-q--core-diff-session-changes session i)))
+                              (sort (append rejected pending nil) #'<) ""))
+         ""))))))
+
+(defun agent-q-review--start-review (review)
+  "Show REVIEW in a review buffer and return at once.
+Finishing the review (\\<agent-q-review-mode-map>\\[agent-q-review-finish], \\[agent-q-review-cancel], killing the buffer...) calls
+its callback."
+  (let* ((name (format "*agent-q-diff: %s*"
+                       (file-name-nondirectory (agent-q-review--review-file review))))
+         (buffer (generate-new-buffer name)))
+    (setf (agent-q-review--review-buffer review) buffer)
+    (with-current-buffer buffer
+      (agent-q-review-mode)
+      (setq agent-q-review--this-review review)
+      (agent-q-review--render review))
+    (push review agent-q-review--open-reviews)
+    (if agent-q-review--review-driver
+        (progn
+          (funcall agent-q-review--review-driver buffer)
+          (unless (agent-q-review--review-done review)
+            (agent-q-review--finish review t)))
+      (pop-to-buffer buffer))
+    review))
+
+(defun agent-q-review--prepare-review (path original modified description)
+  "Prepare the review of replacing ORIGINAL by MODIFIED in PATH.
+Return a review, or (STATUS . TEXT) when there is nothing to review:
+ORIGINAL does not match the current text, or the proposal changes
+nothing (both failures, with the explanation).  DESCRIPTION goes into
+the review's header."
+  (unless (fboundp 'agent-q--core-diff-session)
+    (error "The agent-q-core module is not loaded"))
+  (let* ((file (expand-file-name path))
+         (current (car (agent-q-review--current-text file)))
+         (span (condition-case err
+                   (agent-q--core-diff-locate current original)
+                 (agent-q-diff-error (format "%s" (cadr err))))))
+    (if (stringp span)
+        (cons :failure (format "No change made to %s: %s" path span))
+      (let* ((proposal (if (plist-get span :whole)
+                           modified
+                         (concat (substring current 0 (plist-get span :start))
+                                 modified
+                                 (substring current (plist-get span :end)))))
+             (session (agent-q--core-diff-session current proposal))
+             (count (agent-q--core-diff-session-count session)))
+        (if (zerop count)
+            (cons :failure
+                  (format "No change made to %s: the proposal is identical to the current text."
+                          path))
+          (agent-q-review--make-review
+           :path path :file file :current current :proposal proposal
+           :description description :session session
+           :summary (agent-q--core-diff-session-summary session)
+           :details (make-vector count nil)
+           :decisions (make-vector count nil)))))))
+
+(defun agent-q-review-edit-async (path original modified description callback
+                                             &optional client)
+  "Open the review of replacing ORIGINAL by MODIFIED in PATH; return at once.
+CALLBACK is called once, with the result text and its status
+\(`:success', `:denied' or `:failure'), when the user finishes the
+review -- or at once when there is nothing to review (see
+`agent-q-review-edit').  CLIENT, when non-nil, names where the
+proposal comes from in the review's header.  DESCRIPTION is shown in
+the header.  Return the review, or nil when none opened."
+  (let ((review (agent-q-review--prepare-review path original modified description)))
+    (if (consp review)
+        (progn (funcall callback (cdr review) (car review)) nil)
+      (setf (agent-q-review--review-callback review) callback
+            (agent-q-review--review-client review) client
+            (agent-q-review--review-pinned review) (plist-get agent-q-call-context :file))
+      (when (fboundp 'agent-q-when-cancelled)
+        (agent-q-when-cancelled (lambda () (agent-q-review-cancel-review review))))
+      (agent-q-review--start-review review))))
+
+(defun agent-q-review-edit (path original modified &optional description)
+  "Review the proposal to replace ORIGINAL by MODIFIED in PATH; return the result.
+This waits for the review in a recursive edit (Emacs stays usable) and
+returns the result text; `agent-q-review-edit-async' is the
+same without waiting, which is how the \"propose_file_edit\" tool
+runs.  The review IS the approval of that tool: nothing is changed
+unless the user accepts hunks here.
+
+The current text is that of the buffer visiting PATH (unsaved edits
+included), else the file on disk, else \"\" (a new file).  ORIGINAL
+must be the whole current text or a unique excerpt of it, which
+MODIFIED replaces.  When it is not, no review opens and the returned
+string explains the mismatch, with the current text around the closest
+match.
+
+Otherwise the buffer *agent-q-diff: FILE* shows the diff hunk by hunk
+\(see `agent-q-review-mode').  Finishing applies exactly the
+accepted hunks to the buffer visiting PATH (opened if needed) as one
+undo step, saved only when `agent-q-diff-save-after-apply' is non-nil.
+Killing the review buffer or
+\\<agent-q-review-mode-map>\\[agent-q-review-keyboard-quit] \
+in it rejects everything.  DESCRIPTION is shown in the header.
+
+The returned string says how many hunks were applied, which were
+accepted, edited or rejected, the text of the hunks not applied, and
+whether the buffer was saved."
+  (let* ((answer (list nil))
+         (review (agent-q-review-edit-async
+                  path original modified description
+                  (lambda (text _status) (setcar answer text)))))
+    (when (and review (not (car answer)))
+      (unwind-protect
+          (condition-case nil
+              (agent-q--wait-for (lambda () (car answer)))
+            (quit (agent-q-review--finish review t)))
+        (unless (agent-q-review--review-done review)
+          (agent-q-review--finish review t))))
+    (car answer)))
+
+
+(provide 'agent-q-review)
+;;; agent-q-review.el ends here
