@@ -11,7 +11,7 @@
 
 ;;; Commentary:
 
-;; Benchmark 3 (issue 5): files of 1,000, 10,000 and 100,000 lines with
+;; Benchmark 3: files of 1,000, 10,000 and 100,000 lines with
 ;; 1% of the lines changed in scattered places (seeded `random', so
 ;; every run diffs the same texts), wall clock (subprocesses):
 ;;

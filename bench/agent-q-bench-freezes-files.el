@@ -11,7 +11,7 @@
 
 ;;; Commentary:
 
-;; Issue 11 §4: nothing a tool does on Emacs's main thread may take more
+;; Nothing a tool does on Emacs's main thread may take more
 ;; than 100 ms at realistic sizes.  This section times, through
 ;; `agent-q-execute-tool-calls' (guard, handler, result), with the wall
 ;; clock (everything here runs on Emacs's main thread):

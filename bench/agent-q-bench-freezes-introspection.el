@@ -11,7 +11,7 @@
 
 ;;; Commentary:
 
-;; Issue 11, section 4: anything a tool does on Emacs's main thread for
+;; Anything a tool does on Emacs's main thread for
 ;; more than 100 ms freezes the user's Emacs.  This section times, one
 ;; call at a time through `agent-q-execute-tool-calls' and the module,
 ;; the introspection and execution tools at realistic large sizes:

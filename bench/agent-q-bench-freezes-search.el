@@ -11,7 +11,7 @@
 
 ;;; Commentary:
 
-;; Benchmark 6 (issue 11, "No freezes"): how long a tool keeps Emacs's
+;; Benchmark 6 (no freezes): how long a tool keeps Emacs's
 ;; thread busy at realistic large sizes.  Target: under 100 ms, or off
 ;; the main thread and interruptible.  Wall clock (the work may run on
 ;; another thread), GC out and in.

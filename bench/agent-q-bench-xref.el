@@ -11,7 +11,7 @@
 
 ;;; Commentary:
 
-;; Benchmark 2 (issue 5): who_calls and who_references over every
+;; Benchmark 2: who_calls and who_references over every
 ;; library in Emacs's own Lisp directory (emacs-el: about 1,500 .el.gz
 ;; files), side by side, wall clock (ripgrep is a subprocess):
 ;;

@@ -586,7 +586,7 @@ HANDLER must end with `agent-q-tool-fail'."
          (member (lambda (c) (cl-count-if (lambda (tool) (memq c (agent-q-tool-categories tool)))
                                           tools)))
          (safety (lambda (s) (cl-count s tools :key #'agent-q-tool-safety-level))))
-    ;; Seed 000's table: the four primary categories partition the 18
+    ;; The specification's table: the four primary categories partition the 18
     ;; tools; xref, clos and packages are secondary categories.
     (should (= 9 (funcall primary :introspection)))
     (should (= 4 (funcall primary :execution)))

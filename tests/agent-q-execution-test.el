@@ -2,14 +2,13 @@
 
 ;;; Commentary:
 
-;; Issue 8, section 4 for the execution tools (eval_form, compile_form,
-;; get_last_error, get_repl_history), and issue 11, section 4 (no
-;; freezes) for what they print and keep.  Every test runs the real
-;; built-in tools through `agent-q-execute-tool-calls' and the module,
-;; and checks what the model, the audit file and the metrics are told.
-;; Each failed on the code before: a form that signalled, or could not
-;; be read, came back as `:success t' with "Error: ..." text, audited
-;; "ok" and counted as no failure.
+;; The execution tools (eval_form, compile_form, get_last_error,
+;; get_repl_history) tell the truth, and what they print and keep is
+;; bounded.  Every test runs the real built-in tools through
+;; `agent-q-execute-tool-calls' and the module, and checks what the
+;; model, the audit file and the metrics are told: a form that signals,
+;; or cannot be read, is a failure (`:success nil'), audited and
+;; counted as one.
 ;;
 ;; Boundedness is checked by the characters allocated for strings
 ;; (`memory-use-counts'), not by time: printing a 50 MB string and

@@ -136,7 +136,7 @@ SECONDS (it is then killed): a hang must fail the test, not the run."
 ;;;; The guard: what asks, and what a refusal is
 
 (ert-deftest agent-q-files-outside-asks-and-a-refusal-is-a-denial ()
-  "Item 4 of issue 8: a refused read was :success t with :approved t."
+  "A read the user refuses is a denial: :success nil, not approved."
   (agent-q-files-test--with-dir dir
     (let ((registry (agent-q-files-test--registry))
           (outside (make-temp-file "agent-q-outside" nil ".txt" "outside secret\n")))
@@ -281,7 +281,7 @@ SECONDS (it is then killed): a hang must fail the test, not the run."
 ;;;; Sensitive names and every backup form of them
 
 (ert-deftest agent-q-files-sensitive-names-and-their-backups-ask ()
-  "Issue 8 §2: .env~, #.env#, .envrc, server.key~, cert.pem.bak... were read freely."
+  "Sensitive names and their backups ask: .env~, #.env#, .envrc, server.key~, cert.pem.bak..."
   (agent-q-files-test--with-dir dir
     (let ((registry (agent-q-files-test--registry))
           (sensitive '(".env" ".env.local" ".env~" "#.env#" ".envrc" ".env.~3~" "..env.swp"
@@ -547,7 +547,7 @@ because the file changed while it was being read."
         (delete-directory outside t)))))
 
 (ert-deftest agent-q-files-symlink-race-never-reads-the-secret-unasked ()
-  "Issue 8 §2: 195 of 3,000 reads returned ~/.authinfo without asking."
+  "A link swapped to ~/.authinfo during 3,000 reads is never read unasked."
   (pcase-let ((`(,unasked ,asked-secret ,asks ,changed)
                (agent-q-files-test--race "read_file" (lambda () '(:path "link")) 3000)))
     (message "read_file race: %d secret reads unasked, %d asked and approved, %d asks, %d refused as changed"
@@ -1025,7 +1025,7 @@ hard links were silently replaced."
 
 (ert-deftest agent-q-files-latin-1-is-paged-without-emacs-s-decoder ()
   "Clean ISO-8859-1 is paged by the module; C1 controls or escapes leave it to Emacs.
-Decoding a 50 MB Latin-1 file in Emacs froze it for seconds."
+Decoding a 50 MB Latin-1 file in Emacs takes seconds on its main thread."
   (agent-q-files-test--with-dir dir
     (let ((registry (agent-q-files-test--registry))
           (decoded nil))

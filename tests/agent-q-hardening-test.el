@@ -2,10 +2,8 @@
 
 ;;; Commentary:
 
-;; Issue 8, section 2 (approval bypasses) and the executor's side of
-;; section 4, through the real module and the default approval function.
-;; Each test failed on the code before the executor became a state
-;; machine with registration identities.
+;; Approval cannot be bypassed, and results tell the truth: through the
+;; real module and the default approval function.
 
 ;;; Code:
 
@@ -275,12 +273,11 @@
     (should (string-match-p "remote file: /ssh:"
                             (agent-q-prompt--path-note '(:path "/ssh:h:/etc/x"))))))
 
-;; Issue 8 review: the built-in tools print values with
+;; The built-in tools print values with
 ;; `agent-q-builtins--print', bounded by `print-level'; Emacs 28 applies
-;; it to lists only, so a vector nested past 200 levels made the printer
+;; it to lists only, so a vector nested past 200 levels makes the printer
 ;; signal "Apparently circular structure being printed": describe_symbol
-;; failed on such a variable, and eval_form reported a form that ran
-;; fine as a failure, with a false reason.
+;; and eval_form must still print such a value, bounded.
 (defvar agent-q-hardening-test--deep-vector nil
   "A vector nested deeper than Emacs's printer goes, for describe_symbol.")
 
@@ -303,8 +300,8 @@
           (should (string-match-p "\\[\\[\\.\\.\\.\\]\\]" (plist-get result :content))))))
     (setq agent-q-hardening-test--deep-vector nil)))
 
-;; Issue 8 review: compressed, rotated, package-manager and RCS copies
-;; of a sensitive file were read freely (read_file even decompresses
+;; Compressed, rotated, package-manager and RCS copies
+;; of a sensitive file are sensitive too (read_file even decompresses
 ;; server.key.gz).
 (ert-deftest agent-q-hardening-test-compressed-and-rotated-copies-are-sensitive ()
   (dolist (name '("server.key.gz" "cert.pem.bz2" "id_rsa.xz" ".authinfo.Z" ".netrc.zst"
@@ -333,9 +330,9 @@
               (should-not (string-match-p "PRIVATE" (plist-get result :content)))))
         (delete-directory dir t)))))
 
-;; Issue 8 review: describe_symbol hides the values of variables defined
-;; in a private file, but class_slots showed the initforms of a class
-;; defined there (a default password in a cl-defstruct or defclass).
+;; describe_symbol hides the values of variables defined
+;; in a private file; class_slots hides the initforms of a class defined
+;; there too (a default password in a cl-defstruct or defclass).
 (ert-deftest agent-q-hardening-test-class-slots-hide-private-initforms ()
   (agent-q-hardening-test--with reg
     (let* ((dir (file-name-as-directory (make-temp-file "agent-q-private" t)))
@@ -365,9 +362,9 @@
         (delete-directory dir t)
         (delete-directory (car agent-q-allowed-directories) t)))))
 
-;; Issue 8 review: the audit file records what the tools returned -- the
-;; text of a secret file the user approved reading included -- and was
-;; created world-readable under the usual umask 022.
+;; The audit file records what the tools returned -- the
+;; text of a secret file the user approved reading included -- so it is
+;; created private, whatever the umask (022 would make it world-readable).
 (ert-deftest agent-q-hardening-test-the-audit-file-is-private ()
   (let* ((dir (make-temp-file "agent-q-audit-dir" t))
          (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
@@ -387,10 +384,10 @@
           (should (= (file-modes agent-q-audit-file) #o600)))
       (delete-directory dir t))))
 
-;; Issue 8 review: agent-q's own log buffer, the review buffer of a
+;; agent-q's own log buffer, the review buffer of a
 ;; sensitive file and the audit file hold what the guard protects (the
 ;; results of reads the user approved, the text of the file reviewed),
-;; and the safe read tools read them without asking.
+;; so the safe read tools do not read them without asking.
 (ert-deftest agent-q-hardening-test-agent-q-own-records-are-guarded ()
   (agent-q-hardening-test--with reg
     (let* ((dir (file-name-as-directory (make-temp-file "agent-q-records" t)))
@@ -424,9 +421,9 @@
         (kill-buffer agent-q-log-buffer-name)
         (delete-directory dir t)))))
 
-;; Issue 8 review: a call's :id (and :client) came back in the result and
-;; went into the prompt, the log buffer and twice into the audit file,
-;; whatever its length: 20 MB of audit file from one call with a 10 MB id.
+;; A call's :id (and :client) goes into the result, the prompt, the log
+;; buffer and the audit file: one of unbounded length is refused, or a
+;; 10 MB id would make 20 MB of audit file from one call.
 (ert-deftest agent-q-hardening-test-a-huge-call-id-is-refused ()
   (agent-q-hardening-test--with reg
     (let* ((agent-q-approval-function (lambda (&rest _) :approved))

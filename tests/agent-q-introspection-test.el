@@ -5,24 +5,23 @@
 ;; The introspection tools through `agent-q-execute-tool-calls' with the
 ;; registered built-ins and the real module:
 ;;
-;; - outcomes (issue 8, section 4): a lookup of something that does not
+;; - outcomes: a lookup of something that does not
 ;;   exist is a failure (:success nil, :status "failure", counted as a
 ;;   failure); a search that finds nothing is a success; `nil' and `t'
 ;;   are symbols;
-;; - secrets (issue 8, section 2): describe_symbol, a safe tool, does not
+;; - secrets: describe_symbol, a safe tool, does not
 ;;   show the value of a variable that may be a secret -- a secret-looking
 ;;   name, a definition in a private file (a real library written to and
 ;;   loaded from a temporary directory), a variable only set with setq, a
 ;;   value that looks like a key -- unless the model asks (show_value)
 ;;   and the user approves through `agent-q-approval-function';
-;; - bounds (issue 11, section 4): huge values are printed within bounds
+;; - bounds: huge values are printed within bounds
 ;;   (checked by the characters allocated, not by time), and the walks of
 ;;   the obarray give the right answers.
 ;;
-;; Each test failed on the code before this change, except three that
-;; guard code rewritten for speed (apropos_search's exact count and
-;; order, list_package_symbols without duplicates, and the bounded
-;; printing of huge values, which the previous commit introduced).
+;; Three tests guard what was written for speed: apropos_search's exact
+;; count and order, list_package_symbols without duplicates, and the
+;; bounded printing of huge values.
 
 ;;; Code:
 

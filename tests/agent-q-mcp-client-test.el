@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; End-to-end tests of the MCP server (issue 10): this batch Emacs
+;; End-to-end tests of the MCP server: this batch Emacs
 ;; serves (`agent-q-mcp-start', with a temporary connection file and
 ;; audit file), and the official MCP Python SDK drives it, run by
 ;; tests/mcp-client/client.py as an asynchronous subprocess while Emacs

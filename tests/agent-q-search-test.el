@@ -57,7 +57,7 @@ approved.  A failure (`agent-q-tool-fail') gives its message."
 (defun agent-q-search-test--emacs-matches (pattern case-fold)
   "Return the (START . END) of every match of PATTERN in the current buffer.
 Found with Emacs's own `re-search-forward', CASE-FOLD as
-`case-fold-search', in the loop search_in_buffer used to run: after
+`case-fold-search', in the loop Emacs's own search would run: after
 an empty match the next search starts one character further.
 Positions are 0-based offsets from `point-min'."
   (save-excursion

@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; Issue 8's stress suite.  Values a model, a tool or a careless caller
+;; The stress suite.  Values a model, a tool or a careless caller
 ;; can hand agent-q -- lists of a million elements, nesting 100,000
 ;; levels deep in lists, vectors and plists, circular and dotted lists,
 ;; huge strings, strings with raw bytes, bignums, uninterned symbols,
