@@ -136,7 +136,7 @@ that names this command."
       (compilation-start "make build" nil (lambda (_mode) "*agent-q-build*")))))
 
 (defun agent-q--load-module ()
-  "Load the agent-q-core module, or signal an error that says how to build it.
+  "Load the agent-q-core module, or signal an error naming how to build it.
 Never builds anything, and never asks: loading a package must not."
   (unless (featurep 'agent-q-core)
     (unless module-file-suffix
