@@ -3,10 +3,12 @@
 ;; Copyright (C) 2026 The agent-q authors
 
 ;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: lisp, tools
-;; URL: https://github.com/agent-q/agent-q
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -490,4 +492,5 @@ line per reference: FILE:LINE: in DEFINITION: LINE-TEXT."
   (agent-q-xref--handle args "variable" 'reference))
 
 (provide 'agent-q-xref)
+
 ;;; agent-q-xref.el ends here

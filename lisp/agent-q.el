@@ -8,6 +8,7 @@
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: tools, lisp, convenience
 ;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
