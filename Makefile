@@ -64,9 +64,10 @@ test-lisp: $(MODULE) $(INFO)
 run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
-lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, makeinfo without warnings
+lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, package-lint, headers, makeinfo without warnings
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all --check
+	@scripts/ensure-deps.sh --lint
 	$(BATCH) -l scripts/lint.el $(LISP)
 	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
 	@out=$$(makeinfo --no-split -o /dev/null doc/agent-q.texi 2>&1) && [ -z "$$out" ] \

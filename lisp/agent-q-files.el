@@ -4,8 +4,6 @@
 
 ;; Author: The agent-q authors
 ;; Maintainer: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: tools, files
 ;; URL: https://example.invalid/agent-q
 ;; SPDX-License-Identifier: GPL-3.0-or-later

@@ -4,8 +4,6 @@
 
 ;; Author: The agent-q authors
 ;; Maintainer: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: tools, lisp, help
 ;; URL: https://example.invalid/agent-q
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -247,18 +245,18 @@ characters, only names at most 2 characters longer are considered."
      (lambda (sym)
        (let* ((candidate (symbol-name sym))
               (clen (length candidate))
-              (distance nil)
+              (edit-distance nil)
               (where (cond ((and (> len 2) (> clen len) (string-search name candidate))
                             'containing)
                            ((and (<= (abs (- clen len)) 2)
                                  (not (string= candidate name))
-                                 (<= (setq distance (string-distance name candidate)) 2))
+                                 (<= (setq edit-distance (string-distance name candidate)) 2))
                             'near))))
          (when (and where
                     (agent-q-builtins--defined-p sym features-table)
                     (or (null predicate) (funcall predicate sym)))
            (if (eq where 'near)
-               (push (cons distance candidate) near)
+               (push (cons edit-distance candidate) near)
              (push candidate containing))))
        nil))
     (let ((sorted (append (mapcar #'cdr

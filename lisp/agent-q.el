@@ -1,4 +1,4 @@
-;;; agent-q.el --- Tools for LLM agents inside Emacs, with safety enforced  -*- lexical-binding: t -*-
+;;; agent-q.el --- Tools for LLM agents, with safety enforced  -*- lexical-binding: t -*-
 
 ;; Copyright (C) 2026 The agent-q authors
 
