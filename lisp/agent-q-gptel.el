@@ -232,11 +232,10 @@ signals an error naming the ones missing.")
 See `agent-q-gptel--internals'."
   (let ((missing (cl-loop for (symbol kind) in agent-q-gptel--internals
                           unless (if (eq kind 'function) (fboundp symbol) (boundp symbol))
-                          collect (format "`%s' (%s)" symbol kind))))
+                          collect (format-message "`%s' (%s)" symbol kind))))
     (when missing
-      (error "Agent-q-gptel: this gptel has no %s, which agent-q's gptel bridge needs %s"
-             (mapconcat #'identity missing ", ")
-             "(see `agent-q-gptel--internals'); use a gptel that has it, or update agent-q"))))
+      (error "Agent-q-gptel: this gptel has no %s, which the agent-q gptel bridge needs (see `agent-q-gptel--internals'); use a gptel that has it, or update agent-q"
+             (mapconcat #'identity missing ", ")))))
 
 (defun agent-q-gptel--make-unregistered-tool (&rest slots)
   "A gptel tool made by `gptel-make-tool' from SLOTS, left out of gptel's menu.
