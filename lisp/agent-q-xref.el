@@ -211,7 +211,7 @@ are in neither list."
   "Load the agent-q-core module if needed; signal an error if it cannot be."
   (unless (fboundp 'agent-q--core-xref-scan)
     (unless (require 'agent-q-core nil t)
-      (error "The agent-q-core module is not available; build it with `cargo build --release'"))))
+      (error "The agent-q-core module is not available; build it with `make build' in agent-q's source tree (or `M-x agent-q-module-compile' once agent-q is loaded)"))))
 
 (defun agent-q-xref-find (name kind &optional files max-hits max-seconds)
   "Find the occurrences of the symbol named NAME of KIND.
