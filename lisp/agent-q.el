@@ -123,7 +123,7 @@ Runs make in agent-q's source directory, in a compilation buffer
 the build is done, `(require \='agent-q)' loads the new module; a
 module already loaded is replaced only by restarting Emacs.  Loading
 agent-q never runs this: a missing or mismatched module is an error
-that names this command."
+that names this command.  Return the compilation buffer."
   (interactive)
   (let ((root (or (agent-q--source-root)
                   (user-error "Cannot build agent-q-core: no Makefile and Cargo.toml above %s"

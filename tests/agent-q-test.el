@@ -169,6 +169,37 @@ the child asked the user anything)."
       (should (string-match-p "make build" output))
       (should (string-match-p "restart Emacs" output)))))
 
+(ert-deftest agent-q-test-module-compile-runs-make-build-in-the-root ()
+  ;; The command the loader's errors name runs `make build' in the
+  ;; source root, in a compilation buffer (here a `make' on PATH that
+  ;; records where it ran and with what).
+  (let* ((bin (make-temp-file "agent-q-make" t))
+         (mark (expand-file-name "ran" bin))
+         (root (file-name-as-directory
+                (expand-file-name ".." (file-name-directory (locate-library "agent-q.el"))))))
+    (unwind-protect
+        (progn
+          (dolist (tool '("make" "cargo"))
+            (let ((script (expand-file-name tool bin)))
+              (with-temp-file script
+                (insert (format "#!/bin/sh\necho \"%s $* in $(pwd)\" >> %s\n"
+                                tool (shell-quote-argument mark))))
+              (set-file-modes script #o755)))
+          (let* ((process-environment
+                  (cons (concat "PATH=" bin path-separator (getenv "PATH")) process-environment))
+                 (exec-path (cons bin exec-path))
+                 (buffer (agent-q-module-compile)))
+            (should (equal (buffer-name buffer) "*agent-q-build*"))
+            (let ((deadline (+ (float-time) 10)))
+              (while (and (get-buffer-process buffer) (< (float-time) deadline))
+                (accept-process-output (get-buffer-process buffer) 0.1)))
+            (should-not (get-buffer-process buffer))
+            (should (equal (with-temp-buffer (insert-file-contents mark) (buffer-string))
+                           (format "make build in %s\n"
+                                   (directory-file-name (file-truename root)))))
+            (kill-buffer buffer)))
+      (delete-directory bin t))))
+
 ;;;; Registration
 
 (ert-deftest agent-q-test-register-new-tool ()
