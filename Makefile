@@ -5,7 +5,17 @@ CARGO  ?= cargo
 # The Cargo profile that builds the module and the relay: release ships; fast (no LTO) is for
 # working on agent-q, when a rebuild should take seconds.
 PROFILE ?= release
-MODULE := lisp/agent-q-core.so
+# The module's name follows Emacs's module-file-suffix (.so, .dylib, .dll), which agent-q.el loads;
+# cargo names the cdylib after the platform.
+MODULE_SUFFIX := $(shell $(EMACS) --batch -Q --eval '(princ (or module-file-suffix ".so"))' 2>/dev/null || echo .so)
+MODULE := lisp/agent-q-core$(MODULE_SUFFIX)
+ifeq ($(OS),Windows_NT)
+CDYLIB := agent_q.dll
+else ifeq ($(shell uname -s),Darwin)
+CDYLIB := libagent_q.dylib
+else
+CDYLIB := libagent_q.so
+endif
 # The stdio relay to Emacs's MCP server, for MCP clients that only start a command.
 RELAY  := bin/agent-q-mcp
 LISP   := $(wildcard lisp/*.el)
@@ -22,7 +32,7 @@ help:  ## Show this help
 deps:  ## Install what is missing (emacs-nox, emacs-el, texinfo; tmux for tests) with apt-get
 	@scripts/ensure-deps.sh
 
-build: $(MODULE) $(RELAY) $(INFO)  ## Build the Rust module (lisp/agent-q-core.so), the MCP relay (bin/agent-q-mcp) and the manual
+build: $(MODULE) $(RELAY) $(INFO)  ## Build the Rust module (lisp/agent-q-core.so; M-x agent-q-module-compile runs this), the MCP relay (bin/agent-q-mcp) and the manual
 
 info: $(INFO)  ## Build the Info manual doc/agent-q.info from doc/agent-q.texi
 
@@ -35,7 +45,7 @@ $(INFO): doc/agent-q.texi
 $(MODULE): $(RUST)
 	@scripts/ensure-deps.sh
 	$(CARGO) build --profile $(PROFILE) --workspace
-	cp target/$(PROFILE)/libagent_q.so $(MODULE)
+	cp target/$(PROFILE)/$(CDYLIB) $(MODULE)
 	mkdir -p bin && cp target/$(PROFILE)/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY)
 
 $(RELAY): $(MODULE)
@@ -54,9 +64,10 @@ test-lisp: $(MODULE) $(INFO)
 run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
-lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, makeinfo without warnings
+lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, package-lint, headers, makeinfo without warnings
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all --check
+	@scripts/ensure-deps.sh --lint
 	$(BATCH) -l scripts/lint.el $(LISP)
 	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
 	@out=$$(makeinfo --no-split -o /dev/null doc/agent-q.texi 2>&1) && [ -z "$$out" ] \

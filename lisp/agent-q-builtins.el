@@ -1,10 +1,12 @@
 ;;; agent-q-builtins.el --- The 18 built-in tools of agent-q  -*- lexical-binding: t -*-
 
-;; Author: agent-q contributors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
 ;; Keywords: tools, lisp
-;; URL: https://github.com/agent-q/agent-q
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -12,6 +14,14 @@
 ;; it under the terms of the GNU General Public License as published by
 ;; the Free Software Foundation, either version 3 of the License, or
 ;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
 
 ;;; Commentary:
 
@@ -210,4 +220,3 @@ identical definitions keep their registrations."
 (provide 'agent-q-builtins)
 
 ;;; agent-q-builtins.el ends here
-

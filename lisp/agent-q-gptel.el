@@ -3,10 +3,10 @@
 ;; Copyright (C) 2026 The agent-q authors
 
 ;; Author: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
+;; Maintainer: The agent-q authors
 ;; Keywords: tools, convenience
 ;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -14,6 +14,14 @@
 ;; it under the terms of the GNU General Public License as published by
 ;; the Free Software Foundation, either version 3 of the License, or
 ;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
 
 ;;; Commentary:
 
@@ -40,7 +48,7 @@
 ;; Arguments.  gptel calls an async tool function as (FUNCTION
 ;; CALLBACK VALUE...), the values in the order of the tool's :args,
 ;; each looked up by name in the arguments gptel parsed from the
-;; model's JSON (`gptel--map-tool-args').  A left-out argument and a
+;; model's JSON (by `gptel--map-tool-args').  A left-out argument and a
 ;; JSON null both arrive as nil, so the values alone cannot say what
 ;; the model sent.  The tool call itself can: agent-q hands the
 ;; executor the very plist gptel parsed (keyword keys, :json-false for
@@ -54,10 +62,11 @@
 ;; `gptel-fsm' that `gptel--handle-tool-use' walks, calling each tool's
 ;; function in turn, in the entries' order.  An :around advice on that
 ;; function binds the request being dispatched
-;; (`agent-q-gptel--dispatching'); the tool function then finds its
-;; call there: the first entry not yet answered nor claimed whose name
-;; is the tool's and whose arguments, looked up the way gptel does, are
-;; `eq' -- the same objects -- to the values it received.  Identity,
+;; (`agent-q-gptel--dispatching'); the tool function then claims its
+;; call there (`agent-q-bridge--claim'): the first entry not yet
+;; answered nor claimed whose name is the tool's and whose arguments,
+;; mapped by gptel's own `gptel--map-tool-args', are `eq' -- the same
+;; objects -- to the values it received.  Identity,
 ;; not equality, ties a call to its own entry; order settles the rest
 ;; (two calls of one tool whose values are all fixnums or nil are told
 ;; apart by going first to the first).  When gptel asks its own
@@ -84,15 +93,29 @@
 ;; would have (its callback is told `abort', the request moves to
 ;; ABRT): no follow-up is sent.  Killing the request's buffer withdraws
 ;; them too.
+;;
+;; gptel's internals.  gptel has no public way to learn a call's id, to
+;; end a request that waits for its tools, or to remove a tool from its
+;; menu, so the bridge uses four of gptel's internal names, listed in
+;; `agent-q-gptel--internals' with why each is needed and what breaks
+;; if gptel changes it.  Each is used in one function only, and
+;; `agent-q-gptel--check-internals' runs before the bridge gives gptel
+;; any tool and before each call: a gptel without one of them is a
+;; clear error naming it, never a call run under a made-up id.
+;; Everything else is gptel's public API (`gptel-make-tool', the
+;; `gptel-tool' and `gptel-fsm' accessors, `gptel-tools',
+;; `gptel-abort').
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-q)
+(require 'agent-q-bridge)
 
 ;; gptel is optional: nothing here loads it until it is needed.
-(declare-function gptel--make-tool "gptel-request" (&rest spec))
+(declare-function gptel-make-tool "gptel-request" (&rest slots))
+(declare-function gptel--map-tool-args "gptel-request" (tool-spec args))
 (declare-function gptel-tool-name "gptel-request" (tool))
 (declare-function gptel-tool-category "gptel-request" (tool))
 (declare-function gptel-fsm-info "gptel-request" (fsm))
@@ -173,12 +196,70 @@ request was aborted: the result is dropped."
 (defvar agent-q-gptel--counter 0
   "Counter of the ids given to calls not found in a gptel request.")
 
+;;;; gptel's internals
+
+(defconst agent-q-gptel--internals
+  '((gptel--handle-tool-use
+     function
+     "gptel dispatches a request's tool calls in it; an :around advice binds the request,
+whose :tool-use entries hold the calls' ids (`agent-q-gptel--around-handle-tool-use').
+Without it no call would find its id, and the audit log and the prompt would name
+made-up ids.")
+    (gptel--map-tool-args
+     function
+     "gptel turns a call's parsed arguments into the values a tool function gets; the
+bridge maps each entry the same way to find the one whose values are the very
+objects it got (`agent-q-gptel--claim').  A gptel that maps differently or
+renames it would leave calls unmatched.")
+    (gptel--fsm-transition
+     function
+     "A request whose tools wait has no process left, so `gptel-abort' alone does not
+end it; the bridge moves it to ABRT as `gptel-abort' does (`agent-q-gptel--end-request').
+Without it an aborted request would send its follow-up.")
+    (gptel--known-tools
+     variable
+     "gptel's tool registry (its menu): `agent-q-gptel-mode' adds and removes its tools
+there (`agent-q-gptel--known-add', `agent-q-gptel--known-remove'), and
+`agent-q-gptel-tools' binds it around `gptel-make-tool', which would register.
+gptel has no function that removes a tool."))
+  "The internal names of gptel the bridge needs, as (SYMBOL KIND WHY).
+KIND is `function' or `variable'; WHY says what the bridge does with
+it and what breaks if gptel changes it.  `agent-q-gptel--check-internals'
+signals an error naming the ones missing.")
+
+(defun agent-q-gptel--check-internals ()
+  "Signal an error naming the gptel internals the bridge needs and gptel lacks.
+See `agent-q-gptel--internals'."
+  (let ((missing (cl-loop for (symbol kind) in agent-q-gptel--internals
+                          unless (if (eq kind 'function) (fboundp symbol) (boundp symbol))
+                          collect (format-message "`%s' (%s)" symbol kind))))
+    (when missing
+      (error "Agent-q-gptel: this gptel has no %s, which the agent-q gptel bridge needs (see `agent-q-gptel--internals'); use a gptel that has it, or update agent-q"
+             (mapconcat #'identity missing ", ")))))
+
+(defun agent-q-gptel--make-unregistered-tool (&rest slots)
+  "A gptel tool made by `gptel-make-tool' from SLOTS, left out of gptel's menu.
+`gptel-make-tool' adds every tool to `gptel--known-tools'; the
+binding keeps it there only when `agent-q-gptel-mode' puts it there."
+  (let ((gptel--known-tools nil))
+    (apply #'gptel-make-tool slots)))
+
+(defun agent-q-gptel--map-args (spec args)
+  "The values gptel hands the tool SPEC for a call whose arguments are ARGS."
+  (gptel--map-tool-args spec args))
+
+(defun agent-q-gptel--end-request (fsm)
+  "Move the gptel request FSM to ABRT, as `gptel-abort' ends a request."
+  (gptel--fsm-transition fsm 'ABRT))
+
 ;;;; Tools
 
 (defun agent-q-gptel--require ()
-  "Load gptel's request library, or signal a user error."
+  "Load gptel's request library, or signal a user error.
+Signal an error when it lacks an internal the bridge needs."
   (unless (require 'gptel-request nil t)
-    (user-error "Agent-q-gptel: gptel is not installed (it is on NonGNU ELPA and MELPA)")))
+    (user-error "Agent-q-gptel: gptel is not installed (it is on NonGNU ELPA and MELPA)"))
+  (agent-q-gptel--check-internals))
 
 (defun agent-q-gptel--name (keyword)
   "The name of KEYWORD without its colon."
@@ -220,7 +301,7 @@ gptel's registry: `agent-q-gptel-mode' does that.  Give them to
          (args (agent-q-gptel--args tool))
          (arg-names (mapcar (lambda (arg) (plist-get arg :name)) args))
          (category (car (agent-q-tool-categories tool)))
-         (object (gptel--make-tool
+         (object (agent-q-gptel--make-unregistered-tool
                   :name name
                   :description (agent-q-tool-description tool)
                   :args args
@@ -234,38 +315,33 @@ gptel's registry: `agent-q-gptel-mode' does that.  Give them to
 
 ;;;; Finding the call in gptel's request
 
-(defun agent-q-gptel--same-values-p (args arg-names values)
-  "Non-nil when VALUES are, one by one, the values of ARG-NAMES in ARGS.
-ARGS is a call's argument plist as gptel parsed it; the comparison is
-`eq', as gptel hands the tool the very objects it parsed."
-  (and (= (length arg-names) (length values))
-       (listp args)
-       (cl-every (lambda (name value)
-                   (eq (plist-get args (intern (concat ":" name))) value))
-                 arg-names values)))
+(defun agent-q-gptel--spec (fsm name)
+  "Return the tool named NAME in FSM's request (the one gptel would run), or nil."
+  (cl-find name (plist-get (gptel-fsm-info fsm) :tools)
+           :key #'gptel-tool-name :test #'equal))
 
-(defun agent-q-gptel--find-in (fsm name arg-names values)
-  "The first unclaimed tool call of FSM for NAME with these VALUES, or nil.
-ARG-NAMES are the tool's argument names, in the order of VALUES."
-  (cl-loop for call in (plist-get (gptel-fsm-info fsm) :tool-use)
-           when (and (equal (plist-get call :name) name)
-                     (not (plist-get call :result))
-                     (not (gethash call agent-q-gptel--claimed))
-                     (agent-q-gptel--same-values-p (plist-get call :args) arg-names values))
-           return call))
-
-(defun agent-q-gptel--claim (name arg-names values)
+(defun agent-q-gptel--claim (name values)
   "Find and claim the tool call NAME with VALUES; return (FSM . CALL) or nil.
-ARG-NAMES name VALUES.  The request being dispatched is searched
-first, then the requests seen earlier, oldest first."
+The request being dispatched is searched first, then the requests
+seen earlier, oldest first; a call's values are those gptel hands
+the tool (see `agent-q-bridge--claim')."
   (cl-loop for fsm in (if agent-q-gptel--dispatching
                           (cons agent-q-gptel--dispatching
                                 (remq agent-q-gptel--dispatching agent-q-gptel--requests))
                         agent-q-gptel--requests)
-           for call = (agent-q-gptel--find-in fsm name arg-names values)
+           for spec = (agent-q-gptel--spec fsm name)
+           for call = (and spec
+                           (agent-q-bridge--claim
+                            (plist-get (gptel-fsm-info fsm) :tool-use)
+                            agent-q-gptel--claimed values
+                            :candidate-p (lambda (call)
+                                           (and (equal (plist-get call :name) name)
+                                                (not (plist-get call :result))
+                                                (listp (plist-get call :args))))
+                            :values-of (lambda (call)
+                                         (agent-q-gptel--map-args spec (plist-get call :args)))))
            when call
-           do (puthash call t agent-q-gptel--claimed)
-           and return (cons fsm call)))
+           return (cons fsm call)))
 
 (defun agent-q-gptel--open-p (fsm)
   "Non-nil when FSM still has a tool call neither answered nor claimed."
@@ -290,8 +366,7 @@ find their call and its id; remembers it for calls gptel makes later."
 gptel lets a call's :confirm override `gptel-confirm-tool-calls'."
   (let ((info (gptel-fsm-info fsm)))
     (dolist (call (plist-get info :tool-use))
-      (let ((spec (cl-find (plist-get call :name) (plist-get info :tools)
-                           :key #'gptel-tool-name :test #'equal)))
+      (let ((spec (agent-q-gptel--spec fsm (plist-get call :name))))
         (when (and spec (gethash spec agent-q-gptel--ours)
                    (not (plist-member call :confirm)))
           (plist-put call :confirm nil))))))
@@ -310,7 +385,10 @@ gptel lets a call's :confirm override `gptel-confirm-tool-calls'."
 VALUES are the values gptel passed, in the order of ARG-NAMES.
 REGISTRY is agent-q's registry.  Never signals: CALLBACK is called
 exactly once, from a timer, with the result's text."
-  (let* ((found (agent-q-gptel--claim name arg-names values))
+  (let* ((internals (condition-case err
+                         (progn (agent-q-gptel--check-internals) nil)
+                       (error (error-message-string err))))
+         (found (and (null internals) (agent-q-gptel--claim name values)))
          (call (cdr found))
          (id (or (and call (plist-get call :id))
                  (format "agent-q-gptel-%d" (cl-incf agent-q-gptel--counter))))
@@ -322,6 +400,7 @@ exactly once, from a timer, with the result's text."
     (push record agent-q-gptel--live)
     (condition-case err
         (let ((agent-q-client "gptel"))
+          (when internals (error "%s" internals))
           (setf (agent-q-gptel--call-batch record)
                 (agent-q-execute-tool-calls-async
                  (list (list :id id :name name :arguments arguments))
@@ -371,7 +450,7 @@ and any code that runs inside it."
             (let ((callback (plist-get info :callback)))
               (when (functionp callback)
                 (funcall callback 'abort info))))
-          (gptel--fsm-transition fsm 'ABRT)))))
+          (agent-q-gptel--end-request fsm)))))
   (let ((batches (delq nil (mapcar #'agent-q-gptel--call-batch records))))
     (agent-q--cancel-all (cl-remove-if-not (lambda (pending)
                                              (memq (agent-q--pending-batch pending) batches))

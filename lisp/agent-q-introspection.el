@@ -3,10 +3,10 @@
 ;; Copyright (C) 2026 The agent-q authors
 
 ;; Author: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
+;; Maintainer: The agent-q authors
 ;; Keywords: tools, lisp, help
 ;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -14,6 +14,14 @@
 ;; it under the terms of the GNU General Public License as published by
 ;; the Free Software Foundation, either version 3 of the License, or
 ;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
 
 ;;; Commentary:
 
@@ -237,18 +245,18 @@ characters, only names at most 2 characters longer are considered."
      (lambda (sym)
        (let* ((candidate (symbol-name sym))
               (clen (length candidate))
-              (distance nil)
+              (edit-distance nil)
               (where (cond ((and (> len 2) (> clen len) (string-search name candidate))
                             'containing)
                            ((and (<= (abs (- clen len)) 2)
                                  (not (string= candidate name))
-                                 (<= (setq distance (string-distance name candidate)) 2))
+                                 (<= (setq edit-distance (string-distance name candidate)) 2))
                             'near))))
          (when (and where
                     (agent-q-builtins--defined-p sym features-table)
                     (or (null predicate) (funcall predicate sym)))
            (if (eq where 'near)
-               (push (cons distance candidate) near)
+               (push (cons edit-distance candidate) near)
              (push candidate containing))))
        nil))
     (let ((sorted (append (mapcar #'cdr

@@ -3,10 +3,10 @@
 ;; Copyright (C) 2026 The agent-q authors
 
 ;; Author: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
+;; Maintainer: The agent-q authors
 ;; Keywords: tools, convenience
 ;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -14,6 +14,14 @@
 ;; it under the terms of the GNU General Public License as published by
 ;; the Free Software Foundation, either version 3 of the License, or
 ;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
 
 ;;; Commentary:
 
@@ -41,8 +49,9 @@
 ;; empty object, or (for an optional argument) left out.  As in the gptel
 ;; bridge (see agent-q-gptel.el), an :around advice on
 ;; `llm-provider-utils-execute-tool-uses' binds the tool uses being run,
-;; and the function claims its own -- same name, its values `eq' to the
-;; ones in the tool use's arguments, first unclaimed in order -- which
+;; and the function claims its own (`agent-q-bridge--claim': same name,
+;; its values `eq' to the ones in the tool use's arguments, first
+;; unclaimed in order) -- which
 ;; gives llm.el's tool-call id (for the audit log and the prompt) and
 ;; which arguments the model actually sent.  Those are handed to the
 ;; executor as a plist: objects as plists, arrays as vectors, a present
@@ -69,6 +78,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-q)
+(require 'agent-q-bridge)
 
 ;; llm.el is optional: nothing here loads it until it is needed.
 (declare-function llm-make-tool "llm" (&rest args))
@@ -165,25 +175,20 @@ to `llm-make-chat-prompt' as :tools."
 
 ;;;; Finding the call among llm.el's tool uses
 
-(defun agent-q-llm--same-values-p (arguments arg-names values)
-  "Non-nil when VALUES are, one by one, those of ARG-NAMES in ARGUMENTS.
-ARGUMENTS is a tool use's alist; the comparison is `eq', as llm.el
-hands the tool the very objects it parsed."
-  (and (= (length arg-names) (length values))
-       (listp arguments)
-       (cl-every (lambda (name value)
-                   (eq (cdr (assq (intern name) arguments)) value))
-                 arg-names values)))
-
 (defun agent-q-llm--claim (name arg-names values)
-  "Find and claim the tool use of NAME with VALUES (named by ARG-NAMES), or nil."
-  (cl-loop for use in agent-q-llm--dispatching
-           when (and (equal (llm-provider-utils-tool-use-name use) name)
-                     (not (gethash use agent-q-llm--claimed))
-                     (agent-q-llm--same-values-p (llm-provider-utils-tool-use-args use)
-                                                 arg-names values))
-           do (puthash use t agent-q-llm--claimed)
-           and return use))
+  "Find and claim the tool use of NAME with VALUES (named by ARG-NAMES), or nil.
+A tool use's arguments are an alist; llm.el hands the tool the value
+of each argument name, the very objects it parsed (see
+`agent-q-bridge--claim')."
+  (agent-q-bridge--claim
+   agent-q-llm--dispatching agent-q-llm--claimed values
+   :candidate-p (lambda (use)
+                  (and (equal (llm-provider-utils-tool-use-name use) name)
+                       (listp (llm-provider-utils-tool-use-args use))))
+   :values-of (lambda (use)
+                (let ((arguments (llm-provider-utils-tool-use-args use)))
+                  (mapcar (lambda (arg-name) (cdr (assq (intern arg-name) arguments)))
+                          arg-names)))))
 
 (defun agent-q-llm--around-execute-tool-uses (function provider prompt tool-uses &rest args)
   "Call FUNCTION with PROVIDER, PROMPT, TOOL-USES and ARGS, TOOL-USES bound.

@@ -3,10 +3,10 @@
 ;; Copyright (C) 2026 The agent-q authors
 
 ;; Author: The agent-q authors
-;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1"))
+;; Maintainer: The agent-q authors
 ;; Keywords: lisp, tools
-;; URL: https://github.com/agent-q/agent-q
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -211,7 +211,7 @@ are in neither list."
   "Load the agent-q-core module if needed; signal an error if it cannot be."
   (unless (fboundp 'agent-q--core-xref-scan)
     (unless (require 'agent-q-core nil t)
-      (error "The agent-q-core module is not available; build it with `cargo build --release'"))))
+      (error "The agent-q-core module is not available; build it with `make build' in agent-q's source tree (or `M-x agent-q-module-compile' once agent-q is loaded)"))))
 
 (defun agent-q-xref-find (name kind &optional files max-hits max-seconds)
   "Find the occurrences of the symbol named NAME of KIND.
@@ -490,4 +490,5 @@ line per reference: FILE:LINE: in DEFINITION: LINE-TEXT."
   (agent-q-xref--handle args "variable" 'reference))
 
 (provide 'agent-q-xref)
+
 ;;; agent-q-xref.el ends here

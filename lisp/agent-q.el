@@ -1,4 +1,4 @@
-;;; agent-q.el --- Tools for LLM agents inside Emacs, with safety enforced  -*- lexical-binding: t -*-
+;;; agent-q.el --- Tools for LLM agents, with safety enforced  -*- lexical-binding: t -*-
 
 ;; Copyright (C) 2026 The agent-q authors
 
@@ -8,6 +8,7 @@
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: tools, lisp, convenience
 ;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;; This file is not part of GNU Emacs.
 
@@ -77,10 +78,6 @@
   :group 'tools
   :prefix "agent-q-")
 
-(defcustom agent-q-always-compile-module nil
-  "Non-nil means build the agent-q module without asking when it is missing."
-  :type 'boolean)
-
 (defconst agent-q--directory
   (file-name-directory (or load-file-name buffer-file-name default-directory))
   "The directory agent-q's Lisp files live in.")
@@ -97,48 +94,64 @@
   (add-to-list 'Info-additional-directory-list agent-q--doc-directory t))
 
 (defun agent-q--source-root ()
-  "The project root, where Cargo.toml is, or nil."
+  "The project root, where the Makefile and Cargo.toml are, or nil."
   (let ((root (expand-file-name ".." agent-q--directory)))
-    (and (file-exists-p (expand-file-name "Cargo.toml" root)) root)))
+    (and (file-exists-p (expand-file-name "Cargo.toml" root))
+         (file-exists-p (expand-file-name "Makefile" root))
+         root)))
 
+(defun agent-q--module-file-name ()
+  "The file name of the agent-q-core module beside agent-q.el.
+It follows `module-file-suffix': agent-q-core.so on GNU/Linux,
+agent-q-core.dylib on macOS, agent-q-core.dll on Windows."
+  (expand-file-name (concat "agent-q-core" module-file-suffix) agent-q--directory))
+
+(declare-function compilation-start "compile"
+                  (command &optional mode name-function highlight-regexp continue))
+
+(defun agent-q--module-build-advice ()
+  "How to build the module, for an error message."
+  (let ((root (agent-q--source-root)))
+    (format-message "build it with `M-x agent-q-module-compile' or `make build' in %s"
+                    (if root (abbreviate-file-name root) "agent-q's source tree"))))
+
+;;;###autoload
 (defun agent-q-module-compile ()
-  "Build the agent-q-core module with cargo and install it beside agent-q.el.
-The output goes to the buffer `*agent-q-build*'."
+  "Build the agent-q-core module and the MCP relay with `make build'.
+Runs make in agent-q's source directory, in a compilation buffer
+\(`*agent-q-build*').  This needs cargo (Rust 1.88 or later).  When
+the build is done, `(require \='agent-q)' loads the new module; a
+module already loaded is replaced only by restarting Emacs.  Loading
+agent-q never runs this: a missing or mismatched module is an error
+that names this command.  Return the compilation buffer."
   (interactive)
   (let ((root (or (agent-q--source-root)
-                  (error "Cannot build agent-q-core: no Cargo.toml above %s"
-                         agent-q--directory)))
-        (buffer (get-buffer-create "*agent-q-build*")))
+                  (user-error "Cannot build agent-q-core: no Makefile and Cargo.toml above %s"
+                              agent-q--directory))))
+    (unless (executable-find "make")
+      (user-error "Cannot build agent-q-core: make is not installed"))
     (unless (executable-find "cargo")
-      (error "Cannot build agent-q-core: cargo is not installed (see https://rustup.rs)"))
-    (with-current-buffer buffer
-      (erase-buffer)
-      (let ((default-directory root))
-        (unless (zerop (call-process "cargo" nil t t "build" "--release"))
-          (pop-to-buffer buffer)
-          (error "Building agent-q-core failed; see %s" (buffer-name buffer)))))
-    (copy-file (expand-file-name "target/release/libagent_q.so" root)
-               (expand-file-name "agent-q-core.so" agent-q--directory)
-               t)
-    (message "agent-q-core built")))
+      (user-error "Cannot build agent-q-core: cargo is not installed (see https://rustup.rs)"))
+    (require 'compile)
+    (let ((default-directory root))
+      (compilation-start "make build" nil (lambda (_mode) "*agent-q-build*")))))
 
 (defun agent-q--load-module ()
-  "Load agent-q-core, offering to build it when it is missing."
+  "Load the agent-q-core module, or signal an error naming how to build it.
+Never builds anything, and never asks: loading a package must not."
   (unless (featurep 'agent-q-core)
-    (unless (or (require 'agent-q-core nil t)
-                (progn
-                  (cond
-                   (noninteractive
-                    (error "The agent-q-core module is missing; build it with \"make build\" in the agent-q directory"))
-                   ((or agent-q-always-compile-module
-                        (y-or-n-p "The agent-q module must be built with cargo.  Build it now? "))
-                    (agent-q-module-compile))
-                   (t (error "The agent-q-core module is missing; run M-x agent-q-module-compile")))
-                  (require 'agent-q-core nil t)))
-      (error "Cannot load agent-q-core from %s" agent-q--directory)))
+    (unless module-file-suffix
+      (error "Agent-q needs an Emacs built with dynamic module support (--with-modules)"))
+    (let ((file (agent-q--module-file-name)))
+      (unless (file-exists-p file)
+        (error "The agent-q-core module is missing (%s); %s"
+               file (agent-q--module-build-advice)))
+      (load file nil t t)
+      (unless (featurep 'agent-q-core)
+        (error "Loading %s did not provide agent-q-core; %s" file (agent-q--module-build-advice)))))
   (unless (equal agent-q-core-version agent-q-version)
-    (error "The agent-q-core module is version %s but agent-q.el is %s; rebuild it (make build) and restart Emacs"
-           agent-q-core-version agent-q-version)))
+    (error "The agent-q-core module is version %s but agent-q.el is %s; %s, then restart Emacs"
+           agent-q-core-version agent-q-version (agent-q--module-build-advice))))
 
 (agent-q--load-module)
 

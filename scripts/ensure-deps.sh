@@ -12,6 +12,10 @@ if [ -z "$emacs_lisp_dir" ] || [ ! -e "$emacs_lisp_dir/subr.el.gz" ] && [ ! -e "
 fi
 # The Info manual (doc/agent-q.info) is built from doc/agent-q.texi by makeinfo.
 command -v makeinfo >/dev/null 2>&1 || need+=(texinfo)
+if [ "${1:-}" = "--lint" ]; then
+  # make lint runs package-lint (scripts/lint.el) on lisp/*.el.
+  compgen -G "/usr/share/emacs/site-lisp/elpa/package-lint-*/package-lint.el" >/dev/null || need+=(elpa-package-lint)
+fi
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi

@@ -1,5 +1,28 @@
 ;;; agent-q-gptel-test.el --- agent-q under the real gptel  -*- lexical-binding: t -*-
 
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: maint, tools
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
 ;;; Commentary:
 
 ;; Real `gptel-request' calls (gptel's OpenAI backend, through curl,
@@ -26,6 +49,7 @@
 (defvar gptel-confirm-tool-calls)
 (defvar gptel--known-tools)
 (defvar agent-q-gptel-mode)
+(defvar agent-q-gptel--internals)
 (declare-function gptel-make-openai "gptel-openai")
 (declare-function gptel-request "gptel-request")
 (declare-function gptel-abort "gptel-request" (buf))
@@ -426,6 +450,72 @@ Return (RUN FILE-CONTENT TOOL-MESSAGES AUDIT-IDS)."
       (agent-q-bridge-wait (lambda () answer) 5 "the answer")
       (should (equal answer "ok"))
       (should (equal seen '(("x" :absent nil (1 2))))))))
+
+;;;; gptel's internals
+
+(defconst agent-q-gptel-test--internals
+  '((gptel--handle-tool-use . function)
+    (gptel--map-tool-args . function)
+    (gptel--fsm-transition . function)
+    (gptel--known-tools . variable))
+  "The internal names of gptel the bridge relies on, and what each is.")
+
+(defun agent-q-gptel-test--without (symbol kind thunk)
+  "Call THUNK with gptel's SYMBOL (KIND `function' or `variable') gone."
+  (if (eq kind 'function)
+      (let ((definition (symbol-function symbol)))
+        (unwind-protect (progn (fmakunbound symbol) (funcall thunk))
+          (fset symbol definition)))
+    (let ((value (default-value symbol)))
+      (unwind-protect (progn (makunbound symbol) (funcall thunk))
+        (set-default symbol value)))))
+
+(ert-deftest agent-q-gptel-test-a-missing-gptel-internal-is-a-clear-error ()
+  ;; A gptel that lacks one of the internals the bridge uses gets no
+  ;; tools, and a tool made before runs nothing: both say which
+  ;; internal is missing, rather than run a call under a made-up id.
+  (agent-q-bridge-require-gptel)
+  (agent-q-bridge-with-registry reg
+    (let* ((ran nil)
+           (_ (agent-q-register-tool
+               (agent-q-define-tool "note" "Note." '((:name "s" :type :string))
+                                    :handler (lambda (args) (push (gethash "s" args) ran) "noted"))
+               reg))
+           (tool (cl-find "note" (agent-q-gptel-tools :registry reg)
+                          :key #'gptel-tool-name :test #'equal)))
+      (pcase-dolist (`(,symbol . ,kind) agent-q-gptel-test--internals)
+        (agent-q-gptel-test--without
+         symbol kind
+         (lambda ()
+           (let ((err (should-error (agent-q-gptel-tools :registry reg))))
+             (should (string-match-p (regexp-quote (symbol-name symbol))
+                                     (error-message-string err)))
+             (should (string-match-p "the agent-q gptel bridge needs"
+                                     (error-message-string err))))
+           (let ((answer nil))
+             (funcall (gptel-tool-function tool) (lambda (text) (setq answer text)) "x")
+             (agent-q-bridge-wait (lambda () answer) 5 "the answer")
+             (should (string-prefix-p "error " answer))
+             (should (string-match-p (regexp-quote (symbol-name symbol)) answer))))))
+      (should-not ran)
+      ;; With gptel whole again, the same tool runs.
+      (let ((answer nil))
+        (funcall (gptel-tool-function tool) (lambda (text) (setq answer text)) "x")
+        (agent-q-bridge-wait (lambda () answer) 5 "the answer")
+        (should (equal answer "noted"))
+        (should (equal ran '("x")))))
+    ;; The bridge's own list names the same four.
+    (should (equal (mapcar #'car agent-q-gptel--internals)
+                   (mapcar #'car agent-q-gptel-test--internals)))))
+
+(ert-deftest agent-q-gptel-test-tools-are-made-without-touching-gptels-menu ()
+  ;; `agent-q-gptel-tools' builds the tools with gptel's public
+  ;; `gptel-make-tool', which registers; the menu stays as it was.
+  (agent-q-bridge-require-gptel)
+  (agent-q-bridge-with-registry reg
+    (let ((before (copy-tree gptel--known-tools)))
+      (should (agent-q-gptel-tools :registry reg))
+      (should (equal gptel--known-tools before)))))
 
 ;;;; Aborting
 

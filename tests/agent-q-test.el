@@ -1,5 +1,28 @@
 ;;; agent-q-test.el --- ERT tests for agent-q's registry and executor  -*- lexical-binding: t -*-
 
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: maint, tools
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
 ;;; Commentary:
 
 ;; These tests drive the real module from Lisp: registration rules,
@@ -53,43 +76,129 @@
   (should (get 'agent-q-tool-exists 'error-conditions))
   (should (memq 'agent-q-error (get 'agent-q-tool-exists 'error-conditions))))
 
-(defun agent-q-test--emacs-in (dir form)
-  "Run FORM in a fresh batch Emacs with DIR on `load-path'; return (STATUS . OUTPUT)."
-  (with-temp-buffer
-    (let ((status (call-process (expand-file-name invocation-name invocation-directory)
-                                nil t nil "--batch" "-Q" "-L" dir
-                                "--eval"
-                                (prin1-to-string
-                                 `(condition-case err ,form
-                                    (error (princ (error-message-string err))
-                                           (kill-emacs 3)))))))
-      (cons status (buffer-string)))))
+;; Loading agent-q never asks and never builds: the child Emacs below
+;; runs with `noninteractive' bound to nil (so a question would be
+;; asked, and is recorded), and with `cargo' and `make' on its PATH
+;; being scripts that leave a mark when run.
 
-(ert-deftest agent-q-test-missing-module-is-an-error-in-batch ()
-  (let ((dir (make-temp-file "agent-q-nomodule" t)))
+(defun agent-q-test--loader-run (setup)
+  "Require the real agent-q from a temporary copy of lisp/ in a child Emacs.
+SETUP is called with the copy's directory before the child starts
+\(to add or change files there).  Returns a plist: :status, :output,
+:built (non-nil when cargo or make ran), and :asked (non-nil when
+the child asked the user anything)."
+  (let* ((dir (make-temp-file "agent-q-loader" t))
+         (bin (expand-file-name "bin" dir))
+         (lisp (expand-file-name "lisp" dir))
+         (mark (expand-file-name "built" dir))
+         (source (file-name-directory (locate-library "agent-q.el"))))
     (unwind-protect
         (progn
-          (copy-file (locate-library "agent-q.el") (expand-file-name "agent-q.el" dir))
-          (let ((run (agent-q-test--emacs-in dir '(require 'agent-q))))
-            (should-not (zerop (car run)))
-            (should (string-match-p "module is missing; build it with \"make build\"" (cdr run)))))
+          (make-directory bin)
+          (make-directory lisp)
+          (dolist (file (directory-files source t "\\.el\\'"))
+            (copy-file file (expand-file-name (file-name-nondirectory file) lisp)))
+          (dolist (tool '("cargo" "make"))
+            (let ((script (expand-file-name tool bin)))
+              (with-temp-file script
+                (insert (format "#!/bin/sh\necho %s >> %s\n" tool (shell-quote-argument mark))))
+              (set-file-modes script #o755)))
+          (funcall setup lisp)
+          (let* ((process-environment
+                  (cons (concat "PATH=" bin path-separator (getenv "PATH")) process-environment))
+                 (form
+                  `(progn
+                     (dolist (asker '(y-or-n-p yes-or-no-p read-from-minibuffer read-key
+                                               read-char read-event read-string))
+                       (advice-add asker :before
+                                   (lambda (&rest _) (princ "ASKED\n") (kill-emacs 4))))
+                     (defvar agent-q-always-compile-module)
+                     ;; The option that once built the module without asking.
+                     (setq agent-q-always-compile-module t)
+                     (condition-case err
+                         (let ((noninteractive nil)) (require 'agent-q))
+                       (error (princ (error-message-string err))
+                              (princ (format "\nCOMMAND %s" (fboundp 'agent-q-module-compile)))
+                              (kill-emacs 3)))))
+                 (status nil)
+                 (output (with-temp-buffer
+                           (setq status (call-process (expand-file-name invocation-name
+                                                                        invocation-directory)
+                                                      nil t nil "--batch" "-Q" "-L" lisp
+                                                      "--eval" (prin1-to-string form)))
+                           (buffer-string))))
+            (list :status status :output output
+                  :built (file-exists-p mark)
+                  :asked (string-match-p "ASKED" output))))
       (delete-directory dir t))))
 
-(ert-deftest agent-q-test-version-mismatch-is-refused ()
-  (let ((dir (make-temp-file "agent-q-version" t)))
+(ert-deftest agent-q-test-missing-module-names-the-build-command ()
+  (let ((run (agent-q-test--loader-run #'ignore)))
+    (should (equal (plist-get run :status) 3))
+    (should-not (plist-get run :asked))
+    (should-not (plist-get run :built))
+    (let ((output (plist-get run :output)))
+      (should (string-match-p (regexp-quote (concat "agent-q-core" module-file-suffix)) output))
+      (should (string-match-p "module is missing" output))
+      (should (string-match-p "M-x agent-q-module-compile" output))
+      (should (string-match-p "make build" output))
+      ;; The command the message names is there to be run.
+      (should (string-match-p "COMMAND t" output)))))
+
+(ert-deftest agent-q-test-version-mismatch-names-the-build-command ()
+  (let ((run (agent-q-test--loader-run
+              (lambda (lisp)
+                (let ((file (expand-file-name "agent-q.el" lisp)))
+                  (with-temp-file file
+                    (insert-file-contents file)
+                    (goto-char (point-min))
+                    (re-search-forward "(defconst agent-q-version \"\\([^\"]+\\)\"")
+                    (replace-match "9.9.9" t t nil 1)))
+                (let ((module (concat "agent-q-core" module-file-suffix)))
+                  (copy-file (expand-file-name module (file-name-directory
+                                                       (locate-library "agent-q.el")))
+                             (expand-file-name module lisp)))))))
+    (should (equal (plist-get run :status) 3))
+    (should-not (plist-get run :asked))
+    (should-not (plist-get run :built))
+    (let ((output (plist-get run :output)))
+      (should (string-match-p (format "module is version %s but agent-q.el is 9.9.9"
+                                      (regexp-quote agent-q-version))
+                              output))
+      (should (string-match-p "M-x agent-q-module-compile" output))
+      (should (string-match-p "make build" output))
+      (should (string-match-p "restart Emacs" output)))))
+
+(ert-deftest agent-q-test-module-compile-runs-make-build-in-the-root ()
+  ;; The command the loader's errors name runs `make build' in the
+  ;; source root, in a compilation buffer (here a `make' on PATH that
+  ;; records where it ran and with what).
+  (let* ((bin (make-temp-file "agent-q-make" t))
+         (mark (expand-file-name "ran" bin))
+         (root (file-name-as-directory
+                (expand-file-name ".." (file-name-directory (locate-library "agent-q.el"))))))
     (unwind-protect
         (progn
-          (with-temp-file (expand-file-name "agent-q.el" dir)
-            (insert-file-contents (locate-library "agent-q.el"))
-            (goto-char (point-min))
-            (re-search-forward "(defconst agent-q-version \"\\([^\"]+\\)\"")
-            (replace-match "9.9.9" t t nil 1))
-          (copy-file (expand-file-name "agent-q-core.so" (file-name-directory (locate-library "agent-q.el")))
-                     (expand-file-name "agent-q-core.so" dir))
-          (let ((run (agent-q-test--emacs-in dir '(require 'agent-q))))
-            (should-not (zerop (car run)))
-            (should (string-match-p "module is version .* but agent-q.el is 9.9.9; rebuild" (cdr run)))))
-      (delete-directory dir t))))
+          (dolist (tool '("make" "cargo"))
+            (let ((script (expand-file-name tool bin)))
+              (with-temp-file script
+                (insert (format "#!/bin/sh\necho \"%s $* in $(pwd)\" >> %s\n"
+                                tool (shell-quote-argument mark))))
+              (set-file-modes script #o755)))
+          (let* ((process-environment
+                  (cons (concat "PATH=" bin path-separator (getenv "PATH")) process-environment))
+                 (exec-path (cons bin exec-path))
+                 (buffer (agent-q-module-compile)))
+            (should (equal (buffer-name buffer) "*agent-q-build*"))
+            (let ((deadline (+ (float-time) 10)))
+              (while (and (get-buffer-process buffer) (< (float-time) deadline))
+                (accept-process-output (get-buffer-process buffer) 0.1)))
+            (should-not (get-buffer-process buffer))
+            (should (equal (with-temp-buffer (insert-file-contents mark) (buffer-string))
+                           (format "make build in %s\n"
+                                   (directory-file-name (file-truename root)))))
+            (kill-buffer buffer)))
+      (delete-directory bin t))))
 
 ;;;; Registration
 
