@@ -1600,8 +1600,8 @@ mod tests {
         locate_until(current, original, Instant::now() + Duration::from_secs(3600))
     }
 
-    /// The case of the freeze: a stale excerpt of a 2 MB text of 2,000 long lines, every line of
-    /// it edited, so that no line votes and the closest line must be searched.
+    /// A stale excerpt of a 2 MB text of 2,000 long lines, every line of it edited, so that no
+    /// line votes and the closest line must be searched.
     #[test]
     fn stale_excerpt_of_long_lines_finds_the_edited_place() {
         let current = long_lines(2000, 1000, 11);
