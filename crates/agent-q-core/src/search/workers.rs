@@ -91,9 +91,9 @@ pub const SLOW: Duration = Duration::from_secs(1);
 /// When SHOULD_QUIT answers true, the worker is told to stop and this returns
 /// [`SearchOutcome::Quit`] at once, without waiting for it. ON_SLOW is called once if the search is
 /// still running after [`SLOW`]. At the deadline the worker stops at its next check and reports
-/// what it found; if a search in one pass (its pattern can match across lines, unbounded) does not within [`GRACE`] (it is
-/// inside one long step) the result is [`SearchError::Stuck`]; a windowed one is waited for up to
-/// [`LATE`].
+/// what it found; if a search in one pass (its pattern can match across lines, unbounded) does
+/// not within [`GRACE`] (it is inside one long step) the result is [`SearchError::Stuck`]; a
+/// windowed one is waited for up to [`LATE`].
 pub fn search_in_background(
     text: Vec<u8>,
     query: Query,

@@ -108,8 +108,9 @@ pub(super) struct Stamp {
     pub(super) modified: Option<std::time::SystemTime>,
 }
 
-/// Indexes of the files already read, reused by later [`scan_files_cached`](super::scan_files_cached) calls while a
-/// file's size and modification time are unchanged. Bounded to [`ScanCache::MAX_FILES`] files.
+/// Indexes of the files already read, reused by later
+/// [`scan_files_cached`](super::scan_files_cached) calls while a file's size and modification
+/// time are unchanged. Bounded to [`ScanCache::MAX_FILES`] files.
 #[derive(Debug, Default)]
 pub struct ScanCache {
     pub(super) files: HashMap<PathBuf, (Stamp, SymbolIndex)>,

@@ -17,8 +17,8 @@ pub fn scan_files(files: &[PathBuf], name: &str, kind: Kind, options: &ScanOptio
 
 /// [`scan_files`], using and updating CACHE: a file whose index says it does not contain NAME
 /// (and whose size and modification time have not changed) is not read at all. The files the
-/// scan has to parse anyway (NAME occurs in them) are indexed on the way; [`index_files`](super::index_files)
-/// indexes the others, e.g. in a background thread.
+/// scan has to parse anyway (NAME occurs in them) are indexed on the way;
+/// [`index_files`](super::index_files) indexes the others, e.g. in a background thread.
 pub fn scan_files_cached(
     files: &[PathBuf],
     name: &str,
