@@ -12,7 +12,7 @@ use super::convert::{self, Limits, WalkError};
 use super::errors::{self, Kind};
 use agent_q_core::error::RegistryError;
 use agent_q_core::executor::{self, Decision, Handler, LispTool};
-use agent_q_core::registry::{self, Outcome, Registry, SchemaFormat, Snapshot};
+use agent_q_core::registry::{self, RegisterOutcome, Registry, SchemaFormat, Snapshot};
 use agent_q_core::sexp::{self, Sexp};
 use agent_q_core::spec::{SafetyLevel, ToolSpec};
 
@@ -214,10 +214,10 @@ fn register<'e>(
         Ok((reg, outcome, displaced)) => {
             release(env, displaced);
             let word = match outcome {
-                Outcome::Added => ":added",
-                Outcome::Unchanged => ":unchanged",
-                Outcome::Replaced => ":replaced",
-                Outcome::Redefined => ":redefined",
+                RegisterOutcome::Added => ":added",
+                RegisterOutcome::Unchanged => ":unchanged",
+                RegisterOutcome::Replaced => ":replaced",
+                RegisterOutcome::Redefined => ":redefined",
             };
             env.cons(env.intern(word)?, registration_value(env, &reg)?)
         }

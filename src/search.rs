@@ -17,7 +17,7 @@ use super::args;
 use super::convert::lisp::quit;
 use super::errors::{self, Kind};
 use super::quit::quit_requested;
-use agent_q_core::search::{self, Limits, Outcome, Query, SearchResult, Stop};
+use agent_q_core::search::{self, Limits, Query, SearchOutcome, SearchResult, Stop};
 
 #[allow(missing_docs)]
 mod lisp {
@@ -207,8 +207,8 @@ fn run(env: &Env, text: Vec<u8>, query: Query, limits: Limits) -> Result<SearchR
         },
     );
     match outcome {
-        Ok(Outcome::Done(found)) => Ok(found),
-        Ok(Outcome::Quit) => signal_quit(env),
+        Ok(SearchOutcome::Done(found)) => Ok(found),
+        Ok(SearchOutcome::Quit) => signal_quit(env),
         Err(e) => errors::signal(env, Kind::Search, e.to_string()),
     }
 }

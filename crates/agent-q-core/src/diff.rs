@@ -625,7 +625,7 @@ impl<S: AsRef<str>> LineDiff<S> {
         Some(out)
     }
 
-    /// All the hunks, refined word by word within [`REFINE_BUDGET`] (later hunks unrefined).
+    /// All the hunks, refined word by word within `REFINE_BUDGET` (100 ms; later hunks unrefined).
     pub fn hunks(&self) -> Vec<Hunk> {
         let deadline = refine_deadline();
         (0..self.len()).filter_map(|i| self.hunk(i, Some(deadline))).collect()
@@ -886,9 +886,9 @@ pub fn unified(old: &str, new: &str, old_label: &str, new_label: &str) -> Result
 /// Errors: [`DiffError::NotFound`] with the closest match, [`DiffError::Ambiguous`] with the
 /// occurrences, [`DiffError::EmptyOriginal`], [`DiffError::TooLarge`].
 ///
-/// Bounded: explaining a mismatch takes at most about [`CLOSEST_MATCH_TIME`] plus linear work
+/// Bounded: explaining a mismatch takes at most about `CLOSEST_MATCH_TIME` (50 ms) plus linear work
 /// (the closest match is then the best found so far, and the explanation says so), and
-/// counting the occurrences of an ambiguous excerpt stops after [`OCCURRENCE_WORK`] bytes.
+/// counting the occurrences of an ambiguous excerpt stops after `OCCURRENCE_WORK` bytes (64 MiB).
 pub fn locate(current: &str, original: &str) -> Result<Span, DiffError> {
     locate_until(current, original, Instant::now() + CLOSEST_MATCH_TIME)
 }
@@ -1600,8 +1600,8 @@ mod tests {
         locate_until(current, original, Instant::now() + Duration::from_secs(3600))
     }
 
-    /// The case of the freeze: a stale excerpt of a 2 MB text of 2,000 long lines, every line of
-    /// it edited, so that no line votes and the closest line must be searched.
+    /// A stale excerpt of a 2 MB text of 2,000 long lines, every line of it edited, so that no
+    /// line votes and the closest line must be searched.
     #[test]
     fn stale_excerpt_of_long_lines_finds_the_edited_place() {
         let current = long_lines(2000, 1000, 11);

@@ -1460,3 +1460,6 @@ fn drive<H: Host>(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -29,8 +29,6 @@ pub mod fsutil;
 pub mod mcp;
 pub mod native;
 pub mod pinned;
-#[cfg(test)]
-mod proptests;
 pub mod registry;
 pub mod rules;
 pub mod search;

@@ -58,7 +58,7 @@ pub struct Snapshot {
 
 /// What [`Registry::register`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RegisterOutcome {
     /// A new name.
     Added,
     /// An identical spec was already registered.
@@ -213,14 +213,14 @@ impl<H: Clone> Registry<H> {
         handler: Option<H>,
         now: &str,
         same: impl Fn(&H, &H) -> bool,
-    ) -> Result<(Arc<Registration>, Outcome, Option<H>), RegistryError> {
+    ) -> Result<(Arc<Registration>, RegisterOutcome, Option<H>), RegistryError> {
         spec.validate()?;
         let name = spec.name.clone();
         let outcome = match self.tools.get(&name) {
-            None => Outcome::Added,
-            Some(old) if old.registration.spec == spec => Outcome::Unchanged,
-            Some(old) if old.registration.spec.version != spec.version => Outcome::Replaced,
-            Some(old) if source.is_some() && old.registration.source == source => Outcome::Redefined,
+            None => RegisterOutcome::Added,
+            Some(old) if old.registration.spec == spec => RegisterOutcome::Unchanged,
+            Some(old) if old.registration.spec.version != spec.version => RegisterOutcome::Replaced,
+            Some(old) if source.is_some() && old.registration.source == source => RegisterOutcome::Redefined,
             Some(_) => {
                 return Err(RegistryError::ToolExists {
                     name,
@@ -228,7 +228,7 @@ impl<H: Clone> Registry<H> {
                 })
             }
         };
-        if outcome == Outcome::Unchanged {
+        if outcome == RegisterOutcome::Unchanged {
             let entry = self
                 .tools
                 .get_mut(&name)
@@ -248,7 +248,7 @@ impl<H: Clone> Registry<H> {
         }
         let validator = Arc::new(spec.compile()?);
         let (created_at, enabled) = match (outcome, self.tools.get(&name)) {
-            (Outcome::Redefined, Some(old)) => (old.registration.created_at.clone(), old.registration.enabled),
+            (RegisterOutcome::Redefined, Some(old)) => (old.registration.created_at.clone(), old.registration.enabled),
             _ => (now.to_string(), true),
         };
         let registration = Arc::new(Registration {
@@ -494,7 +494,7 @@ mod tests {
         let (g, outcome, _) = r
             .register(spec("a", None, "x"), None, Some(1), "2026-01-01T00:00:00Z", eq)
             .unwrap();
-        assert_eq!(outcome, Outcome::Added);
+        assert_eq!(outcome, RegisterOutcome::Added);
         assert!(g.enabled);
         assert_eq!(g.created_at, "2026-01-01T00:00:00Z");
         assert_eq!(r.get("a").unwrap(), g);
@@ -507,7 +507,7 @@ mod tests {
         r.register(spec("a", None, "x"), None, Some(1), "t1", eq).unwrap();
         let gen = r.generation();
         let (g, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Unchanged);
+        assert_eq!(outcome, RegisterOutcome::Unchanged);
         assert_eq!(g.created_at, "t1");
         assert_eq!(displaced, Some(1));
         assert_eq!(r.handler("a"), Some(&2));
@@ -515,7 +515,7 @@ mod tests {
         let gen = r.generation();
         let id = r.entry("a").unwrap().id;
         let (_, outcome, displaced) = r.register(spec("a", None, "x"), None, Some(2), "t3", eq).unwrap();
-        assert_eq!((outcome, displaced), (Outcome::Unchanged, Some(2)));
+        assert_eq!((outcome, displaced), (RegisterOutcome::Unchanged, Some(2)));
         assert_eq!(r.entry("a").unwrap().id, id, "the same handler keeps the identity");
         assert_eq!(
             r.generation(),
@@ -570,7 +570,7 @@ mod tests {
         let mut r = reg();
         r.register(spec("a", Some("1"), "x"), None, None, "t1", eq).unwrap();
         let (g, outcome, _) = r.register(spec("a", Some("2"), "y"), None, None, "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Replaced);
+        assert_eq!(outcome, RegisterOutcome::Replaced);
         assert_eq!(g.spec.version.as_deref(), Some("2"));
         assert_eq!(g.created_at, "t2");
         // Unversioned to versioned is a different version too.
@@ -579,7 +579,7 @@ mod tests {
             r.register(spec("b", Some("1.0.0"), "y"), None, None, "t2", eq)
                 .unwrap()
                 .1,
-            Outcome::Replaced
+            RegisterOutcome::Replaced
         );
     }
 
@@ -620,7 +620,7 @@ mod tests {
         r.register(spec("a", None, "x"), src.clone(), None, "t1", eq).unwrap();
         r.set_enabled("a", false).unwrap();
         let (g, outcome, _) = r.register(spec("a", None, "y"), src, None, "t2", eq).unwrap();
-        assert_eq!(outcome, Outcome::Redefined);
+        assert_eq!(outcome, RegisterOutcome::Redefined);
         assert_eq!(g.created_at, "t1");
         assert!(!g.enabled, "redefinition keeps the enabled state");
         // Another file may not silently take the name over.

@@ -587,3 +587,6 @@ mod tests {
         assert!(parse_json(&deep, 1 << 20).is_err());
     }
 }
+
+#[cfg(test)]
+pub(crate) mod proptests;

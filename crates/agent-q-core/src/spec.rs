@@ -1,7 +1,7 @@
 //! Tool specifications: what a tool is, independent of how it runs.
 //!
 //! A definition arrives from Lisp as a plist (see [`ToolSpec::from_sexp`]) whose parameters are
-//! either the seeds' list of parameter plists or a full JSON Schema. Either way it is normalised
+//! either a list of parameter plists (`(:name "x" :type :string ...)`) or a full JSON Schema. Either way it is normalised
 //! to a JSON Schema object and validated before it can be registered.
 
 use std::fmt;
@@ -618,7 +618,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_style_parameters_become_a_json_schema() {
+    fn parameter_plists_become_a_json_schema() {
         let s = spec(
             r#"(:name "describe_symbol" :description "Describe a symbol."
                          :parameters ((:name "symbol" :type :string :description "Symbol name")

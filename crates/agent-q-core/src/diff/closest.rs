@@ -3,8 +3,8 @@
 //! When the model's `original` is stale, [`super::locate`] explains the mismatch with the
 //! current text around the line most similar to `original`'s first line. Similarity is
 //! similar's (and Python difflib's) `ratio` on characters: `2·M / (|a| + |b|)`, M the length of
-//! the longest common subsequence. The search used to compute it with a full Myers diff for
-//! every line, seconds on a few megabytes of long lines; here:
+//! the longest common subsequence. A full Myers diff for every line would take seconds on a few
+//! megabytes of long lines; instead:
 //!
 //! 1. a linear scan keeps the lines whose cheap upper bound (lengths, then shared characters
 //!    counted as multisets) can reach the cutoff, and a lower bound (common prefix and suffix);

@@ -1,6 +1,6 @@
 use super::*;
 use crate::native::tests::Sleepy;
-use crate::registry::Outcome as RegOutcome;
+use crate::registry::RegisterOutcome;
 use crate::spec::ToolSpec;
 use serde_json::json;
 use std::time::Duration;
@@ -889,7 +889,7 @@ fn an_identical_registration_with_the_same_handler_keeps_its_identity() {
     let mut r = reg.lock().unwrap();
     let s = r.entry("write_it").unwrap().registration.spec.clone();
     let (_, outcome, _) = r.register(s, None, Some(handler), "t", same).unwrap();
-    assert_eq!(outcome, RegOutcome::Unchanged);
+    assert_eq!(outcome, RegisterOutcome::Unchanged);
     assert_eq!(r.entry("write_it").unwrap().id, id);
 }
 
