@@ -70,8 +70,7 @@
 (declare-function agent-q--core-mcp-complete "agent-q-core" (key is-error text))
 (declare-function agent-q--core-mcp-set-status "agent-q-core" (key text))
 (declare-function agent-q--core-mcp-set-max-argument-bytes "agent-q-core" (max-argument-bytes))
-(declare-function agent-q-get-tool "agent-q" (name &optional registry))
-(declare-function agent-q-tool-safety-level "agent-q" (tool))
+(declare-function agent-q--core-mcp-stopped-reason "agent-q-core" ())
 
 (defvar agent-q-registry-change-functions)
 (defvar agent-q-max-argument-bytes)
@@ -96,8 +95,16 @@ and Emacs's exit remove it."
 
 (defcustom agent-q-mcp-max-safety-level :dangerous
   "The most dangerous tools offered to MCP clients.
-Tools above it are neither listed nor callable over MCP."
-  :type '(choice (const :safe) (const :cautious) (const :dangerous)))
+Tools above it are neither listed nor callable over MCP: the server
+refuses a call of one before it reaches Emacs.  Setting it with
+`customize-set-variable' (or Customize) tells a running server at
+once; after a plain `setq', \[agent-q-mcp-stop] and
+\[agent-q-mcp-start] do."
+  :type '(choice (const :safe) (const :cautious) (const :dangerous))
+  :set (lambda (symbol value)
+         (set-default symbol value)
+         (when (fboundp 'agent-q-mcp--sync-tools)
+           (agent-q-mcp--sync-tools))))
 
 (defcustom agent-q-mcp-confirm-safety-levels '(:cautious :dangerous)
   "Safety levels whose calls from MCP clients need the user's approval.
@@ -246,7 +253,7 @@ when called as a command, means say that it stopped."
   (interactive (list t))
   (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
     (maphash (lambda (_key entry)
-               (agent-q-cancel-batch (car entry) "Emacs stopped the MCP server"))
+               (agent-q-cancel-batch (car entry) (agent-q--core-mcp-stopped-reason)))
              agent-q-mcp--calls)
     (clrhash agent-q-mcp--calls)
     (setq agent-q-mcp--clients nil)
@@ -392,18 +399,6 @@ larger arguments before they reach Emacs."
   (unless registry
     (agent-q-mcp--sync-tools)))
 
-(defun agent-q-mcp--offered-p (name)
-  "Non-nil when the tool NAME is one MCP clients may call.
-An unknown tool is left to the executor, which says so."
-  (let ((tool (agent-q-get-tool name)))
-    (or (null tool)
-        (<= (agent-q-mcp--rank (agent-q-tool-safety-level tool))
-            (agent-q-mcp--rank agent-q-mcp-max-safety-level)))))
-
-(defun agent-q-mcp--rank (level)
-  "The order of the safety LEVEL."
-  (pcase level (:safe 0) (:cautious 1) (_ 2)))
-
 ;;;; Calls
 
 (defconst agent-q-mcp--max-client-chars 60
@@ -485,28 +480,24 @@ so that Emacs's main loop (input, redisplay) runs in between."
          (client (plist-get props :client))
          (label (agent-q-mcp--client-label client)))
     (agent-q-mcp--note-client label props)
-    (if (not (agent-q-mcp--offered-p tool))
-        (agent-q--core-mcp-complete
-         key t (format "Tool %s is not offered over MCP (agent-q-mcp-max-safety-level is %s)"
-                       tool agent-q-mcp-max-safety-level))
-      (let ((batch (agent-q--execute-async
-                    (list (list :id (format "mcp-%s-%d" agent-q-mcp--run key) :name tool
-                                :arguments (plist-get props :arguments)))
-                    (lambda (results)
-                      (remhash key agent-q-mcp--calls)
-                      (let ((result (car results)))
-                        (agent-q--core-mcp-complete key (not (plist-get result :success))
-                                                    (plist-get result :content))))
-                    nil
-                    ;; The origin is the driver's to say: (:client ... :mcp-client ...)
-                    ;; makes these calls an MCP client's, whatever it is called.
-                    :client (list :client label
-                                  :mcp-client (or (plist-get props :client-name) ""))
-                    :confirm agent-q-mcp-confirm-safety-levels
-                    :audit-all t
-                    :workspace (agent-q-mcp--workspace props label))))
-        (puthash key (cons batch nil) agent-q-mcp--calls)
-        (agent-q-mcp--update-statuses)))))
+    (let ((batch (agent-q--execute-async
+                  (list (list :id (format "mcp-%s-%d" agent-q-mcp--run key) :name tool
+                              :arguments (plist-get props :arguments)))
+                  (lambda (results)
+                    (remhash key agent-q-mcp--calls)
+                    (let ((result (car results)))
+                      (agent-q--core-mcp-complete key (not (plist-get result :success))
+                                                  (plist-get result :content))))
+                  nil
+                  ;; The origin is the driver's to say: (:client ... :mcp-client ...)
+                  ;; makes these calls an MCP client's, whatever it is called.
+                  :client (list :client label
+                                :mcp-client (or (plist-get props :client-name) ""))
+                  :confirm agent-q-mcp-confirm-safety-levels
+                  :audit-all t
+                  :workspace (agent-q-mcp--workspace props label))))
+      (puthash key (cons batch nil) agent-q-mcp--calls)
+      (agent-q-mcp--update-statuses))))
 
 (defun agent-q-mcp--cancel (key)
   "Withdraw the call KEY: its client cancelled it or went away."

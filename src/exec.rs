@@ -30,8 +30,8 @@ use super::errors::{self, Kind};
 use super::registry::{own, resolve, LispHandler, Shared};
 use agent_q_core::error::ConvertError;
 use agent_q_core::executor::{
-    self, ApprovalFailure, Ask, AuditRecord, Call, CallContext, Effects, GuardAnswer, Handler, Host, LispTool, Options,
-    Origin, Outcome, Phase, StageError, Step, ToolCall, ToolResult,
+    self, ApprovalFailure, Ask, AuditRecord, Call, CallArguments, CallContext, Effects, GuardAnswer, Handler, Host,
+    LispTool, Options, Origin, Outcome, Phase, StageError, Step, ToolCall, ToolResult,
 };
 use agent_q_core::sexp::Sexp;
 use agent_q_core::spec::SafetyLevel;
@@ -615,6 +615,17 @@ struct LispCall<'e> {
     name_value: Value<'e>,
     client: Option<String>,
     arguments: Option<Sexp>,
+    /// The arguments of an MCP client's call, as the server parsed them (see
+    /// [`super::mcp::take_arguments`]); `arguments` is then `None`.
+    parsed_arguments: Option<Map<String, Json>>,
+}
+
+/// What the executor reads a call's arguments from: the parsed JSON the call carried, or else
+/// its plist's `:arguments`.
+fn call_arguments(sexp: Option<&Sexp>, parsed: Option<Map<String, Json>>) -> Option<CallArguments<'_>> {
+    parsed
+        .map(CallArguments::Json)
+        .or_else(|| sexp.map(CallArguments::Sexp))
 }
 
 /// The most elements of a call plist [`read_call`] takes apart (`:id`, `:name`, `:arguments`
@@ -668,6 +679,7 @@ fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option
     let mut name = None;
     let mut client = None;
     let mut arguments = None;
+    let mut parsed_arguments = None;
     let mut cell = call;
     for _ in 0..length / 2 {
         let key: Value<'e> = cell.car()?;
@@ -690,10 +702,14 @@ fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option
                 return Ok(None);
             };
             client = Some(s);
-        } else if *kw_arguments == key && arguments.is_none() {
+        } else if *kw_arguments == key && arguments.is_none() && parsed_arguments.is_none() {
             match convert::to_sexp_part(env, value, limits, 1, &mut used) {
                 Ok(sx) => arguments = Some(sx),
-                Err(WalkError::Convert(_)) => return Ok(None),
+                // Not a Lisp value the walk converts: the parsed arguments of an MCP call?
+                Err(WalkError::Convert(_)) => match super::mcp::take_arguments(value) {
+                    Some(map) => parsed_arguments = Some(map),
+                    None => return Ok(None),
+                },
                 Err(WalkError::Emacs(e)) => return Err(e),
             }
         } else {
@@ -710,6 +726,7 @@ fn read_call<'e>(env: &'e Env, call: Value<'e>, opts: &Options) -> Result<Option
         name_value,
         client,
         arguments,
+        parsed_arguments,
     }))
 }
 
@@ -732,7 +749,7 @@ fn execute_one<'e>(
         let parsed = ToolCall {
             id: Some(lc.id),
             name: host.given.name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
-            arguments: lc.arguments.as_ref(),
+            arguments: call_arguments(lc.arguments.as_ref(), lc.parsed_arguments),
             client: lc.client,
         };
         let result = executor::execute_parsed(registry, parsed, ctx, &mut host, opts);
@@ -1088,7 +1105,7 @@ fn call_start<'e>(
         let parsed = ToolCall {
             id: Some(lc.id),
             name: lc.name,
-            arguments: lc.arguments.as_ref(),
+            arguments: call_arguments(lc.arguments.as_ref(), lc.parsed_arguments),
             client: lc.client,
         };
         let (c, step) = Call::start_parsed(&shared, parsed, &ctx, &opts, &mut host);

@@ -7,17 +7,18 @@
 //! with `agent-q--core-mcp-complete`. The tool list the server offers is set from the registry by
 //! `agent-q--core-mcp-set-tools`, which agent-q-mcp.el calls whenever the registry changes.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
 use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
 use agent_q_core::mcp::hub::{RootsState, Workspace};
-use agent_q_core::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
+use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, ToolInfo};
 use agent_q_core::spec::SafetyLevel;
 
 struct Running {
@@ -158,6 +159,19 @@ fn mcp_status(env: &Env) -> Result<Value<'_>> {
     ))
 }
 
+/// The arguments of a call from an MCP client, as the server parsed them: the `:arguments` of
+/// a call that `agent-q--core-mcp-take` gives, an opaque user pointer that the executor takes
+/// them from as they are ([`take_arguments`]), so that they are never printed and parsed again.
+struct McpArguments(Option<Map<String, Json>>);
+
+/// The parsed arguments VALUE holds, when it is the `:arguments` of an MCP call that no call
+/// has taken yet; they are taken, so a second start of the same call finds none.
+pub(crate) fn take_arguments(value: Value<'_>) -> Option<Map<String, Json>> {
+    let cell = value.into_rust::<&RefCell<McpArguments>>().ok()?;
+    let mut arguments = cell.try_borrow_mut().ok()?;
+    arguments.0.take()
+}
+
 /// A Lisp list of the strings ITEMS.
 fn string_list<'e>(env: &'e Env, items: &[String]) -> Result<Value<'e>> {
     let values = items
@@ -182,8 +196,9 @@ fn roots_value<'e>(env: &'e Env, roots: Option<&Workspace>) -> Result<Value<'e>>
 }
 
 /// Offer the enabled tools of REGISTRY up to MAX-LEVEL (:safe, :cautious or :dangerous) to MCP
-/// clients. Clients are told (`notifications/tools/list_changed`) when the list changed. Return t
-/// if it changed.
+/// clients: the server lists them, and refuses a call of any other tool before it reaches Emacs.
+/// Clients are told (`notifications/tools/list_changed`) when the list changed. Return t if it
+/// changed.
 #[defun]
 fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) -> Result<bool> {
     let hub = hub(env)?;
@@ -195,7 +210,7 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
         None => SafetyLevel::Dangerous,
     };
     let tools: Vec<ToolInfo> = lock_registry(resolve(registry)?)
-        .filter(Some(level), &[], false)
+        .filter(None, &[], false)
         .iter()
         .map(|r| ToolInfo {
             name: r.spec.name.clone(),
@@ -206,7 +221,7 @@ fn mcp_set_tools<'e>(env: &'e Env, registry: Value<'e>, max_level: Value<'e>) ->
             hints: r.spec.hints,
         })
         .collect();
-    Ok(hub.set_tools(tools))
+    Ok(hub.set_tools(tools, level))
 }
 
 /// Refuse calls whose arguments exceed MAX-ARGUMENT-BYTES as JSON text, in the server, before
@@ -222,9 +237,10 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 }
 
 /// Take the events queued by the server: a list of
-/// (:call KEY :tool NAME :arguments JSON-TEXT :client CLIENT :client-name NAME :session SESSION
+/// (:call KEY :tool NAME :arguments ARGUMENTS :client CLIENT :client-name NAME :session SESSION
 /// :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY). CLIENT is "NAME VERSION" as the client
-/// introduced itself, NAME its name alone. ROOTS is the client's workspace, (:directories DIRS
+/// introduced itself, NAME its name alone. ARGUMENTS are the call's arguments as the server
+/// parsed them, an opaque object for the executor (`agent-q--core-call-start'). ROOTS is the client's workspace, (:directories DIRS
 /// :ignored NOTES), when the MCP roots it declared apply, nil when the fixed set does. Nil when
 /// the server is not running.
 #[defun]
@@ -248,7 +264,7 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                 } else {
                     format!("{} {}", client.name, client.version)
                 };
-                let args = Json::Object(arguments).to_string();
+                let args = RefCell::new(McpArguments(Some(arguments)));
                 let fields = [
                     env.intern(":call")?,
                     key.into_lisp(env)?,
@@ -292,12 +308,19 @@ fn mcp_complete<'e>(env: &'e Env, key: Value<'e>, is_error: Value<'e>, text: Val
     let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
         return Ok(false);
     };
-    let outcome = if is_error.is_not_nil() {
-        Outcome::error(text)
+    let answer = if is_error.is_not_nil() {
+        CallAnswer::error(text)
     } else {
-        Outcome::ok(text)
+        CallAnswer::ok(text)
     };
-    Ok(hub.complete(u64::try_from(key).unwrap_or(0), outcome))
+    Ok(hub.complete(u64::try_from(key).unwrap_or(0), answer))
+}
+
+/// The text every waiting call's client gets when the server stops, and the reason its
+/// pending approvals are withdrawn in Emacs.
+#[defun]
+fn mcp_stopped_reason() -> Result<&'static str> {
+    Ok(agent_q_core::mcp::STOPPED)
 }
 
 /// Tell the client of call KEY what it waits for (sent as progress, if it asked for progress).

@@ -422,7 +422,9 @@ The approval function is told which client asks, and the audit log says so."
         (should (agent-q-mcp-client-test--error-p result))))))
 
 (ert-deftest agent-q-mcp-client-unknown-tool-and-invalid-arguments ()
-  "An unknown tool and invalid arguments are failure results that name the problem, audited."
+  "An unknown tool and invalid arguments are failure results that name the problem.
+The server refuses the unknown tool before the call reaches Emacs; the
+calls with invalid arguments reach the executor, which audits them."
   (agent-q-mcp-client-test--with-server
     (let* ((run (agent-q-mcp-client-test--client
                  "calls" '((calls . [((name . "no_such_tool") (arguments (x . 1)))
@@ -431,17 +433,45 @@ The approval function is told which client asks, and the audit log says so."
            (results (agent-q-mcp-client-test--results run)))
       (should (= (length results) 3))
       (should (cl-every #'agent-q-mcp-client-test--error-p results))
-      (should (string-match-p "Unknown tool: no_such_tool" (alist-get 'text (nth 0 results))))
+      (should (string-match-p "Unknown tool: no_such_tool: agent-q offers no tool of that name"
+                              (alist-get 'text (nth 0 results))))
       (should (string-match-p "Invalid arguments for read_file.*path" (alist-get 'text (nth 1 results))))
       (should (string-match-p "read_file.*path" (alist-get 'text (nth 2 results))))
       (should-not agent-q-mcp-client-test--asked)
-      ;; Every MCP call is audited, the failures too.
+      ;; Every MCP call that reaches Emacs is audited, the failures too.
       (should (= (length (agent-q-mcp-client-test--audited "read_file" "result")) 2))
-      (let ((unknown (agent-q-mcp-client-test--audit-of "no_such_tool")))
-        (should (= (length unknown) 1))
-        (should (eq (alist-get 'success (car unknown)) :false))
-        (should (equal (alist-get 'client (car unknown))
-                       (concat agent-q-mcp-client-test--client-name " (MCP)")))))))
+      (should-not (agent-q-mcp-client-test--audit-of "no_such_tool")))))
+
+(ert-deftest agent-q-mcp-client-tools-above-the-level-are-not-offered ()
+  "Above `agent-q-mcp-max-safety-level', tools are neither listed nor run.
+The server refuses a call of one, naming the level, before it reaches
+Emacs: no prompt, no audit, no client noted.  Set with Customize, the
+level reaches a running server at once."
+  (agent-q-mcp-client-test--with-server
+    (customize-set-variable 'agent-q-mcp-max-safety-level :cautious)
+    (let* ((file (agent-q-mcp-client-test--file "kept.txt" "kept\n"))
+           (tools (alist-get 'tools (agent-q-mcp-client-test--event
+                                     (agent-q-mcp-client-test--client "tools" nil)
+                                     "tools")))
+           (names (mapcar (lambda (tool) (alist-get 'name tool)) tools))
+           (run (agent-q-mcp-client-test--client
+                 "calls" `((calls . [((name . "write_file")
+                                      (arguments (path . ,file) (content . "changed\n")))]))))
+           (result (car (agent-q-mcp-client-test--results run))))
+      (should (equal (sort names #'string<)
+                     (sort (mapcar #'agent-q-tool-name
+                                   (agent-q-get-tools :max-safety-level :cautious))
+                           #'string<)))
+      (should-not (member "write_file" names))
+      (should (agent-q-mcp-client-test--error-p result))
+      (should (equal (alist-get 'text result)
+                     (concat "Tool write_file is not offered over MCP: it is dangerous, and MCP "
+                             "clients get tools up to cautious only "
+                             "(agent-q-mcp-max-safety-level). Nothing ran.")))
+      (should-not agent-q-mcp-client-test--asked)
+      (should (equal (agent-q-mcp-client-test--file-content file) "kept\n"))
+      (should-not (agent-q-mcp-client-test--audit-of "write_file"))
+      (should-not (plist-get (agent-q-mcp-status) :connected)))))
 
 (defun agent-q-mcp-client-test--audit-of (tool)
   "Every audit record of TOOL."

@@ -601,6 +601,33 @@ pub fn arguments_to_json(raw: Option<&Sexp>, schema: &Json, max_bytes: usize) ->
     }
 }
 
+/// A call's arguments as its driver has them.
+#[derive(Debug)]
+pub enum CallArguments<'a> {
+    /// As the host wrote them: a plist, a JSON object string, or nil.
+    Sexp(&'a Sexp),
+    /// Parsed JSON already, as an MCP client sent them: taken as they are, never printed and
+    /// parsed again.
+    Json(Map<String, Json>),
+}
+
+/// Convert a call's arguments to a JSON object: those the host wrote as [`arguments_to_json`]
+/// does; parsed JSON as it is, once it is within the limits of MAX_BYTES, the depth and the
+/// number of values (as the MCP server checks them).
+pub fn call_arguments_to_json(
+    raw: Option<CallArguments<'_>>,
+    schema: &Json,
+    max_bytes: usize,
+) -> Result<Map<String, Json>, String> {
+    match raw {
+        Some(CallArguments::Json(map)) => crate::mcp::hub::check_arguments(&map, max_bytes)
+            .map(|()| map)
+            .map_err(|problem| format!("they {problem}")),
+        Some(CallArguments::Sexp(v)) => arguments_to_json(Some(v), schema, max_bytes),
+        None => arguments_to_json(None, schema, max_bytes),
+    }
+}
+
 /// The parts of a tool call plist `(:id ID :name NAME :arguments ARGS [:client CLIENT])`.
 #[derive(Debug)]
 pub struct ToolCall<'a> {
@@ -609,7 +636,7 @@ pub struct ToolCall<'a> {
     /// The tool's name.
     pub name: String,
     /// The raw arguments.
-    pub arguments: Option<&'a Sexp>,
+    pub arguments: Option<CallArguments<'a>>,
     /// The client the call comes from, when the call says.
     pub client: Option<String>,
 }
@@ -664,7 +691,7 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
     Ok(ToolCall {
         id,
         name,
-        arguments: v.plist_get("arguments"),
+        arguments: v.plist_get("arguments").map(CallArguments::Sexp),
         client,
     })
 }
@@ -934,8 +961,9 @@ impl Call {
             // at all.
             if opts.audit_all {
                 this.name = name;
-                this.args = arguments_to_json(parsed.arguments, &Json::Object(Map::new()), opts.max_argument_bytes)
-                    .unwrap_or_default();
+                this.args =
+                    call_arguments_to_json(parsed.arguments, &Json::Object(Map::new()), opts.max_argument_bytes)
+                        .unwrap_or_default();
                 fx.audit(&this.record("result", Some(&done)));
             }
             return (this, Step::Done(done));
@@ -953,7 +981,7 @@ impl Call {
             let done = this.end(registry, message, Status::Failure, opts, fx);
             return (this, Step::Done(done));
         }
-        match arguments_to_json(parsed.arguments, &spec.parameters, opts.max_argument_bytes)
+        match call_arguments_to_json(parsed.arguments, &spec.parameters, opts.max_argument_bytes)
             .map_err(|e| format!("Invalid arguments for {}: {e}", this.name))
             .and_then(|args| check_arguments(&this.name, &spec.parameters, &entry.validator, &args).map(|()| args))
         {

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agent_q_core::mcp::{Event, Outcome, STOPPED};
+use agent_q_core::mcp::{CallAnswer, Event, STOPPED};
 use agent_q_core::spec::SafetyLevel;
 use common::*;
 use rmcp::model::ServerNotification;
@@ -87,9 +87,15 @@ fn initialize_list_and_call_with_each_2025_revision() {
             assert_eq!(denied.is_error, Some(true));
             assert_eq!(text_of(&denied), "Denied: the user refused write_file");
 
+            // A tool the server does not list is refused by the server itself: the driver
+            // never sees the call.
             let unknown = client.call_tool(call("no_such_tool", "/x")).await.unwrap();
             assert_eq!(unknown.is_error, Some(true));
-            assert_eq!(text_of(&unknown), "Unknown tool: no_such_tool");
+            assert!(
+                text_of(&unknown).starts_with("Unknown tool: no_such_tool: agent-q offers no tool of that name"),
+                "{}",
+                text_of(&unknown)
+            );
 
             client.cancel().await.unwrap();
         });
@@ -102,16 +108,17 @@ fn initialize_list_and_call_with_each_2025_revision() {
             _ => None,
         })
         .collect();
-    assert_eq!(calls.len(), 6, "{seen:?}");
+    assert_eq!(calls.len(), 4, "{seen:?}");
+    assert!(calls.iter().all(|(_, tool)| tool != "no_such_tool"), "{seen:?}");
     for (index, (client, _)) in calls.iter().enumerate() {
         assert_eq!(client.name, "agent-q-test-client");
         assert_eq!(client.version, "9.9.9");
         assert!(client.session.as_deref().is_some_and(|id| !id.is_empty()), "{client:?}");
-        let expected = if index < 3 { "2025-06-18" } else { "2025-11-25" };
+        let expected = if index < 2 { "2025-06-18" } else { "2025-11-25" };
         assert_eq!(client.protocol_version.as_deref(), Some(expected));
     }
     assert_ne!(
-        calls[0].0.session, calls[3].0.session,
+        calls[0].0.session, calls[2].0.session,
         "each client has its own session"
     );
     drop(driver);
@@ -211,6 +218,58 @@ fn requests_without_the_right_token_or_from_foreign_origins_are_refused() {
     assert_eq!(status, 404);
 }
 
+#[test]
+fn foreign_hosts_and_origins_are_refused_whatever_the_token() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let right = bearer(&fixture.token);
+    let wrong = bearer(&"0".repeat(64));
+    let status = |header: (&str, &str), auth: &str| {
+        let headers = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", auth),
+            header,
+        ];
+        http(port, "POST", &headers, INITIALIZE).0
+    };
+    // Refused for the Host or the Origin, a request gets the same answer with the right token as
+    // with a wrong one: it learns nothing about its token.
+    for (header, refused) in [
+        (("host", "evil.example"), 403),
+        (("host", "evil.example:80"), 403),
+        (("host", "127.0.0.2"), 403),
+        (("host", "0.0.0.0:1"), 403),
+        (("host", "[::2]:1"), 403),
+        (("origin", "https://evil.example"), 403),
+        (("origin", "http://localhost.evil.example"), 403),
+        (("origin", "http://127.0.0.1.evil.example:80"), 403),
+        (("origin", "null"), 403),
+        (("origin", "file://"), 403),
+        (("origin", "chrome-extension://abc"), 403),
+        (("origin", ""), 403),
+    ] {
+        assert_eq!(status(header, &right), refused, "{header:?} with the right token");
+        assert_eq!(status(header, &wrong), refused, "{header:?} with a wrong token");
+    }
+    for header in [
+        ("host", "localhost"),
+        ("host", "127.0.0.1:5"),
+        ("host", "[::1]:5"),
+        ("host", "[::1]"),
+        ("host", "LocalHost:80"),
+        ("origin", "http://localhost"),
+        ("origin", "http://localhost:3000"),
+        ("origin", "https://127.0.0.1:8443"),
+        ("origin", "http://[::1]:9"),
+        ("origin", "HTTP://LOCALHOST"),
+        ("origin", "http://localhost/"),
+    ] {
+        assert_eq!(status(header, &right), 200, "{header:?} with the right token");
+        assert_eq!(status(header, &wrong), 401, "{header:?} with a wrong token");
+    }
+}
+
 /// The `data` of every SSE event in BODY, in order (an event's `data:` lines joined by newlines).
 fn sse_data(body: &str) -> Vec<String> {
     body.replace("\r\n", "\n")
@@ -299,7 +358,7 @@ fn a_connected_client_hears_that_the_tool_list_changed() {
         for round in 0..5 {
             let mut tools = sample_tools();
             tools.push(tool(&format!("new_tool_{round}"), SafetyLevel::Cautious));
-            assert!(fixture.hub.set_tools(tools));
+            assert!(fixture.hub.set_tools(tools, SafetyLevel::Dangerous));
             if let Ok(Some(note)) = tokio::time::timeout(Duration::from_secs(2), notes.recv()).await {
                 assert_eq!(note, Note::ToolListChanged);
                 heard = true;
@@ -318,7 +377,7 @@ fn a_connected_client_hears_that_the_tool_list_changed() {
         assert!(names[3].starts_with("new_tool_"));
         // Setting the same list again announces nothing.
         let same = fixture.hub.tools();
-        assert!(!fixture.hub.set_tools(same));
+        assert!(!fixture.hub.set_tools(same, SafetyLevel::Dangerous));
         assert!(tokio::time::timeout(Duration::from_millis(500), notes.recv())
             .await
             .is_err());
@@ -349,7 +408,7 @@ fn a_cancelled_call_is_withdrawn_from_the_driver() {
         .unwrap();
     let events = fixture.next_events();
     assert_eq!(events, vec![Event::Cancel { key }]);
-    assert!(!fixture.hub.complete(key, Outcome::ok("too late")));
+    assert!(!fixture.hub.complete(key, CallAnswer::ok("too late")));
 
     // Cancelled before the driver took it: the call is removed from the queue, never seen.
     // (Waits on the hub, not on a wake, which could be a late one of the first call's Cancel.)
@@ -406,7 +465,7 @@ fn a_waiting_call_sends_progress_with_its_status() {
         assert_eq!(*progress, (index + 1) as f64, "progress increases");
         assert_eq!(message.as_deref(), Some("waiting for the user's approval in Emacs"));
     }
-    assert!(fixture.hub.complete(key, Outcome::ok("written")));
+    assert!(fixture.hub.complete(key, CallAnswer::ok("written")));
     let result = runtime.block_on(pending).unwrap().unwrap();
     assert_eq!(text_of(&result), "written");
     runtime.block_on(client.cancel()).unwrap();
@@ -435,7 +494,7 @@ fn stop_answers_waiting_calls_and_frees_the_port() {
     assert_eq!(text_of(&result), STOPPED);
     // The driver hears that the call it took is gone, and its answer is ignored.
     assert!(fixture.hub.take_events().contains(&Event::Cancel { key }));
-    assert!(!fixture.hub.complete(key, Outcome::ok("too late")));
+    assert!(!fixture.hub.complete(key, CallAnswer::ok("too late")));
     // The port is free at once.
     let again = std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free after stop");
     drop(again);
@@ -578,7 +637,7 @@ fn a_2026_07_28_subscription_hears_that_the_tool_list_changed() {
         for round in 0..5 {
             let mut tools = sample_tools();
             tools.push(tool(&format!("another_{round}"), SafetyLevel::Safe));
-            assert!(fixture.hub.set_tools(tools));
+            assert!(fixture.hub.set_tools(tools, SafetyLevel::Dangerous));
             if let Ok(next) = tokio::time::timeout(Duration::from_secs(2), subscription.next()).await {
                 heard = Some(next);
                 break;
@@ -619,7 +678,7 @@ fn closing_a_2026_07_28_stream_withdraws_its_call() {
     // 2026-07-28 revision means cancellation.
     drop(stream);
     assert_eq!(fixture.next_events(), vec![Event::Cancel { key }]);
-    assert!(!fixture.hub.complete(key, Outcome::ok("nobody listens")));
+    assert!(!fixture.hub.complete(key, CallAnswer::ok("nobody listens")));
 }
 
 #[test]

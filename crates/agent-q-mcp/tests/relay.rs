@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_q_core::mcp::Outcome;
+use agent_q_core::mcp::CallAnswer;
 use agent_q_core::spec::SafetyLevel;
 use common::*;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
@@ -117,7 +117,7 @@ fn the_relay_carries_initialize_calls_progress_and_list_changed() {
         }
     });
     assert_eq!(progress.as_deref(), Some("waiting in Emacs"));
-    assert!(fixture.hub.complete(key, Outcome::ok("relayed contents")));
+    assert!(fixture.hub.complete(key, CallAnswer::ok("relayed contents")));
     let result = runtime.block_on(pending).unwrap().unwrap();
     assert_eq!(result.is_error, Some(false));
     assert!(matches!(&result.content[..], [ContentBlock::Text(text)] if text.text == "relayed contents"));
@@ -127,7 +127,7 @@ fn the_relay_carries_initialize_calls_progress_and_list_changed() {
         for round in 0..5 {
             let mut tools = sample_tools();
             tools.push(tool_named(round));
-            fixture.hub.set_tools(tools);
+            fixture.hub.set_tools(tools, SafetyLevel::Dangerous);
             let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
             while let Ok(Some(note)) = tokio::time::timeout_at(deadline, notes.recv()).await {
                 if note == Note::ToolListChanged {

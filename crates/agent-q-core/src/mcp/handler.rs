@@ -17,7 +17,8 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::hub::{ClientInfo, Hub, Outcome, RootsLookup, Workspace};
+use super::hub::{CallAnswer, ClientInfo, Hub, RootsLookup, Workspace};
+use super::server::STOPPED;
 
 /// The text of the result of a call its client cancelled (the client ignores it; the
 /// specification says it should not even be sent, but rmcp always answers a request).
@@ -41,9 +42,9 @@ pub(crate) struct Handler {
 }
 
 impl Handler {
-    fn outcome_result(outcome: Outcome) -> CallToolResult {
-        let content = vec![ContentBlock::text(outcome.text)];
-        if outcome.is_error {
+    fn answer_result(answer: CallAnswer) -> CallToolResult {
+        let content = vec![ContentBlock::text(answer.text)];
+        if answer.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
@@ -208,7 +209,7 @@ impl ServerHandler for Handler {
             .begin_call(client, request.name.into_owned(), arguments, token.is_some())
         {
             Ok(ticket) => ticket,
-            Err(refusal) => return Ok(Self::outcome_result(refusal).into()),
+            Err(refusal) => return Ok(Self::answer_result(refusal).into()),
         };
         let mut guard = WithdrawOnDrop {
             hub: self.hub.clone(),
@@ -227,12 +228,12 @@ impl ServerHandler for Handler {
         loop {
             let report = tokio::select! {
                 biased;
-                outcome = &mut answer => {
+                answered = &mut answer => {
                     guard.armed = false;
                     // A dropped sender means the hub dropped the call without answering, which
                     // only a server that is going away does.
-                    let outcome = outcome.unwrap_or_else(|_| Outcome::error("Emacs stopped the MCP server"));
-                    return Ok(Self::outcome_result(outcome).into());
+                    let answered = answered.unwrap_or_else(|_| CallAnswer::error(STOPPED));
+                    return Ok(Self::answer_result(answered).into());
                 }
                 _ = context.ct.cancelled() => {
                     // The guard withdraws the call and tells the driver.

@@ -251,9 +251,9 @@ const MAX_ROOTS_SESSIONS: usize = 256;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// A client called a tool: run it and answer with [`Hub::complete`]`(key, ...)`. The tool
-    /// name is passed as the client sent it, even when no such tool is listed: the driver answers
-    /// an unknown tool with an error result.
+    /// A client called a tool: run it and answer with [`Hub::complete`]`(key, ...)`. Only calls
+    /// of tools the hub lists get here: the hub answers any other call itself (see
+    /// [`Hub::set_tools`]).
     Call {
         /// Identifies this call in [`Hub::complete`] and [`Hub::set_status`].
         key: u64,
@@ -281,17 +281,17 @@ pub enum Event {
 
 /// The answer to a call: its text, and whether it is a failure (`isError`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct CallAnswer {
     /// True for every failure (denied, invalid arguments, unknown tool, tool error...).
     pub is_error: bool,
     /// The text the model reads.
     pub text: String,
 }
 
-impl Outcome {
+impl CallAnswer {
     /// A successful result.
     pub fn ok(text: impl Into<String>) -> Self {
-        Outcome {
+        CallAnswer {
             is_error: false,
             text: text.into(),
         }
@@ -299,7 +299,7 @@ impl Outcome {
 
     /// A failure result.
     pub fn error(text: impl Into<String>) -> Self {
-        Outcome {
+        CallAnswer {
             is_error: true,
             text: text.into(),
         }
@@ -331,7 +331,7 @@ pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 16 << 20;
 
 /// A call waiting for its answer.
 struct Pending {
-    answer: oneshot::Sender<Outcome>,
+    answer: oneshot::Sender<CallAnswer>,
     status: watch::Sender<Option<String>>,
     /// Whose call it is, for [`MAX_PENDING_PER_CLIENT`].
     owner: String,
@@ -339,7 +339,13 @@ struct Pending {
 
 #[derive(Default)]
 struct Inner {
+    /// The tools offered: listed, and the only ones a call reaches the driver for.
     tools: Vec<ToolInfo>,
+    /// The tools above the most dangerous level offered, with their levels: a call of one is
+    /// refused with a message that says why.
+    withheld: Vec<(String, SafetyLevel)>,
+    /// The most dangerous level offered.
+    max_level: SafetyLevel,
     listed: Arc<Vec<Tool>>,
     events: VecDeque<Event>,
     pending: HashMap<u64, Pending>,
@@ -385,7 +391,7 @@ impl std::fmt::Debug for Hub {
 /// What the server's call handler holds while it waits.
 pub(crate) struct CallTicket {
     pub(crate) key: u64,
-    pub(crate) answer: oneshot::Receiver<Outcome>,
+    pub(crate) answer: oneshot::Receiver<CallAnswer>,
     pub(crate) status: watch::Receiver<Option<String>>,
 }
 
@@ -410,22 +416,31 @@ impl Hub {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Replace the tools that `tools/list` returns. When the list differs from the current one,
-    /// every connected client that can receive it is sent `notifications/tools/list_changed`.
-    /// Returns whether the list changed.
-    pub fn set_tools(&self, tools: Vec<ToolInfo>) -> bool {
+    /// Offer those of TOOLS whose safety level is at most MAX_LEVEL: they are what `tools/list`
+    /// returns, and the only tools a call reaches the driver for. A call of any other tool (one
+    /// above MAX_LEVEL, or one not in TOOLS) is answered here with a failure that says why. When
+    /// the tools offered differ from the current ones, every connected client that can receive
+    /// it is sent `notifications/tools/list_changed`. Returns whether they changed.
+    pub fn set_tools(&self, tools: Vec<ToolInfo>, max_level: SafetyLevel) -> bool {
+        let (offered, withheld): (Vec<ToolInfo>, Vec<ToolInfo>) =
+            tools.into_iter().partition(|tool| tool.safety_level <= max_level);
         let mut inner = self.lock();
-        if inner.tools == tools {
+        inner.withheld = withheld
+            .into_iter()
+            .map(|tool| (tool.name, tool.safety_level))
+            .collect();
+        inner.max_level = max_level;
+        if inner.tools == offered {
             return false;
         }
-        inner.listed = Arc::new(tools.iter().map(ToolInfo::to_mcp).collect());
-        inner.tools = tools;
+        inner.listed = Arc::new(offered.iter().map(ToolInfo::to_mcp).collect());
+        inner.tools = offered;
         drop(inner);
         self.tools_generation.send_modify(|generation| *generation += 1);
         true
     }
 
-    /// The tools currently listed.
+    /// The tools currently offered (listed).
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.lock().tools.clone()
     }
@@ -442,14 +457,14 @@ impl Hub {
         self.lock().max_argument_bytes = bytes.min(super::MAX_REQUEST_BODY_BYTES);
     }
 
-    /// Answer the call KEY with OUTCOME: its HTTP request gets the result. Returns false, and
+    /// Answer the call KEY with ANSWER: its HTTP request gets the result. Returns false, and
     /// does nothing, when KEY is unknown, already answered or withdrawn.
-    pub fn complete(&self, key: u64, outcome: Outcome) -> bool {
+    pub fn complete(&self, key: u64, answer: CallAnswer) -> bool {
         let pending = self.lock().take_pending(key);
         match pending {
             // The receiver is gone only if the handler stopped waiting (then it also withdrew
             // the call); nothing more to do either way.
-            Some(pending) => pending.answer.send(outcome).is_ok(),
+            Some(pending) => pending.answer.send(answer).is_ok(),
             None => false,
         }
     }
@@ -485,25 +500,27 @@ impl Hub {
     }
 
     /// Queue a call and return what its handler waits on, or the refusal: the server is
-    /// stopping, the arguments are too large or too deep, or the client (or all clients) have
-    /// too many calls waiting. A refused call never reaches the driver.
+    /// stopping, the tool is not offered (see [`Hub::set_tools`]), the arguments are too large
+    /// or too deep, or the client (or all clients) have too many calls waiting. A refused call
+    /// never reaches the driver.
     pub(crate) fn begin_call(
         &self,
         client: ClientInfo,
         tool: String,
         arguments: Map<String, Json>,
         progress: bool,
-    ) -> Result<CallTicket, Outcome> {
+    ) -> Result<CallTicket, CallAnswer> {
         let max_bytes = {
             let inner = self.lock();
             if let Some(reason) = &inner.closed {
-                return Err(Outcome::error(reason.clone()));
+                return Err(CallAnswer::error(reason.clone()));
             }
+            inner.offers(&tool)?;
             inner.max_argument_bytes
         };
         // Measured outside the lock: it walks the whole request.
         check_arguments(&arguments, max_bytes).map_err(|problem| {
-            Outcome::error(format!(
+            CallAnswer::error(format!(
                 "The call to {} was refused before it reached Emacs: its arguments {problem}.",
                 short(&tool)
             ))
@@ -511,11 +528,11 @@ impl Hub {
         let owner = owner_of(&client);
         let mut inner = self.lock();
         if let Some(reason) = &inner.closed {
-            return Err(Outcome::error(reason.clone()));
+            return Err(CallAnswer::error(reason.clone()));
         }
         let mine = inner.pending_by_owner.get(&owner).copied().unwrap_or(0);
         if mine >= MAX_PENDING_PER_CLIENT {
-            return Err(Outcome::error(format!(
+            return Err(CallAnswer::error(format!(
                 "The call to {} was refused: this client already has {mine} calls waiting in Emacs, \
                  the most one client may have ({MAX_PENDING_PER_CLIENT}). Wait for their answers \
                  (the user may be away) before calling again.",
@@ -523,7 +540,7 @@ impl Hub {
             )));
         }
         if inner.pending.len() >= MAX_PENDING_CALLS {
-            return Err(Outcome::error(format!(
+            return Err(CallAnswer::error(format!(
                 "The call to {} was refused: {} calls from all clients are waiting in Emacs, the \
                  most allowed ({MAX_PENDING_CALLS}). Try again later.",
                 short(&tool),
@@ -594,7 +611,7 @@ impl Hub {
         inner.roots.clear();
         drop(inner);
         for (_, call) in pending {
-            let _ = call.answer.send(Outcome::error(reason));
+            let _ = call.answer.send(CallAnswer::error(reason));
         }
         if told {
             (self.wake)();
@@ -726,6 +743,27 @@ impl Hub {
 }
 
 impl Inner {
+    /// `Ok` when TOOL is offered; otherwise the failure that answers a call of it.
+    fn offers(&self, tool: &str) -> Result<(), CallAnswer> {
+        if self.tools.iter().any(|offered| offered.name == tool) {
+            return Ok(());
+        }
+        let text = match self.withheld.iter().find(|(name, _)| name == tool) {
+            Some((_, level)) => format!(
+                "Tool {} is not offered over MCP: it is {level}, and MCP clients get tools up to {} \
+                 only (agent-q-mcp-max-safety-level). Nothing ran.",
+                short(tool),
+                self.max_level
+            ),
+            None => format!(
+                "Unknown tool: {}: agent-q offers no tool of that name over MCP (tools/list names \
+                 the tools it offers). Nothing ran.",
+                short(tool)
+            ),
+        };
+        Err(CallAnswer::error(text))
+    }
+
     /// Remove the waiting call KEY, and count it off its client's calls.
     fn take_pending(&mut self, key: u64) -> Option<Pending> {
         let pending = self.pending.remove(&key)?;
@@ -821,14 +859,32 @@ fn remove_queued_call(events: &mut VecDeque<Event>, key: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::STOPPED;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    fn tool(name: &str, level: SafetyLevel) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            title: None,
+            description: format!("The {name} tool"),
+            input_schema: serde_json::json!({"type": "object"}).as_object().unwrap().clone(),
+            safety_level: level,
+            hints: Hints::default(),
+        }
+    }
+
+    /// A hub that offers the tools the tests call, and the count of its wakes.
     fn counting_hub() -> (Arc<Hub>, Arc<AtomicUsize>) {
         let wakes = Arc::new(AtomicUsize::new(0));
         let counter = wakes.clone();
         let hub = Hub::new(Box::new(move || {
             counter.fetch_add(1, Ordering::SeqCst);
         }));
+        let names = ["read_file", "write_file", "eval_form", "a", "b", "c", "t"];
+        hub.set_tools(
+            names.iter().map(|name| tool(name, SafetyLevel::Dangerous)).collect(),
+            SafetyLevel::Dangerous,
+        );
         (hub, wakes)
     }
 
@@ -845,13 +901,13 @@ mod tests {
         let events = hub.take_events();
         assert!(matches!(&events[..], [Event::Call { key, tool, .. }] if *key == ticket.key && tool == "read_file"));
         assert!(hub.take_events().is_empty());
-        assert!(hub.complete(ticket.key, Outcome::ok("done")));
+        assert!(hub.complete(ticket.key, CallAnswer::ok("done")));
         assert!(
-            !hub.complete(ticket.key, Outcome::ok("again")),
+            !hub.complete(ticket.key, CallAnswer::ok("again")),
             "a second answer is ignored"
         );
-        assert!(!hub.complete(9999, Outcome::ok("unknown")));
-        assert_eq!(ticket.answer.try_recv().unwrap(), Outcome::ok("done"));
+        assert!(!hub.complete(9999, CallAnswer::ok("unknown")));
+        assert_eq!(ticket.answer.try_recv().unwrap(), CallAnswer::ok("done"));
     }
 
     #[test]
@@ -865,7 +921,7 @@ mod tests {
         assert!(matches!(&events[0], Event::Call { key, .. } if *key == second.key));
         hub.withdraw(second.key);
         assert_eq!(hub.take_events(), vec![Event::Cancel { key: second.key }]);
-        assert!(!hub.complete(second.key, Outcome::ok("late")));
+        assert!(!hub.complete(second.key, CallAnswer::ok("late")));
     }
 
     #[test]
@@ -874,18 +930,12 @@ mod tests {
         let mut taken = call(&hub, "a");
         hub.take_events();
         let mut queued = call(&hub, "b");
-        hub.close("Emacs stopped the MCP server");
-        assert_eq!(
-            taken.answer.try_recv().unwrap(),
-            Outcome::error("Emacs stopped the MCP server")
-        );
-        assert_eq!(
-            queued.answer.try_recv().unwrap(),
-            Outcome::error("Emacs stopped the MCP server")
-        );
+        hub.close(STOPPED);
+        assert_eq!(taken.answer.try_recv().unwrap(), CallAnswer::error(STOPPED));
+        assert_eq!(queued.answer.try_recv().unwrap(), CallAnswer::error(STOPPED));
         assert_eq!(hub.take_events(), vec![Event::Cancel { key: taken.key }]);
         let refused = hub.begin_call(ClientInfo::default(), "c".into(), Map::new(), false);
-        assert_eq!(refused.err(), Some(Outcome::error("Emacs stopped the MCP server")));
+        assert_eq!(refused.err(), Some(CallAnswer::error(STOPPED)));
         hub.open();
         assert!(hub
             .begin_call(ClientInfo::default(), "c".into(), Map::new(), false)
@@ -923,7 +973,7 @@ mod tests {
         );
         let other = begin(&b).expect("another session has its own count");
         // An answered and a withdrawn call make room again.
-        assert!(hub.complete(tickets[0].key, Outcome::ok("done")));
+        assert!(hub.complete(tickets[0].key, CallAnswer::ok("done")));
         hub.withdraw(tickets[1].key);
         begin(&a).expect("room after an answer");
         begin(&a).expect("room after a withdrawal");
@@ -1006,18 +1056,63 @@ mod tests {
     fn set_tools_reports_changes_only() {
         let (hub, _) = counting_hub();
         let generation = hub.subscribe_tools();
-        let tool = ToolInfo {
-            name: "read_file".into(),
-            title: None,
-            description: "Read a file".into(),
-            input_schema: serde_json::json!({"type": "object"}).as_object().unwrap().clone(),
-            safety_level: SafetyLevel::Safe,
-            hints: Hints::default(),
-        };
-        assert!(hub.set_tools(vec![tool.clone()]));
-        assert!(!hub.set_tools(vec![tool.clone()]));
-        assert_eq!(*generation.borrow(), 1);
+        let before = *generation.borrow();
+        let read = tool("read_file", SafetyLevel::Safe);
+        let write = tool("write_file", SafetyLevel::Dangerous);
+        assert!(hub.set_tools(vec![read.clone()], SafetyLevel::Dangerous));
+        assert!(!hub.set_tools(vec![read.clone()], SafetyLevel::Dangerous));
+        // A tool above the level is not offered, so nothing offered changed.
+        assert!(!hub.set_tools(vec![read.clone(), write.clone()], SafetyLevel::Cautious));
+        assert_eq!(*generation.borrow(), before + 1);
+        assert_eq!(hub.listed_tools().len(), 1);
         assert_eq!(hub.listed_tools()[0].name, "read_file");
+        assert!(hub.set_tools(vec![read, write], SafetyLevel::Dangerous));
+        assert_eq!(hub.listed_tools().len(), 2);
+    }
+
+    #[test]
+    fn calls_of_tools_not_offered_are_refused_before_the_driver_sees_them() {
+        let (hub, wakes) = counting_hub();
+        let woken = wakes.load(Ordering::SeqCst);
+        let tools = vec![
+            tool("read_file", SafetyLevel::Safe),
+            tool("insert_text", SafetyLevel::Cautious),
+            tool("write_file", SafetyLevel::Dangerous),
+        ];
+        hub.set_tools(tools, SafetyLevel::Cautious);
+        let begin = |name: &str| hub.begin_call(ClientInfo::default(), name.into(), Map::new(), false);
+        let above = begin("write_file").err().expect("above the level");
+        assert!(above.is_error);
+        assert_eq!(
+            above.text,
+            "Tool write_file is not offered over MCP: it is dangerous, and MCP clients get tools up \
+             to cautious only (agent-q-mcp-max-safety-level). Nothing ran."
+        );
+        let unknown = begin("no_such_tool").err().expect("unknown");
+        assert!(
+            unknown
+                .text
+                .starts_with("Unknown tool: no_such_tool: agent-q offers no tool of that name"),
+            "{}",
+            unknown.text
+        );
+        let long = begin(&"x".repeat(10_000)).err().expect("unknown");
+        assert!(long.text.len() < 300, "the name is cut: {}", long.text);
+        assert_eq!(wakes.load(Ordering::SeqCst), woken, "the driver was not woken");
+        assert!(hub.take_events().is_empty(), "nothing reached the driver");
+        assert_eq!(hub.pending_count(), 0);
+        assert!(begin("read_file").is_ok());
+        assert!(begin("insert_text").is_ok());
+        // Raising the level offers the tool.
+        hub.set_tools(
+            hub.tools()
+                .into_iter()
+                .chain([tool("write_file", SafetyLevel::Dangerous)])
+                .collect(),
+            SafetyLevel::Dangerous,
+        );
+        assert!(begin("write_file").is_ok());
+        assert_eq!(hub.take_events().len(), 3);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! - [`Hub`] (hub.rs) is the only thing the server and its driver share. The driver sets the
-//!   tools ([`Hub::set_tools`]), is woken by the `wake` callback when events are queued, takes
+//!   tools and the most dangerous level offered ([`Hub::set_tools`]; the hub refuses a call of
+//!   any tool it does not list), is woken by the `wake` callback when events are queued, takes
 //!   them ([`Hub::take_events`]: [`Event::Call`], [`Event::Cancel`]) and answers calls
 //!   ([`Hub::complete`]), optionally reporting what a call waits for ([`Hub::set_status`]).
 //!   In Emacs the wake callback writes a byte to a pipe (the module API's `open_channel`), and
@@ -25,7 +26,8 @@
 //!   changes announced to sessions (2025 revisions) and `subscriptions/listen` streams
 //!   (2026-07-28).
 //! - The security layer (security.rs) wraps the whole service: loopback `Host`, localhost
-//!   `Origin` only (403), `Authorization: Bearer TOKEN` (401), body size
+//!   `Origin` only (403, rmcp's own checks, applied first), `Authorization: Bearer TOKEN` (401),
+//!   body size
 //!   ([`MAX_REQUEST_BODY_BYTES`]). [`make_token`] makes the token.
 //! - The relay (relay.rs, binary `agent-q-mcp`) lets clients that only start a command reach
 //!   the server: it reads the connection file Emacs writes and relays stdio to HTTP.
@@ -44,7 +46,7 @@ pub mod security;
 pub mod server;
 
 pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-pub use hub::{ClientInfo, Event, Hub, Outcome, ToolInfo, Wake};
+pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake};
 pub use hub::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES, MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;
 pub use server::{Config, RunningServer, Server, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};

@@ -1,11 +1,13 @@
-//! The security layer around the MCP service: every request is checked here before rmcp sees it.
+//! The security layer around the MCP service: every request is checked here before rmcp serves
+//! it, in this order.
 //!
-//! - `Host` must name the loopback interface (`localhost`, `127.0.0.1`, `[::1]`, any port):
-//!   a DNS-rebinding page reaches 127.0.0.1 under its own host name (HTTP 403).
-//! - An `Origin` header, when present, must be a localhost origin (`http` or `https`, any
-//!   port): browsers send it with every cross-site request, and the specification requires
-//!   refusing foreign ones with HTTP 403. Requests without `Origin` (every terminal client)
-//!   pass this check.
+//! - `Host` must name the loopback interface and an `Origin` header, when present, a localhost
+//!   origin (HTTP 403; a malformed or missing `Host` is HTTP 400). These are rmcp's own checks
+//!   (`StreamableHttpServerConfig::with_allowed_hosts` and `with_allowed_origins`, configured in
+//!   server.rs): the layer asks the transport about the request's `Host` and `Origin` first (see
+//!   [`guard`]), so that a request refused for them learns nothing about its token. A
+//!   DNS-rebinding page reaches 127.0.0.1 under its own host name; browsers send `Origin` with
+//!   every cross-site request; requests without `Origin` (every terminal client) pass.
 //! - `Authorization: Bearer TOKEN` must carry the server's token, compared in constant time
 //!   (HTTP 401 with `WWW-Authenticate: Bearer` otherwise). Any process of any user on the machine
 //!   can connect to 127.0.0.1, so the token is what keeps them out.
@@ -18,10 +20,17 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use http_body::Body as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+
+use super::handler::Handler;
+
+/// The rmcp transport the layer guards, whose Host and Origin checks it applies first.
+pub(crate) type Transport = StreamableHttpService<Handler, LocalSessionManager>;
 
 /// The largest request body accepted, in bytes. Tool arguments are small except for file
 /// contents (write_file, propose_file_edit), which agent-q caps well below this elsewhere.
@@ -59,45 +68,54 @@ impl Refusal {
     }
 }
 
-/// What the layer checks requests against.
-#[derive(Debug)]
+/// What the layer checks requests against: the token, and the transport whose Host and Origin
+/// checks come first.
 pub(crate) struct Policy {
     token: Vec<u8>,
+    transport: Option<Transport>,
 }
 
 impl Policy {
-    pub(crate) fn new(token: &str) -> Self {
+    /// A policy requiring TOKEN, after TRANSPORT's Host and Origin checks (none when `None`).
+    pub(crate) fn new(token: &str, transport: Option<Transport>) -> Self {
         Policy {
             token: token.as_bytes().to_vec(),
+            transport,
         }
     }
 
-    /// Check a request's headers; `Ok` lets it through.
+    /// The refusal of rmcp's Host and Origin checks for a request with these HEADERS and URI,
+    /// if they refuse it. They run inside the transport, before it looks at anything else, and
+    /// are not callable on their own: the transport is handed a copy of the request with only
+    /// its `Host` and `Origin` headers, and the method OPTIONS, which it serves with nothing but
+    /// those checks and a 405. Only a 400 or 403 counts as a refusal.
+    async fn host_and_origin_refusal(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<Response> {
+        let transport = self.transport.as_ref()?;
+        let mut probe = Request::new(Body::empty());
+        *probe.method_mut() = Method::OPTIONS;
+        *probe.uri_mut() = uri.clone();
+        for name in [header::HOST, header::ORIGIN] {
+            for value in headers.get_all(&name) {
+                probe.headers_mut().append(name.clone(), value.clone());
+            }
+        }
+        let answer = transport.handle(probe).await;
+        let status = answer.status();
+        if status != StatusCode::BAD_REQUEST && status != StatusCode::FORBIDDEN {
+            return None;
+        }
+        let mut refusal = answer.map(Body::new);
+        let headers = refusal.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        Some(refusal)
+    }
+
+    /// Check a request's token and declared size; `Ok` lets it through.
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        let host = headers.get(header::HOST).and_then(|value| value.to_str().ok());
-        match host {
-            None => {
-                return Err(Refusal::new(
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: missing Host header",
-                ))
-            }
-            Some(host) if !loopback_authority(host) => {
-                return Err(Refusal::new(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: Host is not a loopback address",
-                ))
-            }
-            Some(_) => {}
-        }
-        for origin in headers.get_all(header::ORIGIN) {
-            if !origin.to_str().is_ok_and(localhost_origin) {
-                return Err(Refusal::new(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: Origin is not a localhost origin",
-                ));
-            }
-        }
         let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
         let presented = match (authorizations.next(), authorizations.next()) {
             (Some(value), None) => bearer_token(value.as_bytes()),
@@ -120,8 +138,14 @@ impl Policy {
     }
 }
 
-/// The axum middleware: refuse what [`Policy::check`] refuses, pass the rest on.
+/// The axum middleware: refuse what rmcp's Host and Origin checks refuse, then what
+/// [`Policy::check`] refuses; pass the rest on. Host and Origin come first, for every request,
+/// so that neither the status nor the connection's fate tells a refused page whether its token
+/// was right.
 pub(crate) async fn guard(State(policy): State<Arc<Policy>>, request: Request, next: Next) -> Response {
+    if let Some(refusal) = policy.host_and_origin_refusal(request.headers(), request.uri()).await {
+        return refusal;
+    }
     match policy.check(request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
@@ -248,55 +272,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-/// Whether HOST (a host name or address without port or brackets) is the loopback interface.
-fn loopback_host(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
-}
-
-/// The host of an authority `HOST[:PORT]` or `[V6][:PORT]`, if its port is well-formed.
-fn authority_host(authority: &str) -> Option<&str> {
-    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = if after.is_empty() {
-            None
-        } else {
-            Some(after.strip_prefix(':')?)
-        };
-        (host, port)
-    } else {
-        match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    if let Some(port) = port {
-        if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-    }
-    Some(host)
-}
-
-/// Whether a `Host` header value names the loopback interface.
-fn loopback_authority(authority: &str) -> bool {
-    authority_host(authority.trim()).is_some_and(loopback_host)
-}
-
-/// Whether an `Origin` header value is `http(s)://` a loopback host, with any port.
-fn localhost_origin(origin: &str) -> bool {
-    let origin = origin.trim();
-    let rest = if origin.len() > 8 && origin[..8].eq_ignore_ascii_case("https://") {
-        &origin[8..]
-    } else if origin.len() > 7 && origin[..7].eq_ignore_ascii_case("http://") {
-        &origin[7..]
-    } else {
-        return false;
-    };
-    // An origin has no path, but tolerate a trailing slash.
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    !authority.contains(['/', '@', '?', '#']) && loopback_authority(authority)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,7 +290,7 @@ mod tests {
     const TOKEN: &str = "0123456789abcdef";
 
     fn status(pairs: &[(&str, &str)]) -> Option<StatusCode> {
-        Policy::new(TOKEN)
+        Policy::new(TOKEN, None)
             .check(&headers(pairs))
             .err()
             .map(|refusal| refusal.status)
@@ -351,57 +326,6 @@ mod tests {
             ]),
             Some(StatusCode::UNAUTHORIZED)
         );
-    }
-
-    #[test]
-    fn only_localhost_origins_pass() {
-        let ok = [("host", "localhost:1"), ("authorization", "Bearer 0123456789abcdef")];
-        for origin in [
-            "http://localhost",
-            "http://localhost:3000",
-            "https://127.0.0.1:8443",
-            "http://[::1]:9",
-            "HTTP://LOCALHOST",
-            "http://localhost/",
-        ] {
-            let mut pairs = ok.to_vec();
-            pairs.push(("origin", origin));
-            assert_eq!(status(&pairs), None, "{origin}");
-        }
-        for origin in [
-            "https://evil.example",
-            "http://localhost.evil.example",
-            "http://127.0.0.1.evil.example:80",
-            "http://evil.example@localhost",
-            "null",
-            "file://",
-            "http://localhost:http",
-            "chrome-extension://abc",
-            "",
-        ] {
-            let mut pairs = ok.to_vec();
-            pairs.push(("origin", origin));
-            assert_eq!(status(&pairs), Some(StatusCode::FORBIDDEN), "{origin}");
-        }
-    }
-
-    #[test]
-    fn the_host_must_be_loopback() {
-        let auth = ("authorization", "Bearer 0123456789abcdef");
-        for host in ["localhost", "127.0.0.1:5", "[::1]:5", "[::1]", "LocalHost:80"] {
-            assert_eq!(status(&[("host", host), auth]), None, "{host}");
-        }
-        for host in [
-            "evil.example",
-            "evil.example:80",
-            "127.0.0.2",
-            "0.0.0.0:1",
-            "[::2]:1",
-            "localhost:x",
-        ] {
-            assert_eq!(status(&[("host", host), auth]), Some(StatusCode::FORBIDDEN), "{host}");
-        }
-        assert_eq!(status(&[auth]), Some(StatusCode::BAD_REQUEST));
     }
 
     #[test]

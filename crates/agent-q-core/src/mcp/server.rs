@@ -106,8 +106,9 @@ impl Server {
             progress_interval: config.progress_interval,
         };
         let rmcp_config = StreamableHttpServerConfig::default()
+            // The DNS-rebinding checks: the security layer applies them first, to every request
+            // (see security.rs), and the transport again to what it serves.
             .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
-            // A second line behind the security layer, which refuses these first.
             .with_allowed_origins(
                 [
                     "http://localhost:*",
@@ -128,6 +129,7 @@ impl Server {
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.sse_retry = None;
         let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), rmcp_config);
+        let policy = Policy::new(&config.token, Some(service.clone()));
         let (posts_tx, posts) = watch::channel(0usize);
         let router = Router::new()
             .route_service(ENDPOINT, service)
@@ -135,10 +137,7 @@ impl Server {
             // Inside the security layer: only what it lets through proves a connection.
             .layer(middleware::from_fn(security::shape_guard))
             .layer(middleware::from_fn(connections::prove))
-            .layer(middleware::from_fn_with_state(
-                Arc::new(Policy::new(&config.token)),
-                security::guard,
-            ));
+            .layer(middleware::from_fn_with_state(Arc::new(policy), security::guard));
 
         let accept_ct = CancellationToken::new();
         let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS, EVICTION_AGE);

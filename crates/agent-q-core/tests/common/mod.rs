@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use agent_q_core::mcp::{make_token, Config, Event, Hub, Outcome, RunningServer, Server, ToolInfo};
+use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, ToolInfo};
 use agent_q_core::spec::SafetyLevel;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
@@ -59,7 +59,7 @@ pub fn start_with_interval(progress_interval: Duration) -> Fixture {
     let hub = Hub::new(Box::new(move || {
         let _ = wake_tx.send(());
     }));
-    hub.set_tools(sample_tools());
+    hub.set_tools(sample_tools(), SafetyLevel::Dangerous);
     let token = make_token().unwrap();
     let mut config = Config::new(token.clone());
     config.progress_interval = progress_interval;
@@ -116,14 +116,14 @@ impl Fixture {
 }
 
 /// What the test driver answers: read_file succeeds, write_file is denied, the rest is unknown.
-pub fn answer(tool: &str, arguments: &Map<String, Value>) -> Outcome {
+pub fn answer(tool: &str, arguments: &Map<String, Value>) -> CallAnswer {
     match tool {
-        "read_file" => Outcome::ok(format!(
+        "read_file" => CallAnswer::ok(format!(
             "contents of {}",
             arguments.get("path").and_then(Value::as_str).unwrap_or("?")
         )),
-        "write_file" => Outcome::error("Denied: the user refused write_file"),
-        other => Outcome::error(format!("Unknown tool: {other}")),
+        "write_file" => CallAnswer::error("Denied: the user refused write_file"),
+        other => CallAnswer::error(format!("Unknown tool: {other}")),
     }
 }
 
