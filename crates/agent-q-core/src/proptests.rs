@@ -26,7 +26,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::executor::{
     self, parse_call, parse_decision, AuditRecord, Call, CallContext, Decision, Effects, Handler, LispTool, Options,
-    Outcome, Phase, Stage, Step, ToolResult,
+    HandlerOutcome, Phase, Stage, Step, ToolResult,
 };
 use crate::registry::Registry;
 use crate::sexp::{self, from_json, to_json, Sexp, MAX_DEPTH};
@@ -485,7 +485,7 @@ fn registry() -> Shared {
 enum Op {
     Guarded(Result<Option<String>, String>),
     Decide(Decision),
-    Finish(Outcome),
+    Finish(HandlerOutcome),
     Cancel(String),
     /// The registry changes meanwhile: disable, enable, remove or replace a tool.
     Disable(usize),
@@ -512,10 +512,10 @@ fn op() -> impl Strategy<Value = Op> {
         ]
         .prop_map(Op::Decide),
         prop_oneof![
-            text.prop_map(Outcome::Success),
-            text.prop_map(Outcome::Failure),
-            text.prop_map(Outcome::Denied),
-            text.prop_map(Outcome::Cancelled),
+            text.prop_map(HandlerOutcome::Success),
+            text.prop_map(HandlerOutcome::Failure),
+            text.prop_map(HandlerOutcome::Denied),
+            text.prop_map(HandlerOutcome::Cancelled),
         ]
         .prop_map(Op::Finish),
         text.prop_map(Op::Cancel),
