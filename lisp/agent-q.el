@@ -577,10 +577,10 @@ approves.  `agent-q-approval-rules' apply to every call."
                                                  agent-q-confirm-safety-levels nil)))
 
 (defun agent-q--batch-options (client confirm audit-all)
-  "The executor's options for one batch of calls, read once for all of them.
-CLIENT names where the calls come from, CONFIRM lists the safety levels
-whose calls need approval besides :dangerous, and AUDIT-ALL non-nil
-audits safe calls too; the rest comes from the user's options.  Both
+  "Read the executor's options once, for a whole batch.
+CLIENT names where the batch comes from, CONFIRM lists the safety
+levels that need approval besides :dangerous, and AUDIT-ALL non-nil
+audits safe tools too; the rest comes from the user's options.  Both
 drivers pass the value to each call of the batch."
   (agent-q--core-options
    (list :max-result-chars agent-q-max-result-chars

@@ -338,7 +338,6 @@ Every core function the module defines must be here (see the test
       (agent-q--core-diff-session-summary . ,(lambda () (list (agent-q-stress--session))))
       (agent-q--core-diff-hunks . ,(lambda () (list "a\nb\n" "a\nc\n")))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
-      (agent-q--core-diff-unified . ,(lambda () (list "a\nb\n" "a\nc\n" "old" "new")))
       (agent-q--core-execute . ,(lambda () (let ((args (agent-q-stress--call-args call)))
                                               (setf (nth 1 args) (list call))
                                               args)))

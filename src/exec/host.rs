@@ -4,14 +4,14 @@
 use emacs::{Env, IntoLisp, Result, Value};
 use serde_json::{Map, Value as Json};
 
+use super::{callee, keyword, opt_string, quit_requested};
 use crate::convert::{self, Limits, WalkError};
 use crate::errors;
 use crate::registry::LispHandler;
-use super::{callee, keyword, opt_string, quit_requested};
 use agent_q_core::error::ConvertError;
 use agent_q_core::executor::{
-    self, ApprovalFailure, Ask, AuditRecord, Call, Effects, GuardAnswer, HandlerOutcome, Host, LispTool, Origin,
-    Phase, ToolResult,
+    self, ApprovalFailure, Ask, AuditRecord, Call, Effects, GuardAnswer, HandlerOutcome, Host, LispTool, Origin, Phase,
+    ToolResult,
 };
 use agent_q_core::sexp::Sexp;
 use agent_q_core::spec::SafetyLevel;
@@ -317,7 +317,7 @@ impl<'e> Host for EmacsHost<'e> {
         let env = self.env;
         if !tool.asynchronous {
             // The context plist is built by agent-q.el, in byte code, from its parts: building
-            // it here took one call into Emacs per element.
+            // it here would take one call into Emacs per element.
             let prepared = handler_args(env, tool.run.bind(env), &self.given, call);
             return match prepared {
                 Ok(args) => self.outcome_of(env.call(callee::call_handler, args)),

@@ -28,12 +28,10 @@ pub(super) fn call_sexp(env: &Env, call: Value<'_>, opts: &Options) -> Result<st
     };
     match convert::to_sexp(env, call, limits) {
         Ok(sx) => Ok(Ok(sx)),
-        Err(WalkError::Convert(e)) => {
-            Ok(Err(ToolResult::failure(
-                call_id(env, call),
-                format!("Invalid tool call: cannot convert it: {e}"),
-            )))
-        }
+        Err(WalkError::Convert(e)) => Ok(Err(ToolResult::failure(
+            call_id(env, call),
+            format!("Invalid tool call: cannot convert it: {e}"),
+        ))),
         Err(WalkError::Emacs(e)) => Err(e),
     }
 }

@@ -139,7 +139,7 @@ pub struct Options {
     pub audit_all: bool,
     /// Whether the user has approval rules: a call that needs no decision then stops at an
     /// optional [`Step::Ask`] all the same, so that a deny or ask rule applies to it too. Without
-    /// rules, such calls run at once, as they always did.
+    /// rules, such calls run at once.
     pub consult_rules: bool,
     /// Whether a self-reviewing handler ([`LispTool::reviews_itself`]) is still what it was when
     /// registered; when not, its calls are asked about as any other.
@@ -872,9 +872,9 @@ pub const MAX_CALLS: usize = 100_000;
 /// message that refuses it before anything runs.
 pub fn batch_length(length: Option<usize>) -> Result<usize, String> {
     match length {
-        None => Err(
-            "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run".into(),
-        ),
+        None => {
+            Err("CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run".into())
+        }
         Some(n) if n > MAX_CALLS => Err(format!("CALLS holds {n} calls, more than {MAX_CALLS}; nothing was run")),
         Some(n) => Ok(n),
     }

@@ -25,8 +25,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value as Json};
 
 use crate::executor::{
-    self, parse_call, parse_decision, AuditRecord, Call, CallContext, Decision, Effects, Handler, LispTool, Options,
-    HandlerOutcome, Phase, Stage, Step, ToolResult,
+    self, parse_call, parse_decision, AuditRecord, Call, CallContext, Decision, Effects, Handler, HandlerOutcome,
+    LispTool, Options, Phase, Stage, Step, ToolResult,
 };
 use crate::registry::Registry;
 use crate::sexp::{self, from_json, to_json, Sexp, MAX_DEPTH};

@@ -845,7 +845,9 @@ fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
     assert_eq!((ask.client.as_deref(), call.stage()), (Some("gptel"), Stage::Asking));
     assert_eq!(ask.tool_id, reg.lock().unwrap().entry("write_it").unwrap().id);
     // A resume that does not fit the stage is an error, not a second result.
-    assert!(call.finish(&reg, HandlerOutcome::Success("x".into()), &o, &mut fx).is_err());
+    assert!(call
+        .finish(&reg, HandlerOutcome::Success("x".into()), &o, &mut fx)
+        .is_err());
     assert!(call.guarded(&reg, Ok(None), &o, &mut fx).is_err());
     let r = call
         .cancel(&reg, "the user cancelled pending calls", &o, &mut fx)
@@ -873,7 +875,12 @@ fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
     assert_eq!(call.stage(), Stage::Running);
     assert!(call.approved_by_user());
     let r = call
-        .finish(&reg, HandlerOutcome::Failure("Refused: the file changed".into()), &o, &mut fx)
+        .finish(
+            &reg,
+            HandlerOutcome::Failure("Refused: the file changed".into()),
+            &o,
+            &mut fx,
+        )
         .unwrap();
     assert_eq!((r.success, r.approved, r.status), (false, true, Status::Failure));
 }
@@ -1327,7 +1334,10 @@ fn a_quit_or_an_error_at_the_prompt_is_worded_once_whichever_driver_asked() {
     assert_eq!(quit, "Tool execution denied: the user quit (C-g) while being asked");
     assert_eq!(quit, denial_message(&ApprovalFailure::Quit.into()));
     let error = denial_message(&parse_decision(&read(r#"(:error "Broken prompt")"#)));
-    assert_eq!(error, "Tool execution denied: the approval function failed: Broken prompt");
+    assert_eq!(
+        error,
+        "Tool execution denied: the approval function failed: Broken prompt"
+    );
     assert_eq!(
         error,
         denial_message(&ApprovalFailure::Signalled("Broken prompt".into()).into())
@@ -1356,7 +1366,10 @@ fn a_quit_or_an_error_at_the_prompt_is_worded_once_whichever_driver_asked() {
 #[test]
 fn a_handlers_status_is_read_once() {
     let ok = || Ok("text".to_string());
-    assert_eq!(handler_outcome(&Sexp::Nil, ok()), HandlerOutcome::Success("text".into()));
+    assert_eq!(
+        handler_outcome(&Sexp::Nil, ok()),
+        HandlerOutcome::Success("text".into())
+    );
     assert_eq!(
         handler_outcome(&Sexp::keyword("success"), ok()),
         HandlerOutcome::Success("text".into())
@@ -1387,8 +1400,7 @@ fn a_handlers_status_is_read_once() {
     assert_eq!(
         handler_outcome(&Sexp::Int(3), ok()),
         HandlerOutcome::Failure(
-            "Tool error: the handler answered with the status 3, not :success, :failure, :denied or :cancelled"
-                .into()
+            "Tool error: the handler answered with the status 3, not :success, :failure, :denied or :cancelled".into()
         )
     );
     // A value that cannot be read fails, whatever the status said.
