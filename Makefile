@@ -75,6 +75,9 @@ lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings 
 
 bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
 	@scripts/ensure-deps.sh --bench
+	@# The module with what only the benchmarks call (agent-q--core-diff-unified).
+	$(CARGO) build --profile $(PROFILE) -p agent-q --features bench
+	cp target/$(PROFILE)/libagent_q.so $(MODULE)
 	$(EMACS) --batch -Q -L lisp -l bench/run.el
 
 clean:  ## Remove build products

@@ -54,9 +54,9 @@
 (require 'subr-x)
 (require 'tabulated-list)
 
-(declare-function agent-q--core-call-start "agent-q-core"
-                  (registry call max-result-chars max-argument-bytes hooks confirm
-                            audit-all client rules))
+(declare-function agent-q--core-call-start "agent-q-core" (registry call options))
+(declare-function agent-q--core-batch-length "agent-q-core" (calls))
+(declare-function agent-q--core-failure "agent-q-core" (call message))
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
@@ -67,14 +67,11 @@
 (declare-function agent-q--core-native-abort "agent-q-core" (ticket))
 (declare-function agent-q--approval-call "agent-q" (tool-name args context))
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
-(declare-function agent-q-rules-any-p "agent-q-rules" ())
+(declare-function agent-q--batch-options "agent-q" (client confirm audit-all))
 (declare-function agent-q--error-message "agent-q" (condition))
 (declare-function agent-q--visible "agent-q-prompt" (text))
 
-(defvar agent-q-max-result-chars)
 (defvar agent-q-approval-idle-delay)
-(defvar agent-q-max-argument-bytes)
-(defvar agent-q-tool-execution-functions)
 (defvar agent-q-confirm-safety-levels)
 (defvar agent-q-client)
 (defvar agent-q-call-context)
@@ -191,9 +188,6 @@ the prompts and the audit log.  See `agent-q-pending' and
                           :client agent-q-client
                           :confirm agent-q-confirm-safety-levels))
 
-(defconst agent-q--max-calls 100000
-  "The most calls one batch may hold, as for `agent-q-execute-tool-calls'.")
-
 (cl-defun agent-q--execute-async (calls callback registry &key client confirm audit-all workspace)
   "Start a batch of tool-call plists against REGISTRY; return the batch.
 The list CALLS holds them; CALLBACK gets the results.
@@ -202,41 +196,26 @@ AUDIT-ALL are the executor's options for this batch.  WORKSPACE, when
 non-nil, is the calls' `agent-q-call-workspace': their guards and
 handlers run with it, whichever buffer is current then.  Return the
 batch."
-  (let ((length (proper-list-p calls)))
-    (unless length
-      (signal 'agent-q-error
-              (list "CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run")))
-    ;; The synchronous driver's limit (the module's MAX_CALLS): starting each
-    ;; call here is synchronous, so a million of them froze Emacs for 30 s.
-    (when (> length agent-q--max-calls)
-      (signal 'agent-q-error
-              (list (format "CALLS holds %d calls, more than %d; nothing was run"
-                            length agent-q--max-calls))))
+  ;; Starting each call is synchronous: the module bounds a batch as it
+  ;; does for the synchronous driver, and refuses an improper list.
+  (let* ((length (agent-q--core-batch-length calls))
+         (options (agent-q--batch-options client confirm audit-all))
+         (batch (agent-q--batch-create :results (make-vector length nil)
+                                       :remaining length
+                                       :callback callback
+                                       :workspace workspace))
+         (agent-q-call-workspace workspace))
     (agent-q--ensure-channel)
-    (let ((rules (agent-q-rules-any-p))
-          (batch (agent-q--batch-create :results (make-vector length nil)
-                                        :remaining length
-                                        :callback callback
-                                        :workspace workspace))
-          (agent-q-call-workspace workspace))
-      (cl-loop for call in calls
-               for index from 0
-               do (agent-q--handle-step
-                   batch index
-                   (condition-case err
-                       (agent-q--core-call-start
-                        registry call agent-q-max-result-chars agent-q-max-argument-bytes
-                        (and agent-q-tool-execution-functions t) confirm audit-all client rules)
-                     (error (list :done (agent-q--failure-result
-                                         call (agent-q--error-message err)))))))
-      (agent-q--maybe-finish-batch batch)
-      batch)))
-
-(defun agent-q--failure-result (call message)
-  "A failure result for CALL with MESSAGE, for errors outside the executor."
-  (list :id (ignore-errors (plist-get call :id)) :success nil
-        :content message :error message
-        :metadata (list :execution_time_ms 0.0 :approved nil :status "failure")))
+    (cl-loop for call in calls
+             for index from 0
+             do (agent-q--handle-step
+                 batch index
+                 (condition-case err
+                     (agent-q--core-call-start registry call options)
+                   (error (list :done (agent-q--core-failure
+                                       call (agent-q--error-message err)))))))
+    (agent-q--maybe-finish-batch batch)
+    batch))
 
 (defun agent-q--handle-step (batch index step &optional pending)
   "Act on STEP, the module's answer for call INDEX of BATCH.
@@ -256,7 +235,7 @@ PENDING is the call's pending record when it already has one."
            (agent-q--handle-step batch index
                                  (condition-case err
                                      (agent-q--core-call-decide core decision)
-                                   (error (list :done (agent-q--failure-result
+                                   (error (list :done (agent-q--core-failure
                                                        nil (agent-q--error-message err)))))
                                  pending)
          (agent-q--queue-ask batch index core context args pending))))
@@ -283,7 +262,7 @@ PENDING is the call's pending record when it already has one."
          (setq agent-q--pending (append agent-q--pending (list pending))))
        (agent-q--start-handler pending handler table context)))
     (_ (agent-q--store batch index
-                       (agent-q--failure-result
+                       (agent-q--core-failure
                         nil (format "agent-q: unexpected executor step %S" (car-safe step)))))))
 
 (defun agent-q--queue-ask (batch index core context args pending)
@@ -369,19 +348,12 @@ until it answers, like a prompt."
               (agent-q--starting pending)
               (print-circle nil))
           (funcall handler callback table))
-      (error (funcall callback (format "Tool error: %s" (agent-q--error-message err))
-                      :failure)))))
+      (error (funcall callback (agent-q--error-message err) :error)))))
 
 (defun agent-q--finish-handler (pending value status)
   "Finish PENDING, whose handler answered VALUE with STATUS."
   (let ((step (condition-case nil
-                  (agent-q--core-call-finish
-                   (agent-q--pending-core pending)
-                   (pcase status
-                     ((or 'nil :success) :success)
-                     ((or :failure :denied :cancelled) status)
-                     (_ :failure))
-                   value)
+                  (agent-q--core-call-finish (agent-q--pending-core pending) status value)
                 ;; Already cancelled: the late answer is dropped.
                 (agent-q-error nil))))
     (when step
@@ -486,8 +458,8 @@ is idle again."
                       (agent-q--approval-call (agent-q--pending-tool pending)
                                               (agent-q--pending-args pending)
                                               context))
-                  (quit :agent-q--quit)
-                  (error (list :agent-q--error (agent-q--error-message err)))))
+                  (quit '(:quit))
+                  (error (list :error (agent-q--error-message err)))))
             (when (eq agent-q--asking pending)
               (setq agent-q--asking nil))
             ;; The keys the prompt read belong to no command: left in
@@ -502,25 +474,21 @@ is idle again."
        (agent-q--update-indicator)
        (agent-q--schedule))
       (_
-       (let ((decision (pcase answer
-                         (:agent-q--quit '(:denied "the user quit (C-g) while being asked"))
-                         (`(:agent-q--error ,message)
-                          (list :denied (format "the approval function failed: %s" message)))
-                         (_ answer))))
-         (setf (agent-q--pending-state pending) 'deciding)
-         ;; The handler runs now: with its batch's workspace, not the
-         ;; one of whatever code the prompt was raised from.
-         (let ((agent-q-call-workspace
-                (agent-q--batch-workspace (agent-q--pending-batch pending))))
-           (agent-q--handle-step (agent-q--pending-batch pending)
-                                 (agent-q--pending-index pending)
-                                 (condition-case err
-                                     (agent-q--core-call-decide (agent-q--pending-core pending)
-                                                                decision)
-                                   (error (list :done (agent-q--failure-result
-                                                       nil (agent-q--error-message err)))))
-                                 pending))
-         (agent-q--schedule))))))
+       ;; The answer, or (:quit) or (:error MESSAGE): the core words the denial.
+       (setf (agent-q--pending-state pending) 'deciding)
+       ;; The handler runs now: with its batch's workspace, not the
+       ;; one of whatever code the prompt was raised from.
+       (let ((agent-q-call-workspace
+              (agent-q--batch-workspace (agent-q--pending-batch pending))))
+         (agent-q--handle-step (agent-q--pending-batch pending)
+                               (agent-q--pending-index pending)
+                               (condition-case err
+                                   (agent-q--core-call-decide (agent-q--pending-core pending)
+                                                              answer)
+                                 (error (list :done (agent-q--core-failure
+                                                     nil (agent-q--error-message err)))))
+                               pending))
+       (agent-q--schedule)))))
 
 ;;;; Cancelling
 

@@ -171,12 +171,9 @@ Never builds anything, and never asks: loading a package must not."
 (declare-function agent-q--core-metrics "agent-q-core" (registry reset))
 (declare-function agent-q--core-validate "agent-q-core" (registry name args))
 (declare-function agent-q--core-decide "agent-q-core" (registry name decision args))
-(declare-function agent-q--core-execute "agent-q-core"
-                  (registry calls max-result-chars max-argument-bytes hooks confirm
-                            audit-all client rules))
-(declare-function agent-q--core-call-start "agent-q-core"
-                  (registry call max-result-chars max-argument-bytes hooks confirm
-                            audit-all client rules))
+(declare-function agent-q--core-options "agent-q-core" (plist))
+(declare-function agent-q--core-execute "agent-q-core" (registry calls options))
+(declare-function agent-q--core-call-start "agent-q-core" (registry call options))
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
@@ -588,11 +585,24 @@ and on failure :success is nil and :error holds the message too.
 Dangerous tools, and those at the levels in
 `agent-q-confirm-safety-levels', run only when `agent-q-approval-function'
 approves.  `agent-q-approval-rules' apply to every call."
-  (agent-q--core-execute registry calls agent-q-max-result-chars
-                         agent-q-max-argument-bytes
-                         (and agent-q-tool-execution-functions t)
-                         agent-q-confirm-safety-levels
-                         nil agent-q-client (agent-q-rules-any-p)))
+  (agent-q--core-execute registry calls
+                         (agent-q--batch-options agent-q-client
+                                                 agent-q-confirm-safety-levels nil)))
+
+(defun agent-q--batch-options (client confirm audit-all)
+  "Read the executor's options once, for a whole batch.
+CLIENT names where the batch comes from, CONFIRM lists the safety
+levels that need approval besides :dangerous, and AUDIT-ALL non-nil
+audits safe tools too; the rest comes from the user's options.  Both
+drivers pass the value to each call of the batch."
+  (agent-q--core-options
+   (list :max-result-chars agent-q-max-result-chars
+         :max-argument-bytes agent-q-max-argument-bytes
+         :hooks (and agent-q-tool-execution-functions t)
+         :confirm confirm
+         :audit-all audit-all
+         :client client
+         :rules (agent-q-rules-any-p))))
 
 (defconst agent-q--print-level 32
   "Deepest nesting printed in a result; deeper parts print as \"...\".")
@@ -756,20 +766,12 @@ kill Emacs (see `agent-q--with-bounded-printing')."
 
 (defun agent-q--callback (cell)
   "Return a callback for an asynchronous handler, storing its answer in CELL.
-CELL is a cons whose car becomes the answer (STATUS . VALUE); only the
-first call counts."
+CELL is a cons whose car becomes the answer (STATUS . VALUE), as the
+handler gave them: the executor reads STATUS.  Only the first call
+counts."
   (lambda (value &optional status)
     (unless (car cell)
-      (setcar cell (cons (pcase status
-                           ((or 'nil :success) :success)
-                           (:failure :failure)
-                           (:denied :denied)
-                           (_ :failure))
-                         (if (memq status '(nil :success :failure :denied))
-                             value
-                           (format "The handler answered with an unknown status %s"
-                                   (agent-q--with-bounded-printing
-                                     (car (agent-q--print-bounded status 200))))))))))
+      (setcar cell (cons status value)))))
 
 (defun agent-q--call-handler-and-wait (handler args context)
   "Call the asynchronous HANDLER with ARGS and wait for its answer.
@@ -818,16 +820,13 @@ changed them, validated against the tool's schema in REGISTRY -- or
 \(:denied MESSAGE).  Anything but an explicit approval, including an
 error or a quit, denies; the handler should then end with
 `agent-q-tool-deny'."
-  (let ((decision
-         (condition-case err
-             (agent-q--approval-call tool-name args
-                                     (list :safety-level :safe :reason reason))
-           (quit '(:invalid "the user quit (C-g) while being asked"))
-           (error (list :invalid (format "the approval function failed: %s"
-                                         (agent-q--error-message err)))))))
-    (if (eq (car-safe decision) :invalid)
-        (list :denied (concat "Tool execution denied: " (cadr decision)))
-      (agent-q--core-decide registry tool-name decision args))))
+  (agent-q--core-decide registry tool-name
+                        (condition-case err
+                            (agent-q--approval-call tool-name args
+                                                    (list :safety-level :safe :reason reason))
+                          (quit '(:quit))
+                          (error (list :error (agent-q--error-message err))))
+                        args))
 
 (defconst agent-q--pretty-print-limit 20000
   "Longest printed value that is also pretty-printed (indentation is slow).")

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 
-use agent_q_core::executor::Outcome;
+use agent_q_core::executor::HandlerOutcome;
 use agent_q_core::native::{self, Tool};
 
 type Writer = Box<dyn Write + Send>;
@@ -94,7 +94,7 @@ struct Run {
 #[derive(Default)]
 struct Runs {
     running: HashMap<u64, Run>,
-    finished: Vec<(u64, Outcome)>,
+    finished: Vec<(u64, HandlerOutcome)>,
 }
 
 fn runs() -> &'static Mutex<Runs> {
@@ -102,7 +102,7 @@ fn runs() -> &'static Mutex<Runs> {
     RUNS.get_or_init(|| Mutex::new(Runs::default()))
 }
 
-fn finish(ticket: u64, outcome: Outcome) {
+fn finish(ticket: u64, outcome: HandlerOutcome) {
     let mut r = lock(runs());
     // A run aborted meanwhile is no longer wanted.
     if r.running.remove(&ticket).is_some() {
@@ -122,8 +122,8 @@ pub fn start_native(tool: Arc<dyn Tool>, name: String, args: serde_json::Map<Str
         finish(
             ticket,
             match result {
-                Ok(text) => Outcome::Success(text),
-                Err(e) => Outcome::Failure(e.to_string()),
+                Ok(text) => HandlerOutcome::Success(text),
+                Err(e) => HandlerOutcome::Failure(e.to_string()),
             },
         )
     });
@@ -133,7 +133,7 @@ pub fn start_native(tool: Arc<dyn Tool>, name: String, args: serde_json::Map<Str
                 run.abort = Some(abort);
             }
         }
-        Err(e) => finish(ticket, Outcome::Failure(e.to_string())),
+        Err(e) => finish(ticket, HandlerOutcome::Failure(e.to_string())),
     }
     ticket
 }
@@ -149,8 +149,8 @@ fn native_finished(env: &Env) -> Result<Value<'_>> {
         .into_iter()
         .map(|(ticket, outcome)| {
             let (status, text) = match outcome {
-                Outcome::Success(t) => (success, t),
-                Outcome::Failure(t) | Outcome::Denied(t) | Outcome::Cancelled(t) => (failure, t),
+                HandlerOutcome::Success(t) => (success, t),
+                HandlerOutcome::Failure(t) | HandlerOutcome::Denied(t) | HandlerOutcome::Cancelled(t) => (failure, t),
             };
             env.list((i64::try_from(ticket).unwrap_or(i64::MAX), status, text))
         })

@@ -485,7 +485,8 @@ fn diff_locate<'e>(env: &'e Env, current: Value<'e>, original: Value<'e>) -> Res
 }
 
 /// Return the unified diff of OLD and NEW with labels OLD-LABEL and NEW-LABEL, as `diff -u`
-/// prints it ("" when identical).
+/// prints it ("" when identical). Only the benchmarks call it: built with the `bench` feature.
+#[cfg(feature = "bench")]
 #[defun]
 fn diff_unified<'e>(
     env: &'e Env,

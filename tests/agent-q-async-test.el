@@ -172,7 +172,7 @@
                      reg `((:id "q" :name "touch" :arguments (:path ,file))))))
       (should-not (file-exists-p file))
       (should (equal (plist-get (car results) :content)
-                     "User denied tool execution: the user quit (C-g) while being asked")))))
+                     "Tool execution denied: the user quit (C-g) while being asked")))))
 
 (ert-deftest agent-q-async-test-the-default-prompt-with-keys ()
   (agent-q-async-test--with reg

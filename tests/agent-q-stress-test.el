@@ -248,9 +248,13 @@ modifies them (the module only reads values).")
                                                           "(defun stress-f () (car nil))\n"))
         (setq agent-q-stress--registry reg))))
 
+(defun agent-q-stress--options-plist ()
+  "The plist of the executor's options for the stress calls."
+  (list :max-result-chars 20000 :max-argument-bytes (* 16 1024 1024)))
+
 (defun agent-q-stress--call-args (call)
   "The arguments of `agent-q--core-call-start' (and -execute) for CALL."
-  (list (agent-q-stress--fixture) call 20000 (* 16 1024 1024) nil nil nil nil nil))
+  (list (agent-q-stress--fixture) call (agent-q--core-options (agent-q-stress--options-plist))))
 
 (defun agent-q-stress--pending (tool)
   "A call of TOOL started with the asynchronous driver and waiting: its PENDING."
@@ -357,13 +361,14 @@ Every core function the module defines must be here (see the test
       (agent-q--core-diff-session-summary . ,(lambda () (list (agent-q-stress--session))))
       (agent-q--core-diff-hunks . ,(lambda () (list "a\nb\n" "a\nc\n")))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
-      (agent-q--core-diff-unified . ,(lambda () (list "a\nb\n" "a\nc\n" "old" "new")))
       (agent-q--core-execute . ,(lambda () (let ((args (agent-q-stress--call-args call)))
                                               (setf (nth 1 args) (list call))
                                               args)))
       (agent-q--core-execute-chunk . ,(lambda () (let ((args (agent-q-stress--call-args call)))
-                                                    (append (list (nth 0 args) (list call) 1)
-                                                            (nthcdr 2 args)))))
+                                                    (list (nth 0 args) (list call) 1 (nth 2 args)))))
+      (agent-q--core-options . ,(lambda () (list (agent-q-stress--options-plist))))
+      (agent-q--core-batch-length . ,(lambda () (list (list call call))))
+      (agent-q--core-failure . ,(lambda () (list call "it failed")))
       (agent-q--core-file-bytes . ,(lambda () (list (agent-q-stress--handle t))))
       (agent-q--core-file-close . ,(lambda () (list (agent-q-stress--handle))))
       (agent-q--core-file-info . ,(lambda () (list (agent-q-stress--handle))))

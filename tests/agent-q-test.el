@@ -835,9 +835,8 @@ the child asked the user anything)."
       (should (= (length results) 100))
       (cl-loop for call in calls
                for result in results
-               for alone = (apply #'agent-q--core-call-start
-                                  (list reg call agent-q-max-result-chars agent-q-max-argument-bytes
-                                        nil agent-q-confirm-safety-levels nil nil nil))
+               with options = (agent-q--batch-options nil agent-q-confirm-safety-levels nil)
+               for alone = (agent-q--core-call-start reg call options)
                do (should (eq (car alone) :done))
                (should (equal (funcall untimed result) (funcall untimed (cadr alone)))))
       (should (equal (plist-get (nth 0 results) :content) "Hello, Ada."))

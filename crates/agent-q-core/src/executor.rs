@@ -29,7 +29,7 @@
 //!   which may deny it or have the user asked, and otherwise answers [`Decision::Auto`], which
 //!   runs it exactly as it would have run without rules (decision `auto` in the audit log).
 //! - **running**: [`Step::Run`] hands the handler to the host; [`Call::finish`] takes its
-//!   [`Outcome`] and formats, caps, times, counts and audits the result.
+//!   [`HandlerOutcome`] and formats, caps, times, counts and audits the result.
 //!
 //! [`Call::cancel`] ends a call at any stage before it is done. This is the sans-I/O shape of
 //! rustls and h2: the core performs no I/O and never waits. How a decision is awaited (a
@@ -139,7 +139,7 @@ pub struct Options {
     pub audit_all: bool,
     /// Whether the user has approval rules: a call that needs no decision then stops at an
     /// optional [`Step::Ask`] all the same, so that a deny or ask rule applies to it too. Without
-    /// rules, such calls run at once, as they always did.
+    /// rules, such calls run at once.
     pub consult_rules: bool,
     /// Whether a self-reviewing handler ([`LispTool::reviews_itself`]) is still what it was when
     /// registered; when not, its calls are asked about as any other.
@@ -296,7 +296,8 @@ pub enum Decision {
     Invalid(String),
 }
 
-/// Why asking for approval produced no decision.
+/// Why asking for approval produced no decision. A driver that asks outside the executor hands
+/// it over as a decision: `(:quit)` or `(:error MESSAGE)` (see [`parse_decision`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApprovalFailure {
     /// The user quit (`C-g`) while being asked.
@@ -320,6 +321,10 @@ const MAX_RULE_CHARS: usize = 500;
 /// Read an approval function's answer. Only `:approved`, `(:modified ARGS)` and `(:rule :approved RULE)`
 /// allow a run.
 ///
+/// A driver that asked and got no answer says what happened instead: `(:quit)` (the user quit
+/// while being asked) or `(:error MESSAGE)` (the approval function signalled MESSAGE). Both deny
+/// the call, worded here ([`ApprovalFailure`]), whichever driver asked.
+///
 /// Keywords are told apart from look-alikes by the binding: an uninterned symbol named
 /// `:approved` never becomes a [`Sexp::Keyword`].
 pub fn parse_decision(v: &Sexp) -> Decision {
@@ -333,6 +338,12 @@ pub fn parse_decision(v: &Sexp) -> Decision {
         _ => {}
     }
     match v.list_items() {
+        Some([head]) if head.as_keyword() == Some("quit") => ApprovalFailure::Quit.into(),
+        Some([head, message]) if head.as_keyword() == Some("error") => ApprovalFailure::Signalled(match message {
+            Sexp::Str(m) => shorten(m.clone(), MAX_RULE_CHARS),
+            other => sexp::describe(other),
+        })
+        .into(),
         Some([head]) if head.as_keyword() == Some("denied") => Decision::Denied(None),
         Some([head, reason]) if head.as_keyword() == Some("denied") => match reason {
             Sexp::Str(r) if !r.trim().is_empty() => Decision::Denied(Some(r.clone())),
@@ -662,38 +673,52 @@ pub fn parse_call(v: &Sexp) -> Result<ToolCall<'_>, (Option<String>, String)> {
         Some(x @ (Sexp::Int(_) | Sexp::Float(_) | Sexp::Symbol(_) | Sexp::Keyword(_))) => Some(sexp::describe(x)),
         _ => return Err((None, "Invalid tool call: missing :id".to_string())),
     };
-    if let Some(long) = id.as_ref().filter(|i| i.len() > MAX_CALL_LABEL_BYTES) {
-        return Err((
-            None,
-            format!(
-                "Invalid tool call: its :id is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
-                long.len()
-            ),
-        ));
-    }
     let name = match v.plist_get("name") {
         Some(Sexp::Str(s)) | Some(Sexp::Symbol(s)) => Some(s.clone()),
         _ => None,
     };
-    let Some(name) = name.filter(|n| !n.is_empty()) else {
-        return Err((id, "Invalid tool call: missing :name".to_string()));
-    };
     let client = v.plist_get("client").and_then(Sexp::as_str).map(str::to_string);
-    if let Some(long) = client.as_ref().filter(|c| c.len() > MAX_CALL_LABEL_BYTES) {
-        return Err((
+    ToolCall::new(id, name, v.plist_get("arguments").map(CallArguments::Sexp), client)
+}
+
+impl<'a> ToolCall<'a> {
+    /// A call from its parts, as a driver read them: the checks of [`parse_call`] on them (an
+    /// id and a client short enough to echo, a non-empty name). On failure, the id when it may
+    /// be echoed, and a message naming the problem.
+    pub fn new(
+        id: Option<String>,
+        name: Option<String>,
+        arguments: Option<CallArguments<'a>>,
+        client: Option<String>,
+    ) -> Result<ToolCall<'a>, (Option<String>, String)> {
+        if let Some(long) = id.as_ref().filter(|i| i.len() > MAX_CALL_LABEL_BYTES) {
+            return Err((
+                None,
+                format!(
+                    "Invalid tool call: its :id is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                    long.len()
+                ),
+            ));
+        }
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            return Err((id, "Invalid tool call: missing :name".to_string()));
+        };
+        if let Some(long) = client.as_ref().filter(|c| c.len() > MAX_CALL_LABEL_BYTES) {
+            return Err((
+                id,
+                format!(
+                    "Invalid tool call: its :client is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
+                    long.len()
+                ),
+            ));
+        }
+        Ok(ToolCall {
             id,
-            format!(
-                "Invalid tool call: its :client is {} bytes long (limit {MAX_CALL_LABEL_BYTES})",
-                long.len()
-            ),
-        ));
+            name,
+            arguments,
+            client,
+        })
     }
-    Ok(ToolCall {
-        id,
-        name,
-        arguments: v.plist_get("arguments").map(CallArguments::Sexp),
-        client,
-    })
 }
 
 /// What a guard says about a call's arguments.
@@ -822,7 +847,7 @@ pub enum Step<L> {
 
 /// How a handler ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum HandlerOutcome {
     /// It did its job; the text for the model.
     Success(String),
     /// It did not (it said so, it signalled, it timed out...); the message for the model.
@@ -832,6 +857,54 @@ pub enum Outcome {
     Denied(String),
     /// It was withdrawn before it finished; the message for the model.
     Cancelled(String),
+}
+
+/// Read an asynchronous handler's answer: the STATUS it gave its callback, and TEXT, its value
+/// as text for the model (or the message saying why the value cannot be read).
+///
+/// STATUS is nil or `:success`, `:failure`, `:denied` or `:cancelled`; `:error` is the driver's,
+/// for a handler that signalled while it started (TEXT is the error's message). Anything else
+/// is a failure that names it.
+pub fn handler_outcome(status: &Sexp, text: Result<String, String>) -> HandlerOutcome {
+    let text = match text {
+        Ok(text) => text,
+        Err(message) => return HandlerOutcome::Failure(message),
+    };
+    match status {
+        Sexp::Nil => HandlerOutcome::Success(text),
+        Sexp::Keyword(k) => match k.as_str() {
+            "success" => HandlerOutcome::Success(text),
+            "failure" => HandlerOutcome::Failure(text),
+            "denied" => HandlerOutcome::Denied(text),
+            "cancelled" => HandlerOutcome::Cancelled(text),
+            "error" => HandlerOutcome::Failure(format!("Tool error: {text}")),
+            _ => unknown_status(status),
+        },
+        _ => unknown_status(status),
+    }
+}
+
+fn unknown_status(status: &Sexp) -> HandlerOutcome {
+    HandlerOutcome::Failure(format!(
+        "Tool error: the handler answered with the status {}, not :success, :failure, :denied or :cancelled",
+        shorten(sexp::describe(status), 200)
+    ))
+}
+
+/// The most calls one batch may hold, whichever driver runs it: starting a call is
+/// synchronous, so a larger batch would hold Emacs's main loop too long.
+pub const MAX_CALLS: usize = 100_000;
+
+/// A batch's length, given as LENGTH (`None` for a list that is circular or dotted), or the
+/// message that refuses it before anything runs.
+pub fn batch_length(length: Option<usize>) -> Result<usize, String> {
+    match length {
+        None => {
+            Err("CALLS must be a proper list of tool-call plists (it is circular or dotted); nothing was run".into())
+        }
+        Some(n) if n > MAX_CALLS => Err(format!("CALLS holds {n} calls, more than {MAX_CALLS}; nothing was run")),
+        Some(n) => Ok(n),
+    }
 }
 
 /// Where a call stands.
@@ -922,7 +995,19 @@ impl Call {
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> (Call, Step<L>) {
-        match parse_call(call) {
+        Call::start_read(registry, parse_call(call), ctx, opts, fx)
+    }
+
+    /// [`Call::start`] for a call a driver read: [`parse_call`]'s answer, or
+    /// [`ToolCall::new`]'s from the parts the driver read from the host's call directly.
+    pub fn start_read<L: Clone>(
+        registry: &Shared<L>,
+        read: Result<ToolCall<'_>, (Option<String>, String)>,
+        ctx: &CallContext,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> (Call, Step<L>) {
+        match read {
             Ok(parsed) => Call::start_parsed(registry, parsed, ctx, opts, fx),
             Err((id, message)) => {
                 let done = ToolResult::failure(id.clone(), message);
@@ -934,8 +1019,8 @@ impl Call {
         }
     }
 
-    /// [`Call::start`] for a call already taken apart (by [`parse_call`], or by a driver that
-    /// reads the host's call directly and applies the same rules).
+    /// [`Call::start`] for a call already taken apart and checked ([`parse_call`],
+    /// [`ToolCall::new`]).
     pub fn start_parsed<L: Clone>(
         registry: &Shared<L>,
         parsed: ToolCall<'_>,
@@ -1276,23 +1361,23 @@ impl Call {
     pub fn finish<L: Clone>(
         &mut self,
         registry: &Shared<L>,
-        outcome: Outcome,
+        outcome: HandlerOutcome,
         opts: &Options,
         fx: &mut dyn Effects,
     ) -> Result<ToolResult, StageError> {
         self.expect(Stage::Running, "a handler's outcome")?;
         let (content, status) = match outcome {
-            Outcome::Success(text) if self.modified => (
+            HandlerOutcome::Success(text) if self.modified => (
                 format!(
                     "Note: the user modified the arguments before this tool ran; it ran with {}.\n\n{text}",
                     audit_arguments(&self.args)
                 ),
                 Status::Success,
             ),
-            Outcome::Success(text) => (text, Status::Success),
-            Outcome::Failure(text) => (text, Status::Failure),
-            Outcome::Denied(text) => (text, Status::Denied),
-            Outcome::Cancelled(text) => (text, Status::Cancelled),
+            HandlerOutcome::Success(text) => (text, Status::Success),
+            HandlerOutcome::Failure(text) => (text, Status::Failure),
+            HandlerOutcome::Denied(text) => (text, Status::Denied),
+            HandlerOutcome::Cancelled(text) => (text, Status::Cancelled),
         };
         Ok(self.end(registry, content, status, opts, fx))
     }
@@ -1406,20 +1491,20 @@ pub trait Host: Effects {
     fn approve(&mut self, ask: &Ask, call: &Call) -> Result<Sexp, ApprovalFailure>;
 
     /// Run a host handler with ARGS for CALL and wait for its outcome.
-    fn run_handler(&mut self, tool: &LispTool<Self::Lisp>, call: &Call) -> Outcome;
+    fn run_handler(&mut self, tool: &LispTool<Self::Lisp>, call: &Call) -> HandlerOutcome;
 
     /// Whether the user asked to stop (polled while a native tool runs).
     fn should_quit(&mut self) -> bool;
 }
 
 /// Run a native TOOL for CALL, waiting at most its timeout, polling SHOULD_QUIT.
-pub fn run_native(tool: &dyn Tool, call: &Call, should_quit: impl FnMut() -> bool) -> Outcome {
+pub fn run_native(tool: &dyn Tool, call: &Call, should_quit: impl FnMut() -> bool) -> HandlerOutcome {
     match native::run(tool, call.tool(), call.args().clone(), should_quit) {
-        Ok(text) => Outcome::Success(text),
+        Ok(text) => HandlerOutcome::Success(text),
         Err(native::NativeError::Cancelled(name)) => {
-            Outcome::Failure(format!("Tool {name} was interrupted by the user (C-g)"))
+            HandlerOutcome::Failure(format!("Tool {name} was interrupted by the user (C-g)"))
         }
-        Err(e) => Outcome::Failure(e.to_string()),
+        Err(e) => HandlerOutcome::Failure(e.to_string()),
     }
 }
 
@@ -1436,15 +1521,15 @@ pub fn execute_call<H: Host>(
     drive(registry, call, step, opts, host)
 }
 
-/// [`execute_call`] for a call already taken apart.
-pub fn execute_parsed<H: Host>(
+/// [`execute_call`] for a call the driver read ([`Call::start_read`]).
+pub fn execute_read<H: Host>(
     registry: &Shared<H::Lisp>,
-    call: ToolCall<'_>,
+    call: Result<ToolCall<'_>, (Option<String>, String)>,
     ctx: &CallContext,
     host: &mut H,
     opts: &Options,
 ) -> ToolResult {
-    let (call, step) = Call::start_parsed(registry, call, ctx, opts, host);
+    let (call, step) = Call::start_read(registry, call, ctx, opts, host);
     drive(registry, call, step, opts, host)
 }
 

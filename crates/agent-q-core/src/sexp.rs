@@ -28,10 +28,10 @@
 //! million elements is a value nested a million levels deep: dropping, cloning, comparing or
 //! printing it recurses once per element and overflows the stack of Emacs's thread. A [`Sexp`]
 //! list is a vector, so its length never becomes depth, and no [`Sexp`] deeper than
-//! [`MAX_DEPTH`] is ever built from outside input (the binding's walker and [`Sexp::parse`]
-//! refuse it), so the derived, recursive `Drop`, `Clone`, `PartialEq` and `Debug` recurse at
-//! most [`MAX_DEPTH`] levels. lexpr is kept for what it does well: reading s-expression text
-//! ([`Sexp::parse`]).
+//! [`MAX_DEPTH`] is ever built from outside input (the binding's walker refuses it, as does the
+//! tests' reader `Sexp::parse`), so the derived, recursive `Drop`, `Clone`, `PartialEq` and
+//! `Debug` recurse at most [`MAX_DEPTH`] levels. lexpr, a dev-dependency, reads s-expression
+//! text in tests (`Sexp::parse`).
 
 use std::fmt::Write as _;
 
@@ -182,8 +182,9 @@ impl Sexp {
 
     /// Read TEXT, Emacs Lisp syntax as lexpr knows it, as one value.
     ///
-    /// For trusted text (tests, fixtures, definitions written by a developer): lexpr's parser
-    /// recurses on nesting. The value is refused if deeper than [`MAX_DEPTH`].
+    /// For tests only (lexpr is a dev-dependency): lexpr's parser recurses on nesting. The
+    /// value is refused if deeper than [`MAX_DEPTH`].
+    #[cfg(test)]
     pub fn parse(text: &str) -> Result<Sexp, ConvertError> {
         let value = lexpr::from_str_custom(text, lexpr::parse::Options::elisp())
             .map_err(|e| ConvertError::Shape(format!("cannot read {text:?}: {e}")))?;
@@ -294,6 +295,7 @@ fn print_float(f: f64) -> String {
     }
 }
 
+#[cfg(test)]
 fn from_lexpr(v: &lexpr::Value, depth: usize) -> Result<Sexp, ConvertError> {
     use lexpr::Value as L;
     if depth > MAX_DEPTH {
@@ -338,6 +340,7 @@ fn from_lexpr(v: &lexpr::Value, depth: usize) -> Result<Sexp, ConvertError> {
     })
 }
 
+#[cfg(test)]
 /// Free a lexpr VALUE without recursion: its conses are taken apart one at a time.
 pub fn dismantle(value: lexpr::Value) {
     use lexpr::Value as L;

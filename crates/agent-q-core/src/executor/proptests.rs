@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value as Json};
 
 use crate::executor::{
-    self, parse_call, parse_decision, AuditRecord, Call, CallContext, Decision, Effects, Handler, LispTool, Options,
-    Outcome, Phase, Stage, Step, ToolResult,
+    self, parse_call, parse_decision, AuditRecord, Call, CallContext, Decision, Effects, Handler, HandlerOutcome,
+    LispTool, Options, Phase, Stage, Step, ToolResult,
 };
 use crate::registry::Registry;
 use crate::sexp::proptests::{json, sexp, sexp_upto};
@@ -141,7 +141,7 @@ fn registry() -> Shared {
 enum Op {
     Guarded(Result<Option<String>, String>),
     Decide(Decision),
-    Finish(Outcome),
+    Finish(HandlerOutcome),
     Cancel(String),
     /// The registry changes meanwhile: disable, enable, remove or replace a tool.
     Disable(usize),
@@ -168,10 +168,10 @@ fn op() -> impl Strategy<Value = Op> {
         ]
         .prop_map(Op::Decide),
         prop_oneof![
-            text.prop_map(Outcome::Success),
-            text.prop_map(Outcome::Failure),
-            text.prop_map(Outcome::Denied),
-            text.prop_map(Outcome::Cancelled),
+            text.prop_map(HandlerOutcome::Success),
+            text.prop_map(HandlerOutcome::Failure),
+            text.prop_map(HandlerOutcome::Denied),
+            text.prop_map(HandlerOutcome::Cancelled),
         ]
         .prop_map(Op::Finish),
         text.prop_map(Op::Cancel),

@@ -6,7 +6,7 @@ use serde_json::json;
 use std::time::Duration;
 
 type Args = Map<String, Json>;
-type RunFn = Box<dyn Fn(&Args) -> Outcome + Send + Sync>;
+type RunFn = Box<dyn Fn(&Args) -> HandlerOutcome + Send + Sync>;
 type GuardFn = Box<dyn Fn(&Args) -> Result<Option<String>, String> + Send + Sync>;
 
 /// Host functions in tests are plain Rust closures over the arguments.
@@ -18,7 +18,7 @@ enum Fake {
 type F = Arc<Fake>;
 type Reg = Arc<Mutex<Registry<Handler<F>>>>;
 
-fn run_fn(f: impl Fn(&Map<String, Json>) -> Outcome + Send + Sync + 'static) -> F {
+fn run_fn(f: impl Fn(&Map<String, Json>) -> HandlerOutcome + Send + Sync + 'static) -> F {
     Arc::new(Fake::Run(Box::new(f)))
 }
 
@@ -77,11 +77,11 @@ impl Host for MockHost {
             .clone()
             .unwrap_or(Ok(Sexp::keyword("no-approval-function")))
     }
-    fn run_handler(&mut self, tool: &LispTool<F>, call: &Call) -> Outcome {
+    fn run_handler(&mut self, tool: &LispTool<F>, call: &Call) -> HandlerOutcome {
         self.ran.push(call.args().clone());
         match &*tool.run {
             Fake::Run(f) => f(call.args()),
-            Fake::Guard(_) => Outcome::Failure("not a handler".into()),
+            Fake::Guard(_) => HandlerOutcome::Failure("not a handler".into()),
         }
     }
     fn should_quit(&mut self) -> bool {
@@ -113,7 +113,7 @@ fn add(r: &Reg, def: &str, h: Option<Handler<F>>) -> u64 {
 }
 
 fn echo() -> F {
-    run_fn(|a| Outcome::Success(format!("path={}", a.get("path").and_then(Json::as_str).unwrap_or("?"))))
+    run_fn(|a| HandlerOutcome::Success(format!("path={}", a.get("path").and_then(Json::as_str).unwrap_or("?"))))
 }
 
 fn registry() -> Reg {
@@ -139,7 +139,7 @@ fn registry() -> Reg {
         &r,
         r#"(:name "boom" :description "d")"#,
         Some(lisp(
-            run_fn(|_| Outcome::Failure("Tool error: boom".into())),
+            run_fn(|_| HandlerOutcome::Failure("Tool error: boom".into())),
             None,
             false,
         )),
@@ -147,7 +147,7 @@ fn registry() -> Reg {
     add(
         &r,
         r#"(:name "big" :description "d")"#,
-        Some(lisp(run_fn(|_| Outcome::Success("x".repeat(50))), None, false)),
+        Some(lisp(run_fn(|_| HandlerOutcome::Success("x".repeat(50))), None, false)),
     );
     add(&r, r#"(:name "orphan" :description "d")"#, None);
     add(
@@ -168,8 +168,8 @@ fn registry() -> Reg {
         r#"(:name "review_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
         Some(lisp(
             run_fn(|a| match a.get("path").and_then(Json::as_str) {
-                Some("reject") => Outcome::Denied("Applied 0 of 2 hunks: the user rejected the edit".into()),
-                _ => Outcome::Success("Applied 2 of 2 hunks".into()),
+                Some("reject") => HandlerOutcome::Denied("Applied 0 of 2 hunks: the user rejected the edit".into()),
+                _ => HandlerOutcome::Success("Applied 2 of 2 hunks".into()),
             }),
             None,
             true,
@@ -683,7 +683,7 @@ fn a_tool_changed_while_the_user_decides_does_not_run() {
                 add(
                     r,
                     r#"(:name "write_it" :version "2" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
-                    Some(lisp(run_fn(|_| Outcome::Success("DELETED".into())), None, false)),
+                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None, false)),
                 );
             },
         ),
@@ -699,7 +699,7 @@ fn a_tool_changed_while_the_user_decides_does_not_run() {
                 add(
                     r,
                     r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
-                    Some(lisp(run_fn(|_| Outcome::Success("DELETED".into())), None, false)),
+                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None, false)),
                 );
             },
         ),
@@ -845,7 +845,9 @@ fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
     assert_eq!((ask.client.as_deref(), call.stage()), (Some("gptel"), Stage::Asking));
     assert_eq!(ask.tool_id, reg.lock().unwrap().entry("write_it").unwrap().id);
     // A resume that does not fit the stage is an error, not a second result.
-    assert!(call.finish(&reg, Outcome::Success("x".into()), &o, &mut fx).is_err());
+    assert!(call
+        .finish(&reg, HandlerOutcome::Success("x".into()), &o, &mut fx)
+        .is_err());
     assert!(call.guarded(&reg, Ok(None), &o, &mut fx).is_err());
     let r = call
         .cancel(&reg, "the user cancelled pending calls", &o, &mut fx)
@@ -873,7 +875,12 @@ fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
     assert_eq!(call.stage(), Stage::Running);
     assert!(call.approved_by_user());
     let r = call
-        .finish(&reg, Outcome::Failure("Refused: the file changed".into()), &o, &mut fx)
+        .finish(
+            &reg,
+            HandlerOutcome::Failure("Refused: the file changed".into()),
+            &o,
+            &mut fx,
+        )
         .unwrap();
     assert_eq!((r.success, r.approved, r.status), (false, true, Status::Failure));
 }
@@ -1317,4 +1324,129 @@ fn mcp_client_names_are_cleaned_of_what_prints_as_nothing() {
     assert_eq!(name(&"x".repeat(500)).map(|n| n.len()), Some(MAX_MCP_NAME_CHARS));
     assert_eq!(Origin::Emacs.mcp_name(), None);
     assert_eq!((Origin::Emacs.as_str(), Origin::mcp("a").as_str()), ("emacs", "mcp"));
+}
+
+#[test]
+fn a_quit_or_an_error_at_the_prompt_is_worded_once_whichever_driver_asked() {
+    // The synchronous driver reports an ApprovalFailure; the asynchronous one and
+    // `agent-q-request-approval' hand over (:quit) or (:error MESSAGE): one wording.
+    let quit = denial_message(&parse_decision(&read("(:quit)")));
+    assert_eq!(quit, "Tool execution denied: the user quit (C-g) while being asked");
+    assert_eq!(quit, denial_message(&ApprovalFailure::Quit.into()));
+    let error = denial_message(&parse_decision(&read(r#"(:error "Broken prompt")"#)));
+    assert_eq!(
+        error,
+        "Tool execution denied: the approval function failed: Broken prompt"
+    );
+    assert_eq!(
+        error,
+        denial_message(&ApprovalFailure::Signalled("Broken prompt".into()).into())
+    );
+    let reg = registry();
+    let call = r#"(:id "w" :name "write_it" :arguments (:path "/etc/x"))"#;
+    for (answer, failure) in [
+        ("(:quit)", ApprovalFailure::Quit),
+        (r#"(:error "oops")"#, ApprovalFailure::Signalled("oops".into())),
+    ] {
+        let mut reported = MockHost {
+            decision: Some(Ok(read(answer))),
+            ..Default::default()
+        };
+        let mut failed = MockHost {
+            decision: Some(Err(failure)),
+            ..Default::default()
+        };
+        let a = run(&reg, &mut reported, call);
+        let b = run(&reg, &mut failed, call);
+        assert_eq!((a.status, &a.content), (Status::Denied, &b.content));
+        assert!(reported.ran.is_empty() && failed.ran.is_empty());
+    }
+}
+
+#[test]
+fn a_handlers_status_is_read_once() {
+    let ok = || Ok("text".to_string());
+    assert_eq!(
+        handler_outcome(&Sexp::Nil, ok()),
+        HandlerOutcome::Success("text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("success"), ok()),
+        HandlerOutcome::Success("text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("failure"), ok()),
+        HandlerOutcome::Failure("text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("denied"), ok()),
+        HandlerOutcome::Denied("text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("cancelled"), ok()),
+        HandlerOutcome::Cancelled("text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("error"), ok()),
+        HandlerOutcome::Failure("Tool error: text".into())
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("done"), ok()),
+        HandlerOutcome::Failure(
+            "Tool error: the handler answered with the status :done, not :success, :failure, :denied or :cancelled"
+                .into()
+        )
+    );
+    assert_eq!(
+        handler_outcome(&Sexp::Int(3), ok()),
+        HandlerOutcome::Failure(
+            "Tool error: the handler answered with the status 3, not :success, :failure, :denied or :cancelled".into()
+        )
+    );
+    // A value that cannot be read fails, whatever the status said.
+    assert_eq!(
+        handler_outcome(&Sexp::keyword("success"), Err("Tool error: too large".into())),
+        HandlerOutcome::Failure("Tool error: too large".into())
+    );
+}
+
+#[test]
+fn a_batch_is_bounded_whichever_driver_runs_it() {
+    assert_eq!(batch_length(Some(0)), Ok(0));
+    assert_eq!(batch_length(Some(MAX_CALLS)), Ok(MAX_CALLS));
+    assert_eq!(
+        batch_length(Some(MAX_CALLS + 1)),
+        Err(format!(
+            "CALLS holds {} calls, more than {MAX_CALLS}; nothing was run",
+            MAX_CALLS + 1
+        ))
+    );
+    assert!(batch_length(None).unwrap_err().contains("circular or dotted"));
+}
+
+#[test]
+fn a_call_read_in_parts_is_checked_as_parse_call_checks_it() {
+    let long = "i".repeat(MAX_CALL_LABEL_BYTES + 1);
+    for (id, name, client) in [
+        (long.as_str(), "t", "c"),
+        ("x", "", "c"),
+        ("x", "t", long.as_str()),
+        ("x", "t", "c"),
+    ] {
+        let whole = Sexp::List(vec![
+            Sexp::keyword("id"),
+            Sexp::Str(id.into()),
+            Sexp::keyword("name"),
+            Sexp::Str(name.into()),
+            Sexp::keyword("client"),
+            Sexp::Str(client.into()),
+        ]);
+        let parts = ToolCall::new(Some(id.into()), Some(name.into()), None, Some(client.into()));
+        let parsed = parse_call(&whole);
+        match (parts, parsed) {
+            (Ok(a), Ok(b)) => assert_eq!((a.id, a.name, a.client), (b.id, b.name, b.client)),
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            (a, b) => panic!("parts gave {a:?}, the whole call {b:?}"),
+        }
+    }
 }
