@@ -1,0 +1,215 @@
+;;; agent-q-ide-unit-test.el --- ERT tests of agent-q-ide.el's Lisp parts  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; Tests of the IDE companion's Lisp half against real Emacs, real files
+;; and the real module: the files the mode writes (names, mode 0600,
+;; removal), the environment it sets and restores, the editor context,
+;; the merge review (hunks 1 and 3 accepted, 2 rejected, an edited hunk,
+;; reject all, close), and a deny rule that rejects an agent's edit
+;; without showing it.  tests/agent-q-ide-test.el runs the real agents.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-ide)
+(require 'agent-q-review)
+
+(defun agent-q-ide-unit-test--numbered (n)
+  "N lines \"line I\"."
+  (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 n) ""))
+
+(defun agent-q-ide-unit-test--replace (text alist)
+  "TEXT with the lines numbered in ALIST ((N . NEW) ...) replaced by NEW."
+  (let ((lines (split-string text "\n")))
+    (dolist (pair alist)
+      (setf (nth (1- (car pair)) lines) (cdr pair)))
+    (string-join lines "\n")))
+
+(defconst agent-q-ide-unit-test--old (agent-q-ide-unit-test--numbered 40)
+  "A 40-line text.")
+
+(defconst agent-q-ide-unit-test--changes '((2 . "LINE TWO") (20 . "LINE TWENTY") (39 . "LINE 39"))
+  "Three changes far enough apart to make three hunks.")
+
+(defun agent-q-ide-unit-test--with (accepted)
+  "The old text with the changes numbered in ACCEPTED (1-based) made."
+  (agent-q-ide-unit-test--replace
+   agent-q-ide-unit-test--old
+   (cl-loop for change in agent-q-ide-unit-test--changes
+            for i from 1 when (memq i accepted) collect change)))
+
+(defun agent-q-ide-unit-test--merge (file driver)
+  "Review the three changes to FILE with DRIVER; return (STATUS PLIST)."
+  (let* ((answer nil)
+         (agent-q-review--review-driver
+          (lambda (buffer) (with-current-buffer buffer (funcall driver)))))
+    (agent-q-review-merge-async
+     file agent-q-ide-unit-test--old (agent-q-ide-unit-test--with '(1 2 3))
+     (lambda (status plist) (setq answer (list status plist)))
+     "Claude Code claude-code (IDE)" "Claude Code proposes this edit.")
+    answer))
+
+(defmacro agent-q-ide-unit-test--with-file (file &rest body)
+  "Run BODY with FILE a temporary file holding the old text, visited."
+  (declare (indent 1))
+  `(let ((,file (make-temp-file "agent-q-ide-unit" nil ".txt" agent-q-ide-unit-test--old)))
+     (unwind-protect
+         (progn (find-file-noselect ,file) ,@body)
+       (when-let ((b (find-buffer-visiting ,file)))
+         (with-current-buffer b (set-buffer-modified-p nil))
+         (kill-buffer b))
+       (delete-file ,file))))
+
+(defun agent-q-ide-unit-test--text (file)
+  "FILE's text on disk."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+;;;; The merge review
+
+(ert-deftest agent-q-ide-unit-test-merge-hunks-1-and-3 ()
+  (agent-q-ide-unit-test--with-file file
+    (let ((answer (agent-q-ide-unit-test--merge
+                   file (lambda ()
+                          ;; Headed with the agent's name.
+                          (should (string-match-p "^From: Claude Code claude-code (IDE)$"
+                                                  (buffer-string)))
+                          (agent-q-review-accept)
+                          (agent-q-review-reject)
+                          (agent-q-review-accept)
+                          (agent-q-review-finish)))))
+      (should (eq (car answer) :success))
+      (should (equal (plist-get (cadr answer) :text) (agent-q-ide-unit-test--with '(1 3))))
+      (should (equal (plist-get (cadr answer) :summary)
+                     "hunks 1 and 3 accepted; hunk 2 rejected"))
+      ;; Neither the file nor its buffer changed: the agent writes.
+      (should (equal (agent-q-ide-unit-test--text file) agent-q-ide-unit-test--old))
+      (with-current-buffer (find-buffer-visiting file)
+        (should (equal (buffer-string) agent-q-ide-unit-test--old))
+        (should-not (buffer-modified-p))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-edited-hunk ()
+  (agent-q-ide-unit-test--with-file file
+    (let ((answer (agent-q-ide-unit-test--merge
+                   file (lambda ()
+                          (agent-q-review-reject)
+                          ;; Hunk 2 edited by hand: its new text, context included.
+                          (let ((hunk (agent-q-review--hunk agent-q-review--this-review 1)))
+                            (aset (agent-q-review--review-decisions agent-q-review--this-review) 1
+                                  (replace-regexp-in-string "LINE TWENTY" "Line Twenty, by hand"
+                                                            (plist-get hunk :new-text) t t)))
+                          (agent-q-review-finish)))))
+      (should (eq (car answer) :success))
+      (should (equal (plist-get (cadr answer) :text)
+                     (agent-q-ide-unit-test--replace agent-q-ide-unit-test--old
+                                                     '((20 . "Line Twenty, by hand")))))
+      (should (string-match-p "hunk 2 accepted with the user's edits"
+                              (plist-get (cadr answer) :summary))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-rejected ()
+  (dolist (finish (list #'agent-q-review-cancel
+                        (lambda () (agent-q-review-reject-all) (agent-q-review-finish))
+                        (lambda () (kill-buffer (current-buffer)))))
+    (agent-q-ide-unit-test--with-file file
+      (let ((answer (agent-q-ide-unit-test--merge file finish)))
+        (should (eq (car answer) :denied))
+        (should-not (plist-get (cadr answer) :text))
+        (should (equal (agent-q-ide-unit-test--text file) agent-q-ide-unit-test--old))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-close-and-pending ()
+  (agent-q-ide-unit-test--with-file file
+    (let* ((called nil)
+           (review (agent-q-review-merge-async
+                    file agent-q-ide-unit-test--old (agent-q-ide-unit-test--with '(1 2 3))
+                    (lambda (&rest _) (setq called t)) "Gemini CLI (IDE)")))
+      (unwind-protect
+          (progn
+            (should (memq review (agent-q-review-open-reviews)))
+            (with-current-buffer (agent-q-review--review-buffer review)
+              (agent-q-review-accept)
+              (agent-q-review-reject))
+            ;; As Gemini CLI's closeDiff asks: pending hunks taken as accepted.
+            (should (equal (agent-q-review-merged-text review 'accept)
+                           (agent-q-ide-unit-test--with '(1 3))))
+            (should (equal (agent-q-review-merged-text review)
+                           (agent-q-ide-unit-test--with '(1))))
+            (agent-q-review-close review)
+            (should-not (memq review (agent-q-review-open-reviews)))
+            (should-not (buffer-live-p (agent-q-review--review-buffer review)))
+            (should-not called))
+        (agent-q-review-close review)))))
+
+;;;; The editor context
+
+(ert-deftest agent-q-ide-unit-test-context ()
+  (let ((a (make-temp-file "agent-q-ide-ctx-a" nil ".txt" "first\nsecond line\nthird\n"))
+        (b (make-temp-file "agent-q-ide-ctx-b" nil ".txt" "other\n"))
+        (gone (make-temp-file "agent-q-ide-ctx-gone" nil ".txt" "x\n")))
+    (unwind-protect
+        (let ((transient-mark-mode t))
+          (find-file-noselect gone)
+          (delete-file gone)
+          (set-buffer (find-file-noselect b))
+          (set-buffer (find-file-noselect a))
+          ;; Most recent first: A, then B.
+          (bury-buffer (find-buffer-visiting b))
+          (switch-to-buffer (find-buffer-visiting b))
+          (switch-to-buffer (find-buffer-visiting a))
+          (goto-char (point-min))
+          (forward-line 1)
+          (forward-char 3)
+          (set-mark (point))
+          (forward-char 4)
+          (activate-mark)
+          (let* ((files (plist-get (agent-q-ide-context) :files))
+                 (first (car files)))
+            (should (equal (plist-get first :path) a))
+            (should (eq (plist-get first :active) t))
+            (should (equal (plist-get first :line) 2))
+            (should (equal (plist-get first :column) 7))
+            (should (equal (plist-get first :selected) "ond "))
+            (should (integerp (plist-get first :timestamp)))
+            (should (equal (plist-get (cadr files) :path) b))
+            (should-not (plist-get (cadr files) :active))
+            (should-not (plist-member (cadr files) :line))
+            ;; A buffer whose file is gone from disk is left out.
+            (should-not (cl-find gone files :key (lambda (f) (plist-get f :path)) :test #'equal)))
+          (deactivate-mark)
+          (should-not (plist-get (car (plist-get (agent-q-ide-context) :files)) :selected)))
+      (dolist (f (list a b gone))
+        (when-let ((buffer (find-buffer-visiting f)))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer))
+        (when (file-exists-p f) (delete-file f))))))
+
+(ert-deftest agent-q-ide-unit-test-flymake-diagnostics ()
+  (require 'flymake)
+  (let ((file (make-temp-file "agent-q-ide-diag" nil ".txt" "alpha\nbeta gamma\n")))
+    (unwind-protect
+        (with-current-buffer (find-file-noselect file)
+          (let ((backend (lambda (report &rest _)
+                           (funcall report
+                                    (list (flymake-make-diagnostic
+                                           (current-buffer) 12 17 :error "gamma is wrong"))))))
+            (setq-local flymake-diagnostic-functions (list backend))
+            (flymake-mode 1)
+            (flymake-start)
+            (let ((deadline (+ (float-time) 5)))
+              (while (and (null (flymake-diagnostics)) (< (float-time) deadline))
+                (accept-process-output nil 0.05)))
+            (should (equal (agent-q-ide-diagnostics (concat "file://" file))
+                           `((:path ,file
+                              :diagnostics ((:message "gamma is wrong" :severity "error"
+                                             :source ,(format "%s" backend) :code nil
+                                             :line 2 :column 6 :end-line 2 :end-column 11))))))
+            (flymake-mode -1)))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
+(provide 'agent-q-ide-unit-test)
+
+;;; agent-q-ide-unit-test.el ends here
