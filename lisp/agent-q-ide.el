@@ -470,7 +470,8 @@ Signal an error when FILE is there but is not a regular file."
                  label (abbreviate-file-name file) why)))
      (t
       (let* ((entry (list :key key :agent (plist-get event :agent) :path file
-                          :tab (plist-get event :tab) :label label :id id))
+                          :tab (plist-get event :tab) :label label :id id
+                          :window (selected-window)))
              (review (agent-q-review-merge-async
                       file (agent-q-ide--file-text file) content
                       (lambda (status plist) (agent-q-ide--reviewed entry status plist))
@@ -482,9 +483,18 @@ Signal an error when FILE is there but is not a regular file."
           (setq agent-q-ide--reviews
                 (cons (plist-put entry :review review) agent-q-ide--reviews))))))))
 
+(defun agent-q-ide--refocus (entry)
+  "Select the window that was selected when ENTRY's review opened.
+The user was typing in the agent's terminal: back there."
+  (let ((window (plist-get entry :window)))
+    (when (and (window-live-p window)
+               (not (minibuffer-window-active-p (selected-window))))
+      (select-window window))))
+
 (defun agent-q-ide--reviewed (entry status plist)
   "Answer the agent of ENTRY: the review ended with STATUS and PLIST."
   (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
+  (agent-q-ide--refocus entry)
   (let ((key (plist-get entry :key))
         (file (plist-get entry :path))
         (summary (if (stringp plist) plist (plist-get plist :summary))))
@@ -504,6 +514,7 @@ Signal an error when FILE is there but is not a regular file."
   "Close the review of ENTRY without an outcome; audit WHY."
   (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
   (agent-q-review-close (plist-get entry :review))
+  (agent-q-ide--refocus entry)
   (agent-q-ide--audit "cancelled" (plist-get entry :id) (plist-get entry :label)
                       (plist-get entry :path) "none" '(status . "cancelled")
                       `(content . ,why)))

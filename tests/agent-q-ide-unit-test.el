@@ -210,6 +210,123 @@
         (kill-buffer buffer))
       (delete-file file))))
 
+;;;; The mode: its files and the environment
+
+(defmacro agent-q-ide-unit-test--with-mode (dir &rest body)
+  "Run BODY with DIR a temporary directory holding TMPDIR and CLAUDE_CONFIG_DIR.
+The mode is off after BODY."
+  (declare (indent 1))
+  `(let* ((,dir (file-name-as-directory (make-temp-file "agent-q-ide-mode" t)))
+          (process-environment
+           (append (list (concat "TMPDIR=" ,dir "tmp")
+                         (concat "CLAUDE_CONFIG_DIR=" ,dir "claude")
+                         "CLAUDE_CODE_SSE_PORT=1")
+                   process-environment))
+          (agent-q-ide-workspace-folders (list (concat ,dir "work"))))
+     (unwind-protect
+         (progn ,@body)
+       (agent-q-ide-mode -1)
+       (delete-directory ,dir t))))
+
+(defun agent-q-ide-unit-test--json (file)
+  "The JSON object in FILE, as an alist."
+  (json-parse-string (agent-q-ide-unit-test--text file) :object-type 'alist :array-type 'list))
+
+(ert-deftest agent-q-ide-unit-test-mode-files-and-environment ()
+  (agent-q-ide-unit-test--with-mode dir
+    (agent-q-ide-mode 1)
+    (should agent-q-ide-mode)
+    (should (memq #'agent-q-ide--stop kill-emacs-hook))
+    (let* ((gemini-port (plist-get agent-q-ide--servers :gemini-port))
+           (claude-port (plist-get agent-q-ide--servers :claude-port))
+           (gemini (format "%stmp/gemini/ide/gemini-ide-server-%d-%d.json" dir (emacs-pid) gemini-port))
+           (claude (format "%sclaude/ide/%d.lock" dir claude-port)))
+      (should (equal (sort (copy-sequence agent-q-ide--files) #'string<)
+                     (sort (list gemini claude) #'string<)))
+      (dolist (file (list gemini claude))
+        (should (file-exists-p file))
+        (should (= (file-modes file) #o600)))
+      (let ((json (agent-q-ide-unit-test--json gemini)))
+        (should (equal (alist-get 'port json) gemini-port))
+        (should (equal (alist-get 'workspacePath json) (concat dir "work")))
+        (should (equal (alist-get 'authToken json) (plist-get agent-q-ide--servers :gemini-token))))
+      (let ((json (agent-q-ide-unit-test--json claude)))
+        (should (equal (alist-get 'pid json) (emacs-pid)))
+        (should (equal (alist-get 'workspaceFolders json) (list (concat dir "work"))))
+        (should (equal (alist-get 'transport json) "ws"))
+        (should (equal (alist-get 'authToken json) (plist-get agent-q-ide--servers :claude-token))))
+      ;; A program started from Emacs sees where this Emacs serves.
+      (should (equal (with-temp-buffer
+                       (call-process "sh" nil t nil "-c"
+                                     "echo $GEMINI_CLI_IDE_PID $GEMINI_CLI_IDE_SERVER_PORT $CLAUDE_CODE_SSE_PORT")
+                       (buffer-string))
+                     (format "%d %d %d\n" (emacs-pid) gemini-port claude-port)))
+      (should (plist-get (agent-q-ide-status) :running))
+      (agent-q-ide-mode -1)
+      (should-not (file-exists-p gemini))
+      (should-not (file-exists-p claude))
+      (should-not (agent-q-ide-running-p))
+      (should-not (plist-get (agent-q-ide-status) :running))
+      (should-not (memq #'agent-q-ide--stop kill-emacs-hook))
+      ;; The variables are gone, or back to what they were.
+      (should-not (getenv "GEMINI_CLI_IDE_PID"))
+      (should-not (getenv "GEMINI_CLI_IDE_SERVER_PORT"))
+      (should (equal (getenv "CLAUDE_CODE_SSE_PORT") "1"))
+      (should (equal (with-temp-buffer
+                       (call-process "sh" nil t nil "-c" "echo ${GEMINI_CLI_IDE_PID-unset}")
+                       (buffer-string))
+                     "unset\n")))))
+
+(ert-deftest agent-q-ide-unit-test-kill-emacs-removes-files ()
+  (agent-q-ide-unit-test--with-mode dir
+    (agent-q-ide-mode 1)
+    (let ((files (copy-sequence agent-q-ide--files)))
+      (should (cl-every #'file-exists-p files))
+      ;; What Emacs runs when it exits.
+      (run-hooks 'kill-emacs-hook)
+      (should-not (cl-some #'file-exists-p files))
+      (should-not (agent-q-ide-running-p)))))
+
+;;;; A deny rule
+
+(ert-deftest agent-q-ide-unit-test-deny-rule ()
+  (agent-q-ide-unit-test--with-mode dir
+    (let* ((audit (concat dir "audit.jsonl"))
+           (agent-q-audit-file audit)
+           (file (concat dir "work/secret.txt"))
+           (agent-q-approval-rules `(("write_file" (:path ,(concat dir "work")
+                                                    :mcp-client "claude-code")
+                                      deny)))
+           (messages nil))
+      (make-directory (concat dir "work") t)
+      (with-temp-file file (insert "kept\n"))
+      (agent-q-ide-mode 1)
+      (cl-letf* ((real-message (symbol-function 'message))
+                 ((symbol-function 'message)
+                  (lambda (format &rest args)
+                    (push (apply #'format-message format args) messages)
+                    (apply real-message format args))))
+        (agent-q-ide--open-diff (list :type 'open-diff :key 424242 :agent "claude"
+                                      :client "claude-code" :path file :content "lost\n")))
+      ;; Not shown, and said so.
+      (should-not (agent-q-review-open-reviews))
+      (should (cl-find-if (lambda (m) (string-match-p "rejected Claude Code claude-code (IDE)'s edit of .*secret\\.txt without showing it: the approval rule .* denies it" m))
+                          messages))
+      (should (equal (agent-q-ide-unit-test--text file) "kept\n"))
+      (let ((record (agent-q-ide-unit-test--json audit)))
+        (should (equal (alist-get 'event record) "denied"))
+        (should (equal (alist-get 'decision record) "rule"))
+        (should (equal (alist-get 'tool record) "ide_open_diff"))
+        (should (equal (alist-get 'client record) "Claude Code claude-code (IDE)")))
+      ;; The rule names another client: Gemini CLI's edit is shown.
+      (agent-q-ide--open-diff (list :type 'open-diff :key 424243 :agent "gemini"
+                                    :client "gemini-cli" :path file :content "new\n"))
+      (should (= (length (agent-q-review-open-reviews)) 1))
+      (should (string-match-p "^From: Gemini CLI gemini-cli (IDE)$"
+                              (with-current-buffer (agent-q-review--review-buffer
+                                                    (car (agent-q-review-open-reviews)))
+                                (buffer-string)))))))
+
 (provide 'agent-q-ide-unit-test)
 
 ;;; agent-q-ide-unit-test.el ends here
