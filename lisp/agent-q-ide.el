@@ -263,7 +263,7 @@ never seen half written."
 ;;;; Starting and stopping
 
 (defun agent-q-ide-running-p ()
-  "Non-nil when the IDE companion servers run."
+  "Return non-nil when the IDE companion servers are running."
   (and agent-q-ide--servers t))
 
 (defun agent-q-ide--start ()
@@ -334,7 +334,7 @@ files and the variables.  \\[agent-q-ide-status] says who is connected."
     (agent-q-ide--stop)))
 
 (defun agent-q-ide-status (&optional interactive)
-  "Show whether the IDE companion runs, where, and which agents are connected.
+  "Show whether the IDE companion is on, its ports, and the agents connected.
 Return a plist (:running BOOL :gemini-port N :claude-port N :files
 FILES :clients CLIENTS), CLIENTS as the module reports them ((:agent
 A :name N ...) ...).  INTERACTIVE, as when called as a command, means

@@ -17,6 +17,7 @@
 (require 'agent-q)
 (require 'agent-q-ide)
 (require 'agent-q-review)
+(require 'flymake)
 
 (defun agent-q-ide-unit-test--numbered (n)
   "N lines \"line I\"."
