@@ -219,7 +219,7 @@ Fail naming WHAT."
     (sleep-for 0.3)))
 
 (defun agent-q-ide-test--run (agent)
-  "Run AGENT in a terminal of an Emacs with `agent-q-ide-mode' on; check it all."
+  "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; check everything."
   (agent-q-tmux-test--ensure-tmux)
   (let* ((program (agent-q-agents-test--program agent))
          (dir (file-name-as-directory (make-temp-file "agent-q-ide" t)))
