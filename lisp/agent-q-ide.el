@@ -431,11 +431,17 @@ the fields of the executor's (see `agent-q-audit-file'); the tool is
                   (arguments (path . ,path))))
    (agent-q--visible (format "%s ide_open_diff %s %s (from %s)" event decision path label))))
 
+(defconst agent-q-ide--max-file-bytes (* 16 1024 1024)
+  "The largest file whose edit is reviewed; a larger one's edit is rejected.")
+
 (defun agent-q-ide--file-text (file)
   "The text of FILE on disk, \"\" when it does not exist.
-Signal an error when FILE is there but is not a regular file."
+Signal an error when FILE is there but is not a regular file, or is
+larger than `agent-q-ide--max-file-bytes'."
   (cond ((not (file-exists-p file)) "")
         ((not (file-regular-p file)) (error "%s is not a regular file" file))
+        ((> (file-attribute-size (file-attributes file)) agent-q-ide--max-file-bytes)
+         (error "%s is too large to review (over %d bytes)" file agent-q-ide--max-file-bytes))
         (t (with-temp-buffer
              (insert-file-contents file)
              (buffer-string)))))
