@@ -472,8 +472,8 @@ larger than `agent-q-ide--max-file-bytes'."
         (agent-q-ide--audit "denied" id label file "rule"
                             `(rule . ,(agent-q-rules-describe (cadr rule)))
                             '(success . :json-false))
-        (message "agent-q: rejected %s's edit of %s without showing it: %s"
-                 label (abbreviate-file-name file) why)))
+        (message "agent-q: rejected the edit of %s by %s without showing it: %s"
+                 (abbreviate-file-name file) label why)))
      (t
       (let* ((entry (list :key key :agent (plist-get event :agent) :path file
                           :tab (plist-get event :tab) :label label :id id

@@ -311,7 +311,7 @@ The mode is off after BODY."
                                       :client "claude-code" :path file :content "lost\n")))
       ;; Not shown, and said so.
       (should-not (agent-q-review-open-reviews))
-      (should (cl-find-if (lambda (m) (string-match-p "rejected Claude Code claude-code (IDE)'s edit of .*secret\\.txt without showing it: the approval rule .* denies it" m))
+      (should (cl-find-if (lambda (m) (string-match-p "rejected the edit of .*secret\\.txt by Claude Code claude-code (IDE) without showing it: the approval rule .* denies it" m))
                           messages))
       (should (equal (agent-q-ide-unit-test--text file) "kept\n"))
       (let ((record (agent-q-ide-unit-test--json audit)))
