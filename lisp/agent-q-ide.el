@@ -157,8 +157,19 @@ Each is a plist (:key K :agent A :path P :tab T :review R :label L :id ID).")
   "What makes the audit ids of the running servers unique: \"MS.PID\".")
 
 (defconst agent-q-ide--environment-variables
-  '("GEMINI_CLI_IDE_PID" "GEMINI_CLI_IDE_SERVER_PORT" "CLAUDE_CODE_SSE_PORT")
-  "The environment variables the mode sets for terminals started from Emacs.")
+  '("GEMINI_CLI_IDE_PID" "GEMINI_CLI_IDE_SERVER_PORT" "CLAUDE_CODE_SSE_PORT"
+    "REMOTE_CONTAINERS")
+  "The environment variables the mode sets for terminals started from Emacs.
+REMOTE_CONTAINERS only inside a container: see `agent-q-ide--in-container-p'.")
+
+(defun agent-q-ide--in-container-p ()
+  "Return non-nil when Emacs is in a container, as Gemini CLI judges it.
+Gemini CLI in a container (/.dockerenv or /run/.containerenv exists)
+looks for its IDE at host.docker.internal, the container's host,
+unless SSH_CONNECTION or REMOTE_CONTAINERS is set.  A terminal started
+from this Emacs runs in the same container as Emacs, so the mode sets
+REMOTE_CONTAINERS there, and Gemini CLI connects to 127.0.0.1."
+  (or (file-exists-p "/.dockerenv") (file-exists-p "/run/.containerenv")))
 
 (defconst agent-q-ide--max-context-files 50
   "The most file buffers looked at for the context (the core keeps fewer).")
@@ -245,7 +256,9 @@ never seen half written."
   (setenv "GEMINI_CLI_IDE_SERVER_PORT"
           (number-to-string (plist-get agent-q-ide--servers :gemini-port)))
   (setenv "CLAUDE_CODE_SSE_PORT"
-          (number-to-string (plist-get agent-q-ide--servers :claude-port))))
+          (number-to-string (plist-get agent-q-ide--servers :claude-port)))
+  (when (and (agent-q-ide--in-container-p) (not (getenv "REMOTE_CONTAINERS")))
+    (setenv "REMOTE_CONTAINERS" "true")))
 
 (defun agent-q-ide--restore-environment ()
   "Give the variables the mode set their values from before it was on."
