@@ -276,7 +276,10 @@ Fail naming WHAT."
             ('gemini
              (agent-q-ide-test--wait-screen session "Type your message")
              (agent-q-ide-test--type session "/ide status")
-             (agent-q-ide-test--wait-screen session "Connected to Emacs"))
+             (agent-q-ide-test--wait-screen session "Connected to Emacs")
+             ;; Until initialized, prompts are queued.
+             (agent-q-ide-test--wait-screen session "1 open file")
+             (sleep-for 2))
             ('claude
              (agent-q-ide-test--wait-screen session "for shortcuts\\|? for")
              (sleep-for 2)
@@ -329,12 +332,15 @@ Fail naming WHAT."
                         "the mode off, its files removed")))
             (should (= (length (plist-get state :files)) 2))
             (should (equal (plist-get state :environment) '(nil nil nil)))))
-      (call-process "tmux" nil nil nil "kill-session" "-t" session)
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir session)
+        (call-process "tmux" nil nil nil "kill-session" "-t" session))
       (when (and model (process-live-p (car model)))
         (delete-process (car model)))
       (when model
         (kill-buffer (process-buffer (car model))))
-      (delete-directory dir t))))
+      (unless (getenv "AGENT_Q_IDE_TEST_KEEP")
+        (delete-directory dir t)))))
 
 (ert-deftest agent-q-ide-test-gemini ()
   "Gemini CLI in an Emacs terminal: connected, context, review of its edit."
