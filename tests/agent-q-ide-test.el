@@ -285,7 +285,9 @@ Fail naming WHAT."
              (sleep-for 2)
              (agent-q-ide-test--type session "/status")
              (agent-q-ide-test--wait-screen session "IDE: *Connected to Emacs")
-             (agent-q-tmux-test--tmux "send-keys" "-t" session "Escape")
+             ;; Emacs reads one ESC as the Meta prefix: two reach the terminal.
+             (agent-q-tmux-test--tmux "send-keys" "-t" session "Escape" "Escape")
+             (agent-q-ide-test--wait-screen session "dialog dismissed")
              (sleep-for 1)))
           ;; The edit: hunks 1 and 3 accepted, 2 rejected.
           (agent-q-ide-test--type session "Make the edit")
@@ -296,17 +298,6 @@ Fail naming WHAT."
             (should-not (plist-get state :modified))
             (should (= (plist-get state :reviews) 0)))
           (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
-          ;; The model's first step request carried the editor context.
-          (let ((body (json-encode (alist-get 'body (car (agent-q-ide-test--step-requests
-                                                          (nth 2 model)))))))
-            (pcase agent
-              ('gemini
-               (should (string-match-p (regexp-quote file) body))
-               (should (string-match-p "\\\\\"line\\\\\":5\\|line 5\\|\"line\\\\\": *5" body)))
-              ('claude
-               (should (string-match-p
-                        (regexp-quote (format "The user selected the lines 3 to 4 from %s" file))
-                        body)))))
           ;; The second edit, rejected: the file stays as it is.
           (agent-q-ide-test--wait-screen session "Edit done\\.")
           (agent-q-ide-test--type session "Make another edit")
@@ -331,7 +322,18 @@ Fail naming WHAT."
                                              (cl-notany #'cadr (plist-get s :files))))
                         "the mode off, its files removed")))
             (should (= (length (plist-get state :files)) 2))
-            (should (equal (plist-get state :environment) '(nil nil nil)))))
+            (should (equal (plist-get state :environment) '(nil nil nil))))
+          ;; The model's first step request carried the editor context.
+          (let ((body (json-encode (alist-get 'body (car (agent-q-ide-test--step-requests
+                                                          (nth 2 model)))))))
+            (pcase agent
+              ('gemini
+               (should (string-match-p (regexp-quote file) body))
+               (should (string-match-p "\\\\\"line\\\\\":5\\|line 5\\|\"line\\\\\": *5" body)))
+              ('claude
+               (should (string-match-p
+                        (regexp-quote (format "The user selected the lines 3 to 4 from %s" file))
+                        body))))))
       (if (getenv "AGENT_Q_IDE_TEST_KEEP")
           (message "Kept %s and the tmux session %s" dir session)
         (call-process "tmux" nil nil nil "kill-session" "-t" session))
@@ -340,7 +342,11 @@ Fail naming WHAT."
       (when model
         (kill-buffer (process-buffer (car model))))
       (unless (getenv "AGENT_Q_IDE_TEST_KEEP")
-        (delete-directory dir t)))))
+        ;; The agent, killed with the session, may still be writing in its HOME.
+        (dotimes (_ 10)
+          (when (file-exists-p dir)
+            (sleep-for 0.3)
+            (ignore-errors (delete-directory dir t))))))))
 
 (ert-deftest agent-q-ide-test-gemini ()
   "Gemini CLI in an Emacs terminal: connected, context, review of its edit."
