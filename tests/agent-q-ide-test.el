@@ -197,8 +197,9 @@ Fail naming WHAT."
   (agent-q-tmux-test--tmux "send-keys" "-t" session "Enter"))
 
 (defun agent-q-ide-test--wait-screen (session regexp &optional seconds)
-  "Wait up to SECONDS (default 60) until SESSION's screen matches REGEXP."
-  (let ((screen "") (deadline (+ (float-time) (or seconds 60))))
+  "Wait up to SECONDS (default 60) until SESSION's screen matches REGEXP.
+Case matters: Emacs's own messages say \"connected to Emacs\"."
+  (let ((screen "") (deadline (+ (float-time) (or seconds 60))) (case-fold-search nil))
     (while (and (not (string-match-p regexp screen)) (< (float-time) deadline))
       (sleep-for 0.3)
       (setq screen (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session)))
@@ -274,10 +275,10 @@ Fail naming WHAT."
           ;; Connected.
           (pcase agent
             ('gemini
+             ;; Its footer counts the files of the context Emacs sent.  (/ide status
+             ;; comes at the end: a prompt typed while a command runs at start-up can
+             ;; stay queued.)
              (agent-q-ide-test--wait-screen session "Type your message")
-             (agent-q-ide-test--type session "/ide status")
-             (agent-q-ide-test--wait-screen session "Connected to Emacs")
-             ;; Until initialized, prompts are queued.
              (agent-q-ide-test--wait-screen session "1 open file")
              (sleep-for 2))
             ('claude
@@ -306,6 +307,10 @@ Fail naming WHAT."
                                         "the review to close")
           (sleep-for 3)
           (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
+          (when (eq agent 'gemini)
+            (agent-q-ide-test--wait-screen session "Request cancelled")
+            (agent-q-ide-test--type session "/ide status")
+            (agent-q-ide-test--wait-screen session "Connected to Emacs"))
           ;; The audit: both reviews and their outcomes, with the agent.
           (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
             (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)))
