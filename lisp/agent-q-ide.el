@@ -148,7 +148,7 @@ Each is a plist (:key K :agent A :path P :tab T :review R :label L :id ID).")
   "The editor context last sent to the module.")
 
 (defvar agent-q-ide--watches nil
-  "Files watched for an agent's write: a list of (FILE DEADLINE . MODTIME).")
+  "Files watched for an agent's write: a list of (FILE DEADLINE TEXT).")
 
 (defvar agent-q-ide--watch-timer nil
   "The timer checking `agent-q-ide--watches', or nil.")
@@ -520,7 +520,7 @@ The user was typing in the agent's terminal: back there."
     (if (eq status :success)
         (progn
           (agent-q--core-ide-answer key (list :accepted (plist-get plist :text)))
-          (agent-q-ide--watch file)
+          (agent-q-ide--watch file (plist-get plist :text))
           (agent-q-ide--audit "result" (plist-get entry :id) (plist-get entry :label) file
                               "review" '(success . t) '(status . "success")
                               `(content . ,summary)))
@@ -573,28 +573,37 @@ not; or nil when no review of that file is open."
 
 ;;;; Reverting a buffer after the agent wrote its file
 
-(defun agent-q-ide--watch (file)
-  "Revert a buffer visiting FILE once the agent has written FILE."
+(defun agent-q-ide--watch (file text)
+  "Revert a buffer visiting FILE once the agent has written TEXT to FILE."
   (when (find-buffer-visiting file)
-    (push (cons file (+ (float-time) agent-q-ide-revert-seconds)) agent-q-ide--watches)
+    (push (list file (+ (float-time) agent-q-ide-revert-seconds) text) agent-q-ide--watches)
     (unless agent-q-ide--watch-timer
       (setq agent-q-ide--watch-timer (run-at-time 0.2 0.2 #'agent-q-ide--check-watches)))))
 
 (defun agent-q-ide--check-watches ()
-  "Revert the watched buffers whose files changed; forget expired watches."
+  "Revert the watched buffers whose files changed; forget finished watches.
+A watch ends when its buffer holds the text the agent was told to
+write, or after `agent-q-ide-revert-seconds': an agent may write a file
+in several steps (truncate, then write), so one change is not enough."
   (let ((now (float-time)))
     (dolist (watch agent-q-ide--watches)
-      (let ((buffer (find-buffer-visiting (car watch))))
+      (pcase-let* ((`(,file ,deadline ,text) watch)
+                   (buffer (find-buffer-visiting file)))
         (cond
-         ((or (not buffer) (> now (cdr watch)))
+         ((or (not buffer) (> now deadline))
           (setq agent-q-ide--watches (delq watch agent-q-ide--watches)))
-         ((with-current-buffer buffer (not (verify-visited-file-modtime buffer)))
-          (setq agent-q-ide--watches (delq watch agent-q-ide--watches))
+         ((not (verify-visited-file-modtime buffer))
           (with-current-buffer buffer
             (if (buffer-modified-p)
-                (message "agent-q: %s changed on disk; your buffer has unsaved changes, so it was not reverted"
-                         (abbreviate-file-name (car watch)))
-              (revert-buffer t t t)))))))
+                (progn
+                  (setq agent-q-ide--watches (delq watch agent-q-ide--watches))
+                  (message "agent-q: %s changed on disk; your buffer has unsaved changes, so it was not reverted"
+                           (abbreviate-file-name file)))
+              (revert-buffer t t t)
+              (when (equal text (save-restriction
+                                  (widen)
+                                  (buffer-substring-no-properties (point-min) (point-max))))
+                (setq agent-q-ide--watches (delq watch agent-q-ide--watches)))))))))
     (when (and (null agent-q-ide--watches) agent-q-ide--watch-timer)
       (cancel-timer agent-q-ide--watch-timer)
       (setq agent-q-ide--watch-timer nil))))

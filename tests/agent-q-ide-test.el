@@ -4,8 +4,7 @@
 
 ;; End-to-end tests of `agent-q-ide-mode' with the real agents, as a
 ;; user runs them: a real `emacs -nw -Q' in tmux turns the mode on,
-;; visits a 40-line file with the region on lines 3-4 (the cursor on
-;; line 5), and starts `ansi-term'; in it, the real Gemini CLI
+;; visits a 40-line file (the cursor on line 5), and starts `ansi-term'; in it, the real Gemini CLI
 ;; (interactive, its IDE mode enabled in the settings of a temporary
 ;; HOME) or the real Claude Code (CLAUDE_CODE_SSE_PORT inherited from
 ;; Emacs's `process-environment') runs against the scripted model
@@ -14,8 +13,10 @@
 ;; and checks:
 ;;
 ;; - the agent is connected: Gemini's /ide status, Claude's /status;
-;; - its model request carries the file Emacs has open, with the cursor
-;;   line (Gemini) or the selected lines (Claude);
+;; - once the user has selected lines 3 to 5 in Emacs (the cursor then
+;;   on line 6), its model request
+;;   carries the file Emacs has open, with the cursor line (Gemini) or
+;;   the selected lines (Claude);
 ;; - the edit opens agent-q's review in Emacs, headed with the agent;
 ;;   a, r, a, C-c C-c there leaves exactly hunks 1 and 3 on disk, written
 ;;   by the agent, and the buffer visiting the file is reverted to them;
@@ -140,12 +141,9 @@ Return the agent's environment variables besides the model's URL."
      (agent-q-ide-mode 1)
      (defvar agent-q-ide-test--written (copy-sequence agent-q-ide--files))
      (find-file ,file)
-     ;; The region on lines 3 and 4, the cursor at the start of line 5.
+     ;; The cursor at the start of line 5.
      (goto-char (point-min))
-     (forward-line 2)
-     (set-mark (point))
-     (forward-line 2)
-     (activate-mark)
+     (forward-line 4)
      (split-window-below 8)
      (other-window 1)
      (let ((default-directory ,(file-name-as-directory work)))
@@ -290,6 +288,17 @@ Case matters: Emacs's own messages say \"connected to Emacs\"."
              (agent-q-tmux-test--tmux "send-keys" "-t" session "Escape" "Escape")
              (agent-q-ide-test--wait-screen session "dialog dismissed")
              (sleep-for 1)))
+          ;; The user goes to the file's window (its cursor on line 5), selects
+          ;; lines 3 to 5 (the cursor ends on line 6), and goes back to the
+          ;; terminal: Emacs tells the agent (debounced).
+          (dolist (keys '(("C-x" "o") ("C-p") ("C-p") ("C-Space") ("C-n") ("C-n") ("C-n")
+                          ("C-x" "o")))
+            (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session keys)
+            (sleep-for 0.4))
+          (if (eq agent 'claude)
+              ;; "⧉ 3 lines selected", right-aligned, which ansi-term may garble.
+              (agent-q-ide-test--wait-screen session "⧉ 3 lines")
+            (sleep-for 2))
           ;; The edit: hunks 1 and 3 accepted, 2 rejected.
           (agent-q-ide-test--type session "Make the edit")
           (agent-q-ide-test--review session '("a" "r" "a" "C-c" "C-c"))
@@ -334,10 +343,10 @@ Case matters: Emacs's own messages say \"connected to Emacs\"."
             (pcase agent
               ('gemini
                (should (string-match-p (regexp-quote file) body))
-               (should (string-match-p "\\\\\"line\\\\\":5\\|line 5\\|\"line\\\\\": *5" body)))
+               (should (string-match-p "\\\\\"line\\\\\": *6," body)))
               ('claude
                (should (string-match-p
-                        (regexp-quote (format "The user selected the lines 3 to 4 from %s" file))
+                        (regexp-quote (format "The user selected the lines 3 to 5 from %s" file))
                         body))))))
       (if (getenv "AGENT_Q_IDE_TEST_KEEP")
           (message "Kept %s and the tmux session %s" dir session)

@@ -328,6 +328,31 @@ The mode is off after BODY."
                                                     (car (agent-q-review-open-reviews)))
                                 (buffer-string)))))))
 
+;;;; Reverting after the agent's write
+
+(ert-deftest agent-q-ide-unit-test-revert-after-write ()
+  (let ((file (make-temp-file "agent-q-ide-revert" nil ".txt" "old\n"))
+        (agent-q-ide--watches nil))
+    (unwind-protect
+        (let ((buffer (find-file-noselect file)))
+          (agent-q-ide--watch file "new text\n")
+          ;; The agent truncates the file first, then writes it.
+          (with-temp-file file (insert ""))
+          (set-file-times file (time-add nil -10))
+          (agent-q-ide--check-watches)
+          (should (equal (with-current-buffer buffer (buffer-string)) ""))
+          (should agent-q-ide--watches)
+          (with-temp-file file (insert "new text\n"))
+          (set-file-times file (time-add nil -5))
+          (agent-q-ide--check-watches)
+          (should (equal (with-current-buffer buffer (buffer-string)) "new text\n"))
+          (should-not (buffer-modified-p buffer))
+          (should-not agent-q-ide--watches)
+          (should-not agent-q-ide--watch-timer))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
 (provide 'agent-q-ide-unit-test)
 
 ;;; agent-q-ide-unit-test.el ends here
