@@ -36,7 +36,8 @@
 ;;   when that is set), both readable by the user only, removed when the
 ;;   mode goes off or Emacs exits;
 ;; - puts GEMINI_CLI_IDE_PID, GEMINI_CLI_IDE_SERVER_PORT and
-;;   CLAUDE_CODE_SSE_PORT into `process-environment', so that an agent
+;;   CLAUDE_CODE_SSE_PORT (and, in a container, REMOTE_CONTAINERS) into
+;;   `process-environment', so that an agent
 ;;   started from a terminal of this Emacs finds this Emacs (Claude Code
 ;;   then connects by itself; Gemini CLI once `ide.enabled' is set, by
 ;;   its command /ide enable);
@@ -49,8 +50,8 @@
 ;; The review of an agent's edit is `agent-q-review-merge-async': it
 ;; changes neither the file nor its buffer; the agent gets the merged
 ;; text of the accepted hunks and writes it itself, after which a buffer
-;; visiting the file is reverted (a short timer watches the file's
-;; modification time).  A deny rule of `agent-q-approval-rules' for the
+;; visiting the file is reverted (a 0.2 s timer watches the file's
+;; modification time until the buffer holds the text the agent got).  A deny rule of `agent-q-approval-rules' for the
 ;; tool "write_file" (with :path, :mcp-client) rejects the edit without
 ;; showing it; every review and its outcome go to the audit log.
 
