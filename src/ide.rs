@@ -13,8 +13,8 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 use super::args;
 use super::errors::{self, Kind};
 use agent_q_core::ide::discovery;
-use agent_q_core::ide::{Answer, Companion, Diagnostic, EditorContext, FileDiagnostics, IdeEvent, IdeHub, OpenFile};
 use agent_q_core::ide::{context::MAX_FILES, Selection};
+use agent_q_core::ide::{Answer, Companion, Diagnostic, EditorContext, FileDiagnostics, IdeEvent, IdeHub, OpenFile};
 use agent_q_core::mcp::make_token;
 
 /// The most files read from `agent-q--core-ide-set-context`'s list (the core keeps fewer).
@@ -235,7 +235,12 @@ fn event_value<'e>(env: &'e Env, event: IdeEvent) -> Result<Value<'e>> {
             ]);
             fields
         }
-        IdeEvent::Diagnostics { key, agent, client, uri } => {
+        IdeEvent::Diagnostics {
+            key,
+            agent,
+            client,
+            uri,
+        } => {
             let mut fields = head("diagnostics", agent, client)?;
             fields.extend([
                 env.intern(":key")?,
@@ -344,11 +349,8 @@ fn read_diagnostic(env: &Env, plist: Value<'_>) -> Result<Diagnostic> {
 #[defun]
 fn ide_answer<'e>(env: &'e Env, key: Value<'e>, plist: Value<'e>) -> Result<bool> {
     let key = u64::try_from(args::integer(env, key, "KEY")?).unwrap_or(0);
-    let has = |property: &str| -> Result<bool> {
-        Ok(env
-            .call("plist-member", (plist, env.intern(property)?))?
-            .is_not_nil())
-    };
+    let has =
+        |property: &str| -> Result<bool> { Ok(env.call("plist-member", (plist, env.intern(property)?))?.is_not_nil()) };
     let answer = if has(":accepted")? {
         Answer::Accepted(args::string(
             env,
@@ -448,7 +450,12 @@ fn string_items(env: &Env, list: Value<'_>, what: &str) -> Result<Vec<String>> {
 /// The JSON text of Gemini CLI's discovery file for the server on PORT with TOKEN, serving
 /// the directories WORKSPACE-LIST (absolute names).
 #[defun]
-fn ide_gemini_discovery<'e>(env: &'e Env, port: Value<'e>, token: Value<'e>, workspace_list: Value<'e>) -> Result<String> {
+fn ide_gemini_discovery<'e>(
+    env: &'e Env,
+    port: Value<'e>,
+    token: Value<'e>,
+    workspace_list: Value<'e>,
+) -> Result<String> {
     let port = args::integer(env, port, "PORT")?;
     let Ok(port) = u16::try_from(port) else {
         return errors::signal(env, Kind::Generic, format!("Invalid port {port}"));

@@ -213,14 +213,16 @@ impl Handler {
             path: path.clone(),
             tab: tab.clone(),
         };
-        let requested = self.hub.request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
-            key,
-            agent,
-            client,
-            path,
-            content,
-            tab,
-        });
+        let requested = self
+            .hub
+            .request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
+                key,
+                agent,
+                client,
+                path,
+                content,
+                tab,
+            });
         let (key, mut answer) = match requested {
             Ok(requested) => requested,
             Err(why) => return Ok(error_result(why)),
@@ -294,7 +296,11 @@ impl ServerHandler for Handler {
         }
     }
 
-    async fn on_custom_notification(&self, notification: CustomNotification, _context: NotificationContext<RoleServer>) {
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleServer>,
+    ) {
         // Claude Code is ready for selection_changed once it says ide_connected.
         if notification.method == "ide_connected" {
             if let Some(outgoing) = self.conn.get().and_then(|conn| self.hub.stream_opened(*conn)) {
@@ -415,17 +421,27 @@ fn refuse(status: StatusCode, message: &str) -> ErrorResponse {
 
 /// Check a handshake REQUEST against TOKEN (see the module's documentation) and accept the
 /// `mcp` subprotocol.
-pub(crate) fn check_handshake(token: &str, request: &Request, mut response: Response) -> Result<Response, ErrorResponse> {
+pub(crate) fn check_handshake(
+    token: &str,
+    request: &Request,
+    mut response: Response,
+) -> Result<Response, ErrorResponse> {
     let headers = request.headers();
     if !headers
         .get(header::HOST)
         .and_then(|value| value.to_str().ok())
         .is_some_and(loopback_host)
     {
-        return Err(refuse(StatusCode::FORBIDDEN, "Forbidden: Host is not a loopback address"));
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host is not a loopback address",
+        ));
     }
     if headers.contains_key(header::ORIGIN) {
-        return Err(refuse(StatusCode::FORBIDDEN, "Forbidden: requests from web pages are refused"));
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: requests from web pages are refused",
+        ));
     }
     let mut presented = headers.get_all(AUTH_HEADER).iter();
     let authorized = match (presented.next(), presented.next()) {
@@ -475,8 +491,10 @@ pub(crate) async fn serve(listener: TcpListener, hub: Arc<IdeHub>, token: Arc<st
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let (Ok(handshake), Ok(socket)) = (handshakes.clone().try_acquire_owned(), sockets.clone().try_acquire_owned())
-        else {
+        let (Ok(handshake), Ok(socket)) = (
+            handshakes.clone().try_acquire_owned(),
+            sockets.clone().try_acquire_owned(),
+        ) else {
             drop(stream);
             continue;
         };

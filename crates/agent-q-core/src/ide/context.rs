@@ -159,7 +159,9 @@ fn region_ending_at_cursor(line: i64, column: i64, text: &str) -> Selection {
     let newlines = i64::try_from(text.matches('\n').count()).unwrap_or(i64::MAX);
     let start_line = line.saturating_sub(newlines).max(1);
     let start_column = if newlines == 0 {
-        column.saturating_sub(i64::try_from(text.chars().count()).unwrap_or(i64::MAX)).max(0)
+        column
+            .saturating_sub(i64::try_from(text.chars().count()).unwrap_or(i64::MAX))
+            .max(0)
     } else {
         0
     };
@@ -206,7 +208,10 @@ mod tests {
         let files = (0..15).map(|i| file(&format!("/f{i}"), i, false, None)).collect();
         let context = EditorContext::new(files);
         let paths: Vec<&str> = context.files().iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(paths, ["/f14", "/f13", "/f12", "/f11", "/f10", "/f9", "/f8", "/f7", "/f6", "/f5"]);
+        assert_eq!(
+            paths,
+            ["/f14", "/f13", "/f12", "/f11", "/f10", "/f9", "/f8", "/f7", "/f6", "/f5"]
+        );
         let params = context.gemini_params();
         assert_eq!(params["workspaceState"]["openFiles"].as_array().unwrap().len(), 10);
         assert_eq!(params["workspaceState"]["isTrusted"], json!(true));
@@ -229,7 +234,11 @@ mod tests {
             json!({"path": "/new", "timestamp": 2, "isActive": true,
                    "cursor": {"line": 3, "character": 5}, "selectedText": "new text"})
         );
-        assert_eq!(files[2], json!({"path": "/old", "timestamp": 1}), "a second active file is not");
+        assert_eq!(
+            files[2],
+            json!({"path": "/old", "timestamp": 1}),
+            "a second active file is not"
+        );
     }
 
     #[test]
@@ -278,8 +287,12 @@ mod tests {
         assert_eq!(params["selection"]["isEmpty"], json!(true));
         assert_eq!(params["selection"]["start"], json!({"line": 2, "character": 4}));
         assert_eq!(params["selection"]["end"], params["selection"]["start"]);
-        assert!(EditorContext::new(vec![file("/f", 1, false, None)]).claude_params().is_none());
-        let one_line = EditorContext::new(vec![file("/f", 1, true, Some("ab"))]).claude_params().unwrap();
+        assert!(EditorContext::new(vec![file("/f", 1, false, None)])
+            .claude_params()
+            .is_none());
+        let one_line = EditorContext::new(vec![file("/f", 1, true, Some("ab"))])
+            .claude_params()
+            .unwrap();
         assert_eq!(one_line["selection"]["start"], json!({"line": 2, "character": 2}));
     }
 }

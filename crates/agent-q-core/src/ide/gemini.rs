@@ -26,8 +26,8 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -149,14 +149,16 @@ impl Handler {
             tab: None,
         };
         let event_path = path.clone();
-        let requested = self.hub.request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
-            key,
-            agent,
-            client,
-            path: event_path,
-            content,
-            tab: None,
-        });
+        let requested = self
+            .hub
+            .request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
+                key,
+                agent,
+                client,
+                path: event_path,
+                content,
+                tab: None,
+            });
         let (_key, answer) = match requested {
             Ok(requested) => requested,
             Err(why) => return Ok(error_result(why)),
@@ -167,11 +169,9 @@ impl Handler {
             let Ok(answer) = answer.await else { return };
             let Some(peer) = hub.peer_of(conn) else { return };
             let outgoing = match answer {
-                Answer::Accepted(text) => Outgoing::new(
-                    peer,
-                    "ide/diffAccepted",
-                    json!({"filePath": path, "content": text}),
-                ),
+                Answer::Accepted(text) => {
+                    Outgoing::new(peer, "ide/diffAccepted", json!({"filePath": path, "content": text}))
+                }
                 _ => Outgoing::new(peer, "ide/diffRejected", json!({"filePath": path})),
             };
             outgoing.send().await;
@@ -193,14 +193,16 @@ impl Handler {
             return Ok(closed_text(None));
         }
         let event_path = path.clone();
-        let requested = self.hub.request(conn, Kind::Other, move |key, agent, client| IdeEvent::CloseDiff {
-            key: Some(key),
-            agent,
-            client,
-            path: Some(event_path),
-            tab: None,
-            all: false,
-        });
+        let requested = self
+            .hub
+            .request(conn, Kind::Other, move |key, agent, client| IdeEvent::CloseDiff {
+                key: Some(key),
+                agent,
+                client,
+                path: Some(event_path),
+                tab: None,
+                all: false,
+            });
         let (key, answer) = match requested {
             Ok(requested) => requested,
             Err(why) => return Ok(error_result(why)),
@@ -377,5 +379,8 @@ pub(crate) fn router(hub: Arc<IdeHub>, token: &str, ct: CancellationToken) -> Ro
         .layer(middleware::from_fn_with_state(hub, watch_streams))
         .layer(middleware::from_fn(security::shape_guard))
         .layer(middleware::from_fn(connections::prove))
-        .layer(middleware::from_fn_with_state(Arc::new(Policy::new(token)), security::guard))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Policy::new(token)),
+            security::guard,
+        ))
 }

@@ -356,7 +356,9 @@ impl IdeHub {
     /// [`IdeEvent::Cancel`] for each) and the driver is told.
     pub(crate) fn disconnect(&self, conn: u64) {
         let mut inner = self.lock();
-        let Some(client) = inner.clients.remove(&conn) else { return };
+        let Some(client) = inner.clients.remove(&conn) else {
+            return;
+        };
         let keys: Vec<u64> = inner
             .pending
             .iter()
@@ -464,8 +466,12 @@ impl IdeHub {
     /// [`IdeEvent::Cancel`].
     pub(crate) fn withdraw(&self, key: u64) {
         let mut inner = self.lock();
-        let Some(pending) = inner.pending.remove(&key) else { return };
-        let Some(client) = inner.clients.get(&pending.conn) else { return };
+        let Some(pending) = inner.pending.remove(&key) else {
+            return;
+        };
+        let Some(client) = inner.clients.get(&pending.conn) else {
+            return;
+        };
         let event = IdeEvent::Cancel {
             key,
             agent: client.agent,
