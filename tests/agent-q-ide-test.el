@@ -153,7 +153,10 @@ Return the agent's environment variables besides the model's URL."
       (lambda ()
         (when (and agent-q-ide-mode (file-exists-p ,(expand-file-name "off" dir)))
           (agent-q-ide-mode -1))
-        (let ((buffer (find-buffer-visiting ,file)))
+        ;; Writing a buffer sets `deactivate-mark', which would deactivate the
+        ;; region the user is making after their next command.
+        (let ((buffer (find-buffer-visiting ,file))
+              (deactivate-mark nil))
           (with-temp-file ,(expand-file-name "state.tmp" dir)
             (prin1 (list :mode agent-q-ide-mode
                          :files (mapcar (lambda (f) (list f (file-exists-p f)
