@@ -143,9 +143,12 @@ of hunk bodies inserted so far (in order).  CALLBACK is called once the
 review is finished, with the result text and its status (`:success',
 `:denied' or `:failure').  PINNED is the file the tool's guard resolved
 and pinned (see `agent-q-guard-write-verdict'), checked again before
-the accepted hunks are applied and saved."
+the accepted hunks are applied and saved.  MERGE non-nil makes it a
+review that changes nothing in Emacs (see `agent-q-review-merge-async'):
+finishing computes the merged text of the accepted hunks and passes it
+to CALLBACK instead."
   path file current proposal description session summary details decisions
-  buffer done cancelled headers (rendered 0) timer callback client pinned)
+  buffer done cancelled headers (rendered 0) timer callback client pinned merge)
 
 (defvar-local agent-q-review--this-review nil
   "The review shown in the current review buffer.")
@@ -632,7 +635,9 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
       (cancel-timer (agent-q-review--review-timer review)))
     (setq agent-q-review--open-reviews (delq review agent-q-review--open-reviews))
     (let ((outcome (condition-case err
-                       (agent-q-review--apply-review review)
+                       (if (agent-q-review--review-merge review)
+                           (agent-q-review--merge-outcome review)
+                         (agent-q-review--apply-review review))
                      (error (cons :failure
                                   (format "Error while applying the reviewed hunks to %s: %s"
                                           (agent-q-review--review-path review)
@@ -932,6 +937,90 @@ whether the buffer was saved."
           (agent-q-review--finish review t))))
     (car answer)))
 
+;;;; The review of a terminal agent's edit: merge, do not apply
+
+(defun agent-q-review--decisions-summary (review)
+  "Say in words which hunks of REVIEW were accepted, edited, rejected."
+  (let ((decisions (agent-q-review--review-decisions review))
+        accepted edited rejected)
+    (dotimes (i (length decisions))
+      (pcase (aref decisions i)
+        ((pred stringp) (push i edited))
+        ('accept (push i accepted))
+        (_ (push i rejected))))
+    (string-join
+     (delq nil (list (and accepted (agent-q-review--hunk-phrase (nreverse accepted) "accepted"))
+                     (and edited (agent-q-review--hunk-phrase
+                                  (nreverse edited) "accepted with the user's edits"))
+                     (and rejected (agent-q-review--hunk-phrase (nreverse rejected) "rejected"))))
+     "; ")))
+
+(defun agent-q-review-merged-text (review &optional pending)
+  "The text of REVIEW's file with its accepted hunks, as the user left them.
+Edited hunks count with the user's text, rejected hunks not at all;
+pending hunks count as PENDING says: `accept' or, when nil, `reject'."
+  (agent-q--core-diff-session-apply
+   (agent-q-review--review-session review)
+   (mapcar (lambda (d) (or d pending 'reject))
+           (agent-q-review--review-decisions review))))
+
+(defun agent-q-review--merge-outcome (review)
+  "The outcome of the merge REVIEW: (STATUS . PLIST).
+STATUS is `:success' when hunks were accepted, then PLIST is (:text
+MERGED :summary WORDS); `:denied' when none was (rejected, cancelled,
+or all left pending), then PLIST is (:summary WORDS)."
+  (let* ((decisions (append (agent-q-review--review-decisions review) nil))
+         (summary (if (agent-q-review--review-cancelled review)
+                      "the user rejected the whole edit"
+                    (agent-q-review--decisions-summary review))))
+    (if (and (not (agent-q-review--review-cancelled review))
+             (cl-some (lambda (d) (and d (not (eq d 'reject)))) decisions))
+        (cons :success (list :text (agent-q-review-merged-text review) :summary summary))
+      (cons :denied (list :summary summary)))))
+
+(defun agent-q-review-open-reviews ()
+  "The reviews shown and not yet finished, newest first."
+  (copy-sequence agent-q-review--open-reviews))
+
+(defun agent-q-review-file (review)
+  "The absolute file name REVIEW is about."
+  (agent-q-review--review-file review))
+
+(defun agent-q-review-close (review)
+  "Close REVIEW without an outcome: its callback is not called."
+  (unless (agent-q-review--review-done review)
+    (setf (agent-q-review--review-callback review) nil)
+    (agent-q-review--finish review t)))
+
+(defun agent-q-review-merge-async (file current proposal callback &optional client description)
+  "Review a terminal agent's PROPOSAL for FILE, whose text is CURRENT.
+The review is the hunk review of `agent-q-review-edit', headed with
+CLIENT (who proposes) and DESCRIPTION, but finishing it changes
+nothing in Emacs, neither FILE nor a buffer visiting it: the agent
+writes the file.  CALLBACK is called once, with STATUS and PLIST:
+`:success' and (:text MERGED :summary WORDS), MERGED being CURRENT with
+exactly the accepted hunks, edited ones as the user edited them;
+`:denied' and (:summary WORDS) when no hunk was accepted (rejected
+each, rejected all, cancelled, killed the buffer).  When PROPOSAL
+changes nothing, no review opens and CALLBACK gets `:success' with
+PROPOSAL at once.  Return the review, or nil when none opened."
+  (unless (fboundp 'agent-q--core-diff-session)
+    (error "The agent-q-core module is not loaded"))
+  (let* ((session (agent-q--core-diff-session current proposal))
+         (count (agent-q--core-diff-session-count session)))
+    (if (zerop count)
+        (progn (funcall callback :success
+                        (list :text proposal :summary "the proposal changes nothing"))
+               nil)
+      (let ((review (agent-q-review--make-review
+                     :path file :file (expand-file-name file) :current current
+                     :proposal proposal :description description :session session
+                     :summary (agent-q--core-diff-session-summary session)
+                     :details (make-vector count nil)
+                     :decisions (make-vector count nil)
+                     :client client :merge t
+                     :callback (lambda (plist status) (funcall callback status plist)))))
+        (agent-q-review--start-review review)))))
 
 (provide 'agent-q-review)
 

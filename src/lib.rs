@@ -12,6 +12,7 @@ pub mod diff;
 pub mod errors;
 pub mod exec;
 pub mod files;
+pub mod ide;
 pub mod mcp;
 pub mod quit;
 pub mod registry;

@@ -18,7 +18,8 @@
 //!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
 //! - [`visible`]: text a model or a client chose, its hidden characters (controls, bidi,
 //!   zero-width) made visible as escapes wherever it is shown;
-//! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs.
+//! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs;
+//! - [`ide`]: Emacs as the IDE companion of Gemini CLI and Claude Code (context, diffs).
 #![warn(missing_docs)]
 
 pub mod diff;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod executor;
 pub mod files;
 pub mod fsutil;
+pub mod ide;
 pub mod mcp;
 pub mod native;
 pub mod pinned;

@@ -1,0 +1,386 @@
+//! Gemini CLI's IDE companion: an MCP server over Streamable HTTP on `/mcp`, as Gemini CLI's
+//! companion specification describes it.
+//!
+//! - Tools `openDiff {filePath, newContent}`, answered at once (empty content) while Emacs
+//!   shows the review; its outcome is sent later as the notification `ide/diffAccepted
+//!   {filePath, content}` or `ide/diffRejected {filePath}`; and `closeDiff {filePath}`, which
+//!   closes the review without an outcome and answers the JSON text `{"content": TEXT}` with
+//!   the review's final text (`null` when no review of that file is open).
+//! - The notification `ide/contextUpdate` carries the editor context. Gemini CLI hears
+//!   notifications only over the GET stream it opens after `initialized`, so the layer
+//!   [`watch_streams`] notices when that stream opens: the latest context is sent on it at once
+//!   and Emacs is asked for a fresh one.
+//!
+//! The server reuses the MCP server's layers: the security layer (loopback Host, localhost
+//! Origin, bearer token, body size and shape), the connection gate and the accept loop.
+
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::hub::{Agent, Answer, DiffFilter, IdeEvent, IdeHub, Kind, Outgoing};
+use crate::mcp::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
+use crate::mcp::{connections, ENDPOINT};
+
+/// How long closeDiff waits for Emacs to say what the review held.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a session's watcher checks whether its client went away.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The handler of one Gemini CLI session.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    hub: Arc<IdeHub>,
+    conn: Arc<OnceLock<u64>>,
+}
+
+impl Handler {
+    fn new(hub: Arc<IdeHub>) -> Self {
+        Handler {
+            hub,
+            conn: Arc::new(OnceLock::new()),
+        }
+    }
+}
+
+/// The `Mcp-Session-Id` of the HTTP request whose parts EXTENSIONS hold.
+fn session_of(extensions: &rmcp::model::Extensions) -> Option<String> {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string)
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+/// The tools Gemini CLI looks for: it uses the IDE's diffs only when both are listed.
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "openDiff",
+            "Show the user a diff of the proposed new content of a file in Emacs. Answers at once; \
+             the user's decision arrives as ide/diffAccepted or ide/diffRejected.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "filePath": {"type": "string", "description": "The file's absolute name"},
+                    "newContent": {"type": "string", "description": "The proposed new content"}
+                },
+                "required": ["filePath", "newContent"]
+            })),
+        ),
+        Tool::new(
+            "closeDiff",
+            "Close the diff of a file in Emacs without a decision; answers {\"content\": TEXT} with \
+             the diff's final content, or {\"content\": null} when none is open.",
+            schema(json!({
+                "type": "object",
+                "properties": {"filePath": {"type": "string", "description": "The file's absolute name"}},
+                "required": ["filePath"]
+            })),
+        ),
+    ]
+}
+
+/// The string argument NAME of ARGUMENTS.
+pub(crate) fn string_argument<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, ErrorData> {
+    arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorData::invalid_params(format!("the argument {name} must be a string"), None))
+}
+
+/// PATH if it is an absolute file name.
+pub(crate) fn absolute(path: &str) -> Result<&str, ErrorData> {
+    if path.starts_with('/') {
+        Ok(path)
+    } else {
+        Err(ErrorData::invalid_params(
+            format!("the file name {path:?} is not absolute"),
+            None,
+        ))
+    }
+}
+
+fn error_result(text: impl Into<String>) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(text.into())]).into()
+}
+
+/// Withdraws a request from the hub if its handler stops waiting before the answer.
+pub(crate) struct WithdrawOnDrop {
+    pub(crate) hub: Arc<IdeHub>,
+    pub(crate) key: u64,
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        self.hub.withdraw(self.key);
+    }
+}
+
+impl Handler {
+    fn open_diff(&self, conn: u64, arguments: &JsonObject) -> Result<CallToolResponse, ErrorData> {
+        let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
+        let content = string_argument(arguments, "newContent")?.to_string();
+        let kind = Kind::OpenDiff {
+            path: path.clone(),
+            tab: None,
+        };
+        let event_path = path.clone();
+        let requested = self
+            .hub
+            .request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
+                key,
+                agent,
+                client,
+                path: event_path,
+                content,
+                tab: None,
+            });
+        let (_key, answer) = match requested {
+            Ok(requested) => requested,
+            Err(why) => return Ok(error_result(why)),
+        };
+        let hub = self.hub.clone();
+        tokio::spawn(async move {
+            // A review closed by closeDiff or by the client's leaving has no outcome to tell.
+            let Ok(answer) = answer.await else { return };
+            let Some(peer) = hub.peer_of(conn) else { return };
+            let outgoing = match answer {
+                Answer::Accepted(text) => {
+                    Outgoing::new(peer, "ide/diffAccepted", json!({"filePath": path, "content": text}))
+                }
+                _ => Outgoing::new(peer, "ide/diffRejected", json!({"filePath": path})),
+            };
+            outgoing.send().await;
+        });
+        Ok(CallToolResult::success(vec![]).into())
+    }
+
+    async fn close_diff(
+        &self,
+        conn: u64,
+        arguments: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
+        let closed_text = |content: Option<String>| -> CallToolResponse {
+            CallToolResult::success(vec![ContentBlock::text(json!({ "content": content }).to_string())]).into()
+        };
+        if self.hub.drop_diffs(conn, DiffFilter::Path(&path), false) == 0 {
+            return Ok(closed_text(None));
+        }
+        let event_path = path.clone();
+        let requested = self
+            .hub
+            .request(conn, Kind::Other, move |key, agent, client| IdeEvent::CloseDiff {
+                key: Some(key),
+                agent,
+                client,
+                path: Some(event_path),
+                tab: None,
+                all: false,
+            });
+        let (key, answer) = match requested {
+            Ok(requested) => requested,
+            Err(why) => return Ok(error_result(why)),
+        };
+        let _guard = WithdrawOnDrop {
+            hub: self.hub.clone(),
+            key,
+        };
+        let content = tokio::select! {
+            answer = tokio::time::timeout(CLOSE_WAIT, answer) => match answer {
+                Ok(Ok(Answer::Content(content))) => content,
+                Ok(Ok(Answer::Accepted(text))) => Some(text),
+                _ => None,
+            },
+            _ = context.ct.cancelled() => None,
+        };
+        Ok(closed_text(content))
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("agent-q-ide", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Emacs as Gemini CLI's IDE: diffs are reviewed in Emacs.")
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let name = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .unwrap_or_default();
+        let session = session_of(&context.extensions);
+        let Some(conn) = self.hub.connect(Agent::Gemini, &name, session, context.peer.clone()) else {
+            return;
+        };
+        let _ = self.conn.set(conn);
+        let hub = self.hub.clone();
+        let peer = context.peer;
+        // rmcp tells a handler nothing when its session ends; its peer's channel closes.
+        tokio::spawn(async move {
+            while !peer.is_transport_closed() && hub.is_connected(conn) {
+                tokio::time::sleep(WATCH_INTERVAL).await;
+            }
+            hub.disconnect(conn);
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools().into_iter().find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(&conn) = self.conn.get() else {
+            return Ok(error_result(
+                "Emacs cannot take this client: too many IDE clients are connected",
+            ));
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        match request.name.as_ref() {
+            "openDiff" => self.open_diff(conn, &arguments),
+            "closeDiff" => self.close_diff(conn, &arguments, &context).await,
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other:?}: Emacs's IDE companion has openDiff and closeDiff"),
+                None,
+            )),
+        }
+    }
+}
+
+/// The layer that notices a session's GET stream opening (then the context is sent on it and
+/// Emacs is asked for a fresh one) and closing.
+async fn watch_streams(State(hub): State<Arc<IdeHub>>, request: Request, next: Next) -> Response {
+    let session = (request.method() == Method::GET)
+        .then(|| request.headers().get("mcp-session-id"))
+        .flatten()
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    let response = next.run(request).await;
+    let Some(conn) = session
+        .filter(|_| response.status().is_success())
+        .and_then(|session| hub.conn_of_session(&session))
+    else {
+        return response;
+    };
+    if let Some(outgoing) = hub.stream_opened(conn) {
+        tokio::spawn(outgoing.send());
+    }
+    response.map(|inner| {
+        Body::new(WatchedBody {
+            inner,
+            closed: Some(Box::new(move || hub.stream_closed(conn))),
+        })
+    })
+}
+
+/// A response body that runs CLOSED when it is dropped (the client closed the stream).
+struct WatchedBody {
+    inner: Body,
+    closed: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for WatchedBody {
+    fn drop(&mut self) {
+        if let Some(closed) = self.closed.take() {
+            closed();
+        }
+    }
+}
+
+impl HttpBody for WatchedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The router of Gemini's companion: rmcp's Streamable HTTP service on [`ENDPOINT`] behind the
+/// MCP server's security layers, requiring TOKEN; CT ends its sessions.
+pub(crate) fn router(hub: Arc<IdeHub>, token: &str, ct: CancellationToken) -> Router {
+    let rmcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
+        .with_allowed_origins(
+            [
+                "http://localhost:*",
+                "https://localhost:*",
+                "http://127.0.0.1:*",
+                "https://127.0.0.1:*",
+            ]
+            .into_iter()
+            .chain(["http://[::1]:*", "https://[::1]:*"]),
+        )
+        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
+        // Gemini CLI parses every SSE event's data as JSON: no empty priming events.
+        .with_sse_retry(None)
+        .with_cancellation_token(ct);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
+    let factory_hub = hub.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(Handler::new(factory_hub.clone())),
+        Arc::new(sessions),
+        rmcp_config,
+    );
+    Router::new()
+        .route_service(ENDPOINT, service)
+        .layer(middleware::from_fn_with_state(hub, watch_streams))
+        .layer(middleware::from_fn(security::shape_guard))
+        .layer(middleware::from_fn(connections::prove))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Policy::new(token)),
+            security::guard,
+        ))
+}

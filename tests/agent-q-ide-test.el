@@ -1,0 +1,378 @@
+;;; agent-q-ide-test.el --- Gemini CLI and Claude Code run inside Emacs, with Emacs as their IDE  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; End-to-end tests of `agent-q-ide-mode' with the real agents, as a
+;; user runs them: a real `emacs -nw -Q' in tmux turns the mode on,
+;; visits a 40-line file (the cursor on line 5), and starts `ansi-term'; in it, the real Gemini CLI
+;; (interactive, its IDE mode enabled in the settings of a temporary
+;; HOME) or the real Claude Code (CLAUDE_CODE_SSE_PORT inherited from
+;; Emacs's `process-environment') runs against the scripted model
+;; tests/fake-agent-model.py, whose answer is an edit of the file with
+;; three changes.  The test types into the terminal with tmux send-keys
+;; and checks:
+;;
+;; - the agent is connected: Gemini's /ide status, Claude's /status;
+;; - once the user has selected lines 3 to 5 in Emacs (the cursor then
+;;   on line 6), its model request
+;;   carries the file Emacs has open, with the cursor line (Gemini) or
+;;   the selected lines (Claude);
+;; - the edit opens agent-q's review in Emacs, headed with the agent;
+;;   a, r, a, C-c C-c there leaves exactly hunks 1 and 3 on disk, written
+;;   by the agent, and the buffer visiting the file is reverted to them;
+;; - a second edit rejected with C-c C-k leaves the file unchanged;
+;; - the reviews and their outcomes are in the audit log, with the agent;
+;; - turning the mode off removes the discovery and lock files.
+;;
+;; The inner Emacs writes its state (the mode, its files, the buffer's
+;; text, the open reviews) to a file every 0.2 s, and turns the mode off
+;; when a file named "off" appears.  tmux and the agents (installed by
+;; scripts/ensure-deps.sh --test, which make test runs) are required: a
+;; missing one fails the test, saying so; nothing is skipped.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
+(require 'agent-q-tmux-test)
+(require 'agent-q-agents-test)
+
+(defconst agent-q-ide-test--lines 40
+  "Lines in the file the agents edit.")
+
+(defun agent-q-ide-test--old ()
+  "The file's text before the edit: \"line 1\" to \"line 40\"."
+  (mapconcat (lambda (i) (format "line %d\n" i))
+             (number-sequence 1 agent-q-ide-test--lines) ""))
+
+(defconst agent-q-ide-test--changes '((2 . "LINE TWO") (20 . "LINE TWENTY") (39 . "LINE 39"))
+  "The three changes of the agent's edit, far enough apart to make three hunks.")
+
+(defun agent-q-ide-test--with (accepted)
+  "The old text with the changes numbered in ACCEPTED (1-based) made."
+  (let ((lines (split-string (agent-q-ide-test--old) "\n")))
+    (cl-loop for (n . text) in agent-q-ide-test--changes
+             for i from 1
+             when (memq i accepted) do (setf (nth (1- n) lines) text))
+    (string-join lines "\n")))
+
+(defun agent-q-ide-test--lines-of (text from to)
+  "Lines FROM to TO (1-based) of TEXT, each with its newline."
+  (mapconcat (lambda (l) (concat l "\n"))
+             (cl-subseq (split-string text "\n") (1- from) to) ""))
+
+(defun agent-q-ide-test--steps (agent file)
+  "The scripted model's answers for AGENT editing FILE.
+First the edit with three changes (Claude Code reads the file before,
+as its Edit tool requires), a final text; then, for the second prompt,
+an edit of line 10 (which the test rejects) and a final text."
+  (let ((old (agent-q-ide-test--old))
+        (merged (agent-q-ide-test--with '(1 3))))
+    (pcase agent
+      ('gemini
+       `(((tool . "write_file")
+          (arguments (file_path . ,file) (content . ,(agent-q-ide-test--with '(1 2 3)))))
+         ((text . "Edit done."))
+         ((tool . "write_file")
+          (arguments (file_path . ,file)
+                     (content . ,(replace-regexp-in-string "^line 10$" "LINE TEN" merged t t))))
+         ((text . "Second edit done."))))
+      ('claude
+       `(((tool . "Read") (arguments (file_path . ,file)))
+         ((tool . "Edit")
+          (arguments (file_path . ,file)
+                     (old_string . ,(string-trim-right (agent-q-ide-test--lines-of old 2 39)))
+                     (new_string . ,(string-trim-right
+                                     (agent-q-ide-test--lines-of (agent-q-ide-test--with '(1 2 3))
+                                                                 2 39)))))
+         ((text . "Edit done."))
+         ((tool . "Edit")
+          (arguments (file_path . ,file) (old_string . "line 10\n") (new_string . "LINE TEN\n")))
+         ((text . "Second edit done.")))))))
+
+(defun agent-q-ide-test--configure (agent home work)
+  "Write AGENT's configuration in HOME for a session in WORK.
+Return the agent's environment variables besides the model's URL."
+  (pcase agent
+    ('gemini
+     (agent-q-agents-test--write
+      (expand-file-name ".gemini/settings.json" home)
+      (json-encode
+       '((security (folderTrust (enabled . :json-false))
+                   (auth (selectedType . "gemini-api-key")))
+         (general (enableAutoUpdate . :json-false) (enableAutoUpdateNotification . :json-false))
+         (privacy (usageStatisticsEnabled . :json-false))
+         (telemetry (enabled . :json-false))
+         ;; What /ide enable sets.
+         (ide (enabled . t) (hasSeenNudge . t)))))
+     (list "GEMINI_API_KEY=scripted"))
+    ('claude
+     (let ((key "sk-ant-scripted-0123456789abcdefghijKLMN"))
+       ;; No onboarding, no trust or API key dialog.
+       (agent-q-agents-test--write
+        (expand-file-name ".claude.json" home)
+        (json-encode
+         `((hasCompletedOnboarding . t) (lastOnboardingVersion . "2.1.197") (theme . "dark")
+           (customApiKeyResponses (approved . [,(substring key -20)]) (rejected . []))
+           (projects (,(intern (directory-file-name work))
+                      (hasTrustDialogAccepted . t) (hasCompletedProjectOnboarding . t)
+                      (allowedTools . []))))))
+       (list (concat "ANTHROPIC_API_KEY=" key)
+             "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")))))
+
+(defun agent-q-ide-test--model-variable (agent port)
+  "The environment variable pointing AGENT at the scripted model on PORT."
+  (format "%s=http://127.0.0.1:%d"
+          (if (eq agent 'gemini) "GOOGLE_GEMINI_BASE_URL" "ANTHROPIC_BASE_URL")
+          port))
+
+(defun agent-q-ide-test--setup (dir file work)
+  "The inner Emacs's init code, for the test directory DIR, FILE in WORK."
+  `(progn
+     (setq inhibit-startup-screen t
+           agent-q-audit-file ,(expand-file-name "audit.jsonl" dir)
+           transient-mark-mode t)
+     (require 'agent-q)
+     (require 'agent-q-ide)
+     (setq agent-q-ide-workspace-folders (list ,work))
+     (agent-q-ide-mode 1)
+     (defvar agent-q-ide-test--written (copy-sequence agent-q-ide--files))
+     (find-file ,file)
+     ;; The cursor at the start of line 5.
+     (goto-char (point-min))
+     (forward-line 4)
+     (split-window-below 8)
+     (other-window 1)
+     (let ((default-directory ,(file-name-as-directory work)))
+       (ansi-term "/bin/bash"))
+     (run-at-time
+      0.2 0.2
+      (lambda ()
+        (when (and agent-q-ide-mode (file-exists-p ,(expand-file-name "off" dir)))
+          (agent-q-ide-mode -1))
+        ;; Writing a buffer sets `deactivate-mark', which would deactivate the
+        ;; region the user is making after their next command.
+        (let ((buffer (find-buffer-visiting ,file))
+              (deactivate-mark nil))
+          (with-temp-file ,(expand-file-name "state.tmp" dir)
+            (prin1 (list :mode agent-q-ide-mode
+                         :files (mapcar (lambda (f) (list f (file-exists-p f)
+                                                          (and (file-exists-p f) (file-modes f))))
+                                        agent-q-ide-test--written)
+                         :environment (mapcar #'getenv '("GEMINI_CLI_IDE_PID"
+                                                         "GEMINI_CLI_IDE_SERVER_PORT"
+                                                         "CLAUDE_CODE_SSE_PORT"))
+                         :pid (emacs-pid)
+                         :buffer (and buffer (with-current-buffer buffer
+                                               (buffer-substring-no-properties
+                                                (point-min) (point-max))))
+                         :modified (and buffer (buffer-modified-p buffer))
+                         :reviews (length (agent-q-review-open-reviews)))
+                   (current-buffer)))
+          (rename-file ,(expand-file-name "state.tmp" dir) ,(expand-file-name "state.el" dir) t))))))
+
+(defun agent-q-ide-test--state (dir)
+  "The inner Emacs's last state, written in DIR."
+  (let ((file (expand-file-name "state.el" dir)))
+    (and (file-exists-p file)
+         (ignore-errors (car (read-from-string (agent-q-agents-test--read file)))))))
+
+(defun agent-q-ide-test--wait-state (dir predicate what)
+  "Wait (up to 60 s) until the state in DIR satisfies PREDICATE; return it.
+Fail naming WHAT."
+  (let ((deadline (+ (float-time) 60)) state)
+    (while (and (not (and (setq state (agent-q-ide-test--state dir)) (funcall predicate state)))
+                (< (float-time) deadline))
+      (sleep-for 0.2))
+    (unless (and state (funcall predicate state))
+      (ert-fail (list "Timed out waiting for" what state)))
+    state))
+
+(defun agent-q-ide-test--type (session text)
+  "Type TEXT into tmux SESSION, then Enter."
+  (agent-q-tmux-test--tmux "send-keys" "-t" session "-l" text)
+  (sleep-for 0.5)
+  (agent-q-tmux-test--tmux "send-keys" "-t" session "Enter"))
+
+(defun agent-q-ide-test--wait-screen (session regexp &optional seconds)
+  "Wait up to SECONDS (default 60) until SESSION's screen matches REGEXP.
+Case matters: Emacs's own messages say \"connected to Emacs\"."
+  (let ((screen "") (deadline (+ (float-time) (or seconds 60))) (case-fold-search nil))
+    (while (and (not (string-match-p regexp screen)) (< (float-time) deadline))
+      (sleep-for 0.3)
+      (setq screen (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session)))
+    (unless (string-match-p regexp screen)
+      (ert-fail (list "The screen never showed" regexp screen)))
+    screen))
+
+(defun agent-q-ide-test--step-requests (record)
+  "The scripted model's step requests recorded in RECORD, oldest first."
+  (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
+                    (agent-q-agents-test--json-lines record)))
+
+(defun agent-q-ide-test--review (session keys)
+  "Wait for the review of the agent's edit in SESSION, then type KEYS in it."
+  (agent-q-ide-test--wait-screen session "Progress: 0 accepted, 0 rejected, 3 pending\\|Progress: 0 accepted, 0 rejected, 1 pending")
+  (dolist (key keys)
+    (agent-q-tmux-test--tmux "send-keys" "-t" session key)
+    (sleep-for 0.3)))
+
+(defun agent-q-ide-test--run (agent)
+  "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; check everything."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-ide" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work" dir))
+         (file (expand-file-name "sample.txt" work))
+         (session (format "agent-q-ide-%s-%d" agent (emacs-pid)))
+         (setup (expand-file-name "setup.el" dir))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (label (if (eq agent 'gemini) "Gemini CLI" "Claude Code"))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (agent-q-agents-test--write file (agent-q-ide-test--old))
+          (setq model (agent-q-agents-test--start-model
+                       dir (if (eq agent 'gemini) "gemini" "anthropic")
+                       (agent-q-ide-test--steps agent file)))
+          (with-temp-file setup (prin1 (agent-q-ide-test--setup dir file work) (current-buffer)))
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment
+                               home (cons (agent-q-ide-test--model-variable agent (nth 1 model))
+                                          (agent-q-ide-test--configure agent home work)))
+                              (list (concat "PATH=" (file-name-directory program) ":"
+                                            (getenv "PATH"))
+                                    "TERM=xterm-256color"
+                                    emacs "-nw" "-Q" "-L" lisp-dir "-l" setup))
+                      " "))
+          ;; The mode wrote its files, 0600, and set the environment.
+          (let* ((state (agent-q-ide-test--wait-state dir (lambda (s) (plist-get s :mode)) "the mode"))
+                 (files (mapcar #'car (plist-get state :files)))
+                 (env (plist-get state :environment)))
+            (should (= (length files) 2))
+            (dolist (f (plist-get state :files))
+              (should (nth 1 f))
+              (should (= (nth 2 f) #o600)))
+            (should (cl-find-if (lambda (f) (string-match-p
+                                             (format "/gemini/ide/gemini-ide-server-%d-%s\\.json\\'"
+                                                     (plist-get state :pid) (nth 1 env))
+                                             f))
+                                files))
+            (should (member (expand-file-name (format ".claude/ide/%s.lock" (nth 2 env)) home)
+                            files))
+            (should (equal (car env) (number-to-string (plist-get state :pid)))))
+          (agent-q-ide-test--wait-screen session "(Term: char run)")
+          (sleep-for 1)
+          (agent-q-ide-test--type session (file-name-nondirectory program))
+          ;; Connected.
+          (pcase agent
+            ('gemini
+             ;; Its footer counts the files of the context Emacs sent.  (/ide status
+             ;; comes at the end: a prompt typed while a command runs at start-up can
+             ;; stay queued.)
+             (agent-q-ide-test--wait-screen session "Type your message")
+             (agent-q-ide-test--wait-screen session "1 open file")
+             (sleep-for 2))
+            ('claude
+             (agent-q-ide-test--wait-screen session "for shortcuts\\|? for")
+             (sleep-for 2)
+             (agent-q-ide-test--type session "/status")
+             (agent-q-ide-test--wait-screen session "IDE: *Connected to Emacs")
+             ;; Emacs reads one ESC as the Meta prefix: two reach the terminal.
+             (agent-q-tmux-test--tmux "send-keys" "-t" session "Escape" "Escape")
+             (agent-q-ide-test--wait-screen session "dialog dismissed")
+             (sleep-for 1)))
+          ;; The user goes to the file's window (its cursor on line 5), selects
+          ;; lines 3 to 5 (the cursor ends on line 6), and goes back to the
+          ;; terminal: Emacs tells the agent (debounced).
+          (dolist (keys '(("C-x" "o") ("C-p") ("C-p") ("C-Space") ("C-n") ("C-n") ("C-n")
+                          ("C-x" "o")))
+            (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session keys)
+            (sleep-for 0.4))
+          (if (eq agent 'claude)
+              ;; "⧉ 3 lines selected", right-aligned, which ansi-term may garble.
+              (agent-q-ide-test--wait-screen session "⧉ 3 lines")
+            (sleep-for 2))
+          ;; The edit: hunks 1 and 3 accepted, 2 rejected.
+          (agent-q-ide-test--type session "Make the edit")
+          (agent-q-ide-test--review session '("a" "r" "a" "C-c" "C-c"))
+          (let ((state (agent-q-ide-test--wait-state
+                        dir (lambda (s) (equal (plist-get s :buffer) (agent-q-ide-test--with '(1 3))))
+                        "the buffer reverted to hunks 1 and 3")))
+            (should-not (plist-get state :modified))
+            (should (= (plist-get state :reviews) 0)))
+          (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
+          ;; The second edit, rejected: the file stays as it is.
+          (agent-q-ide-test--wait-screen session "Edit done\\.")
+          (agent-q-ide-test--type session "Make another edit")
+          (agent-q-ide-test--review session '("C-c" "C-k"))
+          (agent-q-ide-test--wait-state dir (lambda (s) (= (plist-get s :reviews) 0))
+                                        "the review to close")
+          (sleep-for 3)
+          (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
+          (when (eq agent 'gemini)
+            (agent-q-ide-test--wait-screen session "Request cancelled")
+            (agent-q-ide-test--type session "/ide status")
+            (agent-q-ide-test--wait-screen session "Connected to Emacs"))
+          ;; The audit: both reviews and their outcomes, with the agent.
+          (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
+            (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)))
+                                   audit)
+                           '(("ide_open_diff" "run") ("ide_open_diff" "result")
+                             ("ide_open_diff" "run") ("ide_open_diff" "denied"))))
+            (dolist (r audit)
+              (should (string-prefix-p label (alist-get 'client r)))
+              (should (equal (alist-get 'path (alist-get 'arguments r)) file))))
+          ;; Turning the mode off removes the files.
+          (agent-q-agents-test--write (expand-file-name "off" dir) "")
+          (let ((state (agent-q-ide-test--wait-state
+                        dir (lambda (s) (and (not (plist-get s :mode))
+                                             (cl-notany #'cadr (plist-get s :files))))
+                        "the mode off, its files removed")))
+            (should (= (length (plist-get state :files)) 2))
+            (should (equal (plist-get state :environment) '(nil nil nil))))
+          ;; The model's first step request carried the editor context.
+          (let ((body (json-encode (alist-get 'body (car (agent-q-ide-test--step-requests
+                                                          (nth 2 model)))))))
+            (pcase agent
+              ('gemini
+               (should (string-match-p (regexp-quote file) body))
+               (should (string-match-p "\\\\\"line\\\\\": *6," body)))
+              ('claude
+               (should (string-match-p
+                        (regexp-quote (format "The user selected the lines 3 to 5 from %s" file))
+                        body))))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir session)
+        (call-process "tmux" nil nil nil "kill-session" "-t" session))
+      (when (and model (process-live-p (car model)))
+        (delete-process (car model)))
+      (when model
+        (kill-buffer (process-buffer (car model))))
+      (unless (getenv "AGENT_Q_IDE_TEST_KEEP")
+        ;; The agent, killed with the session, may still be writing in its HOME.
+        (dotimes (_ 10)
+          (when (file-exists-p dir)
+            (sleep-for 0.3)
+            (ignore-errors (delete-directory dir t))))))))
+
+(ert-deftest agent-q-ide-test-gemini ()
+  "Gemini CLI in an Emacs terminal: connected, context, review of its edit."
+  (agent-q-ide-test--run 'gemini))
+
+(ert-deftest agent-q-ide-test-claude ()
+  "Claude Code in an Emacs terminal: connected, context, review of its edit."
+  (agent-q-ide-test--run 'claude))
+
+(provide 'agent-q-ide-test)
+
+;;; agent-q-ide-test.el ends here

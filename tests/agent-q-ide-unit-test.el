@@ -1,0 +1,358 @@
+;;; agent-q-ide-unit-test.el --- ERT tests of agent-q-ide.el's Lisp parts  -*- lexical-binding: t -*-
+
+;;; Commentary:
+
+;; Tests of the IDE companion's Lisp half against real Emacs, real files
+;; and the real module: the files the mode writes (names, mode 0600,
+;; removal), the environment it sets and restores, the editor context,
+;; the merge review (hunks 1 and 3 accepted, 2 rejected, an edited hunk,
+;; reject all, close), and a deny rule that rejects an agent's edit
+;; without showing it.  tests/agent-q-ide-test.el runs the real agents.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-ide)
+(require 'agent-q-review)
+(require 'flymake)
+
+(defun agent-q-ide-unit-test--numbered (n)
+  "N lines \"line I\"."
+  (mapconcat (lambda (i) (format "line %d\n" i)) (number-sequence 1 n) ""))
+
+(defun agent-q-ide-unit-test--replace (text alist)
+  "TEXT with the lines numbered in ALIST ((N . NEW) ...) replaced by NEW."
+  (let ((lines (split-string text "\n")))
+    (dolist (pair alist)
+      (setf (nth (1- (car pair)) lines) (cdr pair)))
+    (string-join lines "\n")))
+
+(defconst agent-q-ide-unit-test--old (agent-q-ide-unit-test--numbered 40)
+  "A 40-line text.")
+
+(defconst agent-q-ide-unit-test--changes '((2 . "LINE TWO") (20 . "LINE TWENTY") (39 . "LINE 39"))
+  "Three changes far enough apart to make three hunks.")
+
+(defun agent-q-ide-unit-test--with (accepted)
+  "The old text with the changes numbered in ACCEPTED (1-based) made."
+  (agent-q-ide-unit-test--replace
+   agent-q-ide-unit-test--old
+   (cl-loop for change in agent-q-ide-unit-test--changes
+            for i from 1 when (memq i accepted) collect change)))
+
+(defun agent-q-ide-unit-test--merge (file driver)
+  "Review the three changes to FILE with DRIVER; return (STATUS PLIST)."
+  (let* ((answer nil)
+         (agent-q-review--review-driver
+          (lambda (buffer) (with-current-buffer buffer (funcall driver)))))
+    (agent-q-review-merge-async
+     file agent-q-ide-unit-test--old (agent-q-ide-unit-test--with '(1 2 3))
+     (lambda (status plist) (setq answer (list status plist)))
+     "Claude Code claude-code (IDE)" "Claude Code proposes this edit.")
+    answer))
+
+(defmacro agent-q-ide-unit-test--with-file (file &rest body)
+  "Run BODY with FILE a temporary file holding the old text, visited."
+  (declare (indent 1))
+  `(let ((,file (make-temp-file "agent-q-ide-unit" nil ".txt" agent-q-ide-unit-test--old)))
+     (unwind-protect
+         (progn (find-file-noselect ,file) ,@body)
+       (when-let ((b (find-buffer-visiting ,file)))
+         (with-current-buffer b (set-buffer-modified-p nil))
+         (kill-buffer b))
+       (delete-file ,file))))
+
+(defun agent-q-ide-unit-test--text (file)
+  "FILE's text on disk."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+;;;; The merge review
+
+(ert-deftest agent-q-ide-unit-test-merge-hunks-1-and-3 ()
+  (agent-q-ide-unit-test--with-file file
+    (let ((answer (agent-q-ide-unit-test--merge
+                   file (lambda ()
+                          ;; Headed with the agent's name.
+                          (should (string-match-p "^From: Claude Code claude-code (IDE)$"
+                                                  (buffer-string)))
+                          (agent-q-review-accept)
+                          (agent-q-review-reject)
+                          (agent-q-review-accept)
+                          (agent-q-review-finish)))))
+      (should (eq (car answer) :success))
+      (should (equal (plist-get (cadr answer) :text) (agent-q-ide-unit-test--with '(1 3))))
+      (should (equal (plist-get (cadr answer) :summary)
+                     "hunks 1 and 3 accepted; hunk 2 rejected"))
+      ;; Neither the file nor its buffer changed: the agent writes.
+      (should (equal (agent-q-ide-unit-test--text file) agent-q-ide-unit-test--old))
+      (with-current-buffer (find-buffer-visiting file)
+        (should (equal (buffer-string) agent-q-ide-unit-test--old))
+        (should-not (buffer-modified-p))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-edited-hunk ()
+  (agent-q-ide-unit-test--with-file file
+    (let ((answer (agent-q-ide-unit-test--merge
+                   file (lambda ()
+                          (agent-q-review-reject)
+                          ;; Hunk 2 edited by hand: its new text, context included.
+                          (let ((hunk (agent-q-review--hunk agent-q-review--this-review 1)))
+                            (aset (agent-q-review--review-decisions agent-q-review--this-review) 1
+                                  (replace-regexp-in-string "LINE TWENTY" "Line Twenty, by hand"
+                                                            (plist-get hunk :new-text) t t)))
+                          (agent-q-review-finish)))))
+      (should (eq (car answer) :success))
+      (should (equal (plist-get (cadr answer) :text)
+                     (agent-q-ide-unit-test--replace agent-q-ide-unit-test--old
+                                                     '((20 . "Line Twenty, by hand")))))
+      (should (string-match-p "hunk 2 accepted with the user's edits"
+                              (plist-get (cadr answer) :summary))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-rejected ()
+  (dolist (finish (list #'agent-q-review-cancel
+                        (lambda () (agent-q-review-reject-all) (agent-q-review-finish))
+                        (lambda () (kill-buffer (current-buffer)))))
+    (agent-q-ide-unit-test--with-file file
+      (let ((answer (agent-q-ide-unit-test--merge file finish)))
+        (should (eq (car answer) :denied))
+        (should-not (plist-get (cadr answer) :text))
+        (should (equal (agent-q-ide-unit-test--text file) agent-q-ide-unit-test--old))))))
+
+(ert-deftest agent-q-ide-unit-test-merge-close-and-pending ()
+  (agent-q-ide-unit-test--with-file file
+    (let* ((called nil)
+           (review (agent-q-review-merge-async
+                    file agent-q-ide-unit-test--old (agent-q-ide-unit-test--with '(1 2 3))
+                    (lambda (&rest _) (setq called t)) "Gemini CLI (IDE)")))
+      (unwind-protect
+          (progn
+            (should (memq review (agent-q-review-open-reviews)))
+            (with-current-buffer (agent-q-review--review-buffer review)
+              (agent-q-review-accept)
+              (agent-q-review-reject))
+            ;; As Gemini CLI's closeDiff asks: pending hunks taken as accepted.
+            (should (equal (agent-q-review-merged-text review 'accept)
+                           (agent-q-ide-unit-test--with '(1 3))))
+            (should (equal (agent-q-review-merged-text review)
+                           (agent-q-ide-unit-test--with '(1))))
+            (agent-q-review-close review)
+            (should-not (memq review (agent-q-review-open-reviews)))
+            (should-not (buffer-live-p (agent-q-review--review-buffer review)))
+            (should-not called))
+        (agent-q-review-close review)))))
+
+;;;; The editor context
+
+(ert-deftest agent-q-ide-unit-test-context ()
+  (let ((a (make-temp-file "agent-q-ide-ctx-a" nil ".txt" "first\nsecond line\nthird\n"))
+        (b (make-temp-file "agent-q-ide-ctx-b" nil ".txt" "other\n"))
+        (gone (make-temp-file "agent-q-ide-ctx-gone" nil ".txt" "x\n")))
+    (unwind-protect
+        (let ((transient-mark-mode t))
+          (find-file-noselect gone)
+          (delete-file gone)
+          (set-buffer (find-file-noselect b))
+          (set-buffer (find-file-noselect a))
+          ;; Most recent first: A, then B.
+          (bury-buffer (find-buffer-visiting b))
+          (switch-to-buffer (find-buffer-visiting b))
+          (switch-to-buffer (find-buffer-visiting a))
+          (goto-char (point-min))
+          (forward-line 1)
+          (forward-char 3)
+          (set-mark (point))
+          (forward-char 4)
+          (activate-mark)
+          (let* ((files (plist-get (agent-q-ide-context) :files))
+                 (first (car files)))
+            (should (equal (plist-get first :path) a))
+            (should (eq (plist-get first :active) t))
+            (should (equal (plist-get first :line) 2))
+            (should (equal (plist-get first :column) 7))
+            (should (equal (plist-get first :selected) "ond "))
+            (should (integerp (plist-get first :timestamp)))
+            (should (equal (plist-get (cadr files) :path) b))
+            (should-not (plist-get (cadr files) :active))
+            (should-not (plist-member (cadr files) :line))
+            ;; A buffer whose file is gone from disk is left out.
+            (should-not (cl-find gone files :key (lambda (f) (plist-get f :path)) :test #'equal)))
+          (deactivate-mark)
+          (should-not (plist-get (car (plist-get (agent-q-ide-context) :files)) :selected)))
+      (dolist (f (list a b gone))
+        (when-let ((buffer (find-buffer-visiting f)))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer))
+        (when (file-exists-p f) (delete-file f))))))
+
+(ert-deftest agent-q-ide-unit-test-flymake-diagnostics ()
+  (require 'flymake)
+  (let ((file (make-temp-file "agent-q-ide-diag" nil ".txt" "alpha\nbeta gamma\n")))
+    (unwind-protect
+        (with-current-buffer (find-file-noselect file)
+          (let ((backend (lambda (report &rest _)
+                           (funcall report
+                                    (list (flymake-make-diagnostic
+                                           (current-buffer) 12 17 :error "gamma is wrong"))))))
+            (setq-local flymake-diagnostic-functions (list backend))
+            (flymake-mode 1)
+            (flymake-start)
+            (let ((deadline (+ (float-time) 5)))
+              (while (and (null (flymake-diagnostics)) (< (float-time) deadline))
+                (accept-process-output nil 0.05)))
+            (should (equal (agent-q-ide-diagnostics (concat "file://" file))
+                           `((:path ,file
+                              :diagnostics ((:message "gamma is wrong" :severity "error"
+                                             :source ,(format "%s" backend) :code nil
+                                             :line 2 :column 6 :end-line 2 :end-column 11))))))
+            (flymake-mode -1)))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
+;;;; The mode: its files and the environment
+
+(defmacro agent-q-ide-unit-test--with-mode (dir &rest body)
+  "Run BODY with DIR a temporary directory holding TMPDIR and CLAUDE_CONFIG_DIR.
+The mode is off after BODY."
+  (declare (indent 1))
+  `(let* ((,dir (file-name-as-directory (make-temp-file "agent-q-ide-mode" t)))
+          (process-environment
+           (append (list (concat "TMPDIR=" ,dir "tmp")
+                         (concat "CLAUDE_CONFIG_DIR=" ,dir "claude")
+                         "CLAUDE_CODE_SSE_PORT=1")
+                   process-environment))
+          (agent-q-ide-workspace-folders (list (concat ,dir "work"))))
+     (unwind-protect
+         (progn ,@body)
+       (agent-q-ide-mode -1)
+       (delete-directory ,dir t))))
+
+(defun agent-q-ide-unit-test--json (file)
+  "The JSON object in FILE, as an alist."
+  (json-parse-string (agent-q-ide-unit-test--text file) :object-type 'alist :array-type 'list))
+
+(ert-deftest agent-q-ide-unit-test-mode-files-and-environment ()
+  (agent-q-ide-unit-test--with-mode dir
+    (agent-q-ide-mode 1)
+    (should agent-q-ide-mode)
+    (should (memq #'agent-q-ide--stop kill-emacs-hook))
+    (let* ((gemini-port (plist-get agent-q-ide--servers :gemini-port))
+           (claude-port (plist-get agent-q-ide--servers :claude-port))
+           (gemini (format "%stmp/gemini/ide/gemini-ide-server-%d-%d.json" dir (emacs-pid) gemini-port))
+           (claude (format "%sclaude/ide/%d.lock" dir claude-port)))
+      (should (equal (sort (copy-sequence agent-q-ide--files) #'string<)
+                     (sort (list gemini claude) #'string<)))
+      (dolist (file (list gemini claude))
+        (should (file-exists-p file))
+        (should (= (file-modes file) #o600)))
+      (let ((json (agent-q-ide-unit-test--json gemini)))
+        (should (equal (alist-get 'port json) gemini-port))
+        (should (equal (alist-get 'workspacePath json) (concat dir "work")))
+        (should (equal (alist-get 'authToken json) (plist-get agent-q-ide--servers :gemini-token))))
+      (let ((json (agent-q-ide-unit-test--json claude)))
+        (should (equal (alist-get 'pid json) (emacs-pid)))
+        (should (equal (alist-get 'workspaceFolders json) (list (concat dir "work"))))
+        (should (equal (alist-get 'transport json) "ws"))
+        (should (equal (alist-get 'authToken json) (plist-get agent-q-ide--servers :claude-token))))
+      ;; A program started from Emacs sees where this Emacs serves.
+      (should (equal (with-temp-buffer
+                       (call-process "sh" nil t nil "-c"
+                                     "echo $GEMINI_CLI_IDE_PID $GEMINI_CLI_IDE_SERVER_PORT $CLAUDE_CODE_SSE_PORT")
+                       (buffer-string))
+                     (format "%d %d %d\n" (emacs-pid) gemini-port claude-port)))
+      (should (plist-get (agent-q-ide-status) :running))
+      (agent-q-ide-mode -1)
+      (should-not (file-exists-p gemini))
+      (should-not (file-exists-p claude))
+      (should-not (agent-q-ide-running-p))
+      (should-not (plist-get (agent-q-ide-status) :running))
+      (should-not (memq #'agent-q-ide--stop kill-emacs-hook))
+      ;; The variables are gone, or back to what they were.
+      (should-not (getenv "GEMINI_CLI_IDE_PID"))
+      (should-not (getenv "GEMINI_CLI_IDE_SERVER_PORT"))
+      (should (equal (getenv "CLAUDE_CODE_SSE_PORT") "1"))
+      (should (equal (with-temp-buffer
+                       (call-process "sh" nil t nil "-c" "echo ${GEMINI_CLI_IDE_PID-unset}")
+                       (buffer-string))
+                     "unset\n")))))
+
+(ert-deftest agent-q-ide-unit-test-kill-emacs-removes-files ()
+  (agent-q-ide-unit-test--with-mode dir
+    (agent-q-ide-mode 1)
+    (let ((files (copy-sequence agent-q-ide--files)))
+      (should (cl-every #'file-exists-p files))
+      ;; What Emacs runs when it exits.
+      (run-hooks 'kill-emacs-hook)
+      (should-not (cl-some #'file-exists-p files))
+      (should-not (agent-q-ide-running-p)))))
+
+;;;; A deny rule
+
+(ert-deftest agent-q-ide-unit-test-deny-rule ()
+  (agent-q-ide-unit-test--with-mode dir
+    (let* ((audit (concat dir "audit.jsonl"))
+           (agent-q-audit-file audit)
+           (file (concat dir "work/secret.txt"))
+           (agent-q-approval-rules `(("write_file" (:path ,(concat dir "work")
+                                                    :mcp-client "claude-code")
+                                      deny)))
+           (messages nil))
+      (make-directory (concat dir "work") t)
+      (with-temp-file file (insert "kept\n"))
+      (agent-q-ide-mode 1)
+      (cl-letf* ((real-message (symbol-function 'message))
+                 ((symbol-function 'message)
+                  (lambda (format &rest args)
+                    (push (apply #'format-message format args) messages)
+                    (apply real-message format args))))
+        (agent-q-ide--open-diff (list :type 'open-diff :key 424242 :agent "claude"
+                                      :client "claude-code" :path file :content "lost\n")))
+      ;; Not shown, and said so.
+      (should-not (agent-q-review-open-reviews))
+      (should (cl-find-if (lambda (m) (string-match-p "rejected the edit of .*secret\\.txt by Claude Code claude-code (IDE) without showing it: the approval rule .* denies it" m))
+                          messages))
+      (should (equal (agent-q-ide-unit-test--text file) "kept\n"))
+      (let ((record (agent-q-ide-unit-test--json audit)))
+        (should (equal (alist-get 'event record) "denied"))
+        (should (equal (alist-get 'decision record) "rule"))
+        (should (equal (alist-get 'tool record) "ide_open_diff"))
+        (should (equal (alist-get 'client record) "Claude Code claude-code (IDE)")))
+      ;; The rule names another client: Gemini CLI's edit is shown.
+      (agent-q-ide--open-diff (list :type 'open-diff :key 424243 :agent "gemini"
+                                    :client "gemini-cli" :path file :content "new\n"))
+      (should (= (length (agent-q-review-open-reviews)) 1))
+      (should (string-match-p "^From: Gemini CLI gemini-cli (IDE)$"
+                              (with-current-buffer (agent-q-review--review-buffer
+                                                    (car (agent-q-review-open-reviews)))
+                                (buffer-string)))))))
+
+;;;; Reverting after the agent's write
+
+(ert-deftest agent-q-ide-unit-test-revert-after-write ()
+  (let ((file (make-temp-file "agent-q-ide-revert" nil ".txt" "old\n"))
+        (agent-q-ide--watches nil))
+    (unwind-protect
+        (let ((buffer (find-file-noselect file)))
+          (agent-q-ide--watch file "new text\n")
+          ;; The agent truncates the file first, then writes it.
+          (with-temp-file file (insert ""))
+          (set-file-times file (time-add nil -10))
+          (agent-q-ide--check-watches)
+          (should (equal (with-current-buffer buffer (buffer-string)) ""))
+          (should agent-q-ide--watches)
+          (with-temp-file file (insert "new text\n"))
+          (set-file-times file (time-add nil -5))
+          (agent-q-ide--check-watches)
+          (should (equal (with-current-buffer buffer (buffer-string)) "new text\n"))
+          (should-not (buffer-modified-p buffer))
+          (should-not agent-q-ide--watches)
+          (should-not agent-q-ide--watch-timer))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
+(provide 'agent-q-ide-unit-test)
+
+;;; agent-q-ide-unit-test.el ends here
