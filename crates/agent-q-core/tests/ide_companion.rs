@@ -808,3 +808,44 @@ fn stopping_answers_waiting_reviews_as_rejected_and_frees_the_ports() {
     assert!(std::net::TcpListener::bind(("127.0.0.1", claude_port)).is_ok());
     assert!(std::net::TcpListener::bind(("127.0.0.1", gemini_port)).is_ok());
 }
+
+#[test]
+fn waiting_requests_are_capped_and_a_message_too_deep_is_dropped() {
+    let setup = start();
+    let hub = setup.hub.clone();
+    runtime().block_on(async {
+        let mut claude = Claude::open(setup.companion.claude_port(), &setup.claude_token).await;
+        let mut ids = Vec::new();
+        for n in 0..agent_q_core::ide::MAX_PENDING_REQUESTS {
+            ids.push(
+                claude
+                    .call(
+                        "openDiff",
+                        json!({"new_file_path": format!("/w/{n}"), "new_file_contents": "x", "tab_name": format!("{n}")}),
+                    )
+                    .await,
+            );
+        }
+        let deadline = Instant::now() + PATIENCE;
+        while hub.pending_count() < agent_q_core::ide::MAX_PENDING_REQUESTS {
+            assert!(Instant::now() < deadline, "the requests did not all arrive");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let refused = claude
+            .call("openDiff", json!({"new_file_path": "/w/more", "new_file_contents": "x", "tab_name": "more"}))
+            .await;
+        let refused = claude.response(refused).await;
+        assert_eq!(refused["result"]["isError"], json!(true));
+        assert!(result_texts(&refused)[0].contains("too many requests"), "{refused}");
+
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":999,"method":"ping","params":{{"x":{}{}}}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        claude.socket.send(Message::text(deep)).await.unwrap();
+        let id = claude.request("ping", json!({})).await;
+        assert!(claude.response(id).await.get("result").is_some(), "still served");
+        assert!(claude.notes.iter().all(|note| note.get("id") != Some(&json!(999))));
+    });
+}

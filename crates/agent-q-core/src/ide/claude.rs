@@ -289,7 +289,7 @@ impl ServerHandler for Handler {
             .map(|info| info.client_info.name.clone())
             .unwrap_or_default();
         match self.hub.connect(Agent::Claude, &name, None, context.peer) {
-            Some(conn) => {
+            Some((conn, _)) => {
                 let _ = self.conn.set(conn);
             }
             None => self.ct.cancel(),
@@ -420,7 +420,8 @@ fn refuse(status: StatusCode, message: &str) -> ErrorResponse {
 }
 
 /// Check a handshake REQUEST against TOKEN (see the module's documentation) and accept the
-/// `mcp` subprotocol.
+/// `mcp` subprotocol. The result's type is tungstenite's callback's.
+#[allow(clippy::result_large_err)]
 pub(crate) fn check_handshake(
     token: &str,
     request: &Request,
@@ -504,6 +505,7 @@ pub(crate) async fn serve(listener: TcpListener, hub: Arc<IdeHub>, token: Arc<st
             let config = WebSocketConfig::default()
                 .max_message_size(Some(MAX_MESSAGE_BYTES))
                 .max_frame_size(Some(MAX_MESSAGE_BYTES));
+            #[allow(clippy::result_large_err)]
             let check = move |request: &Request, response: Response| check_handshake(&token, request, response);
             let upgraded = tokio::time::timeout(
                 HANDSHAKE_TIMEOUT,

@@ -71,7 +71,7 @@ impl EditorContext {
     /// The context of FILES with the limits applied (see the module's documentation).
     pub fn new(mut files: Vec<OpenFile>) -> Self {
         // Stable: files reported with the same timestamp keep Emacs's order.
-        files.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+        files.sort_by_key(|file| std::cmp::Reverse(file.timestamp));
         files.truncate(MAX_FILES);
         let active = files.iter().position(|file| file.active);
         for (index, file) in files.iter_mut().enumerate() {

@@ -238,10 +238,13 @@ impl ServerHandler for Handler {
             .map(|info| info.client_info.name.clone())
             .unwrap_or_default();
         let session = session_of(&context.extensions);
-        let Some(conn) = self.hub.connect(Agent::Gemini, &name, session, context.peer.clone()) else {
+        let Some((conn, outgoing)) = self.hub.connect(Agent::Gemini, &name, session, context.peer.clone()) else {
             return;
         };
         let _ = self.conn.set(conn);
+        if let Some(outgoing) = outgoing {
+            tokio::spawn(outgoing.send());
+        }
         let hub = self.hub.clone();
         let peer = context.peer;
         // rmcp tells a handler nothing when its session ends; its peer's channel closes.
@@ -296,19 +299,16 @@ async fn watch_streams(State(hub): State<Arc<IdeHub>>, request: Request, next: N
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
     let response = next.run(request).await;
-    let Some(conn) = session
-        .filter(|_| response.status().is_success())
-        .and_then(|session| hub.conn_of_session(&session))
-    else {
+    let Some(session) = session.filter(|_| response.status().is_success()) else {
         return response;
     };
-    if let Some(outgoing) = hub.stream_opened(conn) {
+    if let Some(outgoing) = hub.session_stream_opened(&session) {
         tokio::spawn(outgoing.send());
     }
     response.map(|inner| {
         Body::new(WatchedBody {
             inner,
-            closed: Some(Box::new(move || hub.stream_closed(conn))),
+            closed: Some(Box::new(move || hub.session_stream_closed(&session))),
         })
     })
 }

@@ -6,7 +6,7 @@
 //! ([`IdeHub::take_events`]) and answers ([`IdeHub::answer`]). Everything a client can make
 //! the hub hold is capped: [`MAX_CLIENTS`], [`MAX_PENDING_REQUESTS`], [`MAX_PENDING_EVENTS`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{CustomNotification, ServerNotification};
@@ -261,6 +261,9 @@ struct Inner {
     pending: HashMap<u64, Pending>,
     clients: BTreeMap<u64, Client>,
     context: Option<EditorContext>,
+    /// Sessions whose notification stream opened before their client was connected (the GET
+    /// stream may arrive before the `initialized` notification has been handled).
+    early_streams: HashSet<String>,
 }
 
 /// The state the companion's servers and the driver share.
@@ -318,14 +321,15 @@ impl IdeHub {
     }
 
     /// A client of AGENT named NAME connected (SESSION: its Streamable HTTP session). Returns
-    /// its connection number, or `None` when [`MAX_CLIENTS`] are connected or the hub is closed.
+    /// its connection number, or `None` when [`MAX_CLIENTS`] are connected or the hub is closed;
+    /// and the context to send at once when the session's stream is already open.
     pub(crate) fn connect(
         &self,
         agent: Agent,
         name: &str,
         session: Option<String>,
         peer: Peer<RoleServer>,
-    ) -> Option<u64> {
+    ) -> Option<(u64, Option<Outgoing>)> {
         let mut inner = self.lock();
         if !inner.open || inner.clients.len() >= MAX_CLIENTS {
             return None;
@@ -333,6 +337,9 @@ impl IdeHub {
         let conn = inner.next_conn;
         inner.next_conn += 1;
         let name = clean_name(name);
+        let streaming = session
+            .as_ref()
+            .is_some_and(|session| inner.early_streams.remove(session));
         inner.clients.insert(
             conn,
             Client {
@@ -344,12 +351,15 @@ impl IdeHub {
                 last_selection: None,
             },
         );
-        let queued = self.notice(&mut inner, IdeEvent::Connected { agent, client: name });
+        self.notice(&mut inner, IdeEvent::Connected { agent, client: name });
+        let outgoing = if streaming {
+            self.open_stream(&mut inner, conn)
+        } else {
+            None
+        };
         drop(inner);
-        if queued {
-            (self.wake)();
-        }
-        Some(conn)
+        (self.wake)();
+        Some((conn, outgoing))
     }
 
     /// The client CONN went away: its pending requests are withdrawn (the driver gets a
@@ -387,13 +397,32 @@ impl IdeHub {
         (self.wake)();
     }
 
-    /// The connection whose Streamable HTTP session is SESSION.
-    pub(crate) fn conn_of_session(&self, session: &str) -> Option<u64> {
-        self.lock()
-            .clients
-            .iter()
-            .find(|(_, client)| client.session.as_deref() == Some(session))
-            .map(|(conn, _)| *conn)
+    /// The Streamable HTTP session SESSION opened its notification stream: as
+    /// [`Self::stream_opened`] for its client, or remembered until the client connects.
+    pub(crate) fn session_stream_opened(&self, session: &str) -> Option<Outgoing> {
+        let mut inner = self.lock();
+        let conn = conn_of_session(&inner, session);
+        let Some(conn) = conn else {
+            if inner.early_streams.len() < MAX_CLIENTS {
+                inner.early_streams.insert(session.to_string());
+            }
+            return None;
+        };
+        let outgoing = self.open_stream(&mut inner, conn);
+        drop(inner);
+        (self.wake)();
+        outgoing
+    }
+
+    /// The Streamable HTTP session SESSION's notification stream closed.
+    pub(crate) fn session_stream_closed(&self, session: &str) {
+        let mut inner = self.lock();
+        inner.early_streams.remove(session);
+        if let Some(conn) = conn_of_session(&inner, session) {
+            if let Some(client) = inner.clients.get_mut(&conn) {
+                client.stream = false;
+            }
+        }
     }
 
     /// The peer of the client CONN, to send it notifications.
@@ -410,24 +439,20 @@ impl IdeHub {
     /// the latest context known is returned to be sent at once.
     pub(crate) fn stream_opened(&self, conn: u64) -> Option<Outgoing> {
         let mut inner = self.lock();
+        let outgoing = self.open_stream(&mut inner, conn);
+        drop(inner);
+        (self.wake)();
+        outgoing
+    }
+
+    fn open_stream(&self, inner: &mut Inner, conn: u64) -> Option<Outgoing> {
         let context = inner.context.clone();
         let client = inner.clients.get_mut(&conn)?;
         client.stream = true;
         let (agent, name) = (client.agent, client.name.clone());
         let outgoing = context.and_then(|context| context_for(client, &context, true));
-        let queued = self.notice(&mut inner, IdeEvent::ContextWanted { agent, client: name });
-        drop(inner);
-        if queued {
-            (self.wake)();
-        }
+        self.notice(inner, IdeEvent::ContextWanted { agent, client: name });
         outgoing
-    }
-
-    /// The client CONN's notification stream closed (Gemini's GET stream).
-    pub(crate) fn stream_closed(&self, conn: u64) {
-        if let Some(client) = self.lock().clients.get_mut(&conn) {
-            client.stream = false;
-        }
     }
 
     /// Queue a request of the client CONN for the driver: EVENT is made from the new key, the
@@ -583,6 +608,15 @@ impl IdeHub {
             }
         }
     }
+}
+
+/// The connection whose Streamable HTTP session is SESSION.
+fn conn_of_session(inner: &Inner, session: &str) -> Option<u64> {
+    inner
+        .clients
+        .iter()
+        .find(|(_, client)| client.session.as_deref() == Some(session))
+        .map(|(conn, _)| *conn)
 }
 
 /// The notification that tells CLIENT about CONTEXT; for Claude Code only when the payload
