@@ -374,13 +374,14 @@ pub(crate) fn router(hub: Arc<IdeHub>, token: &str, ct: CancellationToken) -> Ro
         Arc::new(sessions),
         rmcp_config,
     );
+    let checks = security::host_checks(service.clone());
     Router::new()
         .route_service(ENDPOINT, service)
         .layer(middleware::from_fn_with_state(hub, watch_streams))
         .layer(middleware::from_fn(security::shape_guard))
         .layer(middleware::from_fn(connections::prove))
         .layer(middleware::from_fn_with_state(
-            Arc::new(Policy::new(token)),
+            Arc::new(Policy::new(token, Some(checks))),
             security::guard,
         ))
 }

@@ -27,10 +27,21 @@ use http_body::Body as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 
-use super::handler::Handler;
+/// A transport's Host and Origin checks, as a function of a request: rmcp's own, whichever
+/// handler the transport serves (the MCP server's, or the IDE companion's).
+pub(crate) type HostChecks =
+    Arc<dyn Fn(Request) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> + Send + Sync>;
 
-/// The rmcp transport the layer guards, whose Host and Origin checks it applies first.
-pub(crate) type Transport = StreamableHttpService<Handler, LocalSessionManager>;
+/// The Host and Origin checks of TRANSPORT (see [`Policy::new`]).
+pub(crate) fn host_checks<S>(transport: StreamableHttpService<S, LocalSessionManager>) -> HostChecks
+where
+    S: rmcp::ServerHandler + Send + 'static,
+{
+    Arc::new(move |request: Request| {
+        let transport = transport.clone();
+        Box::pin(async move { transport.handle(request).await.map(Body::new) })
+    })
+}
 
 /// The largest request body accepted, in bytes. Tool arguments are small except for file
 /// contents (write_file, propose_file_edit), which agent-q caps well below this elsewhere.
@@ -72,15 +83,16 @@ impl Refusal {
 /// checks come first.
 pub(crate) struct Policy {
     token: Vec<u8>,
-    transport: Option<Transport>,
+    checks: Option<HostChecks>,
 }
 
 impl Policy {
-    /// A policy requiring TOKEN, after TRANSPORT's Host and Origin checks (none when `None`).
-    pub(crate) fn new(token: &str, transport: Option<Transport>) -> Self {
+    /// A policy requiring TOKEN, after a transport's Host and Origin CHECKS (none when `None`;
+    /// see [`host_checks`]).
+    pub(crate) fn new(token: &str, checks: Option<HostChecks>) -> Self {
         Policy {
             token: token.as_bytes().to_vec(),
-            transport,
+            checks,
         }
     }
 
@@ -90,7 +102,7 @@ impl Policy {
     /// its `Host` and `Origin` headers, and the method OPTIONS, which it serves with nothing but
     /// those checks and a 405. Only a 400 or 403 counts as a refusal.
     async fn host_and_origin_refusal(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<Response> {
-        let transport = self.transport.as_ref()?;
+        let checks = self.checks.as_ref()?;
         let mut probe = Request::new(Body::empty());
         *probe.method_mut() = Method::OPTIONS;
         *probe.uri_mut() = uri.clone();
@@ -99,12 +111,12 @@ impl Policy {
                 probe.headers_mut().append(name.clone(), value.clone());
             }
         }
-        let answer = transport.handle(probe).await;
+        let answer = checks(probe).await;
         let status = answer.status();
         if status != StatusCode::BAD_REQUEST && status != StatusCode::FORBIDDEN {
             return None;
         }
-        let mut refusal = answer.map(Body::new);
+        let mut refusal = answer;
         let headers = refusal.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,

@@ -129,7 +129,7 @@ impl Server {
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.sse_retry = None;
         let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), rmcp_config);
-        let policy = Policy::new(&config.token, Some(service.clone()));
+        let policy = Policy::new(&config.token, Some(security::host_checks(service.clone())));
         let (posts_tx, posts) = watch::channel(0usize);
         let router = Router::new()
             .route_service(ENDPOINT, service)
