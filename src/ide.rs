@@ -64,6 +64,19 @@ fn get<'e>(env: &'e Env, plist: Value<'e>, property: &str) -> Result<Value<'e>> 
     env.call("plist-get", (plist, env.intern(property)?))
 }
 
+/// Signal unless PLIST is a property list (a proper list of even length), named WHAT.
+fn check_plist(env: &Env, plist: Value<'_>, what: &str) -> Result<()> {
+    let length = env.call("proper-list-p", (plist,))?;
+    if length.is_not_nil() && length.into_rust::<i64>()? % 2 == 0 {
+        return Ok(());
+    }
+    errors::signal(
+        env,
+        Kind::Generic,
+        format!("{what} must be a property list, not {}", args::type_name(env, plist)),
+    )
+}
+
 /// PROPERTY of PLIST as a string, or `None` when it is nil.
 fn optional_string(env: &Env, plist: Value<'_>, property: &str, max: usize) -> Result<Option<String>> {
     let value = get(env, plist, property)?;
@@ -349,6 +362,7 @@ fn read_diagnostic(env: &Env, plist: Value<'_>) -> Result<Diagnostic> {
 #[defun]
 fn ide_answer<'e>(env: &'e Env, key: Value<'e>, plist: Value<'e>) -> Result<bool> {
     let key = u64::try_from(args::integer(env, key, "KEY")?).unwrap_or(0);
+    check_plist(env, plist, "PLIST")?;
     let has =
         |property: &str| -> Result<bool> { Ok(env.call("plist-member", (plist, env.intern(property)?))?.is_not_nil()) };
     let answer = if has(":accepted")? {
@@ -401,6 +415,7 @@ fn ide_answer<'e>(env: &'e Env, key: Value<'e>, plist: Value<'e>) -> Result<bool
 /// and a selection is cut to 16 KiB. Return t if the companions run.
 #[defun]
 fn ide_set_context<'e>(env: &'e Env, plist: Value<'e>) -> Result<bool> {
+    check_plist(env, plist, "PLIST")?;
     let mut files = Vec::new();
     for file in list_items(env, get(env, plist, ":files")?, ":files", MAX_CONTEXT_FILES_READ)? {
         let Some(path) = optional_string(env, file, ":path", args::MAX_NAME_BYTES)? else {

@@ -203,6 +203,11 @@ modifies them (the module only reads values).")
   (unless (agent-q--core-mcp-status)
     (agent-q--core-mcp-start 0 (agent-q--core-mcp-make-token) 15.0)))
 
+(defun agent-q-stress--ide ()
+  "Make sure the IDE companion runs in this Emacs (a child of the suite)."
+  (unless (plist-get (agent-q--core-ide-status) :running)
+    (agent-q--core-ide-start)))
+
 (defun agent-q-stress--session ()
   "A diff session of two small texts."
   (agent-q--core-diff-session "a\nb\n" "a\nc\n"))
@@ -404,6 +409,22 @@ Every core function the module defines must be here (see the test
       (agent-q--core-mcp-status . ,(lambda () nil))
       (agent-q--core-mcp-stop . ,(lambda () nil))
       (agent-q--core-mcp-take . ,(lambda () (agent-q-stress--mcp) nil))
+      (agent-q--core-mcp-stopped-reason . ,(lambda () nil))
+      (agent-q--core-ide-start . ,(lambda ()
+                                    ;; Stopped first, so that each case really starts one.
+                                    (agent-q--core-ide-stop)
+                                    nil))
+      (agent-q--core-ide-stop . ,(lambda () nil))
+      (agent-q--core-ide-status . ,(lambda () nil))
+      (agent-q--core-ide-take . ,(lambda () (agent-q-stress--ide) nil))
+      (agent-q--core-ide-answer . ,(lambda () (agent-q-stress--ide) (list 1 '(:rejected nil))))
+      (agent-q--core-ide-set-context
+       . ,(lambda ()
+            (agent-q-stress--ide)
+            (list '(:files ((:path "/tmp/agent-q-stress.el" :timestamp 1 :active t
+                             :line 1 :column 0 :selected "x"))))))
+      (agent-q--core-ide-gemini-discovery . ,(lambda () (list 1234 "token" '("/tmp"))))
+      (agent-q--core-ide-claude-lock . ,(lambda () (list "token" '("/tmp") 1234)))
       (agent-q--core-native-abort . ,(lambda () (list 1)))
       (agent-q--core-native-finished . ,(lambda () nil))
       (agent-q--core-native-running . ,(lambda () nil))

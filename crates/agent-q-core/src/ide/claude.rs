@@ -69,7 +69,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
 
 /// The handler of one Claude Code connection.
 #[derive(Clone)]
-pub(crate) struct Handler {
+pub(crate) struct ClaudeHandler {
     hub: Arc<IdeHub>,
     conn: Arc<OnceLock<u64>>,
     ct: CancellationToken,
@@ -195,7 +195,7 @@ pub fn diagnostics_json(files: &[FileDiagnostics]) -> String {
     Value::Array(files).to_string()
 }
 
-impl Handler {
+impl ClaudeHandler {
     async fn open_diff(
         &self,
         conn: u64,
@@ -276,7 +276,7 @@ impl Handler {
     }
 }
 
-impl ServerHandler for Handler {
+impl ServerHandler for ClaudeHandler {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().build();
         ServerConfig::new(capabilities).with_server_info(Implementation::new("agent-q-ide", env!("CARGO_PKG_VERSION")))
@@ -548,7 +548,7 @@ async fn run_connection(
         });
     let ct = stop.child_token();
     let conn = Arc::new(OnceLock::new());
-    let handler = Handler {
+    let handler = ClaudeHandler {
         hub: hub.clone(),
         conn: conn.clone(),
         ct: ct.clone(),

@@ -48,14 +48,14 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The handler of one Gemini CLI session.
 #[derive(Clone)]
-pub(crate) struct Handler {
+pub(crate) struct GeminiHandler {
     hub: Arc<IdeHub>,
     conn: Arc<OnceLock<u64>>,
 }
 
-impl Handler {
+impl GeminiHandler {
     fn new(hub: Arc<IdeHub>) -> Self {
-        Handler {
+        GeminiHandler {
             hub,
             conn: Arc::new(OnceLock::new()),
         }
@@ -140,7 +140,7 @@ impl Drop for WithdrawOnDrop {
     }
 }
 
-impl Handler {
+impl GeminiHandler {
     fn open_diff(&self, conn: u64, arguments: &JsonObject) -> Result<CallToolResponse, ErrorData> {
         let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
         let content = string_argument(arguments, "newContent")?.to_string();
@@ -223,7 +223,7 @@ impl Handler {
     }
 }
 
-impl ServerHandler for Handler {
+impl ServerHandler for GeminiHandler {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().build();
         ServerConfig::new(capabilities)
@@ -370,7 +370,7 @@ pub(crate) fn router(hub: Arc<IdeHub>, token: &str, ct: CancellationToken) -> Ro
     sessions.session_config.sse_retry = None;
     let factory_hub = hub.clone();
     let service = StreamableHttpService::new(
-        move || Ok(Handler::new(factory_hub.clone())),
+        move || Ok(GeminiHandler::new(factory_hub.clone())),
         Arc::new(sessions),
         rmcp_config,
     );

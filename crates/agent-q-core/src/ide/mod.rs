@@ -5,10 +5,10 @@
 //! # How the pieces fit
 //!
 //! ```text
-//!  Gemini CLI ──HTTP──▶ security layer ──▶ rmcp Streamable HTTP ──▶ gemini::Handler ─┐
-//!                      (mcp/, bearer)     on /mcp                                     ├─▶ IdeHub ◀── driver
-//!  Claude Code ──WebSocket (subprotocol mcp, x-claude-code-ide-authorization)──▶      │  (queue,     (Emacs's
-//!               claude::Handler over rmcp's Sink/Stream transport ───────────────────┘   answers)   main thread)
+//!  Gemini CLI ──HTTP──▶ security layer ──▶ rmcp Streamable HTTP ──▶ GeminiHandler ─┐
+//!                      (mcp/, bearer)     on /mcp                                   ├─▶ IdeHub ◀── driver
+//!  Claude Code ──WebSocket (subprotocol mcp, x-claude-code-ide-authorization)──▶    │  (queue,     (Emacs's
+//!               ClaudeHandler over rmcp's Sink/Stream transport ───────────────────┘   answers)   main thread)
 //! ```
 //!
 //! - [`IdeHub`] (hub.rs) is what the servers and the driver share: the agents' requests become

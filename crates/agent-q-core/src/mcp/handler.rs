@@ -36,12 +36,12 @@ const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The handler of one session (2025 revisions) or one request (2026-07-28): cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Handler {
+pub(crate) struct McpHandler {
     pub(crate) hub: Arc<Hub>,
     pub(crate) progress_interval: Duration,
 }
 
-impl Handler {
+impl McpHandler {
     fn answer_result(answer: CallAnswer) -> CallToolResult {
         let content = vec![ContentBlock::text(answer.text)];
         if answer.is_error {
@@ -102,7 +102,7 @@ fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
     }
 }
 
-impl Handler {
+impl McpHandler {
     /// Ask the client of the session in CONTEXT for its roots, when it declared the roots
     /// capability; the answer is recorded in the hub, and the session's calls wait for it.
     /// Roots are deprecated by SEP-2577, but they are how 2025 clients declare their
@@ -158,7 +158,7 @@ impl Handler {
     }
 }
 
-impl ServerHandler for Handler {
+impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()

@@ -4,10 +4,10 @@
 //! # How the pieces fit
 //!
 //! ```text
-//!  MCP client ──HTTP──▶ security layer ──▶ rmcp Streamable HTTP ──▶ Handler ──▶ Hub ◀── driver
-//!  (Claude Code…)       (Host, Origin,      service on /mcp          (tools/list,  (queue,   (Emacs's
-//!  or agent-q-mcp       token, size)        (sessions, versions,     tools/call,   answers)  main thread)
-//!  relay over stdio                         SSE, cancellation)       progress)
+//!  MCP client ──HTTP──▶ security layer ──▶ rmcp Streamable HTTP ──▶ McpHandler ──▶ Hub ◀── driver
+//!  (Claude Code…)       (Host, Origin,      service on /mcp             (tools/list,  (queue,   (Emacs's
+//!  or agent-q-mcp       token, size)        (sessions, versions,        tools/call,   answers)  main thread)
+//!  relay over stdio                         SSE, cancellation)          progress)
 //! ```
 //!
 //! - [`Hub`] (hub.rs) is the only thing the server and its driver share. The driver sets the

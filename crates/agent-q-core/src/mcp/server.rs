@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::connections::{self, Gate, EVICTION_AGE, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-use super::handler::Handler;
+use super::handler::McpHandler;
 use super::hub::Hub;
 use super::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
 use crate::error::McpError;
@@ -101,7 +101,7 @@ impl Server {
 
         hub.open();
         let transport_ct = CancellationToken::new();
-        let handler = Handler {
+        let handler = McpHandler {
             hub: hub.clone(),
             progress_interval: config.progress_interval,
         };
