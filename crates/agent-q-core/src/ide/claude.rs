@@ -63,6 +63,9 @@ const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long getDiagnostics and openFile wait for Emacs.
 const ASK_WAIT: Duration = Duration::from_secs(10);
 
+/// How long after `ide_connected` Claude Code starts taking `selection_changed` into account.
+const SELECTION_READY_DELAY: Duration = Duration::from_secs(2);
+
 /// The interval of progress notifications while openDiff waits (Claude Code abandons a call
 /// silent for about 300 s).
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
@@ -301,10 +304,17 @@ impl ServerHandler for ClaudeHandler {
         notification: CustomNotification,
         _context: NotificationContext<RoleServer>,
     ) {
-        // Claude Code is ready for selection_changed once it says ide_connected.
+        // Claude Code says ide_connected, but ignores a selection_changed that arrives at once
+        // (2.1.197): the context is sent once it listens, and then on every change.
         if notification.method == "ide_connected" {
-            if let Some(outgoing) = self.conn.get().and_then(|conn| self.hub.stream_opened(*conn)) {
-                tokio::spawn(outgoing.send());
+            if let Some(&conn) = self.conn.get() {
+                let hub = self.hub.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(SELECTION_READY_DELAY).await;
+                    if let Some(outgoing) = hub.stream_opened(conn) {
+                        outgoing.send().await;
+                    }
+                });
             }
         }
     }
