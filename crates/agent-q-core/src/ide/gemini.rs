@@ -14,12 +14,9 @@
 //! The server reuses the MCP server's layers: the security layer (loopback Host, localhost
 //! Origin, bearer token, body size and shape), the connection gate and the accept loop.
 
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::{self, Next};
@@ -38,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::hub::{Agent, Answer, DiffFilter, IdeEvent, IdeHub, Kind, Outgoing};
 use crate::mcp::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
+use crate::mcp::server::GuardedBody;
 use crate::mcp::{connections, ENDPOINT};
 
 /// How long closeDiff waits for Emacs to say what the review held.
@@ -306,44 +304,21 @@ async fn watch_streams(State(hub): State<Arc<IdeHub>>, request: Request, next: N
         tokio::spawn(outgoing.send());
     }
     response.map(|inner| {
-        Body::new(WatchedBody {
+        GuardedBody::wrap(
             inner,
-            closed: Some(Box::new(move || hub.session_stream_closed(&session))),
-        })
+            OnDrop(Some(Box::new(move || hub.session_stream_closed(&session)))),
+        )
     })
 }
 
-/// A response body that runs CLOSED when it is dropped (the client closed the stream).
-struct WatchedBody {
-    inner: Body,
-    closed: Option<Box<dyn FnOnce() + Send>>,
-}
+/// Runs its function when dropped: with the stream's body, when the client closed the stream.
+struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
 
-impl Drop for WatchedBody {
+impl Drop for OnDrop {
     fn drop(&mut self) {
-        if let Some(closed) = self.closed.take() {
+        if let Some(closed) = self.0.take() {
             closed();
         }
-    }
-}
-
-impl HttpBody for WatchedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -204,9 +204,7 @@ async fn track_posts(State(count): State<Arc<watch::Sender<usize>>>, request: Re
         return next.run(request).await;
     }
     let guard = PostGuard::enter(count);
-    next.run(request)
-        .await
-        .map(|inner| Body::new(TrackedBody { inner, _guard: guard }))
+    next.run(request).await.map(|inner| GuardedBody::wrap(inner, guard))
 }
 
 struct PostGuard(Arc<watch::Sender<usize>>);
@@ -224,12 +222,21 @@ impl Drop for PostGuard {
     }
 }
 
-struct TrackedBody {
+/// A response body that keeps GUARD until the body is dropped (the response was sent, or the
+/// client went away): what a guard's `Drop` does then marks the end of the response.
+pub(crate) struct GuardedBody<G> {
     inner: Body,
-    _guard: PostGuard,
+    _guard: G,
 }
 
-impl HttpBody for TrackedBody {
+impl<G: Send + Unpin + 'static> GuardedBody<G> {
+    /// INNER, holding GUARD for as long as it lives.
+    pub(crate) fn wrap(inner: Body, guard: G) -> Body {
+        Body::new(GuardedBody { inner, _guard: guard })
+    }
+}
+
+impl<G: Unpin> HttpBody for GuardedBody<G> {
     type Data = Bytes;
     type Error = axum::Error;
 
