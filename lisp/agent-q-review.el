@@ -45,6 +45,7 @@
 (require 'diff-mode)
 (require 'pp)
 (require 'subr-x)
+(require 'agent-q-prompt)
 
 ;;;; Module and agent-q.el functions (loaded by agent-q.el)
 
@@ -146,9 +147,12 @@ and pinned (see `agent-q-guard-write-verdict'), checked again before
 the accepted hunks are applied and saved.  MERGE non-nil makes it a
 review that changes nothing in Emacs (see `agent-q-review-merge-async'):
 finishing computes the merged text of the accepted hunks and passes it
-to CALLBACK instead."
+to CALLBACK instead.  SHOWN is the `float-time' the review appeared;
+ARMED non-nil once it takes the keys that decide (see
+`agent-q-review--arm'), ARM-TIMER the timer that arms it."
   path file current proposal description session summary details decisions
-  buffer done cancelled headers (rendered 0) timer callback client pinned merge)
+  buffer done cancelled headers (rendered 0) timer callback client pinned merge
+  shown armed arm-timer)
 
 (defvar-local agent-q-review--this-review nil
   "The review shown in the current review buffer.")
@@ -198,7 +202,12 @@ review is finished.  Production code leaves this nil.")
 \\[agent-q-review-help]: help
 
 Nothing is applied before finishing; then exactly the accepted hunks
-are applied to the buffer visiting the file, as one undo step."
+are applied to the buffer visiting the file, as one undo step.
+
+A review may open while you type elsewhere: the keys that decide (not
+those that move, show or reject everything) work only once it has been
+on screen and you have not typed for half a second; the header line
+says so until then."
   (setq-local minor-mode-overriding-map-alist nil)
   ;; Faces are text properties computed from the Rust diff; no font-lock keywords, which
   ;; would recompute them (and refine words again) on a buffer of any size.
@@ -271,11 +280,14 @@ with and without `font-lock-mode'."
 
 (defun agent-q-review--progress-string (review)
   "Return the progress line of REVIEW."
-  (if (not review)
-      ""
+  (cond
+   ((not review) "")
+   ((not (agent-q-review--review-armed review))
+    "Review opening: its keys work once you pause typing  [? help]")
+   (t
     (pcase-let ((`(,a ,r ,p) (agent-q-review--count review)))
       (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
-              a r p (length (agent-q-review--review-decisions review))))))
+              a r p (length (agent-q-review--review-decisions review)))))))
 
 (defun agent-q-review--hunk (review index)
   "The full plist of hunk INDEX of REVIEW, built by the module when first needed."
@@ -434,6 +446,69 @@ The other bodies follow from an idle timer (see
   (or agent-q-review--this-review
       (user-error "Not in an agent-q review buffer")))
 
+;;;;; Keys typed ahead
+
+;; A review opens when a client proposes an edit, at a moment the user did not choose: they
+;; may be typing in the agent's terminal, and the review's window is selected under their
+;; fingers.  A key typed for the terminal must not accept a hunk or finish the review, so the
+;; keys that decide wait until the user has paused typing with the review on screen.  The
+;; keys that move, show or reject everything work at once.
+
+(defun agent-q-review--deciding-review ()
+  "Return the current buffer's review if it takes deciding keys.
+Signal a user error, which takes nothing, while the review is not
+armed yet (see `agent-q-review--arm')."
+  (let ((review (agent-q-review--review-or-error)))
+    (unless (agent-q-review--review-armed review)
+      (user-error "Key not taken: the review takes keys once you pause typing (%.1f s)"
+                  agent-q-prompt--settle-seconds))
+    review))
+
+(defvar agent-q-review--last-key-time 0.0
+  "The `float-time' of the last command the user's keys ran, anywhere.")
+
+(defun agent-q-review--note-key ()
+  "Record that the user's keys are running a command."
+  (setq agent-q-review--last-key-time (float-time)))
+
+;; A command, not an idle period: a key read by a prompt from a timer
+;; stops Emacs's idle time until the next command, so `current-idle-time'
+;; may stay nil long after the user stopped typing.
+(add-hook 'pre-command-hook #'agent-q-review--note-key)
+
+(defun agent-q-review--ready-p (review)
+  "Non-nil when REVIEW may be armed now.
+That is when it has been on screen, and no key of the user has run a
+command, for `agent-q-prompt--settle-seconds' each: a key typed since,
+even one meant for another window, delays it."
+  (let ((now (float-time)))
+    (and (>= (- now agent-q-review--last-key-time) agent-q-prompt--settle-seconds)
+         (>= (- now (agent-q-review--review-shown review)) agent-q-prompt--settle-seconds))))
+
+(defun agent-q-review--arm (review)
+  "Make REVIEW take its deciding keys once the user pauses typing.
+With no terminal to type on (batch, or a daemon with no frame) it takes
+them at once.  Until then the header line says so and
+`agent-q-review--deciding-review' refuses them."
+  (setf (agent-q-review--review-shown review) (float-time))
+  (if (agent-q-prompt--no-terminal-p)
+      (setf (agent-q-review--review-armed review) t)
+    (discard-input)
+    (let (timer)
+      (setq timer
+            (run-at-time
+             0.1 0.1
+             (lambda ()
+               (cond
+                ((or (agent-q-review--review-done review)
+                     (not (buffer-live-p (agent-q-review--review-buffer review))))
+                 (cancel-timer timer))
+                ((agent-q-review--ready-p review)
+                 (cancel-timer timer)
+                 (setf (agent-q-review--review-armed review) t)
+                 (force-mode-line-update t))))))
+      (setf (agent-q-review--review-arm-timer review) timer))))
+
 (defun agent-q-review--hunk-at-point (review)
   "Return the index of the hunk at point in REVIEW's buffer."
   (or (get-text-property (point) 'agent-q-hunk)
@@ -449,7 +524,7 @@ The other bodies follow from an idle timer (see
 
 (defun agent-q-review--decide (decision &optional advance)
   "Set the hunk at point to DECISION; with ADVANCE go to the next hunk."
-  (let* ((review (agent-q-review--review-or-error))
+  (let* ((review (agent-q-review--deciding-review))
          (index (agent-q-review--hunk-at-point review)))
     (aset (agent-q-review--review-decisions review) index decision)
     (agent-q-review--update-hunk review index)
@@ -490,14 +565,14 @@ The other bodies follow from an idle timer (see
   "Toggle the hunk at point between accepted and rejected.
 A pending or rejected hunk becomes accepted, an accepted one rejected."
   (interactive)
-  (let* ((review (agent-q-review--review-or-error))
+  (let* ((review (agent-q-review--deciding-review))
          (current (aref (agent-q-review--review-decisions review)
                         (agent-q-review--hunk-at-point review))))
     (agent-q-review--decide (if (memq current '(nil reject)) 'accept 'reject))))
 
 (defun agent-q-review--decide-pending (decision)
   "Set every pending hunk of the current review to DECISION."
-  (let* ((review (agent-q-review--review-or-error))
+  (let* ((review (agent-q-review--deciding-review))
          (decisions (agent-q-review--review-decisions review)))
     (dotimes (i (length decisions))
       (unless (aref decisions i)
@@ -564,7 +639,7 @@ The edit buffer holds the hunk's new text, context lines included;
 accepts the hunk with the edited text, \\[agent-q-review-hunk-edit-cancel] \
 leaves the hunk as it was."
   (interactive)
-  (let* ((review (agent-q-review--review-or-error))
+  (let* ((review (agent-q-review--deciding-review))
          (index (agent-q-review--hunk-at-point review))
          (hunk (agent-q-review--hunk review index))
          (decision (aref (agent-q-review--review-decisions review) index))
@@ -633,6 +708,8 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
     (setf (agent-q-review--review-done review) t)
     (when (agent-q-review--review-timer review)
       (cancel-timer (agent-q-review--review-timer review)))
+    (when (agent-q-review--review-arm-timer review)
+      (cancel-timer (agent-q-review--review-arm-timer review)))
     (setq agent-q-review--open-reviews (delq review agent-q-review--open-reviews))
     (let ((outcome (condition-case err
                        (if (agent-q-review--review-merge review)
@@ -656,7 +733,7 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
 (defun agent-q-review-finish ()
   "Finish the review: apply the accepted hunks; pending hunks are not applied."
   (interactive)
-  (agent-q-review--finish (agent-q-review--review-or-error)))
+  (agent-q-review--finish (agent-q-review--deciding-review)))
 
 (defun agent-q-review-cancel ()
   "Reject every hunk and finish the review."
@@ -671,7 +748,7 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
 (defun agent-q-review-quit ()
   "Finish the review, asking first when hunks are still pending."
   (interactive)
-  (let* ((review (agent-q-review--review-or-error))
+  (let* ((review (agent-q-review--deciding-review))
          (pending (nth 2 (agent-q-review--count review))))
     (when (or (zerop pending)
               (y-or-n-p (format "%d hunk%s still pending (not applied).  Finish? "
@@ -840,10 +917,12 @@ its callback."
     (push review agent-q-review--open-reviews)
     (if agent-q-review--review-driver
         (progn
+          (setf (agent-q-review--review-armed review) t)
           (funcall agent-q-review--review-driver buffer)
           (unless (agent-q-review--review-done review)
             (agent-q-review--finish review t)))
-      (pop-to-buffer buffer))
+      (pop-to-buffer buffer)
+      (agent-q-review--arm review))
     review))
 
 (defun agent-q-review--prepare-review (path original modified description)

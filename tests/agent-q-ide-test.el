@@ -40,7 +40,9 @@
 ;;   on line 6), its model request
 ;;   carries the file Emacs has open, with the cursor line (Gemini) or
 ;;   the selected lines (Claude);
-;; - the edit opens agent-q's review in Emacs, headed with the agent;
+;; - the edit opens agent-q's review in Emacs, headed with the agent,
+;;   while the user goes on typing in the terminal: what they type
+;;   decides nothing; once they pause,
 ;;   a, r, a, C-c C-c there leaves exactly hunks 1 and 3 on disk, written
 ;;   by the agent, and the buffer visiting the file is reverted to them;
 ;; - a second edit rejected with C-c C-k leaves the file unchanged;
@@ -243,6 +245,23 @@ Case matters: Emacs's own messages say \"connected to Emacs\"."
     (agent-q-tmux-test--tmux "send-keys" "-t" session key)
     (sleep-for 0.3)))
 
+(defun agent-q-ide-test--type-through-review (session)
+  "Type a, r, a into SESSION's terminal until the review has shown for 1 s.
+The user goes on typing as the agent's edit arrives: the review opens,
+selected, under their fingers.  The keys that decide a review must not
+decide this one.  Return the last screen."
+  (let ((deadline (+ (float-time) 60)) (seen nil) (screen ""))
+    (while (and (< (float-time) deadline)
+                (not (and seen (> (- (float-time) seen) 1.0))))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "a" "r" "a")
+      (sleep-for 0.05)
+      (setq screen (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" session))
+      (when (and (not seen) (string-match-p "agent-q-diff: sample\\.txt" screen))
+        (setq seen (float-time))))
+    (unless seen
+      (ert-fail (list "The review never showed" screen)))
+    screen))
+
 (defun agent-q-ide-test--run (agent)
   "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; check everything."
   (agent-q-tmux-test--ensure-tmux)
@@ -325,8 +344,12 @@ Case matters: Emacs's own messages say \"connected to Emacs\"."
               ;; "⧉ 3 lines selected", right-aligned, which ansi-term may garble.
               (agent-q-ide-test--wait-screen session "⧉ 3 lines")
             (sleep-for 2))
-          ;; The edit: hunks 1 and 3 accepted, 2 rejected.
+          ;; The edit, asked for while the user goes on typing: their keys
+          ;; decide nothing; once they pause, the review takes keys, and
+          ;; hunks 1 and 3 are accepted, 2 rejected.
           (agent-q-ide-test--type session "Make the edit")
+          (should (string-match-p "Review opening: its keys work once you pause typing"
+                                  (agent-q-ide-test--type-through-review session)))
           (agent-q-ide-test--review session '("a" "r" "a" "C-c" "C-c"))
           (let ((state (agent-q-ide-test--wait-state
                         dir (lambda (s) (equal (plist-get s :buffer) (agent-q-ide-test--with '(1 3))))

@@ -245,6 +245,56 @@ DESCRIPTION is the proposal's description."
     (should (equal (agent-q-review-test--buffer-text file)
                    (agent-q-review-test--expected '(1 3))))))
 
+(ert-deftest agent-q-review-test-deciding-keys-wait-for-a-pause ()
+  ;; A review that opens while the user types takes no deciding key until
+  ;; the typing pauses; moving, showing and rejecting everything work.
+  (agent-q-review-test--with-file file agent-q-review-test--old
+    (agent-q-review-test--review
+     file agent-q-review-test--old agent-q-review-test--new
+     (lambda ()
+       (let ((review agent-q-review--this-review))
+         (setf (agent-q-review--review-armed review) nil)
+         (should (string-match-p "\\`Review opening: its keys work once you pause typing"
+                                 (agent-q-review-test--progress)))
+         (dolist (command '(agent-q-review-accept agent-q-review-reject agent-q-review-toggle
+                            agent-q-review-accept-all agent-q-review-reject-all
+                            agent-q-review-edit-hunk agent-q-review-finish agent-q-review-quit))
+           (should-error (funcall command) :type 'user-error))
+         (should (equal (agent-q-review--review-decisions review) [nil nil nil]))
+         (should-not (agent-q-review--review-done review))
+         (agent-q-review-next)
+         (should (= (agent-q-review--hunk-at-point review) 1))
+         ;; Ready once both the review has shown and the keys have paused for
+         ;; the settle time.
+         (let ((now (float-time)))
+           (setf (agent-q-review--review-shown review) (- now 10))
+           (let ((agent-q-review--last-key-time now))
+             (should-not (agent-q-review--ready-p review)))
+           (let ((agent-q-review--last-key-time (- now 10)))
+             (setf (agent-q-review--review-shown review) now)
+             (should-not (agent-q-review--ready-p review))
+             (setf (agent-q-review--review-shown review) (- now 1))
+             (should (agent-q-review--ready-p review))))
+         ;; With a terminal, arming waits for the pause, then takes keys.
+         (cl-letf (((symbol-function 'agent-q-prompt--no-terminal-p) #'ignore))
+           (let ((agent-q-review--last-key-time (- (float-time) 10)))
+             (agent-q-review--arm review)
+             (should-not (agent-q-review--review-armed review))
+             (let ((deadline (+ (float-time) 5)))
+               (while (and (not (agent-q-review--review-armed review))
+                           (< (float-time) deadline))
+                 (accept-process-output nil 0.05)))
+             (should (agent-q-review--review-armed review))
+             (should-not (memq (agent-q-review--review-arm-timer review) timer-list))))
+         (should (string-match-p "\\`Progress: 0 accepted" (agent-q-review-test--progress)))
+         (agent-q-review-previous)
+         (agent-q-review-accept)
+         (agent-q-review-reject)
+         (agent-q-review-accept)
+         (agent-q-review-finish))))
+    (should (equal (agent-q-review-test--buffer-text file)
+                   (agent-q-review-test--expected '(1 3))))))
+
 (ert-deftest agent-q-review-test-keys-through-recursive-edit ()
   ;; Production path: the real recursive edit reads the keys.
   (agent-q-review-test--with-file file agent-q-review-test--old
