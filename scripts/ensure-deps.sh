@@ -25,6 +25,8 @@ if [ "${1:-}" = "--test" ]; then
   # OpenAI-compatible server written for Python's standard library.
   ls -d /usr/share/emacs/site-lisp/elpa-src/compat-* >/dev/null 2>&1 || need+=(elpa-compat)
   command -v curl >/dev/null 2>&1 || need+=(curl)
+  # getDiagnostics reads Flycheck's errors when Flycheck is loaded; the IDE tests run it.
+  compgen -G "/usr/share/emacs/site-lisp/elpa*/flycheck-*/flycheck.el" >/dev/null || need+=(elpa-flycheck)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
   # The MCP end-to-end tests create virtual environments (below): Debian's
   # python3 has no venv/ensurepip without python3-venv.

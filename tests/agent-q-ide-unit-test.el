@@ -234,6 +234,53 @@
         (kill-buffer buffer))
       (delete-file file))))
 
+;; Flycheck is not part of Emacs: Debian's elpa-flycheck (installed by
+;; scripts/ensure-deps.sh --test) or the user's own.
+(declare-function flycheck-define-generic-checker "flycheck" (symbol docstring &rest properties))
+(declare-function flycheck-error-new-at "flycheck" (line column &optional level message &rest args))
+(declare-function flycheck-buffer "flycheck" ())
+(declare-function flycheck-mode "flycheck" (&optional arg))
+(defvar flycheck-checkers)
+(defvar flycheck-current-errors)
+
+(defun agent-q-ide-unit-test--require-flycheck ()
+  "Load Flycheck from the load-path or Debian's elpa; fail saying how to get it."
+  (unless (locate-library "flycheck")
+    (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
+      (when (string-match-p "/\\(flycheck\\|dash\\|let-alist\\|pkg-info\\|epl\\)-[0-9]" dir)
+        (add-to-list 'load-path dir))))
+  (unless (require 'flycheck nil t)
+    (ert-fail "Flycheck is not installed: run scripts/ensure-deps.sh --test (Debian's elpa-flycheck)")))
+
+(ert-deftest agent-q-ide-unit-test-flycheck-diagnostics ()
+  (agent-q-ide-unit-test--require-flycheck)
+  (flycheck-define-generic-checker 'agent-q-ide-unit-test-checker
+    "A checker that finds \"gamma\" wrong."
+    :start (lambda (checker callback)
+             (funcall callback 'finished
+                      (list (flycheck-error-new-at 2 6 'warning "gamma is suspect"
+                                                   :checker checker :id "G1"
+                                                   :end-line 2 :end-column 11))))
+    :modes '(text-mode fundamental-mode))
+  (let ((file (make-temp-file "agent-q-ide-diag" nil ".txt" "alpha\nbeta gamma\n")))
+    (unwind-protect
+        (with-current-buffer (find-file-noselect file)
+          (setq-local flycheck-checkers '(agent-q-ide-unit-test-checker))
+          (flycheck-mode 1)
+          (flycheck-buffer)
+          (let ((deadline (+ (float-time) 5)))
+            (while (and (null flycheck-current-errors) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (should (equal (agent-q-ide-diagnostics (concat "file://" file))
+                         `((:path ,file
+                            :diagnostics ((:message "gamma is suspect" :severity "warning"
+                                           :source "agent-q-ide-unit-test-checker" :code "G1"
+                                           :line 2 :column 6 :end-line 2 :end-column 11))))))
+          (flycheck-mode -1))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
 ;;;; The mode: its files and the environment
 
 (defmacro agent-q-ide-unit-test--with-mode (dir &rest body)

@@ -157,13 +157,14 @@ fn optional_string(arguments: &JsonObject, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The protocol's name of Emacs's SEVERITY.
+/// The protocol's name of Emacs's SEVERITY: Claude Code 2.1 knows "Error", "Warning", "Info"
+/// and "Hint" (it sorts and marks diagnostics by these names; any other reads as a bullet).
 fn severity(severity: &str) -> &'static str {
     match severity {
         "error" => "Error",
         "warning" => "Warning",
         "hint" => "Hint",
-        _ => "Information",
+        _ => "Info",
     }
 }
 
@@ -573,5 +574,46 @@ async fn run_connection(
     }
     if let Some(&conn) = conn.get() {
         hub.disconnect(conn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ide::hub::Diagnostic;
+
+    fn diagnostic(severity: &str, code: Option<&str>) -> Diagnostic {
+        Diagnostic {
+            message: format!("a {severity}"),
+            severity: severity.into(),
+            source: Some("checker".into()),
+            code: code.map(str::to_string),
+            line: 2,
+            column: 6,
+            end_line: 2,
+            end_column: 11,
+        }
+    }
+
+    #[test]
+    fn diagnostics_use_claude_codes_severity_names_and_zero_based_ranges() {
+        let files = [FileDiagnostics {
+            path: "/work/a b.txt".into(),
+            diagnostics: ["error", "warning", "info", "hint"]
+                .iter()
+                .map(|s| diagnostic(s, (*s == "error").then_some("E1")))
+                .collect(),
+        }];
+        let answer: Value = serde_json::from_str(&diagnostics_json(&files)).expect("JSON");
+        assert_eq!(answer[0]["uri"], "file:///work/a%20b.txt");
+        let diagnostics = answer[0]["diagnostics"].as_array().expect("array");
+        let severities: Vec<&str> = diagnostics.iter().filter_map(|d| d["severity"].as_str()).collect();
+        assert_eq!(severities, ["Error", "Warning", "Info", "Hint"]);
+        assert_eq!(
+            diagnostics[0],
+            json!({"message": "a error", "severity": "Error", "source": "checker", "code": "E1",
+                   "range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 10}}})
+        );
+        assert!(diagnostics[1].get("code").is_none());
     }
 }
