@@ -244,7 +244,7 @@
 (defvar flycheck-current-errors)
 
 (defun agent-q-ide-unit-test--require-flycheck ()
-  "Load Flycheck from the load-path or Debian's elpa; fail saying how to get it."
+  "Load Flycheck from `load-path' or Debian's elpa; fail saying how to get it."
   (unless (locate-library "flycheck")
     (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
       (when (string-match-p "/\\(flycheck\\|dash\\|let-alist\\|pkg-info\\|epl\\)-[0-9]" dir)
