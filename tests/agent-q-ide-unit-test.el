@@ -235,51 +235,54 @@
       (delete-file file))))
 
 ;; Flycheck is not part of Emacs: Debian's elpa-flycheck (installed by
-;; scripts/ensure-deps.sh --test) or the user's own.
-(declare-function flycheck-define-generic-checker "flycheck" (symbol docstring &rest properties))
-(declare-function flycheck-error-new-at "flycheck" (line column &optional level message &rest args))
-(declare-function flycheck-buffer "flycheck" ())
-(declare-function flycheck-mode "flycheck" (&optional arg))
-(defvar flycheck-checkers)
-(defvar flycheck-current-errors)
+;; scripts/ensure-deps.sh --test) or the user's own.  It runs in a child
+;; Emacs: Flycheck brings dash, whose `->' macros would change what
+;; other tests in this Emacs find.
 
-(defun agent-q-ide-unit-test--require-flycheck ()
-  "Load Flycheck from `load-path' or Debian's elpa; fail saying how to get it."
-  (unless (locate-library "flycheck")
-    (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
-      (when (string-match-p "/\\(flycheck\\|dash\\|let-alist\\|pkg-info\\|epl\\)-[0-9]" dir)
-        (add-to-list 'load-path dir))))
-  (unless (require 'flycheck nil t)
-    (ert-fail "Flycheck is not installed: run scripts/ensure-deps.sh --test (Debian's elpa-flycheck)")))
+(defconst agent-q-ide-unit-test--flycheck-script
+  '(progn
+     (unless (locate-library "flycheck")
+       (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
+         (when (string-match-p "/\\(flycheck\\|dash\\|let-alist\\|pkg-info\\|epl\\)-[0-9]" dir)
+           (add-to-list 'load-path dir))))
+     (unless (require 'flycheck nil t)
+       (princ "Flycheck is not installed: run scripts/ensure-deps.sh --test (Debian's elpa-flycheck)")
+       (kill-emacs 2))
+     (require 'agent-q-ide)
+     (flycheck-define-generic-checker 'agent-q-ide-unit-test-checker
+       "A checker that finds \"gamma\" suspect."
+       :start (lambda (checker callback)
+                (funcall callback 'finished
+                         (list (flycheck-error-new-at 2 6 'warning "gamma is suspect"
+                                                      :checker checker :id "G1"
+                                                      :end-line 2 :end-column 11))))
+       :modes '(text-mode fundamental-mode))
+     (let ((file (make-temp-file "agent-q-ide-diag" nil ".txt" "alpha\nbeta gamma\n")))
+       (with-current-buffer (find-file-noselect file)
+         (setq-local flycheck-checkers '(agent-q-ide-unit-test-checker))
+         (flycheck-mode 1)
+         (flycheck-buffer)
+         (let ((deadline (+ (float-time) 5)))
+           (while (and (null flycheck-current-errors) (< (float-time) deadline))
+             (accept-process-output nil 0.05)))
+         (prin1 (list file (agent-q-ide-diagnostics (concat "file://" file)))))
+       (delete-file file)))
+  "What the child Emacs runs: it prints (FILE DIAGNOSTICS).")
 
 (ert-deftest agent-q-ide-unit-test-flycheck-diagnostics ()
-  (agent-q-ide-unit-test--require-flycheck)
-  (flycheck-define-generic-checker 'agent-q-ide-unit-test-checker
-    "A checker that finds \"gamma\" wrong."
-    :start (lambda (checker callback)
-             (funcall callback 'finished
-                      (list (flycheck-error-new-at 2 6 'warning "gamma is suspect"
-                                                   :checker checker :id "G1"
-                                                   :end-line 2 :end-column 11))))
-    :modes '(text-mode fundamental-mode))
-  (let ((file (make-temp-file "agent-q-ide-diag" nil ".txt" "alpha\nbeta gamma\n")))
-    (unwind-protect
-        (with-current-buffer (find-file-noselect file)
-          (setq-local flycheck-checkers '(agent-q-ide-unit-test-checker))
-          (flycheck-mode 1)
-          (flycheck-buffer)
-          (let ((deadline (+ (float-time) 5)))
-            (while (and (null flycheck-current-errors) (< (float-time) deadline))
-              (accept-process-output nil 0.05)))
-          (should (equal (agent-q-ide-diagnostics (concat "file://" file))
-                         `((:path ,file
-                            :diagnostics ((:message "gamma is suspect" :severity "warning"
-                                           :source "agent-q-ide-unit-test-checker" :code "G1"
-                                           :line 2 :column 6 :end-line 2 :end-column 11))))))
-          (flycheck-mode -1))
-      (when-let ((buffer (find-buffer-visiting file)))
-        (kill-buffer buffer))
-      (delete-file file))))
+  (with-temp-buffer
+    (let ((status (call-process (expand-file-name invocation-name invocation-directory)
+                                nil (list t nil) nil
+                                "--batch" "-Q" "-L" (file-name-directory (locate-library "agent-q"))
+                                "--eval" (prin1-to-string agent-q-ide-unit-test--flycheck-script))))
+      (unless (eq status 0)
+        (ert-fail (list "The child Emacs failed" status (buffer-string))))
+      (pcase-let ((`(,file ,diagnostics) (car (read-from-string (buffer-string)))))
+        (should (equal diagnostics
+                       `((:path ,file
+                          :diagnostics ((:message "gamma is suspect" :severity "warning"
+                                         :source "agent-q-ide-unit-test-checker" :code "G1"
+                                         :line 2 :column 6 :end-line 2 :end-column 11))))))))))
 
 ;;;; The mode: its files and the environment
 
