@@ -49,6 +49,14 @@
 ;; - the reviews and their outcomes are in the audit log, with the agent;
 ;; - turning the mode off removes the discovery and lock files.
 ;;
+;; The -terminal-answer tests answer the agent's own prompt in the
+;; terminal while the review is open in Emacs (its first hunk rejected
+;; there): yes to one edit, no to another.  Each time the review closes,
+;; the file ends as the agent decides (Gemini CLI writes the review's
+;; text it got from closeDiff, Claude Code its own proposal; no leaves
+;; it), the buffer is reverted, the audit says the agent closed the
+;; review, and the agent answers its next prompt.
+;;
 ;; The inner Emacs writes its state (the mode, its files, the buffer's
 ;; text, the open reviews) to a file every 0.2 s, and turns the mode off
 ;; when a file named "off" appears.  tmux and the agents (installed by
