@@ -499,7 +499,7 @@ larger than `agent-q-ide--max-file-bytes'."
      (t
       (let* ((entry (list :key key :agent (plist-get event :agent) :path file
                           :tab (plist-get event :tab) :label label :id id
-                          :window (selected-window)))
+                          :content content :window (selected-window)))
              (review (agent-q-review-merge-async
                       file (agent-q-ide--file-text file) content
                       (lambda (status plist) (agent-q-ide--reviewed entry status plist))
@@ -538,23 +538,34 @@ The user was typing in the agent's terminal: back there."
                           "review" '(success . :json-false) '(status . "denied")
                           `(content . ,summary)))))
 
-(defun agent-q-ide--close-entry (entry why)
-  "Close the review of ENTRY without an outcome; audit WHY."
+(defun agent-q-ide--close-entry (entry why &optional text)
+  "Close the review of ENTRY without an outcome in Emacs; audit WHY.
+TEXT, when non-nil, is what the agent may now write to the file: a
+buffer visiting it is reverted once it does (see `agent-q-ide--watch')."
   (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
   (agent-q-review-close (plist-get entry :review))
   (agent-q-ide--refocus entry)
+  (when text
+    (agent-q-ide--watch (plist-get entry :path) text))
   (agent-q-ide--audit "cancelled" (plist-get entry :id) (plist-get entry :label)
                       (plist-get entry :path) "none" '(status . "cancelled")
                       `(content . ,why)))
 
 (defun agent-q-ide--close-diff (event)
   "Close the reviews EVENT names: by tab, by path, or all of its agent's.
-Gemini CLI's closeDiff (EVENT has a key) is answered with the text of
-the file as the review would leave it if accepted now: the pending
-hunks accepted (the user answered in the terminal), the rejected ones
-not; or nil when no review of that file is open."
+The agent closes a review when its own prompt in the terminal was
+answered: that answer, not the review, decides the edit, and the agent
+writes the file itself if it was yes.  Gemini CLI's closeDiff (EVENT
+has a key) is answered with the text of the file as the review would
+leave it if accepted now: the pending hunks accepted, the rejected ones
+not (or nil when no review of that file is open); Gemini CLI writes
+that text on a yes.  Claude Code's close_tab names the review; on a
+yes, Claude Code writes its own proposal, whatever the review held.
+Its closeAllDiffTabs (EVENT's :all) comes with each new prompt.  A
+buffer visiting the file is reverted once the agent has written it."
   (let* ((key (plist-get event :key))
          (agent (plist-get event :agent))
+         (name (agent-q-ide--agent-name agent))
          (path (plist-get event :path))
          (tab (plist-get event :tab))
          (matching
@@ -564,14 +575,21 @@ not; or nil when no review of that file is open."
                   (or (plist-get event :all)
                       (and tab (equal tab (plist-get entry :tab)))
                       (and path (equal (expand-file-name path) (plist-get entry :path))))))
-           agent-q-ide--reviews)))
+           agent-q-ide--reviews))
+         (text (and key matching
+                    (agent-q-review-merged-text (plist-get (car matching) :review) 'accept))))
     (when key
-      (agent-q--core-ide-answer
-       key (list :content (and matching
-                               (agent-q-review-merged-text
-                                (plist-get (car matching) :review) 'accept)))))
+      (agent-q--core-ide-answer key (list :content text)))
     (dolist (entry matching)
-      (agent-q-ide--close-entry entry "the agent closed the review (answered in the terminal, or moved on)"))))
+      (agent-q-ide--close-entry
+       entry
+       (cond
+        (key (format "%s closed the review: its own prompt was answered in the terminal (or it disconnected), which decides the edit; Emacs gave it the review's text (pending hunks accepted, rejected ones left out), which it writes on a yes" name))
+        ((plist-get event :all)
+         (format "%s closed its reviews without a decision in Emacs: a new prompt began or its turn ended" name))
+        (t (format "%s closed the review: its own prompt was answered in the terminal, which decides the edit; on a yes it writes its own proposal, whatever the review held" name)))
+       (cond (key text)
+             ((not (plist-get event :all)) (plist-get entry :content)))))))
 
 (defun agent-q-ide--cancel (event)
   "Close the review of the request EVENT withdraws."

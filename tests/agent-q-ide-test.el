@@ -49,6 +49,14 @@
 ;; - the reviews and their outcomes are in the audit log, with the agent;
 ;; - turning the mode off removes the discovery and lock files.
 ;;
+;; The -terminal-answer tests answer the agent's own prompt in the
+;; terminal while the review is open in Emacs (its first hunk rejected
+;; there): yes to one edit, no to another.  Each time the review closes,
+;; the file ends as the agent decides (Gemini CLI writes the review's
+;; text it got from closeDiff, Claude Code its own proposal; no leaves
+;; it), the buffer is reverted, the audit says the agent closed the
+;; review, and the agent answers its next prompt.
+;;
 ;; The inner Emacs writes its state (the mode, its files, the buffer's
 ;; text, the open reviews) to a file every 0.2 s, and turns the mode off
 ;; when a file named "off" appears.  tmux and the agents (installed by
@@ -195,7 +203,13 @@ Return the agent's environment variables besides the model's URL."
                                                (buffer-substring-no-properties
                                                 (point-min) (point-max))))
                          :modified (and buffer (buffer-modified-p buffer))
-                         :reviews (length (agent-q-review-open-reviews)))
+                         :reviews (length (agent-q-review-open-reviews))
+                         :ide-reviews (length agent-q-ide--reviews)
+                         :review-buffers (cl-count-if
+                                          (lambda (b) (string-prefix-p "*agent-q-diff"
+                                                                       (buffer-name b)))
+                                          (buffer-list))
+                         :selected (buffer-name (window-buffer (selected-window))))
                    (current-buffer)))
           (rename-file ,(expand-file-name "state.tmp" dir) ,(expand-file-name "state.el" dir) t))))))
 
@@ -238,6 +252,19 @@ Case matters: Emacs's own messages say \"connected to Emacs\"."
   (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
                     (agent-q-agents-test--json-lines record)))
 
+(defun agent-q-ide-test--wait-requests (record count)
+  "Wait (up to 60 s) until RECORD holds COUNT step requests; return them.
+Fail when it never does, or holds more."
+  (let ((deadline (+ (float-time) 60)) requests)
+    (while (and (< (length (setq requests (agent-q-ide-test--step-requests record))) count)
+                (< (float-time) deadline))
+      (sleep-for 0.3))
+    (sleep-for 1)
+    (setq requests (agent-q-ide-test--step-requests record))
+    (unless (= (length requests) count)
+      (ert-fail (list "Expected step requests" count "got" (length requests))))
+    requests))
+
 (defun agent-q-ide-test--review (session keys)
   "Wait for the review of the agent's edit in SESSION, then type KEYS in it."
   (agent-q-ide-test--wait-screen session "Progress: 0 accepted, 0 rejected, 3 pending\\|Progress: 0 accepted, 0 rejected, 1 pending")
@@ -262,8 +289,14 @@ decide this one.  Return the last screen."
       (ert-fail (list "The review never showed" screen)))
     screen))
 
-(defun agent-q-ide-test--run (agent)
-  "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; check everything."
+(defun agent-q-ide-test--with-agent (agent steps function)
+  "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; call FUNCTION.
+The scripted model answers with the steps that STEPS, a function,
+returns for AGENT and the file's name.  Once the mode has written its
+files and the agent is connected, FUNCTION is called with the tmux
+session, the test's directory, the file's name and the model (as
+`agent-q-agents-test--start-model' returns it).  Everything is
+stopped afterwards."
   (agent-q-tmux-test--ensure-tmux)
   (let* ((program (agent-q-agents-test--program agent))
          (dir (file-name-as-directory (make-temp-file "agent-q-ide" t)))
@@ -274,7 +307,6 @@ decide this one.  Return the last screen."
          (setup (expand-file-name "setup.el" dir))
          (lisp-dir (file-name-directory (locate-library "agent-q")))
          (emacs (expand-file-name invocation-name invocation-directory))
-         (label (if (eq agent 'gemini) "Gemini CLI" "Claude Code"))
          model)
     (unwind-protect
         (progn
@@ -282,7 +314,7 @@ decide this one.  Return the last screen."
           (agent-q-agents-test--write file (agent-q-ide-test--old))
           (setq model (agent-q-agents-test--start-model
                        dir (if (eq agent 'gemini) "gemini" "anthropic")
-                       (agent-q-ide-test--steps agent file)))
+                       (funcall steps agent file)))
           (with-temp-file setup (prin1 (agent-q-ide-test--setup dir file work) (current-buffer)))
           (agent-q-tmux-test--tmux
            "new-session" "-d" "-s" session "-x" "200" "-y" "50"
@@ -333,70 +365,7 @@ decide this one.  Return the last screen."
              (agent-q-tmux-test--tmux "send-keys" "-t" session "Escape" "Escape")
              (agent-q-ide-test--wait-screen session "dialog dismissed")
              (sleep-for 1)))
-          ;; The user goes to the file's window (its cursor on line 5), selects
-          ;; lines 3 to 5 (the cursor ends on line 6), and goes back to the
-          ;; terminal: Emacs tells the agent (debounced).
-          (dolist (keys '(("C-x" "o") ("C-p") ("C-p") ("C-Space") ("C-n") ("C-n") ("C-n")
-                          ("C-x" "o")))
-            (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session keys)
-            (sleep-for 0.4))
-          (if (eq agent 'claude)
-              ;; "⧉ 3 lines selected", right-aligned, which ansi-term may garble.
-              (agent-q-ide-test--wait-screen session "⧉ 3 lines")
-            (sleep-for 2))
-          ;; The edit, asked for while the user goes on typing: their keys
-          ;; decide nothing; once they pause, the review takes keys, and
-          ;; hunks 1 and 3 are accepted, 2 rejected.
-          (agent-q-ide-test--type session "Make the edit")
-          (should (string-match-p "Review opening: its keys work once you pause typing"
-                                  (agent-q-ide-test--type-through-review session)))
-          (agent-q-ide-test--review session '("a" "r" "a" "C-c" "C-c"))
-          (let ((state (agent-q-ide-test--wait-state
-                        dir (lambda (s) (equal (plist-get s :buffer) (agent-q-ide-test--with '(1 3))))
-                        "the buffer reverted to hunks 1 and 3")))
-            (should-not (plist-get state :modified))
-            (should (= (plist-get state :reviews) 0)))
-          (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
-          ;; The second edit, rejected: the file stays as it is.
-          (agent-q-ide-test--wait-screen session "Edit done\\.")
-          (agent-q-ide-test--type session "Make another edit")
-          (agent-q-ide-test--review session '("C-c" "C-k"))
-          (agent-q-ide-test--wait-state dir (lambda (s) (= (plist-get s :reviews) 0))
-                                        "the review to close")
-          (sleep-for 3)
-          (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
-          (when (eq agent 'gemini)
-            (agent-q-ide-test--wait-screen session "Request cancelled")
-            (agent-q-ide-test--type session "/ide status")
-            (agent-q-ide-test--wait-screen session "Connected to Emacs"))
-          ;; The audit: both reviews and their outcomes, with the agent.
-          (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
-            (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)))
-                                   audit)
-                           '(("ide_open_diff" "run") ("ide_open_diff" "result")
-                             ("ide_open_diff" "run") ("ide_open_diff" "denied"))))
-            (dolist (r audit)
-              (should (string-prefix-p label (alist-get 'client r)))
-              (should (equal (alist-get 'path (alist-get 'arguments r)) file))))
-          ;; Turning the mode off removes the files.
-          (agent-q-agents-test--write (expand-file-name "off" dir) "")
-          (let ((state (agent-q-ide-test--wait-state
-                        dir (lambda (s) (and (not (plist-get s :mode))
-                                             (cl-notany #'cadr (plist-get s :files))))
-                        "the mode off, its files removed")))
-            (should (= (length (plist-get state :files)) 2))
-            (should (equal (plist-get state :environment) '(nil nil nil))))
-          ;; The model's first step request carried the editor context.
-          (let ((body (json-encode (alist-get 'body (car (agent-q-ide-test--step-requests
-                                                          (nth 2 model)))))))
-            (pcase agent
-              ('gemini
-               (should (string-match-p (regexp-quote file) body))
-               (should (string-match-p "\\\\\"line\\\\\": *6," body)))
-              ('claude
-               (should (string-match-p
-                        (regexp-quote (format "The user selected the lines 3 to 5 from %s" file))
-                        body))))))
+          (funcall function session dir file model))
       (if (getenv "AGENT_Q_IDE_TEST_KEEP")
           (message "Kept %s and the tmux session %s" dir session)
         (call-process "tmux" nil nil nil "kill-session" "-t" session))
@@ -410,6 +379,200 @@ decide this one.  Return the last screen."
           (when (file-exists-p dir)
             (sleep-for 0.3)
             (ignore-errors (delete-directory dir t))))))))
+
+(defun agent-q-ide-test--run (agent)
+  "Run AGENT in an Emacs terminal, `agent-q-ide-mode' on; check everything."
+  (let ((label (if (eq agent 'gemini) "Gemini CLI" "Claude Code")))
+    (agent-q-ide-test--with-agent
+     agent #'agent-q-ide-test--steps
+     (lambda (session dir file model)
+       ;; The user goes to the file's window (its cursor on line 5), selects
+       ;; lines 3 to 5 (the cursor ends on line 6), and goes back to the
+       ;; terminal: Emacs tells the agent (debounced).
+       (dolist (keys '(("C-x" "o") ("C-p") ("C-p") ("C-Space") ("C-n") ("C-n") ("C-n")
+                       ("C-x" "o")))
+         (apply #'agent-q-tmux-test--tmux "send-keys" "-t" session keys)
+         (sleep-for 0.4))
+       (if (eq agent 'claude)
+           ;; "⧉ 3 lines selected", right-aligned, which ansi-term may garble.
+           (agent-q-ide-test--wait-screen session "⧉ 3 lines")
+         (sleep-for 2))
+       ;; The edit, asked for while the user goes on typing: their keys
+       ;; decide nothing; once they pause, the review takes keys, and
+       ;; hunks 1 and 3 are accepted, 2 rejected.
+       (agent-q-ide-test--type session "Make the edit")
+       (should (string-match-p "Review opening: its keys work once you pause typing"
+                               (agent-q-ide-test--type-through-review session)))
+       (agent-q-ide-test--review session '("a" "r" "a" "C-c" "C-c"))
+       (let ((state (agent-q-ide-test--wait-state
+                     dir (lambda (s) (equal (plist-get s :buffer) (agent-q-ide-test--with '(1 3))))
+                     "the buffer reverted to hunks 1 and 3")))
+         (should-not (plist-get state :modified))
+         (should (= (plist-get state :reviews) 0)))
+       (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
+       ;; The second edit, rejected: the file stays as it is.
+       (agent-q-ide-test--wait-screen session "Edit done\\.")
+       (agent-q-ide-test--type session "Make another edit")
+       (agent-q-ide-test--review session '("C-c" "C-k"))
+       (agent-q-ide-test--wait-state dir (lambda (s) (= (plist-get s :reviews) 0))
+                                     "the review to close")
+       (sleep-for 3)
+       (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 3))))
+       (when (eq agent 'gemini)
+         (agent-q-ide-test--wait-screen session "Request cancelled")
+         (agent-q-ide-test--type session "/ide status")
+         (agent-q-ide-test--wait-screen session "Connected to Emacs"))
+       ;; The audit: both reviews and their outcomes, with the agent.
+       (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
+         (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)))
+				audit)
+			'(("ide_open_diff" "run") ("ide_open_diff" "result")
+                          ("ide_open_diff" "run") ("ide_open_diff" "denied"))))
+         (dolist (r audit)
+           (should (string-prefix-p label (alist-get 'client r)))
+           (should (equal (alist-get 'path (alist-get 'arguments r)) file))))
+       ;; Turning the mode off removes the files.
+       (agent-q-agents-test--write (expand-file-name "off" dir) "")
+       (let ((state (agent-q-ide-test--wait-state
+                     dir (lambda (s) (and (not (plist-get s :mode))
+                                          (cl-notany #'cadr (plist-get s :files))))
+                     "the mode off, its files removed")))
+         (should (= (length (plist-get state :files)) 2))
+         (should (equal (plist-get state :environment) '(nil nil nil))))
+       ;; The model's first step request carried the editor context.
+       (let ((body (json-encode (alist-get 'body (car (agent-q-ide-test--step-requests
+                                                       (nth 2 model)))))))
+         (pcase agent
+           ('gemini
+            (should (string-match-p (regexp-quote file) body))
+            (should (string-match-p "\\\\\"line\\\\\": *6," body)))
+           ('claude
+            (should (string-match-p
+                     (regexp-quote (format "The user selected the lines 3 to 5 from %s" file))
+                     body)))))))))
+
+(defun agent-q-ide-test--terminal-yes (agent)
+  "The file as AGENT leaves it when its edit is answered yes in the terminal.
+Hunk 1 was rejected in Emacs meanwhile, hunks 2 and 3 left pending.
+Gemini CLI writes what closeDiff answered, the review's text with the
+pending hunks accepted; Claude Code writes its own proposal."
+  (agent-q-ide-test--with (if (eq agent 'gemini) '(2 3) '(1 2 3))))
+
+(defun agent-q-ide-test--terminal-steps (agent file)
+  "The scripted model's answers for AGENT editing FILE, answered in the terminal.
+The edit with three changes (Claude Code reads the file before) and a
+final text; for the second prompt, an edit of line 10 (refused in the
+terminal, after which neither agent asks its model again); for the
+third prompt, a final text."
+  (let ((second (replace-regexp-in-string
+                 "^line 10$" "LINE TEN" (agent-q-ide-test--terminal-yes agent) t t)))
+    (pcase agent
+      ('gemini
+       `(((tool . "write_file")
+          (arguments (file_path . ,file) (content . ,(agent-q-ide-test--with '(1 2 3)))))
+         ((text . "Edit done."))
+         ((tool . "write_file") (arguments (file_path . ,file) (content . ,second)))
+         ((text . "Third answer."))))
+      ('claude
+       (append (butlast (agent-q-ide-test--steps agent file)) '(((text . "Third answer."))))))))
+
+(defun agent-q-ide-test--select-terminal (session dir)
+  "Select the terminal's window in SESSION's Emacs with C-x o, as a user does.
+DIR holds the inner Emacs's state, which names the selected buffer."
+  (let ((deadline (+ (float-time) 30)))
+    (while (and (not (string-match-p "ansi-term"
+                                     (or (plist-get (agent-q-ide-test--state dir) :selected) "")))
+                (< (float-time) deadline))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "C-x" "o")
+      (sleep-for 0.6))
+    (agent-q-ide-test--wait-state
+     dir (lambda (s) (string-match-p "ansi-term" (plist-get s :selected))) "the terminal selected")))
+
+(defun agent-q-ide-test--answer-in-terminal (agent session dir key)
+  "Go to the terminal in SESSION (state in DIR) and answer AGENT's prompt with KEY.
+The review of the edit is open, selected, in Emacs."
+  (agent-q-ide-test--select-terminal session dir)
+  (agent-q-ide-test--wait-screen
+   session (if (eq agent 'gemini)
+               "1\\. Allow once"
+             "Do you want to make this edit to sample\\.txt"))
+  (sleep-for 1)
+  (agent-q-tmux-test--tmux "send-keys" "-t" session key))
+
+(defun agent-q-ide-test--closed (dir text)
+  "Wait until no review is left in the Emacs whose state is in DIR.
+TEXT is what the file must then hold on disk and in its buffer,
+reverted and not modified."
+  (let ((state (agent-q-ide-test--wait-state
+                dir (lambda (s) (and (= (plist-get s :reviews) 0)
+                                     (= (plist-get s :ide-reviews) 0)
+                                     (= (plist-get s :review-buffers) 0)
+                                     (equal (plist-get s :buffer) text)))
+                (list "no review left, the buffer holding" text))))
+    (should-not (plist-get state :modified))
+    (should (equal (agent-q-agents-test--read (expand-file-name "work/sample.txt" dir)) text))))
+
+(defun agent-q-ide-test--terminal-answer (agent)
+  "Answer AGENT's own prompt in the terminal while its edit's review is open.
+Yes to the first edit, after rejecting its first hunk in Emacs; no to
+the second; then a third prompt."
+  (let ((label (if (eq agent 'gemini) "Gemini CLI" "Claude Code"))
+        (yes (agent-q-ide-test--terminal-yes agent)))
+    (agent-q-ide-test--with-agent
+     agent #'agent-q-ide-test--terminal-steps
+     (lambda (session dir file model)
+       ;; Yes in the terminal: the review closes, the agent writes the file.
+       (agent-q-ide-test--type session "Make the edit")
+       (agent-q-ide-test--review session '("r"))
+       (agent-q-ide-test--wait-screen session "Progress: 0 accepted, 1 rejected, 2 pending")
+       (agent-q-ide-test--answer-in-terminal agent session dir "1")
+       (agent-q-ide-test--closed dir yes)
+       (agent-q-ide-test--wait-screen session "Edit done\\.")
+       ;; No in the terminal: the review closes, the file stays.
+       (agent-q-ide-test--type session "Make another edit")
+       (agent-q-ide-test--review session nil)
+       (agent-q-ide-test--answer-in-terminal agent session dir "3")
+       (agent-q-ide-test--wait-screen
+        session (if (eq agent 'gemini) "Request cancelled" "User rejected update to sample\\.txt"))
+       (agent-q-ide-test--closed dir yes)
+       (sleep-for 2)
+       (should (equal (agent-q-agents-test--read file) yes))
+       ;; The agent goes on.
+       (agent-q-ide-test--type session "Say something")
+       (let ((requests (agent-q-ide-test--wait-requests (nth 2 model)
+                                                         (if (eq agent 'gemini) 4 5))))
+         ;; What the first edit's result told the model.
+         (should (string-match-p
+                  (if (eq agent 'gemini)
+                      "\\`Successfully overwrote file: .*User modified the `content`"
+                    "\\`The file .* has been updated successfully\\.")
+                  (alist-get 'text (car (last (alist-get 'results
+                                                         (nth (if (eq agent 'gemini) 1 2)
+                                                              requests)))))))
+         (unless (eq agent 'gemini)
+           (should (string-match-p "The user doesn't want to proceed with this tool use"
+                                   (alist-get 'text (car (last (alist-get 'results
+                                                                          (nth 4 requests)))))))))
+       ;; The audit: both reviews, closed by the agent, decided by nobody in Emacs.
+       (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
+         (should (equal (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'decision r)))
+                                audit)
+                        '(("run" "review") ("cancelled" "none") ("run" "review") ("cancelled" "none"))))
+         (dolist (r audit)
+           (should (string-prefix-p label (alist-get 'client r)))
+           (should (equal (alist-get 'path (alist-get 'arguments r)) file)))
+         (dolist (r (list (nth 1 audit) (nth 3 audit)))
+           (should (string-match-p
+                    (concat "\\`" label " closed the review: its own prompt was answered in the terminal")
+                    (alist-get 'content r)))))))))
+
+(ert-deftest agent-q-ide-test-gemini-terminal-answer ()
+  "Gemini CLI's edit answered in the terminal while its review is open in Emacs."
+  (agent-q-ide-test--terminal-answer 'gemini))
+
+(ert-deftest agent-q-ide-test-claude-terminal-answer ()
+  "Claude Code's edit answered in the terminal while its review is open in Emacs."
+  (agent-q-ide-test--terminal-answer 'claude))
 
 (ert-deftest agent-q-ide-test-gemini ()
   "Gemini CLI in an Emacs terminal: connected, context, review of its edit."

@@ -401,6 +401,72 @@ The mode is off after BODY."
                                                     (car (agent-q-review-open-reviews)))
                                 (buffer-string)))))))
 
+;;;; Reviews the agent closes
+
+(ert-deftest agent-q-ide-unit-test-agent-closes-reviews ()
+  "Reviews the agents close: watched for the agent's write, audited as theirs."
+  (agent-q-ide-unit-test--with-mode dir
+    (let* ((audit (concat dir "audit.jsonl"))
+           (agent-q-audit-file audit)
+           (agent-q-ide--watches nil)
+           (file (concat dir "work/sample.txt"))
+           (proposal (agent-q-ide-unit-test--with '(1 2 3)))
+           (records (lambda ()
+                      (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+                              (split-string (agent-q-ide-unit-test--text audit) "\n" t))))
+           (open (lambda (key agent tab)
+                   (agent-q-ide--open-diff (list :type 'open-diff :key key :agent agent
+                                                 :client "c" :path file :tab tab
+                                                 :content proposal))
+                   (car agent-q-ide--reviews))))
+      (make-directory (concat dir "work") t)
+      (with-temp-file file (insert agent-q-ide-unit-test--old))
+      (agent-q-ide-mode 1)
+      (unwind-protect
+          (progn
+            (find-file-noselect file)
+            ;; Claude Code's close_tab: answered in its terminal, where a yes
+            ;; writes its own proposal.
+            (let ((entry (funcall open 900001 "claude" "tab-1")))
+              (with-current-buffer (agent-q-review--review-buffer (plist-get entry :review))
+                (agent-q-review-reject))
+              (agent-q-ide--close-diff (list :type 'close-diff :agent "claude" :tab "tab-1"))
+              (should-not agent-q-ide--reviews)
+              (should-not (agent-q-review-open-reviews))
+              (should (equal (mapcar (lambda (w) (list (car w) (nth 2 w))) agent-q-ide--watches)
+                             (list (list file proposal))))
+              (let ((record (car (last (funcall records)))))
+                (should (equal (alist-get 'event record) "cancelled"))
+                (should (equal (alist-get 'decision record) "none"))
+                (should (string-match-p "\\`Claude Code closed the review: its own prompt was answered in the terminal, which decides the edit; on a yes it writes its own proposal"
+                                        (alist-get 'content record)))))
+            ;; Claude Code's closeAllDiffTabs, a new prompt: nothing to watch for.
+            (setq agent-q-ide--watches nil)
+            (funcall open 900002 "claude" "tab-2")
+            (agent-q-ide--close-diff (list :type 'close-diff :agent "claude" :all t))
+            (should-not agent-q-ide--reviews)
+            (should-not agent-q-ide--watches)
+            (should (string-match-p "\\`Claude Code closed its reviews without a decision in Emacs: a new prompt began"
+                                    (alist-get 'content (car (last (funcall records))))))
+            ;; Gemini CLI's closeDiff: it gets, and writes on a yes, the review's text.
+            (let ((entry (funcall open 900003 "gemini" nil)))
+              (with-current-buffer (agent-q-review--review-buffer (plist-get entry :review))
+                (agent-q-review-reject))
+              (agent-q-ide--close-diff (list :type 'close-diff :key 900004 :agent "gemini"
+                                             :path file))
+              (should-not agent-q-ide--reviews)
+              (should (equal (nth 2 (car agent-q-ide--watches))
+                             (agent-q-ide-unit-test--with '(2 3))))
+              (should (string-match-p "\\`Gemini CLI closed the review: its own prompt was answered in the terminal"
+                                      (alist-get 'content (car (last (funcall records)))))))
+            (should (equal (mapcar (lambda (r) (alist-get 'event r)) (funcall records))
+                           '("run" "cancelled" "run" "cancelled" "run" "cancelled"))))
+        (when-let ((buffer (find-buffer-visiting file)))
+          (kill-buffer buffer))
+        (when agent-q-ide--watch-timer
+          (cancel-timer agent-q-ide--watch-timer)
+          (setq agent-q-ide--watch-timer nil))))))
+
 ;;;; Reverting after the agent's write
 
 (ert-deftest agent-q-ide-unit-test-revert-after-write ()
