@@ -1493,8 +1493,19 @@ pub trait Host: Effects {
     /// Run a host handler with ARGS for CALL and wait for its outcome.
     fn run_handler(&mut self, tool: &LispTool<Self::Lisp>, call: &Call) -> HandlerOutcome;
 
-    /// Whether the user asked to stop (polled while a native tool runs).
-    fn should_quit(&mut self) -> bool;
+    /// Run the native TOOL for CALL and wait for its outcome: [`run_native`], polling the
+    /// host's own way of telling that the user asked to stop; or [`native_not_run`] from a
+    /// host that runs no native tools.
+    fn run_native_tool(&mut self, tool: &dyn Tool, call: &Call) -> HandlerOutcome;
+}
+
+/// The outcome of CALL to a native tool in a host that runs none: the Emacs module registers no
+/// native tool, so its drivers answer such a step with this failure rather than run it.
+pub fn native_not_run(call: &Call) -> HandlerOutcome {
+    HandlerOutcome::Failure(format!(
+        "Tool {} is a Rust tool, which this Emacs module does not run",
+        call.tool()
+    ))
 }
 
 /// Run a native TOOL for CALL, waiting at most its timeout, polling SHOULD_QUIT.
@@ -1558,7 +1569,7 @@ fn drive<H: Host>(
             Step::Run(handler) => {
                 let outcome = match handler {
                     Handler::Lisp(tool) => host.run_handler(&tool, &call),
-                    Handler::Native(tool) => run_native(tool.as_ref(), &call, || host.should_quit()),
+                    Handler::Native(tool) => host.run_native_tool(tool.as_ref(), &call),
                 };
                 call.finish(registry, outcome, opts, host).map(Step::Done)
             }

@@ -10,7 +10,8 @@
 //! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
 //! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
 //! - [`pinned`]: writing a file exactly where it was checked, no link followed after the check;
-//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
+//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout (for
+//!   Rust embedders: the Emacs module registers none);
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
 //! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
