@@ -47,6 +47,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
+use crate::limits;
 use crate::native::{self, Tool};
 use crate::registry::{CallOutcome, Registry, ToolEntry};
 use crate::sexp::{self, Sexp};
@@ -157,7 +158,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             max_result_chars: 20_000,
-            max_argument_bytes: 16 << 20,
+            max_argument_bytes: limits::DEFAULT_MAX_ARGUMENT_BYTES,
             hooks: false,
             confirm: Vec::new(),
             audit_all: false,
@@ -624,14 +625,14 @@ pub enum CallArguments<'a> {
 
 /// Convert a call's arguments to a JSON object: those the host wrote as [`arguments_to_json`]
 /// does; parsed JSON as it is, once it is within the limits of MAX_BYTES, the depth and the
-/// number of values (as the MCP server checks them).
+/// number of values ([`limits::check_argument_limits`], as the MCP server checks them).
 pub fn call_arguments_to_json(
     raw: Option<CallArguments<'_>>,
     schema: &Json,
     max_bytes: usize,
 ) -> Result<Map<String, Json>, String> {
     match raw {
-        Some(CallArguments::Json(map)) => crate::mcp::hub::check_arguments(&map, max_bytes)
+        Some(CallArguments::Json(map)) => limits::check_argument_limits(&map, max_bytes)
             .map(|()| map)
             .map_err(|problem| format!("they {problem}")),
         Some(CallArguments::Sexp(v)) => arguments_to_json(Some(v), schema, max_bytes),

@@ -7,6 +7,7 @@
 //! - [`registry`]: the registry of tools (registration rules, filtering, snapshots, schemas);
 //! - [`sexp`]: Emacs Lisp values ([`sexp::Sexp`]) and their conversion to and from JSON;
 //! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
+//! - [`limits`]: the depth, number of values and bytes a call's arguments are held to;
 //! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
 //! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
 //! - [`pinned`]: writing a file exactly where it was checked, no link followed after the check;
@@ -29,6 +30,7 @@ pub mod executor;
 pub mod files;
 pub mod fsutil;
 pub mod ide;
+pub mod limits;
 pub mod mcp;
 pub mod native;
 pub mod pinned;
