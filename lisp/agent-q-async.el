@@ -63,8 +63,6 @@
 (declare-function agent-q--core-channel-open "agent-q-core" (process))
 (declare-function agent-q--core-channel-close "agent-q-core" ())
 (declare-function agent-q--core-channel-drained "agent-q-core" ())
-(declare-function agent-q--core-native-finished "agent-q-core" ())
-(declare-function agent-q--core-native-abort "agent-q-core" (ticket))
 (declare-function agent-q--approval-call "agent-q" (tool-name args context))
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
 (declare-function agent-q--batch-options "agent-q" (client confirm audit-all))
@@ -118,18 +116,16 @@ CANCEL-FUNCTIONS are called if the call is withdrawn while running."
 (defvar agent-q--starting nil
   "The pending call whose asynchronous handler is being started, or nil.")
 
-(defvar agent-q--native-runs (make-hash-table)
-  "Native tools running off Emacs's main thread: ticket -> pending call.")
-
 ;;;; The channel from the module's threads
 
 (defvar agent-q--channel nil
   "The pipe process through which the module's threads wake Emacs, or nil.")
 
-(defvar agent-q--channel-drain-functions (list #'agent-q--drain-native-runs)
+(defvar agent-q--channel-drain-functions nil
   "Functions called, without arguments, when the module's threads wake Emacs.
-Each takes what its queue holds (finished native tools, requests to the
-MCP server...) and acts on it, on Emacs's main thread.")
+Each takes what its queue holds (requests to the MCP server or the IDE
+companion, finished cross-reference scans...) and acts on it, on Emacs's
+main thread.")
 
 (defun agent-q--channel-filter (_process _output)
   "Drain the module's queues: a thread has woken Emacs."
@@ -159,14 +155,6 @@ MCP server...) and acts on it, on Emacs's main thread.")
     (when (process-live-p agent-q--channel)
       (delete-process agent-q--channel))
     (setq agent-q--channel nil)))
-
-(defun agent-q--drain-native-runs ()
-  "Finish each call whose native tool is done."
-  (pcase-dolist (`(,ticket ,status ,text) (agent-q--core-native-finished))
-    (let ((pending (gethash ticket agent-q--native-runs)))
-      (remhash ticket agent-q--native-runs)
-      (when pending
-        (agent-q--finish-handler pending text status)))))
 
 ;;;; Running a batch
 
@@ -205,6 +193,8 @@ batch."
                                        :callback callback
                                        :workspace workspace))
          (agent-q-call-workspace workspace))
+    ;; A handler may finish on worker threads (the cross-reference scans),
+    ;; whose results come back through the channel.
     (agent-q--ensure-channel)
     (cl-loop for call in calls
              for index from 0
@@ -239,19 +229,6 @@ PENDING is the call's pending record when it already has one."
                                                        nil (agent-q--error-message err)))))
                                  pending)
          (agent-q--queue-ask batch index core context args pending))))
-    (`(:wait ,core ,ticket ,tool)
-     (let ((pending (or pending
-                        (agent-q--pending-create :core core :batch batch :index index))))
-       (setf (agent-q--pending-core pending) core
-             (agent-q--pending-tool pending) tool
-             (agent-q--pending-state pending) 'running)
-       (push (lambda () (agent-q--core-native-abort ticket)
-               (remhash ticket agent-q--native-runs))
-             (agent-q--pending-cancel-functions pending))
-       (unless (memq pending agent-q--pending)
-         (setq agent-q--pending (append agent-q--pending (list pending))))
-       (puthash ticket pending agent-q--native-runs)
-       (agent-q--update-indicator)))
     (`(:run ,core ,handler ,table ,context)
      (let ((pending (or pending
                         (agent-q--pending-create :core core :batch batch :index index

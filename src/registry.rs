@@ -634,34 +634,6 @@ fn decide<'e>(
     }
 }
 
-/// Register in REGISTRY the native tool NAME that waits, with a timeout of TIMEOUT-MS.
-/// It exercises native tools (runtime, timeout, `C-g`) from Lisp.
-#[defun]
-fn register_wait_tool<'e>(
-    env: &'e Env,
-    registry: Value<'e>,
-    name: Value<'e>,
-    timeout_ms: Value<'e>,
-) -> Result<Value<'e>> {
-    let name = string_arg(env, name, "The tool name")?;
-    let timeout_ms = super::args::integer(env, timeout_ms, "TIMEOUT-MS")?;
-    use agent_q_core::native::{Tool, WaitTool};
-    let tool = WaitTool {
-        name,
-        timeout: std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
-    };
-    let spec = tool.spec();
-    let handler = Handler::Native(Arc::new(tool));
-    let result = lock(resolve(registry)?).register(spec, None, Some(handler), &registry::now_iso8601(), |_, _| false);
-    match result {
-        Ok((reg, _, displaced)) => {
-            release(env, displaced);
-            registration_value(env, &reg)
-        }
-        Err(e) => signal_registry(env, e),
-    }
-}
-
 /// The module's version string.
 #[defun]
 fn version() -> Result<String> {

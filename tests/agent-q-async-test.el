@@ -329,47 +329,6 @@
         (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
         (should-not (find-buffer-visiting file))))))
 
-(declare-function agent-q--core-register-wait-tool "agent-q-core" (registry name timeout-ms))
-(declare-function agent-q--core-native-running "agent-q-core" ())
-
-(ert-deftest agent-q-async-test-native-tools-run-off-the-main-thread ()
-  (agent-q-async-test--with reg
-    (agent-q--core-register-wait-tool reg "wait" 3000)
-    (let* ((ticks 0)
-           (timer (run-at-time 0 0.05 (lambda () (cl-incf ticks))))
-           (indicator nil)
-           (watch (run-at-time 1.1 nil (lambda () (setq indicator agent-q--mode-line-string))))
-           (results :none)
-           (started (float-time)))
-      (unwind-protect
-          (progn
-            (agent-q-execute-tool-calls-async
-             '((:id "w" :name "wait" :arguments (:ms 1400 :text "slept"))
-               (:id "t" :name "wait" :arguments (:ms 10000)))
-             (lambda (r) (setq results r)) reg)
-            ;; Returned at once; the main thread stays free while both run.
-            (should (< (- (float-time) started) 0.2))
-            (agent-q-async-test--wait (lambda () (not (eq results :none))) 10)
-            (should (> ticks 20))
-            (should (string-match-p "wait running [0-9]+s" (format "%s" indicator)))
-            (should (equal (plist-get (nth 0 results) :content) "slept"))
-            (should (equal (plist-get (nth 1 results) :content) "Tool wait timed out after 3 s"))
-            (should (= 0 (agent-q--core-native-running))))
-        (cancel-timer timer)
-        (cancel-timer watch)))))
-
-(ert-deftest agent-q-async-test-cancelling-aborts-a-native-run ()
-  (agent-q-async-test--with reg
-    (agent-q--core-register-wait-tool reg "wait" 60000)
-    (let ((results :none))
-      (agent-q-execute-tool-calls-async '((:id "w" :name "wait" :arguments (:ms 60000)))
-                                        (lambda (r) (setq results r)) reg)
-      (should (= 1 (agent-q--core-native-running)))
-      (should (= 1 (agent-q-cancel-pending)))
-      (agent-q-async-test--wait (lambda () (not (eq results :none))) 3)
-      (should (equal (plist-get (plist-get (car results) :metadata) :status) "cancelled"))
-      (should (= 0 (agent-q--core-native-running))))))
-
 (ert-deftest agent-q-async-test-who-calls-scans-off-the-main-thread ()
   ;; Under the asynchronous executor a scan holds Emacs's thread for no time:
   ;; the call returns at once, a timer keeps ticking, the result arrives

@@ -749,24 +749,6 @@ the child asked the user anything)."
   (should-error (agent-q-get-tools :max-safety-level :extreme) :type 'agent-q-error)
   (should-error (agent-q-tools-to-schema nil :format :xml) :type 'agent-q-error))
 
-;;;; Native tools
-
-(declare-function agent-q--core-register-wait-tool "agent-q-core" (registry name timeout-ms))
-
-(ert-deftest agent-q-test-native-tool-and-timeout ()
-  (agent-q-test--with-registry reg
-    (agent-q--core-register-wait-tool reg "wait" 300)
-    (let ((results (agent-q-test--run reg
-                                      '(:id "fast" :name "wait" :arguments (:ms 5 :text "on time"))
-                                      '(:id "slow" :name "wait" :arguments (:ms 5000))
-                                      '(:id "bad" :name "wait" :arguments (:ms -1)))))
-      (should (equal (plist-get (nth 0 results) :content) "on time"))
-      (should (plist-get (nth 0 results) :success))
-      (should (equal (plist-get (nth 1 results) :content) "Tool wait timed out after 0.3 s"))
-      (should-not (plist-get (nth 1 results) :success))
-      (should (string-prefix-p "Invalid arguments for wait: field 'ms'" (plist-get (nth 2 results) :content))))
-    (should (equal (agent-q-tool-categories (agent-q-get-tool "wait" reg)) '(:native)))))
-
 ;;;; Robustness
 
 (ert-deftest agent-q-test-bad-input-gives-clear-failures ()

@@ -9,7 +9,7 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 use super::callee::kw_done;
 use super::host::{answer_outcome, origin_symbol, EmacsHost, Given};
 use super::read::{call_sexp, read_call};
-use super::{batch_options, keyword, opt_string, quit_requested};
+use super::{batch_options, keyword, opt_string};
 use crate::convert::{self, Limits, WalkError};
 use crate::errors::{self, Kind};
 use crate::registry::{own, resolve, LispHandler, Shared};
@@ -58,20 +58,8 @@ fn advance<'e>(
                 let outcome = host.run_handler(&tool, &call);
                 call.finish(registry, outcome, opts, &mut host).map(Step::Done)
             }
-            Step::Run(Handler::Native(tool)) if crate::channel::is_open() => {
-                // Off Emacs's main thread: the outcome comes back through the channel.
-                let name = call.tool().to_string();
-                let ticket = crate::channel::start_native(tool, name.clone(), call.args().clone());
-                let p = park(env, registry, opts, call, pending)?;
-                return env.list((
-                    keyword(env, "wait")?,
-                    p,
-                    i64::try_from(ticket).unwrap_or(i64::MAX),
-                    name,
-                ));
-            }
             Step::Run(Handler::Native(tool)) => {
-                let outcome = executor::run_native(tool.as_ref(), &call, || quit_requested(env));
+                let outcome = host.run_native_tool(tool.as_ref(), &call);
                 call.finish(registry, outcome, opts, &mut host).map(Step::Done)
             }
             Step::Ask(ask) => {
@@ -148,9 +136,8 @@ fn take<'e>(env: &'e Env, pending: Value<'e>) -> Result<(Shared, Options, Call)>
 }
 
 /// Start CALL (a tool-call plist) against REGISTRY for the asynchronous driver, with OPTIONS
-/// (from `agent-q--core-options'). Guards, synchronous handlers and native tools without a
-/// channel run at once. Return `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)`,
-/// `(:run PENDING HANDLER ARGS CONTEXT)` or `(:wait PENDING TICKET TOOL)`.
+/// (from `agent-q--core-options'). Guards and synchronous handlers run at once. Return
+/// `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` or `(:run PENDING HANDLER ARGS CONTEXT)`.
 #[defun]
 fn call_start<'e>(env: &'e Env, registry: Value<'e>, call: Value<'e>, options: Value<'e>) -> Result<Value<'e>> {
     let shared = resolve(registry)?.clone();

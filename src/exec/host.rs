@@ -4,7 +4,7 @@
 use emacs::{Env, IntoLisp, Result, Value};
 use serde_json::{Map, Value as Json};
 
-use super::{callee, keyword, opt_string, quit_requested};
+use super::{callee, keyword, opt_string};
 use crate::convert::{self, Limits, WalkError};
 use crate::errors;
 use crate::registry::LispHandler;
@@ -13,6 +13,7 @@ use agent_q_core::executor::{
     self, ApprovalFailure, Ask, AuditRecord, Call, Effects, GuardAnswer, HandlerOutcome, Host, LispTool, Origin, Phase,
     ToolResult,
 };
+use agent_q_core::native::Tool;
 use agent_q_core::sexp::Sexp;
 use agent_q_core::spec::SafetyLevel;
 
@@ -341,8 +342,8 @@ impl<'e> Host for EmacsHost<'e> {
         }
     }
 
-    fn should_quit(&mut self) -> bool {
-        quit_requested(self.env)
+    fn run_native_tool(&mut self, _tool: &dyn Tool, call: &Call) -> HandlerOutcome {
+        executor::native_not_run(call)
     }
 }
 

@@ -8,12 +8,13 @@
 //!   (guards, synchronous handlers) and stop at a step that needs waiting, returning it to Lisp:
 //!   `(:done RESULT)`, `(:ask PENDING CONTEXT ARGS)` (a decision is needed; CONTEXT has
 //!   `:optional t` when the call needs none and stops only for the user's approval rules),
-//!   `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started) or
-//!   `(:wait PENDING TICKET TOOL)` (a native tool runs off Emacs's main thread; its outcome comes
-//!   back through the channel of [`super::channel`], when one is open). PENDING is a user pointer
-//!   holding the call between steps.
+//!   or `(:run PENDING HANDLER ARGS CONTEXT)` (an asynchronous handler must be started). PENDING
+//!   is a user pointer holding the call between steps.
 //! - [`host`]: what both drivers ask of Emacs (guards, the approval function, handlers,
 //!   observers, the audit log), and [`read`]: a call plist read for the executor.
+//!
+//! The module registers no native tool ([`agent_q_core::native`], for Rust embedders of the
+//! core): both drivers answer such a step with [`agent_q_core::executor::native_not_run`].
 //!
 //! A batch's options are read once, by `agent-q--core-options` (here), and passed to every
 //! function of a batch as one value.
@@ -37,8 +38,6 @@ pub mod asynchronous;
 pub mod host;
 pub mod read;
 pub mod sync;
-
-pub use super::quit::quit_requested;
 
 /// Lisp functions the executor calls on every tool call, as global references to their symbols
 /// (they are defined in agent-q.el and in this module, after the module's init): calling them

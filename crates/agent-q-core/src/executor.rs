@@ -47,6 +47,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
+use crate::limits;
 use crate::native::{self, Tool};
 use crate::registry::{CallOutcome, Registry, ToolEntry};
 use crate::sexp::{self, Sexp};
@@ -157,7 +158,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             max_result_chars: 20_000,
-            max_argument_bytes: 16 << 20,
+            max_argument_bytes: limits::DEFAULT_MAX_ARGUMENT_BYTES,
             hooks: false,
             confirm: Vec::new(),
             audit_all: false,
@@ -624,14 +625,14 @@ pub enum CallArguments<'a> {
 
 /// Convert a call's arguments to a JSON object: those the host wrote as [`arguments_to_json`]
 /// does; parsed JSON as it is, once it is within the limits of MAX_BYTES, the depth and the
-/// number of values (as the MCP server checks them).
+/// number of values ([`limits::check_argument_limits`], as the MCP server checks them).
 pub fn call_arguments_to_json(
     raw: Option<CallArguments<'_>>,
     schema: &Json,
     max_bytes: usize,
 ) -> Result<Map<String, Json>, String> {
     match raw {
-        Some(CallArguments::Json(map)) => crate::mcp::hub::check_arguments(&map, max_bytes)
+        Some(CallArguments::Json(map)) => limits::check_argument_limits(&map, max_bytes)
             .map(|()| map)
             .map_err(|problem| format!("they {problem}")),
         Some(CallArguments::Sexp(v)) => arguments_to_json(Some(v), schema, max_bytes),
@@ -1493,8 +1494,19 @@ pub trait Host: Effects {
     /// Run a host handler with ARGS for CALL and wait for its outcome.
     fn run_handler(&mut self, tool: &LispTool<Self::Lisp>, call: &Call) -> HandlerOutcome;
 
-    /// Whether the user asked to stop (polled while a native tool runs).
-    fn should_quit(&mut self) -> bool;
+    /// Run the native TOOL for CALL and wait for its outcome: [`run_native`], polling the
+    /// host's own way of telling that the user asked to stop; or [`native_not_run`] from a
+    /// host that runs no native tools.
+    fn run_native_tool(&mut self, tool: &dyn Tool, call: &Call) -> HandlerOutcome;
+}
+
+/// The outcome of CALL to a native tool in a host that runs none: the Emacs module registers no
+/// native tool, so its drivers answer such a step with this failure rather than run it.
+pub fn native_not_run(call: &Call) -> HandlerOutcome {
+    HandlerOutcome::Failure(format!(
+        "Tool {} is a Rust tool, which this Emacs module does not run",
+        call.tool()
+    ))
 }
 
 /// Run a native TOOL for CALL, waiting at most its timeout, polling SHOULD_QUIT.
@@ -1558,7 +1570,7 @@ fn drive<H: Host>(
             Step::Run(handler) => {
                 let outcome = match handler {
                     Handler::Lisp(tool) => host.run_handler(&tool, &call),
-                    Handler::Native(tool) => run_native(tool.as_ref(), &call, || host.should_quit()),
+                    Handler::Native(tool) => host.run_native_tool(tool.as_ref(), &call),
                 };
                 call.finish(registry, outcome, opts, host).map(Step::Done)
             }

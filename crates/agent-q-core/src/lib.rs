@@ -7,10 +7,12 @@
 //! - [`registry`]: the registry of tools (registration rules, filtering, snapshots, schemas);
 //! - [`sexp`]: Emacs Lisp values ([`sexp::Sexp`]) and their conversion to and from JSON;
 //! - [`executor`]: the execution policy (validation, safety, approval decisions, results, metrics);
+//! - [`limits`]: the depth, number of values and bytes a call's arguments are held to;
 //! - [`files`]: reading a file through one descriptor checked after opening, and pages of its text;
 //! - [`fsutil`]: opening only regular files, never blocking (FIFOs, devices);
 //! - [`pinned`]: writing a file exactly where it was checked, no link followed after the check;
-//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout;
+//! - [`native`]: the [`native::Tool`] trait for tools written in Rust, run with a timeout (for
+//!   Rust embedders: the Emacs module registers none);
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
 //! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
@@ -28,6 +30,7 @@ pub mod executor;
 pub mod files;
 pub mod fsutil;
 pub mod ide;
+pub mod limits;
 pub mod mcp;
 pub mod native;
 pub mod pinned;

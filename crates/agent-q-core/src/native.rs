@@ -150,56 +150,53 @@ pub fn run(
     }
 }
 
-/// A native tool that waits `ms` milliseconds, then answers `text`.
-///
-/// It exists to exercise the native path (runtime, timeout, cancellation) end to end from Emacs;
-/// agent-q registers it only when asked (`agent-q--core-register-wait-tool`).
-pub struct WaitTool {
-    /// The tool's name.
-    pub name: String,
-    /// Its timeout.
-    pub timeout: Duration,
-}
-
-impl Tool for WaitTool {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name.clone(),
-            description: "Wait MS milliseconds, then answer TEXT (a native tool for testing timeouts).".into(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "ms": {"type": "integer", "minimum": 0, "description": "How long to wait"},
-                    "text": {"type": "string", "description": "What to answer"}
-                },
-                "required": ["ms"]
-            }),
-            safety_level: crate::spec::SafetyLevel::Safe,
-            categories: vec!["native".into()],
-            version: None,
-            tags: vec![],
-            output_schema: None,
-            hints: Default::default(),
-        }
-    }
-
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    fn execute(&self, args: Map<String, Json>) -> ToolFuture {
-        Box::pin(async move {
-            let ms = args.get("ms").and_then(Json::as_u64).unwrap_or(0);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            Ok(args.get("text").and_then(Json::as_str).unwrap_or("done").to_string())
-        })
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A native tool that waits `ms` milliseconds, then answers `text`.
+    pub struct WaitTool {
+        /// The tool's name.
+        pub name: String,
+        /// Its timeout.
+        pub timeout: Duration,
+    }
+
+    impl Tool for WaitTool {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.name.clone(),
+                description: "Wait MS milliseconds, then answer TEXT (a native tool for testing timeouts).".into(),
+                parameters: serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "ms": {"type": "integer", "minimum": 0, "description": "How long to wait"},
+                        "text": {"type": "string", "description": "What to answer"}
+                    },
+                    "required": ["ms"]
+                }),
+                safety_level: crate::spec::SafetyLevel::Safe,
+                categories: vec!["native".into()],
+                version: None,
+                tags: vec![],
+                output_schema: None,
+                hints: Default::default(),
+            }
+        }
+
+        fn timeout(&self) -> Duration {
+            self.timeout
+        }
+
+        fn execute(&self, args: Map<String, Json>) -> ToolFuture {
+            Box::pin(async move {
+                let ms = args.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(args.get("text").and_then(Json::as_str).unwrap_or("done").to_string())
+            })
+        }
+    }
 
     /// The wait tool under the name `sleepy`; `ms` 13 makes it panic.
     pub struct Sleepy {

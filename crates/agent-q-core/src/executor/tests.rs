@@ -44,6 +44,8 @@ struct MockHost {
     events: Vec<String>,
     audit: Vec<AuditRecord>,
     during_ask: Option<Box<dyn FnMut()>>,
+    /// Whether this host runs no native tools, as the Emacs module.
+    no_native: bool,
 }
 
 impl Effects for MockHost {
@@ -84,8 +86,12 @@ impl Host for MockHost {
             Fake::Guard(_) => HandlerOutcome::Failure("not a handler".into()),
         }
     }
-    fn should_quit(&mut self) -> bool {
-        false
+    fn run_native_tool(&mut self, tool: &dyn crate::native::Tool, call: &Call) -> HandlerOutcome {
+        if self.no_native {
+            native_not_run(call)
+        } else {
+            run_native(tool, call, || false)
+        }
     }
 }
 
@@ -562,6 +568,35 @@ fn native_tools_run_with_their_timeout() {
         (r.success, r.content.as_str()),
         (false, "Tool sleepy timed out after 0.1 s")
     );
+}
+
+#[test]
+fn a_host_that_runs_no_native_tools_answers_with_a_failure() {
+    let reg = registry();
+    let mut host = MockHost {
+        no_native: true,
+        ..Default::default()
+    };
+    let audit_all = Options {
+        audit_all: true,
+        ..opts()
+    };
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "n" :name "sleepy" :arguments (:ms 5000))"#,
+        &audit_all,
+    );
+    assert_eq!(
+        (r.success, r.content.as_str()),
+        (
+            false,
+            "Tool sleepy is a Rust tool, which this Emacs module does not run"
+        )
+    );
+    assert_eq!(r.id.as_deref(), Some("n"));
+    assert_eq!(events(&host), vec![("run", "auto"), ("result", "auto")]);
+    assert_eq!(host.audit[1].success, Some(false));
 }
 
 #[test]

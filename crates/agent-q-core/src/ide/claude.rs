@@ -20,17 +20,16 @@
 //! Sink/Stream transport runs the protocol over it.
 
 use std::io;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{future, SinkExt, StreamExt};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ContentBlock, CustomNotification,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, ServerJsonRpcMessage, Tool,
+    CallToolResponse, CallToolResult, ClientJsonRpcMessage, ContentBlock, CustomNotification, JsonObject,
+    ProgressNotificationParam, ServerJsonRpcMessage, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use rmcp::service::{NotificationContext, RoleServer};
+use rmcp::{ErrorData, ServiceExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -41,7 +40,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::context::file_url;
-use super::gemini::{absolute, string_argument, WithdrawOnDrop};
+use super::handler::{
+    absolute, error_result, schema, string_argument, AgentTools, IdeCall, IdeHandler, WithdrawOnDrop,
+};
 use super::hub::{Agent, Answer, DiffFilter, FileDiagnostics, IdeEvent, IdeHub, Kind, MAX_CLIENTS};
 use crate::mcp::security::Shape;
 
@@ -70,16 +71,12 @@ const SELECTION_READY_DELAY: Duration = Duration::from_secs(2);
 /// silent for about 300 s).
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
 
-/// The handler of one Claude Code connection.
+/// What the handler of a Claude Code connection adds to [`IdeHandler`].
 #[derive(Clone)]
 pub(crate) struct ClaudeHandler {
     hub: Arc<IdeHub>,
-    conn: Arc<OnceLock<u64>>,
+    /// Ends the connection (when the hub refuses it).
     ct: CancellationToken,
-}
-
-fn schema(value: Value) -> Arc<JsonObject> {
-    Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
 /// The tools Claude Code calls. Only getDiagnostics reaches its model (as
@@ -144,10 +141,6 @@ fn text_result(parts: &[&str]) -> CallToolResponse {
     CallToolResult::success(parts.iter().map(|part| ContentBlock::text(part.to_string())).collect()).into()
 }
 
-fn error_result(text: impl Into<String>) -> CallToolResponse {
-    CallToolResult::error(vec![ContentBlock::text(text.into())]).into()
-}
-
 /// An optional string argument.
 fn optional_string(arguments: &JsonObject, name: &str) -> Option<String> {
     arguments
@@ -200,12 +193,8 @@ pub fn diagnostics_json(files: &[FileDiagnostics]) -> String {
 }
 
 impl ClaudeHandler {
-    async fn open_diff(
-        &self,
-        conn: u64,
-        arguments: &JsonObject,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn open_diff(&self, call: &IdeCall) -> Result<CallToolResponse, ErrorData> {
+        let (conn, arguments, context) = (call.conn, &call.arguments, &call.context);
         let path = match string_argument(arguments, "new_file_path") {
             Ok(path) => path,
             Err(_) => string_argument(arguments, "old_file_path")?,
@@ -213,21 +202,7 @@ impl ClaudeHandler {
         let path = absolute(path)?.to_string();
         let content = string_argument(arguments, "new_file_contents")?.to_string();
         let tab = optional_string(arguments, "tab_name");
-        let kind = Kind::OpenDiff {
-            path: path.clone(),
-            tab: tab.clone(),
-        };
-        let requested = self
-            .hub
-            .request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
-                key,
-                agent,
-                client,
-                path,
-                content,
-                tab,
-            });
-        let (key, mut answer) = match requested {
+        let (key, mut answer) = match self.hub.request_diff(conn, path, content, tab) {
             Ok(requested) => requested,
             Err(why) => return Ok(error_result(why)),
         };
@@ -264,87 +239,57 @@ impl ClaudeHandler {
     /// Ask Emacs (EVENT) and wait up to [`ASK_WAIT`] for the answer.
     async fn ask(
         &self,
-        conn: u64,
+        call: &IdeCall,
         event: impl FnOnce(u64, Agent, String) -> IdeEvent,
-        context: &RequestContext<RoleServer>,
     ) -> Result<Option<Answer>, String> {
-        let (key, answer) = self.hub.request(conn, Kind::Other, event)?;
+        let (key, answer) = self.hub.request(call.conn, Kind::Other, event)?;
         let _guard = WithdrawOnDrop {
             hub: self.hub.clone(),
             key,
         };
         Ok(tokio::select! {
             answer = tokio::time::timeout(ASK_WAIT, answer) => answer.ok().and_then(Result::ok),
-            _ = context.ct.cancelled() => None,
+            _ = call.context.ct.cancelled() => None,
         })
     }
 }
 
-impl ServerHandler for ClaudeHandler {
-    fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
-        ServerConfig::new(capabilities).with_server_info(Implementation::new("agent-q-ide", env!("CARGO_PKG_VERSION")))
+impl AgentTools for ClaudeHandler {
+    const NO_CONNECTION: &'static str = "The client has not completed initialization";
+
+    fn tools() -> Vec<Tool> {
+        tools()
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let name = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .unwrap_or_default();
-        match self.hub.connect(Agent::Claude, &name, None, context.peer) {
-            Some((conn, _)) => {
-                let _ = self.conn.set(conn);
-            }
-            None => self.ct.cancel(),
+    fn connect(&self, name: &str, context: NotificationContext<RoleServer>) -> Option<u64> {
+        let connected = self.hub.connect(Agent::Claude, name, None, context.peer);
+        if connected.is_none() {
+            self.ct.cancel();
         }
+        connected.map(|(conn, _)| conn)
     }
 
-    async fn on_custom_notification(
-        &self,
-        notification: CustomNotification,
-        _context: NotificationContext<RoleServer>,
-    ) {
+    fn notified(&self, conn: Option<u64>, notification: &CustomNotification) {
         // Claude Code says ide_connected, but ignores a selection_changed that arrives at once
         // (2.1.197): the context is sent once it listens, and then on every change.
-        if notification.method == "ide_connected" {
-            if let Some(&conn) = self.conn.get() {
-                let hub = self.hub.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(SELECTION_READY_DELAY).await;
-                    if let Some(outgoing) = hub.stream_opened(conn) {
-                        outgoing.send().await;
-                    }
-                });
-            }
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools().into_iter().find(|tool| tool.name == name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let Some(&conn) = self.conn.get() else {
-            return Ok(error_result("The client has not completed initialization"));
+        let Some(conn) = conn.filter(|_| notification.method == "ide_connected") else {
+            return;
         };
-        let arguments = request.arguments.unwrap_or_default();
-        match request.name.as_ref() {
-            "openDiff" => self.open_diff(conn, &arguments, &context).await,
+        let hub = self.hub.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(SELECTION_READY_DELAY).await;
+            if let Some(outgoing) = hub.stream_opened(conn) {
+                outgoing.send().await;
+            }
+        });
+    }
+
+    async fn call(&self, name: &str, call: IdeCall) -> Result<CallToolResponse, ErrorData> {
+        let (conn, arguments) = (call.conn, &call.arguments);
+        match name {
+            "openDiff" => self.open_diff(&call).await,
             "close_tab" => {
-                let tab = string_argument(&arguments, "tab_name")?;
+                let tab = string_argument(arguments, "tab_name")?;
                 self.hub.drop_diffs(conn, DiffFilter::Tab(tab), true);
                 Ok(text_result(&["TAB_CLOSED"]))
             }
@@ -353,18 +298,14 @@ impl ServerHandler for ClaudeHandler {
                 Ok(text_result(&[&format!("CLOSED_{closed}_DIFF_TABS")]))
             }
             "getDiagnostics" => {
-                let uri = optional_string(&arguments, "uri");
+                let uri = optional_string(arguments, "uri");
                 let asked = self
-                    .ask(
-                        conn,
-                        move |key, agent, client| IdeEvent::Diagnostics {
-                            key,
-                            agent,
-                            client,
-                            uri,
-                        },
-                        &context,
-                    )
+                    .ask(&call, move |key, agent, client| IdeEvent::Diagnostics {
+                        key,
+                        agent,
+                        client,
+                        uri,
+                    })
                     .await;
                 Ok(match asked {
                     Ok(Some(Answer::Diagnostics(files))) => text_result(&[&diagnostics_json(&files)]),
@@ -373,23 +314,19 @@ impl ServerHandler for ClaudeHandler {
                 })
             }
             "openFile" => {
-                let path = absolute(string_argument(&arguments, "filePath")?)?.to_string();
-                let start_text = optional_string(&arguments, "startText");
-                let end_text = optional_string(&arguments, "endText");
+                let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
+                let start_text = optional_string(arguments, "startText");
+                let end_text = optional_string(arguments, "endText");
                 let shown = path.clone();
                 let asked = self
-                    .ask(
-                        conn,
-                        move |key, agent, client| IdeEvent::OpenFile {
-                            key,
-                            agent,
-                            client,
-                            path,
-                            start_text,
-                            end_text,
-                        },
-                        &context,
-                    )
+                    .ask(&call, move |key, agent, client| IdeEvent::OpenFile {
+                        key,
+                        agent,
+                        client,
+                        path,
+                        start_text,
+                        end_text,
+                    })
                     .await;
                 Ok(match asked {
                     Ok(Some(Answer::Opened(Ok(())))) => text_result(&[&format!("Opened file: {shown}")]),
@@ -558,12 +495,11 @@ async fn run_connection(
             })
         });
     let ct = stop.child_token();
-    let conn = Arc::new(OnceLock::new());
-    let handler = ClaudeHandler {
+    let handler = IdeHandler::new(ClaudeHandler {
         hub: hub.clone(),
-        conn: conn.clone(),
         ct: ct.clone(),
-    };
+    });
+    let conn = handler.connection();
     let started = tokio::time::timeout(
         INITIALIZE_TIMEOUT,
         handler.serve_with_ct((Box::pin(sink), Box::pin(stream)), ct.clone()),

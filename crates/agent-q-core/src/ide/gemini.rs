@@ -14,7 +14,7 @@
 //! The server reuses the MCP server's layers: the security layer (loopback Host, localhost
 //! Origin, bearer token, body size and shape), the connection gate and the accept loop.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -22,17 +22,17 @@ use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Tool};
+use rmcp::service::{NotificationContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, ServerHandler};
-use serde_json::{json, Value};
+use rmcp::ErrorData;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::handler::{
+    absolute, error_result, schema, string_argument, AgentTools, IdeCall, IdeHandler, WithdrawOnDrop,
+};
 use super::hub::{Agent, Answer, DiffFilter, IdeEvent, IdeHub, Kind, Outgoing};
 use crate::mcp::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
 use crate::mcp::server::GuardedBody;
@@ -44,20 +44,10 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 /// How often a session's watcher checks whether its client went away.
 const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
-/// The handler of one Gemini CLI session.
+/// What the handler of a Gemini CLI session adds to [`IdeHandler`].
 #[derive(Clone)]
 pub(crate) struct GeminiHandler {
     hub: Arc<IdeHub>,
-    conn: Arc<OnceLock<u64>>,
-}
-
-impl GeminiHandler {
-    fn new(hub: Arc<IdeHub>) -> Self {
-        GeminiHandler {
-            hub,
-            conn: Arc::new(OnceLock::new()),
-        }
-    }
 }
 
 /// The `Mcp-Session-Id` of the HTTP request whose parts EXTENSIONS hold.
@@ -67,10 +57,6 @@ fn session_of(extensions: &rmcp::model::Extensions) -> Option<String> {
         .and_then(|parts| parts.headers.get("mcp-session-id"))
         .and_then(|value| value.to_str().ok())
         .map(str::to_string)
-}
-
-fn schema(value: Value) -> Arc<JsonObject> {
-    Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
 /// The tools Gemini CLI looks for: it uses the IDE's diffs only when both are listed.
@@ -102,62 +88,12 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
-/// The string argument NAME of ARGUMENTS.
-pub(crate) fn string_argument<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, ErrorData> {
-    arguments
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorData::invalid_params(format!("the argument {name} must be a string"), None))
-}
-
-/// PATH if it is an absolute file name.
-pub(crate) fn absolute(path: &str) -> Result<&str, ErrorData> {
-    if path.starts_with('/') {
-        Ok(path)
-    } else {
-        Err(ErrorData::invalid_params(
-            format!("the file name {path:?} is not absolute"),
-            None,
-        ))
-    }
-}
-
-fn error_result(text: impl Into<String>) -> CallToolResponse {
-    CallToolResult::error(vec![ContentBlock::text(text.into())]).into()
-}
-
-/// Withdraws a request from the hub if its handler stops waiting before the answer.
-pub(crate) struct WithdrawOnDrop {
-    pub(crate) hub: Arc<IdeHub>,
-    pub(crate) key: u64,
-}
-
-impl Drop for WithdrawOnDrop {
-    fn drop(&mut self) {
-        self.hub.withdraw(self.key);
-    }
-}
-
 impl GeminiHandler {
-    fn open_diff(&self, conn: u64, arguments: &JsonObject) -> Result<CallToolResponse, ErrorData> {
-        let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
-        let content = string_argument(arguments, "newContent")?.to_string();
-        let kind = Kind::OpenDiff {
-            path: path.clone(),
-            tab: None,
-        };
-        let event_path = path.clone();
-        let requested = self
-            .hub
-            .request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
-                key,
-                agent,
-                client,
-                path: event_path,
-                content,
-                tab: None,
-            });
-        let (_key, answer) = match requested {
+    fn open_diff(&self, call: &IdeCall) -> Result<CallToolResponse, ErrorData> {
+        let conn = call.conn;
+        let path = absolute(string_argument(&call.arguments, "filePath")?)?.to_string();
+        let content = string_argument(&call.arguments, "newContent")?.to_string();
+        let (_key, answer) = match self.hub.request_diff(conn, path.clone(), content, None) {
             Ok(requested) => requested,
             Err(why) => return Ok(error_result(why)),
         };
@@ -177,13 +113,9 @@ impl GeminiHandler {
         Ok(CallToolResult::success(vec![]).into())
     }
 
-    async fn close_diff(
-        &self,
-        conn: u64,
-        arguments: &JsonObject,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let path = absolute(string_argument(arguments, "filePath")?)?.to_string();
+    async fn close_diff(&self, call: &IdeCall) -> Result<CallToolResponse, ErrorData> {
+        let conn = call.conn;
+        let path = absolute(string_argument(&call.arguments, "filePath")?)?.to_string();
         let closed_text = |content: Option<String>| -> CallToolResponse {
             CallToolResult::success(vec![ContentBlock::text(json!({ "content": content }).to_string())]).into()
         };
@@ -215,31 +147,24 @@ impl GeminiHandler {
                 Ok(Ok(Answer::Accepted(text))) => Some(text),
                 _ => None,
             },
-            _ = context.ct.cancelled() => None,
+            _ = call.context.ct.cancelled() => None,
         };
         Ok(closed_text(content))
     }
 }
 
-impl ServerHandler for GeminiHandler {
-    fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("agent-q-ide", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Emacs as Gemini CLI's IDE: diffs are reviewed in Emacs.")
+impl AgentTools for GeminiHandler {
+    const INSTRUCTIONS: Option<&'static str> = Some("Emacs as Gemini CLI's IDE: diffs are reviewed in Emacs.");
+
+    const NO_CONNECTION: &'static str = "Emacs cannot take this client: too many IDE clients are connected";
+
+    fn tools() -> Vec<Tool> {
+        tools()
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let name = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .unwrap_or_default();
+    fn connect(&self, name: &str, context: NotificationContext<RoleServer>) -> Option<u64> {
         let session = session_of(&context.extensions);
-        let Some((conn, outgoing)) = self.hub.connect(Agent::Gemini, &name, session, context.peer.clone()) else {
-            return;
-        };
-        let _ = self.conn.set(conn);
+        let (conn, outgoing) = self.hub.connect(Agent::Gemini, name, session, context.peer.clone())?;
         if let Some(outgoing) = outgoing {
             tokio::spawn(outgoing.send());
         }
@@ -252,34 +177,13 @@ impl ServerHandler for GeminiHandler {
             }
             hub.disconnect(conn);
         });
+        Some(conn)
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools().into_iter().find(|tool| tool.name == name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let Some(&conn) = self.conn.get() else {
-            return Ok(error_result(
-                "Emacs cannot take this client: too many IDE clients are connected",
-            ));
-        };
-        let arguments = request.arguments.unwrap_or_default();
-        match request.name.as_ref() {
-            "openDiff" => self.open_diff(conn, &arguments),
-            "closeDiff" => self.close_diff(conn, &arguments, &context).await,
+    async fn call(&self, name: &str, call: IdeCall) -> Result<CallToolResponse, ErrorData> {
+        match name {
+            "openDiff" => self.open_diff(&call),
+            "closeDiff" => self.close_diff(&call).await,
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other:?}: Emacs's IDE companion has openDiff and closeDiff"),
                 None,
@@ -345,7 +249,11 @@ pub(crate) fn router(hub: Arc<IdeHub>, token: &str, ct: CancellationToken) -> Ro
     sessions.session_config.sse_retry = None;
     let factory_hub = hub.clone();
     let service = StreamableHttpService::new(
-        move || Ok(GeminiHandler::new(factory_hub.clone())),
+        move || {
+            Ok(IdeHandler::new(GeminiHandler {
+                hub: factory_hub.clone(),
+            }))
+        },
         Arc::new(sessions),
         rmcp_config,
     );

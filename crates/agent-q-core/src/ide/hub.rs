@@ -487,6 +487,29 @@ impl IdeHub {
         Ok((key, receiver))
     }
 
+    /// Queue the review of CONTENT as the new text of PATH (named TAB, when the agent names its
+    /// reviews) that the client CONN asks for, as [`IdeHub::request`] does.
+    pub(crate) fn request_diff(
+        &self,
+        conn: u64,
+        path: String,
+        content: String,
+        tab: Option<String>,
+    ) -> Result<(u64, oneshot::Receiver<Answer>), String> {
+        let kind = Kind::OpenDiff {
+            path: path.clone(),
+            tab: tab.clone(),
+        };
+        self.request(conn, kind, move |key, agent, client| IdeEvent::OpenDiff {
+            key,
+            agent,
+            client,
+            path,
+            content,
+            tab,
+        })
+    }
+
     /// The request KEY's client stopped waiting: if it was still pending, the driver gets a
     /// [`IdeEvent::Cancel`].
     pub(crate) fn withdraw(&self, key: u64) {

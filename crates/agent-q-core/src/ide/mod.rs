@@ -18,6 +18,8 @@
 //! - [`Companion::start`] (companion.rs) runs both servers on 127.0.0.1 on one small runtime.
 //! - discovery.rs: the files through which the agents find the servers (formats only).
 //! - context.rs: the editor context, its limits, and each agent's payload.
+//! - handler.rs: the MCP handler both companions share (the connection, the tools listed, the
+//!   check every call starts with); each agent adds its own part.
 //! - gemini.rs: Gemini CLI's companion (its documented specification).
 //! - claude.rs: Claude Code's companion (as Claude Code 2.1 behaves).
 
@@ -26,6 +28,7 @@ pub mod companion;
 pub mod context;
 pub mod discovery;
 pub mod gemini;
+mod handler;
 pub mod hub;
 
 pub use companion::{Companion, STOPPED};

@@ -13,6 +13,7 @@ use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{oneshot, watch};
 
+use crate::limits::{check_argument_limits, DEFAULT_MAX_ARGUMENT_BYTES};
 use crate::spec::{Hints, ResolvedHints, SafetyLevel};
 
 /// A tool as MCP clients see it in `tools/list`.
@@ -318,17 +319,6 @@ pub const MAX_PENDING_PER_CLIENT: usize = 32;
 /// [`super::MAX_CONNECTIONS`]), which leaves room for the clients' other requests.
 pub const MAX_PENDING_CALLS: usize = 192;
 
-/// The most JSON values (objects, arrays, strings, numbers...) in one call's arguments. Real
-/// tool arguments hold a few; every one becomes a Lisp value in Emacs.
-pub const MAX_ARGUMENT_VALUES: usize = 100_000;
-
-/// The deepest nesting of one call's arguments (the executor's own limit).
-pub const MAX_ARGUMENT_DEPTH: usize = crate::sexp::MAX_DEPTH;
-
-/// The default cap on the bytes of one call's arguments as JSON text (the default of
-/// `agent-q-max-argument-bytes`); see [`Hub::set_max_argument_bytes`].
-pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 16 << 20;
-
 /// A call waiting for its answer.
 struct Pending {
     answer: oneshot::Sender<CallAnswer>,
@@ -519,7 +509,7 @@ impl Hub {
             inner.max_argument_bytes
         };
         // Measured outside the lock: it walks the whole request.
-        check_arguments(&arguments, max_bytes).map_err(|problem| {
+        check_argument_limits(&arguments, max_bytes).map_err(|problem| {
             CallAnswer::error(format!(
                 "The call to {} was refused before it reached Emacs: its arguments {problem}.",
                 short(&tool)
@@ -791,64 +781,6 @@ fn owner_of(client: &ClientInfo) -> String {
     }
 }
 
-/// Check ARGUMENTS against the limits before anything is made of them: at most
-/// [`MAX_ARGUMENT_DEPTH`] deep, at most [`MAX_ARGUMENT_VALUES`] values, at most MAX_BYTES as
-/// JSON text (the measure the executor applies). The walk uses its own stack, not recursion.
-/// Returns what is wrong, as the end of a sentence ("hold more than N values").
-pub(crate) fn check_arguments(arguments: &Map<String, Json>, max_bytes: usize) -> Result<(), String> {
-    let mut stack: Vec<(&Json, usize)> = arguments.values().map(|value| (value, 1)).collect();
-    let mut values = stack.len();
-    while let Some((value, depth)) = stack.pop() {
-        if depth > MAX_ARGUMENT_DEPTH {
-            return Err(format!("nest deeper than {MAX_ARGUMENT_DEPTH} levels"));
-        }
-        let children: Box<dyn Iterator<Item = &Json>> = match value {
-            Json::Array(items) => Box::new(items.iter()),
-            Json::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        for child in children {
-            values += 1;
-            if values > MAX_ARGUMENT_VALUES {
-                return Err(format!("hold more than {MAX_ARGUMENT_VALUES} values"));
-            }
-            stack.push((child, depth + 1));
-        }
-    }
-    // Depth and count are bounded now, so serializing cannot recurse deeply; the writer stops
-    // it as soon as the limit is passed.
-    let mut counter = ByteCounter {
-        count: 0,
-        limit: max_bytes,
-    };
-    if serde_json::to_writer(&mut counter, arguments).is_err() || counter.count > max_bytes {
-        return Err(format!(
-            "are larger than {max_bytes} bytes as JSON (agent-q-max-argument-bytes)"
-        ));
-    }
-    Ok(())
-}
-
-/// A writer that counts bytes and fails once they exceed a limit.
-struct ByteCounter {
-    count: usize,
-    limit: usize,
-}
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.count = self.count.saturating_add(buf.len());
-        if self.count > self.limit {
-            return Err(std::io::Error::other("over the limit"));
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Remove the queued Call event of KEY; true if there was one.
 fn remove_queued_call(events: &mut VecDeque<Event>, key: u64) -> bool {
     let before = events.len();
@@ -859,6 +791,7 @@ fn remove_queued_call(events: &mut VecDeque<Event>, key: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES};
     use crate::mcp::STOPPED;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

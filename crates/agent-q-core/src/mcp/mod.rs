@@ -45,9 +45,10 @@ pub mod hub;
 pub mod security;
 pub mod server;
 
+pub use crate::limits::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES};
 pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
 pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake};
-pub use hub::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES, MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
+pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;
 pub use server::{Config, RunningServer, Server, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};
 

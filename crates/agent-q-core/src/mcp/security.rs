@@ -165,13 +165,13 @@ pub(crate) async fn guard(State(policy): State<Arc<Policy>>, request: Request, n
 }
 
 /// The most JSON values one request body may hold, counted before it is parsed. Generous
-/// for any real message (a call's arguments may hold [`super::hub::MAX_ARGUMENT_VALUES`]), but
+/// for any real message (a call's arguments may hold [`crate::limits::MAX_ARGUMENT_VALUES`]), but
 /// it keeps a body of 30 MiB of small numbers from becoming hundreds of megabytes of parsed
 /// values in the Emacs process.
-pub const MAX_REQUEST_VALUES: usize = 2 * super::hub::MAX_ARGUMENT_VALUES;
+pub const MAX_REQUEST_VALUES: usize = 2 * crate::limits::MAX_ARGUMENT_VALUES;
 
 /// The deepest nesting of a request body, checked before it is parsed.
-pub const MAX_REQUEST_DEPTH: usize = super::hub::MAX_ARGUMENT_DEPTH + 8;
+pub const MAX_REQUEST_DEPTH: usize = crate::limits::MAX_ARGUMENT_DEPTH + 8;
 
 /// The middleware, inside the token check, that reads a request's body (at most
 /// [`MAX_REQUEST_BODY_BYTES`]) and refuses it (HTTP 413) as soon as its JSON holds more than
