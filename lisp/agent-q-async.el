@@ -438,12 +438,7 @@ is idle again."
                   (quit '(:quit))
                   (error (list :error (agent-q--error-message err)))))
             (when (eq agent-q--asking pending)
-              (setq agent-q--asking nil))
-            ;; The keys the prompt read belong to no command: left in
-            ;; `this-command-keys', they would look like a key sequence
-            ;; half typed, and the next call would wait for a command.
-            (unless noninteractive
-              (clear-this-command-keys t)))))
+              (setq agent-q--asking nil)))))
     (pcase answer
       ('nil nil)                        ; withdrawn while asked: already cancelled
       (:later

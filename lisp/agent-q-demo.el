@@ -271,8 +271,9 @@ second says what the tool messages of REQUEST told it."
       (progn
         (agent-q-demo--insert
          "   gptel is not installed here (looked on the load-path and in "
-         (mapconcat #'identity (agent-q-demo--vendor-dirs) ", ")
-         "), so this part is skipped.\n")
+         (abbreviate-file-name (expand-file-name "elpa/gptel-*" user-emacs-directory))
+         "), so this part is skipped.\n"
+         "   M-x package-install RET gptel RET installs it (and, on Emacs 28, compat).\n")
         (agent-q-demo--done))
     (let* ((note (make-temp-file "agent-q-demo-gptel" nil ".txt"))
            (server (make-network-process :name "agent-q-demo-model" :server t

@@ -73,6 +73,7 @@
 (require 'agent-q-async)
 (require 'agent-q-review)
 (require 'agent-q-rules)
+(require 'agent-q-support)
 
 (declare-function agent-q--core-ide-start "agent-q-core" ())
 (declare-function agent-q--core-ide-stop "agent-q-core" ())
@@ -220,30 +221,18 @@ $CLAUDE_CONFIG_DIR/ide/PORT.lock, or ~/.claude/ide/PORT.lock."
   (expand-file-name (format "ide/%d.lock" port)
                     (or (getenv "CLAUDE_CONFIG_DIR") (expand-file-name "~/.claude"))))
 
-(defun agent-q-ide--write-private (file text)
-  "Write TEXT to FILE, readable by the user only (mode 0600).
-Created under a temporary name, then renamed: never readable by others,
-never seen half written."
-  (let ((dir (file-name-directory file)))
-    (with-file-modes #o700 (make-directory dir t))
-    (let ((temp (with-file-modes #o600
-                  (let ((coding-system-for-write 'utf-8-unix))
-                    (make-temp-file (expand-file-name ".agent-q-ide-" dir) nil ".tmp" text)))))
-      (set-file-modes temp #o600)
-      (rename-file temp file t))))
-
 (defun agent-q-ide--write-files ()
   "Write Gemini CLI's discovery file and Claude Code's lock file."
   (let ((workspaces (agent-q-ide-workspaces))
         (gemini-port (plist-get agent-q-ide--servers :gemini-port))
         (claude-port (plist-get agent-q-ide--servers :claude-port)))
     (let ((file (agent-q-ide-gemini-file gemini-port)))
-      (agent-q-ide--write-private
+      (agent-q--write-private
        file (agent-q--core-ide-gemini-discovery
              gemini-port (plist-get agent-q-ide--servers :gemini-token) workspaces))
       (push file agent-q-ide--files))
     (let ((file (agent-q-ide-claude-file claude-port)))
-      (agent-q-ide--write-private
+      (agent-q--write-private
        file (agent-q--core-ide-claude-lock
              (plist-get agent-q-ide--servers :claude-token) workspaces (emacs-pid)))
       (push file agent-q-ide--files))))

@@ -59,6 +59,7 @@
 (require 'json)
 (require 'agent-q-async)
 (require 'agent-q-guard)
+(require 'agent-q-support)
 
 (declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q--core-mcp-make-token "agent-q-core" ())
@@ -190,7 +191,7 @@ Each is a plist (:client LABEL :session SESSION :protocol VERSION
 (defun agent-q-mcp-start (&optional interactive)
   "Start serving agent-q's tools to MCP clients on 127.0.0.1.
 The URL and a fresh token go into `agent-q-mcp-connection-file'; see
-`agent-q-mcp-status' for ready-made commands to connect a client.
+\[agent-q-mcp-connect-agent] to connect an agent.
 Return the URL.
 
 When the server runs already, restore its connection file if it is
@@ -241,7 +242,7 @@ serve from here, stop the server there, or give this Emacs another
   (add-hook 'kill-emacs-hook #'agent-q-mcp-stop)
   (agent-q-mcp--sync-tools)
   (agent-q-mcp--write-connection-file)
-  (message "agent-q: MCP server at %s (M-x agent-q-mcp-status to connect a client)"
+  (message "agent-q: MCP server at %s (M-x agent-q-mcp-connect-agent connects an agent)"
            agent-q-mcp--url)
   agent-q-mcp--url)
 
@@ -341,18 +342,11 @@ declared (PROPS' :roots), else the server's fixed directories."
 
 (defun agent-q-mcp--write-connection-file ()
   "Write `agent-q-mcp-connection-file', readable by the user only."
-  (let* ((file (expand-file-name agent-q-mcp-connection-file))
-         (dir (file-name-directory file))
-         (text (json-encode `((url . ,agent-q-mcp--url)
-                              (token . ,agent-q-mcp--token)
-                              (pid . ,(emacs-pid))))))
-    (make-directory dir t)
-    ;; Created 0600 under a temporary name, then renamed: never readable by
-    ;; others, never seen half written.
-    (let ((temp (with-file-modes #o600
-                  (make-temp-file (expand-file-name ".agent-q-mcp-" dir) nil ".json" text))))
-      (set-file-modes temp #o600)
-      (rename-file temp file t))))
+  (agent-q--write-private
+   (expand-file-name agent-q-mcp-connection-file)
+   (json-encode `((url . ,agent-q-mcp--url)
+                  (token . ,agent-q-mcp--token)
+                  (pid . ,(emacs-pid))))))
 
 (defun agent-q-mcp--file-name ()
   "`agent-q-mcp-connection-file', abbreviated, for messages."
@@ -560,9 +554,13 @@ NOTES say which roots do not count and why."
            (if agent-q-mcp--fixed-notes
                (format " (%s)" (string-join agent-q-mcp--fixed-notes "; "))
              ""))
+   ;; One line per client and roots: a client's sessions share them.
    (mapconcat
-    (lambda (client)
-      (format "  %s: %s%s." (plist-get client :client)
+    #'identity
+    (delete-dups
+     (mapcar
+      (lambda (client)
+        (format "  %s: %s%s." (plist-get client :client)
               (pcase (plist-get client :state)
                 ('asking "its roots are being asked for")
                 ('failed "no usable roots; the fixed directories apply")
@@ -572,7 +570,8 @@ NOTES say which roots do not count and why."
                        "no usable root (every read asks)"))))
               (let ((ignored (plist-get client :ignored)))
                 (if ignored (format " (not allowed: %s)" (string-join ignored "; ")) ""))))
-    clients "")))
+      clients))
+    "")))
 
 (defun agent-q-mcp-status (&optional interactive)
   "Show the MCP server's state: clients, allowed directories, connection file.

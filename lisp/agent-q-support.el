@@ -30,7 +30,7 @@
 ;; text with a note, printing a value and an error message within a
 ;; bound on the characters produced (not only on depth and length), and
 ;; reading exactly one form from a string without letting its nesting
-;; overflow the reader's stack.
+;; overflow the reader's stack, and writing a private file (0600) whole.
 ;;
 ;; What a result says is what happened.  The rule the introspection and
 ;; execution tools follow (agent-q-introspection.el,
@@ -424,6 +424,24 @@ than whitespace and comments is an error; so is a form longer than
        (list :error (format "Cannot read the form: %s"
                             (agent-q-builtins--error-text err))))))))
 
+
+;;;; Private files
+
+(defun agent-q--write-private (file text)
+  "Write TEXT to FILE, readable by the user only (mode 0600), silently.
+FILE's directory is made (0700) when missing.  The text is written
+under a temporary name in that directory, then renamed: never readable
+by others, never seen half written, and no \"Wrote\" message names the
+temporary file."
+  (let ((dir (file-name-directory file)))
+    (with-file-modes #o700 (make-directory dir t))
+    (let ((temp (with-file-modes #o600
+                  (make-temp-file (expand-file-name (concat "." (file-name-nondirectory file) "-")
+                                                    dir)))))
+      (set-file-modes temp #o600)
+      (let ((coding-system-for-write 'utf-8-unix))
+        (write-region text nil temp nil 'silent))
+      (rename-file temp file t))))
 
 (provide 'agent-q-support)
 

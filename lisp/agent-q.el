@@ -747,7 +747,15 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
                    (append context (list :rule (agent-q-rules-describe (cadr ruling))))
                  context))
               (print-circle nil))
-          (funcall agent-q-approval-function tool-name args))))))
+          (unwind-protect
+              (funcall agent-q-approval-function tool-name args)
+            ;; The keys the prompt read belong to no command when it was
+            ;; asked from a timer (a client's call, or the synchronous
+            ;; executor run from one): left in `this-command-keys', they
+            ;; would look like a key sequence half typed, and the next
+            ;; call would wait for a command (see `agent-q--user-busy-p').
+            (unless noninteractive
+              (clear-this-command-keys t))))))))
 
 (defun agent-q--call-handler (handler args id tool client approved reason
                                       &optional file origin)
@@ -917,7 +925,7 @@ The file is created readable by the user only (mode 0600)."
   (interactive)
   (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
 
-;;;; The client bridges (loaded on first use)
+;;;; The client bridges and the IDE companion (loaded on first use)
 
 (autoload 'agent-q-gptel-mode "agent-q-gptel"
   "Give gptel's requests agent-q's tools (a global minor mode)." t)
@@ -929,6 +937,10 @@ The file is created readable by the user only (mode 0600)."
   "Configure a terminal agent to use agent-q's tools through the stdio relay." t)
 (autoload 'agent-q-mcp-client-config "agent-q-connect"
   "The configuration text that connects an agent to agent-q, to paste.")
+(autoload 'agent-q-ide-mode "agent-q-ide"
+  "Make Emacs the IDE of Gemini CLI and Claude Code (a global minor mode)." t)
+(autoload 'agent-q-ide-status "agent-q-ide"
+  "Say whether Emacs serves the agents' IDE companions, and where." t)
 
 ;;;; The approval rules and UI, and the built-in tools
 

@@ -112,7 +112,8 @@ Decisions go to `agent-q-approval-function', which BODY binds."
         (should (equal (alist-get 'pid connection) (emacs-pid)))
         (should (string-match-p "\\`[0-9a-f]\\{64\\}\\'" (alist-get 'token connection)))
         ;; No temporary file is left beside it.
-        (should (equal (directory-files dir nil "\\`[^.]") '("mcp.json")))
+        (should (equal (directory-files dir nil directory-files-no-dot-files-regexp)
+                       '("mcp.json")))
         ;; The url works with the token...
         (agent-q-mcp-http-connect url (alist-get 'token connection))
         ;; ...and without it, or with another, it refuses.

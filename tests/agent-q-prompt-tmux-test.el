@@ -177,6 +177,49 @@ key the user has no reason to press."
         (should (equal (mapcar (lambda (r) (plist-get r :id)) results) '("second" "first")))
         (should-not (file-exists-p target))))))
 
+(ert-deftest agent-q-prompt-tmux-test-a-call-after-a-synchronous-prompt-is-asked-without-a-key ()
+  "A client's call that follows a synchronous prompt is asked without a key.
+The synchronous executor, run from a timer, reads the answer to its
+prompt with no command running: left in `this-command-keys', that key
+looked like a key sequence half typed, and the client's call waited
+for the user's next command."
+  (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
+    (agent-q-prompt-tmux-test--with-emacs session
+        `(progn
+           (defvar agent-q-prompt-tmux-results nil)
+           (defun agent-q-prompt-tmux-note (results)
+             (push (car results) agent-q-prompt-tmux-results)
+             (when (= 2 (length agent-q-prompt-tmux-results))
+               (with-temp-file ,out (prin1 agent-q-prompt-tmux-results (current-buffer)))
+               (kill-emacs 0)))
+           (defun agent-q-prompt-tmux-call (id)
+             (let ((agent-q-client "test-agent (MCP)"))
+               (agent-q-execute-tool-calls-async
+                (list (list :id id :name "write_file" :arguments (list :path ,target :content "x")))
+                #'agent-q-prompt-tmux-note)))
+           (global-set-key
+            (kbd "<f5>")
+            (lambda ()
+              (interactive)
+              (run-at-time 1.0 nil
+                           (lambda ()
+                             (let ((agent-q-client "test-agent (MCP)"))
+                               (agent-q-prompt-tmux-note
+                                (agent-q-execute-tool-calls
+                                 (list (list :id "sync" :name "write_file"
+                                             :arguments (list :path ,target :content "x"))))))))
+              (run-at-time 3.0 nil #'agent-q-prompt-tmux-call "async"))))
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+      (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      ;; The client's call comes about two seconds later; nobody presses a key.
+      (sleep-for 0.5)
+      (agent-q-tmux-test--wait-screen session agent-q-prompt-tmux-test--prompt)
+      (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+      (let ((results (car (read-from-string (agent-q-tmux-test--wait-file out)))))
+        (should (equal (mapcar (lambda (r) (plist-get r :id)) results) '("async" "sync")))
+        (should-not (file-exists-p target))))))
+
 (ert-deftest agent-q-prompt-tmux-test-the-minibuffer-keeps-its-keys ()
   (let ((target (make-temp-name (expand-file-name "agent-q-prompt-target" temporary-file-directory))))
     (agent-q-prompt-tmux-test--with-emacs session

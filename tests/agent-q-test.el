@@ -202,6 +202,35 @@ the child asked the user anything)."
 
 ;;;; Registration
 
+(ert-deftest agent-q-test-readme-commands-exist-after-require ()
+  "Every command the README names is a command once `agent-q' is required.
+Checked in a fresh Emacs, as a user's init.el would: a command defined
+in a file that nothing loads yet (the IDE companion's, the bridges')
+must be autoloaded by agent-q.el."
+  (let* ((readme (expand-file-name "../README.md"
+                                   (file-name-directory (locate-library "agent-q"))))
+         (names (with-temp-buffer
+                  (insert-file-contents readme)
+                  (let (names)
+                    (while (re-search-forward
+                            "M-x \\(agent-q-[a-z-]+\\)\\|(\\(agent-q-[a-z-]+-mode\\) 1)" nil t)
+                      (push (or (match-string 1) (match-string 2)) names))
+                    (delete-dups names))))
+         (form `(progn
+                  (require 'agent-q)
+                  (dolist (name ',names)
+                    (princ (format "%s %s\n" name (commandp (intern name)))))))
+         (output (with-temp-buffer
+                   (should (eql 0 (call-process (expand-file-name invocation-name invocation-directory)
+                                                nil (list t nil) nil "--batch" "-Q" "-L"
+                                                (file-name-directory (locate-library "agent-q"))
+                                                "--eval" (prin1-to-string form))))
+                   (buffer-string))))
+    (should (member "agent-q-ide-mode" names))
+    (should (>= (length names) 10))
+    (dolist (name names)
+      (should (string-match-p (concat "^" (regexp-quote name) " t$") output)))))
+
 (ert-deftest agent-q-test-register-new-tool ()
   (agent-q-test--with-registry reg
     (let ((tool (agent-q-register-tool (agent-q-test--greet-tool) reg)))
