@@ -336,9 +336,9 @@ a thread of its own."
 (defun agent-q-ide--stop-at-exit ()
   "Stop the servers as Emacs exits, and let the agents hear it.
 The thread that sends the rejections of open reviews and closes the
-connections dies with Emacs, so this waits for it, a bounded time (the
-module's bound, 0.4 s at most): the user has asked Emacs to go away
-already."
+connections dies with Emacs, so this waits for it, as long as a stop
+can take (0.7 s; about 0.1 s when the agents read their answers): the
+user has asked Emacs to go away already."
   (agent-q-ide--stop)
   (when (fboundp 'agent-q--core-ide-await-stopped)
     (agent-q--core-ide-await-stopped)))

@@ -283,9 +283,9 @@ connections on a thread of its own."
 (defun agent-q-mcp--stop-at-exit ()
   "Stop the server as Emacs exits, and let its clients hear it.
 The thread that writes the stopped calls' errors and closes the
-connections dies with Emacs, so this waits for it, a bounded time (the
-module's bound, 1.5 s at most, milliseconds for clients that read their
-answers): the user has asked Emacs to go away already."
+connections dies with Emacs, so this waits for it, as long as a stop
+can take (2 s; milliseconds when the clients read their answers): the
+user has asked Emacs to go away already."
   (agent-q-mcp-stop)
   (when (fboundp 'agent-q--core-mcp-await-stopped)
     (agent-q--core-mcp-await-stopped)))

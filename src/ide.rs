@@ -176,7 +176,7 @@ fn ide_stop() -> Result<bool> {
 }
 
 /// Wait until the companions stopped so far have finished stopping (the rejections written,
-/// the connections closed), but not longer than a bound (0.4 s). For Emacs's exit only: the
+/// the connections closed), but not longer than a stop can take (0.7 s). For Emacs's exit only: the
 /// thread that finishes a stop dies with Emacs. Return t if they all finished.
 #[defun]
 fn ide_await_stopped() -> Result<bool> {

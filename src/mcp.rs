@@ -123,7 +123,7 @@ fn mcp_stop() -> Result<bool> {
 }
 
 /// Wait until the servers stopped so far have finished stopping (the answers of the calls they
-/// ended written, their connections closed), but not longer than a bound (1.5 s). For Emacs's
+/// ended written, their connections closed), but not longer than a stop can take (2 s). For Emacs's
 /// exit only: the thread that finishes a stop dies with Emacs, and the clients would not hear
 /// why their calls ended. Return t if they all finished.
 #[defun]

@@ -350,7 +350,8 @@ The mode is off after BODY."
 (ert-deftest agent-q-ide-unit-test-stop-does-not-stall-emacs ()
   (agent-q-ide-unit-test--with-mode dir
     (let ((file (concat dir "work/edited.txt"))
-          (stream nil))
+          (stream nil)
+          (slow nil))
       (make-directory (concat dir "work") t)
       (with-temp-file file (insert "old\n"))
       (unwind-protect
@@ -368,10 +369,14 @@ The mode is off after BODY."
                                                     (list :filePath file :newContent "new\n"))
                              '(:error nil :text "")))
               (agent-q-mcp-http-wait #'agent-q-review-open-reviews 20 "the review")
+              ;; Another client is in the middle of sending a request.
+              (setq slow (agent-q-mcp-http-send-part
+                          url token session (agent-q-mcp-http-json "tools/list" 7)))
+              (accept-process-output nil 0.1)
               (let ((stall (agent-q-mcp-http-stall (lambda () (agent-q-ide-mode -1)))))
                 (message "agent-q-ide-mode off: the call took %.1f ms, the timer was late by %.1f ms at most"
                          (* 1000 (plist-get stall :call)) (* 1000 (plist-get stall :late)))
-                (should (< (plist-get stall :call) 0.1)))
+                (should (< (plist-get stall :call) 0.2)))
               (should-not (agent-q-ide-running-p))
               (should-not (agent-q-review-open-reviews))
               ;; No agent finds a file that leads to the stopped servers.
@@ -384,11 +389,47 @@ The mode is off after BODY."
                        (regexp-quote (format "\"method\":\"ide/diffRejected\",\"params\":{\"filePath\":\"%s\"}"
                                              file))
                        (with-current-buffer (process-buffer stream) (buffer-string))))
+              (agent-q-mcp-http-wait (lambda () (not (process-live-p slow))) 10
+                                     "the end of the slow connection")
               (should (agent-q-ide-unit-test--port-free-p port))
               (should (equal (agent-q-ide-unit-test--text file) "old\n"))))
-        (when stream
-          (delete-process stream)
-          (kill-buffer (process-buffer stream)))))))
+        (dolist (process (list stream slow))
+          (when process
+            (delete-process process)
+            (kill-buffer (process-buffer process))))))))
+
+;; Emacs's exit, unlike a stop, waits for what the stop left to its
+;; thread, which would die with Emacs: the connections close first.
+(ert-deftest agent-q-ide-unit-test-exit-waits-for-the-stop-to-finish ()
+  (agent-q-ide-unit-test--with-mode dir
+    (let ((slow nil))
+      (unwind-protect
+          (progn
+            (agent-q-ide-mode 1)
+            (should (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
+            (let* ((port (plist-get agent-q-ide--servers :gemini-port))
+                   (token (plist-get agent-q-ide--servers :gemini-token))
+                   (url (format "http://127.0.0.1:%d/mcp" port)))
+              ;; A client in the middle of its request: its connection closes
+              ;; only after the flush time and the time for closing.
+              (setq slow (agent-q-mcp-http-send-part
+                          url token "none" (agent-q-mcp-http-json "tools/list" 7)))
+              (accept-process-output nil 0.1)
+              (should (process-live-p slow))
+              (let ((start (float-time)))
+                ;; What Emacs runs when it exits.
+                (agent-q-ide--stop-at-exit)
+                (message "agent-q-ide--stop-at-exit took %.0f ms" (* 1000 (- (float-time) start))))
+              (should-not (agent-q-ide-running-p))
+              (should-not (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
+              ;; The connection is closed already: Emacs only has to read that.
+              (let ((deadline (+ (float-time) 0.05)))
+                (while (and (process-live-p slow) (< (float-time) deadline))
+                  (accept-process-output slow 0.01)))
+              (should-not (process-live-p slow))))
+        (when slow
+          (delete-process slow)
+          (kill-buffer (process-buffer slow)))))))
 
 ;;;; A deny rule
 

@@ -834,7 +834,7 @@ fn stop_returns_at_once_and_the_waiting_clients_are_answered_afterwards() {
     let started = Instant::now();
     let shutdown = setup.companion.stop();
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(100), "stop took {took:?}");
+    assert!(took < Duration::from_millis(200), "stop took {took:?}");
     assert!(!setup.companion.is_running());
     assert!(!shutdown.is_finished(), "the answers have their time to be sent");
     // The waiting review is answered after stop returned, and the connections close.

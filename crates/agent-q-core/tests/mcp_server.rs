@@ -527,7 +527,7 @@ fn stop_returns_at_once_while_clients_hold_connections_and_answers_them_afterwar
     let started = Instant::now();
     let shutdown = fixture.server.stop();
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(100), "stop took {took:?}");
+    assert!(took < Duration::from_millis(200), "stop took {took:?}");
     assert!(!fixture.server.is_running());
     assert!(!shutdown.is_finished(), "the slow client still holds its connection");
     // The port is free at once, for a restart on the same port.

@@ -26,7 +26,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// How long Emacs's exit waits for stopped companions to finish ([`Shutdown::wait_all`]): the
 /// flush of the rejections and the closing of the connections, which otherwise die with Emacs.
-pub const EXIT_WAIT: Duration = Duration::from_millis(400);
+/// As long as a stop can take (the flush time, the closing, the runtime's shutdown).
+pub const EXIT_WAIT: Duration = Duration::from_millis(700);
 
 fn check_token(token: &str) -> Result<(), IdeError> {
     if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {

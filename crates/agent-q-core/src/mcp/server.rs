@@ -52,9 +52,10 @@ const LISTENER_CLOSE_WAIT: Duration = Duration::from_millis(50);
 
 /// How long Emacs's exit waits for stopped servers to finish ([`Shutdown::wait_all`]): the
 /// flush and the closing of the connections, which otherwise die with Emacs before the
-/// clients hear why their calls ended. The user asked Emacs to go away; a client that reads
-/// its answer is done within milliseconds, and one that does not is not waited for longer.
-pub const EXIT_WAIT: Duration = Duration::from_millis(1500);
+/// clients hear why their calls ended. As long as a stop can take (the flush, the closing,
+/// the runtime's shutdown), so that the exit keeps every promise of the stop; the user has
+/// asked Emacs to go away, and clients that read their answers are done within milliseconds.
+pub const EXIT_WAIT: Duration = Duration::from_millis(2000);
 
 /// How to run the server.
 #[derive(Debug, Clone)]
