@@ -867,6 +867,25 @@ fn stop_returns_at_once_and_the_waiting_clients_are_answered_afterwards() {
 }
 
 #[test]
+fn dropping_running_companions_inside_a_runtime_neither_blocks_nor_panics() {
+    let setup = start();
+    let ports = [setup.companion.claude_port(), setup.companion.gemini_port()];
+    let companion = setup.companion;
+    let started = Instant::now();
+    runtime().block_on(async move { drop(companion) });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "the drop took {took:?}");
+    // The stop's own thread frees the ports.
+    let deadline = Instant::now() + PATIENCE;
+    for port in ports {
+        while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    }
+}
+
+#[test]
 fn waiting_requests_are_capped_and_a_message_too_deep_is_dropped() {
     let setup = start();
     let hub = setup.hub.clone();

@@ -548,6 +548,24 @@ fn stop_returns_at_once_while_clients_hold_connections_and_answers_them_afterwar
     drop(client);
 }
 
+#[test]
+fn dropping_a_running_server_inside_a_runtime_neither_blocks_nor_panics() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let server = fixture.server;
+    let runtime = client_runtime();
+    let started = Instant::now();
+    runtime.block_on(async move { drop(server) });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "the drop took {took:?}");
+    // The stop's own thread frees the port.
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+}
+
 /// The `_meta` of a 2026-07-28 request: protocol version, capabilities and client.
 fn meta_2026() -> Value {
     json!({
