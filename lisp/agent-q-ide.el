@@ -77,6 +77,7 @@
 
 (declare-function agent-q--core-ide-start "agent-q-core" ())
 (declare-function agent-q--core-ide-stop "agent-q-core" ())
+(declare-function agent-q--core-ide-await-stopped "agent-q-core" ())
 (declare-function agent-q--core-ide-status "agent-q-core" ())
 (declare-function agent-q--core-ide-take "agent-q-core" ())
 (declare-function agent-q--core-ide-answer "agent-q-core" (key plist))
@@ -290,7 +291,7 @@ $CLAUDE_CONFIG_DIR/ide/PORT.lock, or ~/.claude/ide/PORT.lock."
              (agent-q-ide--set-environment))
     (error (agent-q-ide--stop)
            (signal (car err) (cdr err))))
-  (add-hook 'kill-emacs-hook #'agent-q-ide--stop)
+  (add-hook 'kill-emacs-hook #'agent-q-ide--stop-at-exit)
   (add-hook 'post-command-hook #'agent-q-ide--context-changed)
   (add-hook 'window-buffer-change-functions #'agent-q-ide--context-changed)
   (add-hook 'window-selection-change-functions #'agent-q-ide--context-changed)
@@ -299,8 +300,10 @@ $CLAUDE_CONFIG_DIR/ide/PORT.lock, or ~/.claude/ide/PORT.lock."
 (defun agent-q-ide--stop ()
   "Stop the servers; remove the files, the environment and the hooks.
 Open reviews close; the agents waiting for them are told the edit was
-rejected (by the module, which answers what is pending)."
-  (remove-hook 'kill-emacs-hook #'agent-q-ide--stop)
+rejected (by the module, which answers what is pending).  It returns
+at once: the module sends those answers and closes the connections on
+a thread of its own."
+  (remove-hook 'kill-emacs-hook #'agent-q-ide--stop-at-exit)
   (remove-hook 'post-command-hook #'agent-q-ide--context-changed)
   (remove-hook 'window-buffer-change-functions #'agent-q-ide--context-changed)
   (remove-hook 'window-selection-change-functions #'agent-q-ide--context-changed)
@@ -318,6 +321,16 @@ rejected (by the module, which answers what is pending)."
   (prog1 (and agent-q-ide--servers (fboundp 'agent-q--core-ide-stop)
               (agent-q--core-ide-stop))
     (setq agent-q-ide--servers nil)))
+
+(defun agent-q-ide--stop-at-exit ()
+  "Stop the servers as Emacs exits, and let the agents hear it.
+The thread that sends the rejections of open reviews and closes the
+connections dies with Emacs, so this waits for it, as long as a stop
+can take (0.7 s; about 0.1 s when the agents read their answers): the
+user has asked Emacs to go away already."
+  (agent-q-ide--stop)
+  (when (fboundp 'agent-q--core-ide-await-stopped)
+    (agent-q--core-ide-await-stopped)))
 
 ;;;###autoload
 (define-minor-mode agent-q-ide-mode

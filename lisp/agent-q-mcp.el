@@ -65,6 +65,7 @@
 (declare-function agent-q--core-mcp-make-token "agent-q-core" ())
 (declare-function agent-q--core-mcp-start "agent-q-core" (port token progress-seconds))
 (declare-function agent-q--core-mcp-stop "agent-q-core" ())
+(declare-function agent-q--core-mcp-await-stopped "agent-q-core" ())
 (declare-function agent-q--core-mcp-status "agent-q-core" ())
 (declare-function agent-q--core-mcp-set-tools "agent-q-core" (registry max-level))
 (declare-function agent-q--core-mcp-take "agent-q-core" ())
@@ -239,7 +240,7 @@ serve from here, stop the server there, or give this Emacs another
   (cl-pushnew #'agent-q-mcp--drain agent-q--channel-drain-functions)
   (add-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
   (add-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
-  (add-hook 'kill-emacs-hook #'agent-q-mcp-stop)
+  (add-hook 'kill-emacs-hook #'agent-q-mcp--stop-at-exit)
   (agent-q-mcp--sync-tools)
   (agent-q-mcp--write-connection-file)
   (message "agent-q: MCP server at %s (M-x agent-q-mcp-connect-agent connects an agent)"
@@ -250,7 +251,9 @@ serve from here, stop the server there, or give this Emacs another
   "Stop the MCP server: release its port, remove the connection file.
 Calls still waiting are withdrawn (nothing more of them runs) and their
 clients get an error.  Return t if it was running.  INTERACTIVE, as
-when called as a command, means say that it stopped."
+when called as a command, means say that it stopped.
+It returns at once: the module writes those errors and closes the
+connections on a thread of its own."
   (interactive (list t))
   (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
     (maphash (lambda (_key entry)
@@ -270,13 +273,23 @@ when called as a command, means say that it stopped."
           (delq #'agent-q-mcp--drain agent-q--channel-drain-functions))
     (remove-hook 'agent-q-registry-change-functions #'agent-q-mcp--registry-changed)
     (remove-hook 'agent-q-pending-change-hook #'agent-q-mcp--update-statuses)
-    (remove-hook 'kill-emacs-hook #'agent-q-mcp-stop)
+    (remove-hook 'kill-emacs-hook #'agent-q-mcp--stop-at-exit)
     (agent-q-mcp--delete-connection-file)
     (setq agent-q-mcp--url nil agent-q-mcp--token nil
           agent-q-mcp--fixed-directories nil agent-q-mcp--fixed-notes nil)
     (when (and was interactive)
       (message "agent-q: MCP server stopped"))
     was))
+
+(defun agent-q-mcp--stop-at-exit ()
+  "Stop the server as Emacs exits, and let its clients hear it.
+The thread that writes the stopped calls' errors and closes the
+connections dies with Emacs, so this waits for it, as long as a stop
+can take (2 s; milliseconds when the clients read their answers): the
+user has asked Emacs to go away already."
+  (agent-q-mcp-stop)
+  (when (fboundp 'agent-q--core-mcp-await-stopped)
+    (agent-q--core-mcp-await-stopped)))
 
 ;;;###autoload
 (define-minor-mode agent-q-mcp-mode

@@ -12,10 +12,11 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::args;
 use super::errors::{self, Kind};
+use agent_q_core::ide::companion::EXIT_WAIT;
 use agent_q_core::ide::discovery;
 use agent_q_core::ide::{context::MAX_FILES, Selection};
 use agent_q_core::ide::{Answer, Companion, Diagnostic, EditorContext, FileDiagnostics, IdeEvent, IdeHub, OpenFile};
-use agent_q_core::mcp::make_token;
+use agent_q_core::mcp::{make_token, Shutdown};
 
 /// The most files read from `agent-q--core-ide-set-context`'s list (the core keeps fewer).
 const MAX_CONTEXT_FILES_READ: usize = 100 * MAX_FILES;
@@ -30,6 +31,15 @@ fn state() -> MutexGuard<'static, Option<Companion>> {
     static STATE: OnceLock<Mutex<Option<Companion>>> = OnceLock::new();
     STATE
         .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The stops still finishing on their own threads, for Emacs's exit to wait for.
+fn stopping() -> MutexGuard<'static, Vec<Shutdown>> {
+    static STOPPING: OnceLock<Mutex<Vec<Shutdown>>> = OnceLock::new();
+    STOPPING
+        .get_or_init(|| Mutex::new(Vec::new()))
         .lock()
         .unwrap_or_else(|p| p.into_inner())
 }
@@ -145,19 +155,33 @@ fn ide_start(env: &Env) -> Result<Value<'_>> {
 }
 
 /// Stop both companions: waiting reviews are answered as rejected, clients are disconnected,
-/// the ports are free. Return t if they were running.
+/// the ports are freed. Return t if they were running. Returns at once: the answers are
+/// written and the connections closed by a thread of their own
+/// (`agent-q--core-ide-await-stopped' waits for it).
 #[defun]
 fn ide_stop() -> Result<bool> {
-    // Out of the lock first: stopping waits a little for answers to be written.
+    // Taken out of the lock first, so that no lock is held while stopping.
     let companion = state().take();
     Ok(match companion {
         Some(mut companion) => {
             let was = companion.is_running();
-            companion.stop();
+            let shutdown = companion.stop();
+            let mut stopping = stopping();
+            stopping.retain(|s| !s.is_finished());
+            stopping.push(shutdown);
             was
         }
         None => false,
     })
+}
+
+/// Wait until the companions stopped so far have finished stopping (the rejections written,
+/// the connections closed), but not longer than a stop can take (0.7 s). For Emacs's exit only: the
+/// thread that finishes a stop dies with Emacs. Return t if they all finished.
+#[defun]
+fn ide_await_stopped() -> Result<bool> {
+    let shutdowns = std::mem::take(&mut *stopping());
+    Ok(Shutdown::wait_all(shutdowns, EXIT_WAIT))
 }
 
 /// The companions' state: (:running t :clients CLIENTS) while they run, (:running nil) otherwise.

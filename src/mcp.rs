@@ -18,7 +18,8 @@ use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
 use agent_q_core::mcp::hub::{RootsState, Workspace};
-use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, ToolInfo};
+use agent_q_core::mcp::server::EXIT_WAIT;
+use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, Shutdown, ToolInfo};
 use agent_q_core::spec::SafetyLevel;
 
 struct Running {
@@ -30,6 +31,15 @@ fn state() -> MutexGuard<'static, Option<Running>> {
     static STATE: OnceLock<Mutex<Option<Running>>> = OnceLock::new();
     STATE
         .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The stops still finishing on their own threads, for Emacs's exit to wait for.
+fn stopping() -> MutexGuard<'static, Vec<Shutdown>> {
+    static STOPPING: OnceLock<Mutex<Vec<Shutdown>>> = OnceLock::new();
+    STOPPING
+        .get_or_init(|| Mutex::new(Vec::new()))
         .lock()
         .unwrap_or_else(|p| p.into_inner())
 }
@@ -93,20 +103,33 @@ fn mcp_start<'e>(env: &'e Env, port: Value<'e>, token: Value<'e>, progress_secon
 }
 
 /// Stop the MCP server: the port is released, and every call still waiting is answered with an
-/// error. Return t if it was running.
+/// error. Return t if it was running. Returns at once: the answers are written and the
+/// connections closed by a thread of their own (`agent-q--core-mcp-await-stopped' waits for it).
 #[defun]
 fn mcp_stop() -> Result<bool> {
-    // Take it out first: stopping waits a little for answers to be written, and no lock may be
-    // held meanwhile.
+    // Taken out first: no lock is held while the listener closes.
     let running = state().take();
     Ok(match running {
         Some(mut r) => {
             let was = r.server.is_running();
-            r.server.stop();
+            let shutdown = r.server.stop();
+            let mut stopping = stopping();
+            stopping.retain(|s| !s.is_finished());
+            stopping.push(shutdown);
             was
         }
         None => false,
     })
+}
+
+/// Wait until the servers stopped so far have finished stopping (the answers of the calls they
+/// ended written, their connections closed), but not longer than a stop can take (2 s). For Emacs's
+/// exit only: the thread that finishes a stop dies with Emacs, and the clients would not hear
+/// why their calls ended. Return t if they all finished.
+#[defun]
+fn mcp_await_stopped() -> Result<bool> {
+    let shutdowns = std::mem::take(&mut *stopping());
+    Ok(Shutdown::wait_all(shutdowns, EXIT_WAIT))
 }
 
 /// The server's state: (:url URL :port PORT :pending N :roots SESSIONS) while it runs, nil

@@ -40,6 +40,7 @@
 (require 'agent-q)
 (require 'agent-q-ide)
 (require 'agent-q-review)
+(require 'agent-q-mcp-http)
 (require 'flymake)
 
 (defun agent-q-ide-unit-test--numbered (n)
@@ -310,7 +311,7 @@ The mode is off after BODY."
   (agent-q-ide-unit-test--with-mode dir
     (agent-q-ide-mode 1)
     (should agent-q-ide-mode)
-    (should (memq #'agent-q-ide--stop kill-emacs-hook))
+    (should (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
     (let* ((gemini-port (plist-get agent-q-ide--servers :gemini-port))
            (claude-port (plist-get agent-q-ide--servers :claude-port))
            (gemini (format "%stmp/gemini/ide/gemini-ide-server-%d-%d.json" dir (emacs-pid) gemini-port))
@@ -341,7 +342,7 @@ The mode is off after BODY."
       (should-not (file-exists-p claude))
       (should-not (agent-q-ide-running-p))
       (should-not (plist-get (agent-q-ide-status) :running))
-      (should-not (memq #'agent-q-ide--stop kill-emacs-hook))
+      (should-not (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
       ;; The variables are gone, or back to what they were.
       (should-not (getenv "GEMINI_CLI_IDE_PID"))
       (should-not (getenv "GEMINI_CLI_IDE_SERVER_PORT"))
@@ -360,6 +361,125 @@ The mode is off after BODY."
       (run-hooks 'kill-emacs-hook)
       (should-not (cl-some #'file-exists-p files))
       (should-not (agent-q-ide-running-p)))))
+
+;;;; Turning the mode off while an agent waits
+
+(defun agent-q-ide-unit-test--gemini-session (url token)
+  "Open a session with Gemini's companion at URL with TOKEN; return its id."
+  (let* ((answer (agent-q-mcp-http-request
+                  url (agent-q-mcp-http-json
+                       "initialize" 1
+                       (list :protocolVersion agent-q-mcp-http-protocol
+                             :capabilities (make-hash-table)
+                             :clientInfo (list :name "gemini-cli-mcp-client" :version "1")))
+                  :token token))
+         (session (cdr (assoc "mcp-session-id" (plist-get answer :headers)))))
+    (should (eql (plist-get answer :status) 200))
+    (should session)
+    (should (eql (plist-get (agent-q-mcp-http-request
+                             url (agent-q-mcp-http-json "notifications/initialized" nil)
+                             :token token :session session)
+                            :status)
+                 202))
+    session))
+
+(defun agent-q-ide-unit-test--port-free-p (port)
+  "Non-nil when 127.0.0.1:PORT can be listened on."
+  (let ((server (ignore-errors
+                  (make-network-process :name "agent-q-ide-unit-bind" :server t
+                                        :host "127.0.0.1" :service port :family 'ipv4
+                                        :noquery t))))
+    (when server
+      (delete-process server)
+      t)))
+
+;; The main loop never waits for the agents: turning the mode off
+;; returns at once, and what the stop promises them (the rejection of
+;; the edit under review, the end of their streams, the ports) comes
+;; afterwards.
+(ert-deftest agent-q-ide-unit-test-stop-does-not-stall-emacs ()
+  (agent-q-ide-unit-test--with-mode dir
+    (let ((file (concat dir "work/edited.txt"))
+          (stream nil)
+          (slow nil))
+      (make-directory (concat dir "work") t)
+      (with-temp-file file (insert "old\n"))
+      (unwind-protect
+          (progn
+            (agent-q-ide-mode 1)
+            (let* ((port (plist-get agent-q-ide--servers :gemini-port))
+                   (token (plist-get agent-q-ide--servers :gemini-token))
+                   (url (format "http://127.0.0.1:%d/mcp" port))
+                   (session (agent-q-ide-unit-test--gemini-session url token))
+                   (files (copy-sequence agent-q-ide--files)))
+              ;; Gemini CLI listens on its GET stream, and waits there for
+              ;; the outcome of the edit it proposed.
+              (setq stream (agent-q-mcp-http-listen url token session))
+              (should (equal (agent-q-mcp-http-call url token session "openDiff"
+                                                    (list :filePath file :newContent "new\n"))
+                             '(:error nil :text "")))
+              (agent-q-mcp-http-wait #'agent-q-review-open-reviews 20 "the review")
+              ;; Another client is in the middle of sending a request.
+              (setq slow (agent-q-mcp-http-send-part
+                          url token session (agent-q-mcp-http-json "tools/list" 7)))
+              (accept-process-output nil 0.1)
+              (let ((stall (agent-q-mcp-http-stall (lambda () (agent-q-ide-mode -1)))))
+                (message "agent-q-ide-mode off: the call took %.1f ms, the timer was late by %.1f ms at most"
+                         (* 1000 (plist-get stall :call)) (* 1000 (plist-get stall :late)))
+                (should (< (plist-get stall :call) 0.2)))
+              (should-not (agent-q-ide-running-p))
+              (should-not (agent-q-review-open-reviews))
+              ;; No agent finds a file that leads to the stopped servers.
+              (should-not (cl-some #'file-exists-p files))
+              ;; Gemini CLI hears that its edit was rejected, then its
+              ;; stream ends and the port is free.
+              (agent-q-mcp-http-wait (lambda () (not (process-live-p stream))) 10
+                                     "the end of the GET stream")
+              (should (string-match-p
+                       (regexp-quote (format "\"method\":\"ide/diffRejected\",\"params\":{\"filePath\":\"%s\"}"
+                                             file))
+                       (with-current-buffer (process-buffer stream) (buffer-string))))
+              (agent-q-mcp-http-wait (lambda () (not (process-live-p slow))) 10
+                                     "the end of the slow connection")
+              (should (agent-q-ide-unit-test--port-free-p port))
+              (should (equal (agent-q-ide-unit-test--text file) "old\n"))))
+        (dolist (process (list stream slow))
+          (when process
+            (delete-process process)
+            (kill-buffer (process-buffer process))))))))
+
+;; Emacs's exit, unlike a stop, waits for what the stop left to its
+;; thread, which would die with Emacs: the connections close first.
+(ert-deftest agent-q-ide-unit-test-exit-waits-for-the-stop-to-finish ()
+  (agent-q-ide-unit-test--with-mode dir
+    (let ((slow nil))
+      (unwind-protect
+          (progn
+            (agent-q-ide-mode 1)
+            (should (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
+            (let* ((port (plist-get agent-q-ide--servers :gemini-port))
+                   (token (plist-get agent-q-ide--servers :gemini-token))
+                   (url (format "http://127.0.0.1:%d/mcp" port)))
+              ;; A client in the middle of its request: its connection closes
+              ;; only after the flush time and the time for closing.
+              (setq slow (agent-q-mcp-http-send-part
+                          url token "none" (agent-q-mcp-http-json "tools/list" 7)))
+              (accept-process-output nil 0.1)
+              (should (process-live-p slow))
+              (let ((start (float-time)))
+                ;; What Emacs runs when it exits.
+                (agent-q-ide--stop-at-exit)
+                (message "agent-q-ide--stop-at-exit took %.0f ms" (* 1000 (- (float-time) start))))
+              (should-not (agent-q-ide-running-p))
+              (should-not (memq #'agent-q-ide--stop-at-exit kill-emacs-hook))
+              ;; The connection is closed already: Emacs only has to read that.
+              (let ((deadline (+ (float-time) 0.05)))
+                (while (and (process-live-p slow) (< (float-time) deadline))
+                  (accept-process-output slow 0.01)))
+              (should-not (process-live-p slow))))
+        (when slow
+          (delete-process slow)
+          (kill-buffer (process-buffer slow)))))))
 
 ;;;; A deny rule
 

@@ -200,6 +200,84 @@ Return (:error BOOL :text TEXT)."
   (agent-q-mcp-http-call-result
    (agent-q-mcp-http-call-start url token session tool arguments) seconds))
 
+;;;; A client listening, and the main loop's stall
+
+(defun agent-q-mcp-http-listen (url token session)
+  "Open SESSION's GET stream at URL with TOKEN, as a client listening.
+Return the curl process once the server has answered 200: the stream
+then stays open, holding its connection, until the server ends it.
+Its buffer collects the Server-Sent Events."
+  (let* ((buffer (generate-new-buffer " *agent-q-mcp-curl-get*"))
+         (process (make-process
+                   :name "agent-q-mcp-curl-get" :buffer buffer
+                   :command (list (or (executable-find "curl") (ert-fail "curl is not installed"))
+                                  "-s" "-i" "-N" "--max-time" "90"
+                                  "-H" "Accept: text/event-stream"
+                                  "-H" (concat "Authorization: Bearer " token)
+                                  "-H" (concat "Mcp-Session-Id: " session)
+                                  "-H" (concat "MCP-Protocol-Version: " agent-q-mcp-http-protocol)
+                                  url)
+                   :connection-type 'pipe :coding 'utf-8-unix
+                   :noquery t :sentinel #'ignore)))
+    (agent-q-mcp-http-wait (lambda () (with-current-buffer buffer
+                                        (string-match-p "\\`HTTP/[0-9.]+ 200" (buffer-string))))
+                           20 "the GET stream's 200")
+    process))
+
+(defun agent-q-mcp-http-send-part (url token session body)
+  "Send the head of a POST of BODY in SESSION to URL with TOKEN, and half of BODY.
+A client on a slow link, in the middle of its request: return the
+network process, which holds the connection until the server closes it.
+Its buffer collects what the server answers."
+  (let* ((port (and (string-match "\\`http://127\\.0\\.0\\.1:\\([0-9]+\\)/" url)
+                    (string-to-number (match-string 1 url))))
+         (path (substring url (match-end 0)))
+         (process (make-network-process
+                   :name "agent-q-mcp-slow-client" :buffer (generate-new-buffer " *agent-q-mcp-slow*")
+                   :host "127.0.0.1" :service port :family 'ipv4
+                   :coding 'binary :noquery t :sentinel #'ignore)))
+    (process-send-string
+     process
+     (concat (format "POST /%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" path port)
+             "Content-Type: application/json\r\n"
+             "Accept: application/json, text/event-stream\r\n"
+             "Authorization: Bearer " token "\r\n"
+             "Mcp-Session-Id: " session "\r\n"
+             "MCP-Protocol-Version: " agent-q-mcp-http-protocol "\r\n"
+             (format "Content-Length: %d\r\n\r\n" (string-bytes body))
+             (substring body 0 (/ (length body) 2))))
+    process))
+
+(defun agent-q-mcp-http-stall (function)
+  "Call FUNCTION while a 10 ms timer repeats; return how long Emacs stalled.
+Return (:call SECONDS :late SECONDS): how long the call took, and the
+most the timer fired late between 50 ms before the call and 300 ms
+after it (while the main loop ran, e.g. for what the call left to
+other threads)."
+  (let* ((period 0.01)
+         (last nil)
+         (late 0.0)
+         (timer (run-at-time period period
+                             (lambda ()
+                               (let ((now (float-time)))
+                                 (when last
+                                   (setq late (max late (- now last period))))
+                                 (setq last now)))))
+         (spin (lambda (seconds)
+                 (let ((until (+ (float-time) seconds)))
+                   (while (< (float-time) until)
+                     (accept-process-output nil 0.005)))))
+         (call nil))
+    (unwind-protect
+        (progn
+          (funcall spin 0.05)
+          (let ((start (float-time)))
+            (funcall function)
+            (setq call (- (float-time) start)))
+          (funcall spin 0.3))
+      (cancel-timer timer))
+    (list :call call :late late)))
+
 (provide 'agent-q-mcp-http)
 
 ;;; agent-q-mcp-http.el ends here

@@ -172,6 +172,84 @@ Decisions go to `agent-q-approval-function', which BODY binds."
             (should-not (agent-q-mcp-stop)))
         (delete-file target)))))
 
+;; The main loop never waits for the clients: turning the mode off
+;; returns at once, and what the stop promises them (the stopped
+;; answer, the end of their connections, the port) comes afterwards.
+(ert-deftest agent-q-mcp-test-stop-does-not-stall-emacs ()
+  (agent-q-mcp-test--with
+    (let* ((target (agent-q-mcp-test--temp-file "old\n"))
+           (asked nil)
+           (agent-q-approval-function (lambda (&rest _) (setq asked t) :later))
+           (slow nil))
+      (unwind-protect
+          (progn
+            (agent-q-mcp-mode 1)
+            (let* ((url agent-q-mcp--url)
+                   (token agent-q-mcp--token)
+                   (session (agent-q-mcp-http-connect url token))
+                   (call (agent-q-mcp-http-call-start url token session "write_file"
+                                                      (list :path target :content "new\n"))))
+              ;; One client's call waits for the user; another is in the
+              ;; middle of sending a request: both hold a connection.
+              (agent-q-mcp-http-wait (lambda () asked) 20 "the approval prompt")
+              (setq slow (agent-q-mcp-http-send-part
+                          url token session (agent-q-mcp-http-json "tools/list" 7)))
+              (accept-process-output nil 0.1)
+              (let ((stall (agent-q-mcp-http-stall (lambda () (agent-q-mcp-mode -1)))))
+                (message "agent-q-mcp-mode off: the call took %.1f ms, the timer was late by %.1f ms at most"
+                         (* 1000 (plist-get stall :call)) (* 1000 (plist-get stall :late)))
+                (should (< (plist-get stall :call) 0.2)))
+              (should-not agent-q-mcp-mode)
+              (should-not (agent-q-mcp-running-p))
+              (should-not (file-exists-p agent-q-mcp-connection-file))
+              ;; The port is free at once.
+              (should (agent-q-mcp-test--bind (agent-q-mcp-test--port url)))
+              ;; The waiting client hears why its call ended,
+              (let ((result (agent-q-mcp-http-call-result call)))
+                (should (plist-get result :error))
+                (should (string-match-p "Emacs stopped the MCP server" (plist-get result :text))))
+              ;; the one sending is cut off,
+              (agent-q-mcp-http-wait (lambda () (not (process-live-p slow))) 10
+                                     "the end of the slow connection")
+              ;; and nothing ran.
+              (should (equal (agent-q-mcp-test--file target) "old\n"))
+              (should-not agent-q--pending)))
+        (agent-q-mcp-mode -1)
+        (when slow
+          (delete-process slow)
+          (kill-buffer (process-buffer slow)))
+        (delete-file target)))))
+
+;; Emacs's exit, unlike a stop, waits for what the stop left to its
+;; thread, which would die with Emacs: the connections close first.
+(ert-deftest agent-q-mcp-test-exit-waits-for-the-stop-to-finish ()
+  (agent-q-mcp-test--with
+    (let ((slow nil))
+      (unwind-protect
+          (let* ((url (agent-q-mcp-start))
+                 (token agent-q-mcp--token)
+                 (session (agent-q-mcp-http-connect url token)))
+            (should (memq #'agent-q-mcp--stop-at-exit kill-emacs-hook))
+            ;; A client in the middle of its request: closing its connection
+            ;; takes the stop's whole time for closing (half a second).
+            (setq slow (agent-q-mcp-http-send-part
+                        url token session (agent-q-mcp-http-json "tools/list" 7)))
+            (accept-process-output nil 0.1)
+            (should (process-live-p slow))
+            (let ((start (float-time)))
+              ;; What Emacs runs when it exits.
+              (agent-q-mcp--stop-at-exit)
+              (message "agent-q-mcp--stop-at-exit took %.0f ms" (* 1000 (- (float-time) start))))
+            (should-not (memq #'agent-q-mcp--stop-at-exit kill-emacs-hook))
+            ;; The connection is closed already: Emacs only has to read that.
+            (let ((deadline (+ (float-time) 0.1)))
+              (while (and (process-live-p slow) (< (float-time) deadline))
+                (accept-process-output slow 0.01)))
+            (should-not (process-live-p slow)))
+        (when slow
+          (delete-process slow)
+          (kill-buffer (process-buffer slow)))))))
+
 (ert-deftest agent-q-mcp-test-stop-keeps-a-file-another-emacs-wrote ()
   (agent-q-mcp-test--with
     (agent-q-mcp-start)

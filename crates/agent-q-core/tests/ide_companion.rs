@@ -801,12 +801,88 @@ fn stopping_answers_waiting_reviews_as_rejected_and_frees_the_ports() {
         next_event(&hub, |event| matches!(event, IdeEvent::OpenDiff { .. }).then_some(())).await;
         (claude, id)
     });
-    setup.companion.stop();
+    setup.companion.stop().wait();
     rt.block_on(async {
         assert_eq!(result_texts(&claude.response(id).await), ["DIFF_REJECTED"]);
     });
     assert!(std::net::TcpListener::bind(("127.0.0.1", claude_port)).is_ok());
     assert!(std::net::TcpListener::bind(("127.0.0.1", gemini_port)).is_ok());
+}
+
+#[test]
+fn stop_returns_at_once_and_the_waiting_clients_are_answered_afterwards() {
+    let mut setup = start();
+    let hub = setup.hub.clone();
+    let (claude_port, gemini_port) = (setup.companion.claude_port(), setup.companion.gemini_port());
+    let rt = runtime();
+    let (mut claude, id) = rt.block_on(async {
+        let mut claude = Claude::open(claude_port, &setup.claude_token).await;
+        let id = claude
+            .call(
+                "openDiff",
+                json!({"new_file_path": "/w/b", "new_file_contents": "b", "tab_name": "b"}),
+            )
+            .await;
+        next_event(&hub, |event| matches!(event, IdeEvent::OpenDiff { .. }).then_some(())).await;
+        (claude, id)
+    });
+    // Gemini CLI holds a connection too, in the middle of sending a request.
+    let mut slow = TcpStream::connect(("127.0.0.1", gemini_port)).unwrap();
+    slow.write_all(format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{gemini_port}\r\n").as_bytes())
+        .unwrap();
+
+    let started = Instant::now();
+    let shutdown = setup.companion.stop();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "stop took {took:?}");
+    assert!(!setup.companion.is_running());
+    assert!(!shutdown.is_finished(), "the answers have their time to be sent");
+    // The waiting review is answered after stop returned, and the connections close.
+    rt.block_on(async {
+        assert_eq!(result_texts(&claude.response(id).await), ["DIFF_REJECTED"]);
+    });
+    assert!(shutdown.wait_timeout(PATIENCE), "the shutdown finishes");
+    shutdown.wait();
+    rt.block_on(async {
+        loop {
+            let frame = tokio::time::timeout(PATIENCE, claude.socket.next()).await;
+            match frame.expect("the socket ends") {
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                Some(Ok(_)) => {}
+            }
+        }
+    });
+    slow.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut rest = Vec::new();
+    let end = slow.read_to_end(&mut rest);
+    assert!(
+        end.as_ref().map_or_else(
+            |e| !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            |_| true
+        ),
+        "the server closed the slow connection: {end:?}"
+    );
+    assert!(std::net::TcpListener::bind(("127.0.0.1", claude_port)).is_ok());
+    assert!(std::net::TcpListener::bind(("127.0.0.1", gemini_port)).is_ok());
+}
+
+#[test]
+fn dropping_running_companions_inside_a_runtime_neither_blocks_nor_panics() {
+    let setup = start();
+    let ports = [setup.companion.claude_port(), setup.companion.gemini_port()];
+    let companion = setup.companion;
+    let started = Instant::now();
+    runtime().block_on(async move { drop(companion) });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "the drop took {took:?}");
+    // The stop's own thread frees the ports.
+    let deadline = Instant::now() + PATIENCE;
+    for port in ports {
+        while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    }
 }
 
 #[test]

@@ -502,6 +502,68 @@ fn stop_answers_waiting_calls_and_frees_the_port() {
     drop(client);
 }
 
+#[test]
+fn stop_returns_at_once_while_clients_hold_connections_and_answers_them_afterwards() {
+    use std::io::Write;
+    let mut fixture = start();
+    let port = fixture.server.port();
+    let url = fixture.url();
+    let token = fixture.token.clone();
+    let runtime = client_runtime();
+    let (client, _notes) = runtime.block_on(connect(&url, &token, None));
+    let peer = client.peer().clone();
+    let pending = runtime.spawn(async move { peer.call_tool(call("write_file", "/tmp/d.txt")).await });
+    let (key, _, _, _) = fixture.next_call();
+    // A client in the middle of sending its request: its connection cannot close at once.
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    slow.write_all(format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes())
+        .unwrap();
+    // Time for the server to take the connection and read what was sent (the shutdown's
+    // taking its time below shows that it did).
+    std::thread::sleep(Duration::from_millis(200));
+
+    let started = Instant::now();
+    let shutdown = fixture.server.stop();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "stop took {took:?}");
+    assert!(!fixture.server.is_running());
+    assert!(!shutdown.is_finished(), "the slow client still holds its connection");
+    // The port is free at once, for a restart on the same port.
+    drop(std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free when stop returns"));
+    // The waiting client hears why its call ended, after stop returned.
+    let result = runtime
+        .block_on(async { tokio::time::timeout(PATIENCE, pending).await })
+        .expect("the call is answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text_of(&result), STOPPED);
+    assert!(fixture.hub.take_events().contains(&Event::Cancel { key }));
+    // The rest finishes on its own thread: the slow connection is closed.
+    assert!(shutdown.wait_timeout(PATIENCE), "the shutdown finishes");
+    shutdown.wait();
+    assert!(closed_by_server(&mut slow, Duration::from_secs(1)));
+    drop(client);
+}
+
+#[test]
+fn dropping_a_running_server_inside_a_runtime_neither_blocks_nor_panics() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let server = fixture.server;
+    let runtime = client_runtime();
+    let started = Instant::now();
+    runtime.block_on(async move { drop(server) });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(200), "the drop took {took:?}");
+    // The stop's own thread frees the port.
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+}
+
 /// The `_meta` of a 2026-07-28 request: protocol version, capabilities and client.
 fn meta_2026() -> Value {
     json!({

@@ -11,6 +11,7 @@ use super::context::EditorContext;
 use super::hub::IdeHub;
 use super::{claude, gemini, IdeError};
 use crate::mcp::connections::{self, Gate, EVICTION_AGE, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
+use crate::mcp::Shutdown;
 
 pub use super::hub::STOPPED;
 
@@ -22,6 +23,11 @@ const FLUSH_TIME: Duration = Duration::from_millis(100);
 
 /// How long [`Companion::stop`] waits for the connections to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// How long Emacs's exit waits for stopped companions to finish ([`Shutdown::wait_all`]): the
+/// flush of the rejections and the closing of the connections, which otherwise die with Emacs.
+/// As long as a stop can take (the flush time, the closing, the runtime's shutdown).
+pub const EXIT_WAIT: Duration = Duration::from_millis(700);
 
 fn check_token(token: &str) -> Result<(), IdeError> {
     if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
@@ -71,7 +77,7 @@ impl Companion {
         let router = gemini::router(hub.clone(), gemini_token, stop_ct.child_token());
         let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS, EVICTION_AGE);
         let tasks = vec![
-            runtime.spawn(connections::serve(gemini_listener, router, gate, stop_ct.clone())),
+            runtime.spawn(connections::serve(gemini_listener, router, gate, stop_ct.clone(), None)),
             runtime.spawn(claude::serve(
                 claude_listener,
                 hub.clone(),
@@ -118,30 +124,47 @@ impl Companion {
         }
     }
 
-    /// Stop both companions: every waiting review is answered as rejected, every other request
-    /// ends, the connections close and the ports are free when this returns. Calling it again
-    /// does nothing. Call it from outside the runtime (Emacs's main thread, a test's thread).
-    pub fn stop(&mut self) {
-        let Some(runtime) = self.runtime.take() else { return };
+    /// Stop both companions and return at once, leaving what takes time to a thread of its own.
+    ///
+    /// Here: every waiting review is answered as rejected and the hub takes no more requests.
+    /// On the returned [`Shutdown`]'s thread, which owns the runtime: the answers get
+    /// 100 ms to reach their clients, then every other request ends, the listeners close, the
+    /// connections get up to 300 ms to close, and the runtime shuts down. The ports are free
+    /// once that thread has finished ([`Shutdown::wait`]); the companions always take fresh
+    /// ports, so a restart does not wait for them.
+    ///
+    /// Dropping the [`Shutdown`] leaves its thread to finish by itself. Calling `stop` again
+    /// does nothing and returns a finished [`Shutdown`].
+    pub fn stop(&mut self) -> Shutdown {
+        let Some(runtime) = self.runtime.take() else {
+            return Shutdown::finished();
+        };
         self.hub.close(STOPPED);
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.stop_ct.cancel();
-            runtime.shutdown_background();
-            return;
-        }
         let stop_ct = self.stop_ct.clone();
+        let abandon_ct = self.stop_ct.clone();
         let tasks = std::mem::take(&mut self.tasks);
-        runtime.block_on(async move {
-            tokio::time::sleep(FLUSH_TIME).await;
-            stop_ct.cancel();
-            let _ = tokio::time::timeout(CLOSE_TIMEOUT, futures::future::join_all(tasks)).await;
-        });
-        runtime.shutdown_timeout(CLOSE_TIMEOUT);
+        Shutdown::spawn(
+            "agent-q-ide-stop",
+            runtime,
+            move |runtime| {
+                runtime.block_on(async move {
+                    tokio::time::sleep(FLUSH_TIME).await;
+                    stop_ct.cancel();
+                    let _ = tokio::time::timeout(CLOSE_TIMEOUT, futures::future::join_all(tasks)).await;
+                });
+                runtime.shutdown_timeout(CLOSE_TIMEOUT);
+            },
+            move |runtime| {
+                abandon_ct.cancel();
+                runtime.shutdown_background();
+            },
+        )
     }
 }
 
 impl Drop for Companion {
+    /// Stops the companions as [`Companion::stop`] does, without waiting for the rest.
     fn drop(&mut self) {
-        self.stop();
+        drop(self.stop());
     }
 }

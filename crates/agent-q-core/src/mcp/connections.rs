@@ -172,9 +172,16 @@ pub(crate) async fn prove(request: Request, next: Next) -> Response {
 }
 
 /// Accept connections on LISTENER and serve ROUTER on each, within GATE's limit, until STOP is
-/// cancelled; then ask every connection to finish its response and close, and return when all
-/// have closed.
-pub(crate) async fn serve(listener: TcpListener, router: Router, gate: Arc<Gate>, stop: CancellationToken) {
+/// cancelled; then close the listener (dropping LISTENING, so that its receiver learns the port
+/// is free), ask every connection to finish its response and close, and return when all have
+/// closed.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    gate: Arc<Gate>,
+    stop: CancellationToken,
+    listening: Option<std::sync::mpsc::Sender<()>>,
+) {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
         let accepted = tokio::select! {
@@ -198,6 +205,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, gate: Arc<Gate>
         tracker.spawn(serve_connection(stream, router.clone(), admission, stop.clone()));
     }
     drop(listener);
+    drop(listening);
     tracker.close();
     tracker.wait().await;
 }

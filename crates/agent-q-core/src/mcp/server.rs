@@ -3,7 +3,8 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -43,6 +44,18 @@ const FLUSH_TIMEOUT: Duration = Duration::from_millis(1000);
 
 /// How long [`RunningServer::stop`] waits for connections to close before dropping them.
 const CLOSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How long [`RunningServer::stop`] waits for the listener to close, so that the port is free
+/// when it returns: the accept loop closes it as soon as it sees the stop, within microseconds
+/// unless the runtime is stuck.
+const LISTENER_CLOSE_WAIT: Duration = Duration::from_millis(50);
+
+/// How long Emacs's exit waits for stopped servers to finish ([`Shutdown::wait_all`]): the
+/// flush and the closing of the connections, which otherwise die with Emacs before the
+/// clients hear why their calls ended. As long as a stop can take (the flush, the closing,
+/// the runtime's shutdown), so that the exit keeps every promise of the stop; the user has
+/// asked Emacs to go away, and clients that read their answers are done within milliseconds.
+pub const EXIT_WAIT: Duration = Duration::from_millis(2000);
 
 /// How to run the server.
 #[derive(Debug, Clone)]
@@ -141,7 +154,14 @@ impl Server {
 
         let accept_ct = CancellationToken::new();
         let gate = Gate::new(MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS, EVICTION_AGE);
-        let serve_task = runtime.spawn(connections::serve(listener, router, gate.clone(), accept_ct.clone()));
+        let (listener_open, listener_closed) = mpsc::channel();
+        let serve_task = runtime.spawn(connections::serve(
+            listener,
+            router,
+            gate.clone(),
+            accept_ct.clone(),
+            Some(listener_open),
+        ));
         runtime.spawn(announce_tool_changes(hub.clone(), transport_ct.clone()));
 
         Ok(RunningServer {
@@ -152,6 +172,7 @@ impl Server {
             transport_ct,
             posts,
             serve_task: Some(serve_task),
+            listener_closed: Some(listener_closed),
             gate,
         })
     }
@@ -266,6 +287,8 @@ pub struct RunningServer {
     transport_ct: CancellationToken,
     posts: watch::Receiver<usize>,
     serve_task: Option<tokio::task::JoinHandle<()>>,
+    /// Disconnected once the accept loop has closed the listener.
+    listener_closed: Option<mpsc::Receiver<()>>,
     gate: Arc<Gate>,
 }
 
@@ -290,40 +313,152 @@ impl RunningServer {
         self.runtime.is_some()
     }
 
-    /// Stop the server: every waiting call is answered with an error ("Emacs stopped the MCP
-    /// server"), those answers are given up to a second to be written, every connection is
-    /// closed, and the port is free when this returns. Calling it again does nothing.
+    /// Stop the server and return at once, leaving what takes time to a thread of its own.
     ///
-    /// Call it from a thread outside the server's runtime (Emacs's main thread, a test's
-    /// thread); from inside any tokio runtime it cannot wait, and only cancels.
-    pub fn stop(&mut self) {
+    /// Here: every waiting call is answered with an error ([`STOPPED`]), the hub takes no more
+    /// calls, every connection is asked to finish its response and close, and the listener
+    /// closes: the port is free when this returns (unless the runtime did not close it within
+    /// 50 ms). On the returned [`Shutdown`]'s thread, which owns the runtime: the answers are
+    /// given up to a second to be written, the sessions end, the connections get up to half a
+    /// second to close, and the runtime shuts down, dropping whatever still runs.
+    ///
+    /// Dropping the [`Shutdown`] leaves its thread to finish by itself. Calling `stop` again
+    /// does nothing and returns a finished [`Shutdown`]. Called inside a tokio runtime, it does
+    /// not wait for the listener either.
+    pub fn stop(&mut self) -> Shutdown {
         let Some(runtime) = self.runtime.take() else {
-            return;
+            return Shutdown::finished();
         };
         self.hub.close(STOPPED);
         self.accept_ct.cancel();
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.transport_ct.cancel();
-            runtime.shutdown_background();
-            return;
-        }
         let mut posts = self.posts.clone();
         let transport_ct = self.transport_ct.clone();
+        let abandon_ct = self.transport_ct.clone();
         let serve_task = self.serve_task.take();
-        runtime.block_on(async move {
-            let _ = tokio::time::timeout(FLUSH_TIMEOUT, posts.wait_for(|n| *n == 0)).await;
-            transport_ct.cancel();
-            if let Some(task) = serve_task {
-                let _ = tokio::time::timeout(CLOSE_TIMEOUT, task).await;
+        let shutdown = Shutdown::spawn(
+            "agent-q-mcp-stop",
+            runtime,
+            move |runtime| {
+                runtime.block_on(async move {
+                    let _ = tokio::time::timeout(FLUSH_TIMEOUT, posts.wait_for(|n| *n == 0)).await;
+                    transport_ct.cancel();
+                    if let Some(task) = serve_task {
+                        let _ = tokio::time::timeout(CLOSE_TIMEOUT, task).await;
+                    }
+                });
+                // Drops every task still running, and with them the connections.
+                runtime.shutdown_timeout(CLOSE_TIMEOUT);
+            },
+            move |runtime| {
+                abandon_ct.cancel();
+                runtime.shutdown_background();
+            },
+        );
+        if let Some(closed) = self.listener_closed.take() {
+            if tokio::runtime::Handle::try_current().is_err() {
+                let _ = closed.recv_timeout(LISTENER_CLOSE_WAIT);
+            }
+        }
+        shutdown
+    }
+}
+
+/// The end of a stop, on a thread of its own that owns the stopped runtime: the answers the
+/// stop gave are flushed, the connections closed, the runtime shut down, while the caller
+/// (Emacs's main thread) goes on. Dropping it leaves the thread to finish by itself; it ends
+/// with the process at the latest.
+#[derive(Debug)]
+pub struct Shutdown {
+    /// Disconnected once the thread has finished (or never started).
+    finished: Option<mpsc::Receiver<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Shutdown {
+    /// A shutdown with nothing left to do.
+    pub fn finished() -> Self {
+        Shutdown {
+            finished: None,
+            thread: None,
+        }
+    }
+
+    /// Run FINISH with STATE on a new thread named NAME. If no thread can be started, run
+    /// ABANDON with STATE here instead: it must not wait.
+    pub(crate) fn spawn<T: Send + 'static>(
+        name: &str,
+        state: T,
+        finish: impl FnOnce(T) + Send + 'static,
+        abandon: impl FnOnce(T),
+    ) -> Self {
+        // The state stays reachable from here in case the thread cannot start (spawning drops
+        // the closure then).
+        let slot = Arc::new(Mutex::new(Some(state)));
+        let thread_slot = slot.clone();
+        let (running, finished) = mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new().name(name.to_string()).spawn(move || {
+            // Dropped when the thread ends, even by a panic: that is what `finished` hears.
+            let _running = running;
+            let state = thread_slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(state) = state {
+                finish(state);
             }
         });
-        // Drops every task still running, and with them the listener and connections.
-        runtime.shutdown_timeout(CLOSE_TIMEOUT);
+        match spawned {
+            Ok(thread) => Shutdown {
+                finished: Some(finished),
+                thread: Some(thread),
+            },
+            Err(_) => {
+                let state = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(state) = state {
+                    abandon(state);
+                }
+                Shutdown::finished()
+            }
+        }
+    }
+
+    /// Whether the thread has finished.
+    pub fn is_finished(&self) -> bool {
+        match &self.finished {
+            None => true,
+            Some(finished) => matches!(finished.try_recv(), Err(TryRecvError::Disconnected)),
+        }
+    }
+
+    /// Wait at most TIMEOUT for the thread to finish; return whether it did.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        match &self.finished {
+            None => true,
+            Some(finished) => matches!(finished.recv_timeout(timeout), Err(RecvTimeoutError::Disconnected)),
+        }
+    }
+
+    /// Wait at most TIMEOUT in all for every one of SHUTDOWNS; return whether they all
+    /// finished.
+    pub fn wait_all(shutdowns: impl IntoIterator<Item = Shutdown>, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        shutdowns.into_iter().fold(true, |all, shutdown| {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            shutdown.wait_timeout(left) && all
+        })
+    }
+
+    /// Wait until the thread has finished: the answers written or given up on, the
+    /// connections closed, the runtime shut down. It blocks: not for Emacs's main thread, nor
+    /// inside a tokio runtime.
+    pub fn wait(mut self) {
+        if let Some(thread) = self.thread.take() {
+            // A panic in the thread has ended it all the same.
+            let _ = thread.join();
+        }
     }
 }
 
 impl Drop for RunningServer {
+    /// Stops the server as [`RunningServer::stop`] does, without waiting for the rest.
     fn drop(&mut self) {
-        self.stop();
+        drop(self.stop());
     }
 }
