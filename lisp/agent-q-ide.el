@@ -640,20 +640,33 @@ in several steps (truncate, then write), so one change is not enough."
 ;;;; Opening a file
 
 (defun agent-q-ide--open-file (event)
-  "Show the file EVENT names, at its line when it gives one; answer."
+  "Show the file EVENT names, without selecting its window; answer.
+EVENT's :start-text, when given, puts point at its first occurrence,
+and :end-text then makes the region end after the next occurrence of
+that text (Claude Code's openFile)."
   (let* ((path (plist-get event :path))
-         (line (plist-get event :line))
+         (start-text (plist-get event :start-text))
+         (end-text (plist-get event :end-text))
          (file (and (stringp path) (file-name-absolute-p path) (expand-file-name path))))
     (if (not (and file (file-regular-p file)))
         (agent-q--core-ide-answer (plist-get event :key)
                                   (list :error (format "No such regular file: %s" path)))
       (let* ((enable-local-variables :safe)
-             (buffer (find-file-noselect file)))
-        (when (natnump line)
-          (with-current-buffer buffer
-            (goto-char (point-min))
-            (forward-line (max 0 (1- line)))))
-        (display-buffer buffer)
+             (buffer (find-file-noselect file))
+             (window (display-buffer buffer)))
+        (with-current-buffer buffer
+          (when (and (stringp start-text) (not (string-empty-p start-text)))
+            (save-restriction
+              (widen)
+              (goto-char (point-min))
+              (when (search-forward start-text nil t)
+                (goto-char (match-beginning 0))
+                (when (and (stringp end-text) (not (string-empty-p end-text)))
+                  (let ((start (point)))
+                    (when (search-forward end-text nil t)
+                      (push-mark start t t)))))))
+          (when window
+            (set-window-point window (point))))
         (agent-q--core-ide-answer (plist-get event :key) (list :ok t))))))
 
 ;;;; The editor context

@@ -301,8 +301,6 @@ fn event_value<'e>(env: &'e Env, event: IdeEvent) -> Result<Value<'e>> {
                 key_value(env, key)?,
                 env.intern(":path")?,
                 path.into_lisp(env)?,
-                env.intern(":line")?,
-                nil(env)?,
                 env.intern(":start-text")?,
                 optional_value(env, start_text)?,
                 env.intern(":end-text")?,

@@ -285,6 +285,33 @@
                                          :source "agent-q-ide-unit-test-checker" :code "G1"
                                          :line 2 :column 6 :end-line 2 :end-column 11))))))))))
 
+(ert-deftest agent-q-ide-unit-test-open-file ()
+  ;; Claude Code's openFile, as the module hands it to Lisp; the answer is
+  ;; caught at the module's door.
+  (let* ((file (make-temp-file "agent-q-ide-open" nil ".txt" "alpha\nbeta gamma\ndelta\nepsilon\n"))
+         (answers nil)
+         (selected (selected-window)))
+    (unwind-protect
+        (cl-letf (((symbol-function 'agent-q--core-ide-answer)
+                   (lambda (key answer) (push (list key answer) answers) t)))
+          (agent-q-ide--handle (list :type 'open-file :key 7 :path file
+                                           :start-text "gamma" :end-text "delta"))
+          (should (equal answers '((7 (:ok t)))))
+          (let ((buffer (find-buffer-visiting file)))
+            (should (get-buffer-window buffer))
+            ;; Shown, not selected: keys typed meanwhile stay where they were going.
+            (should (eq (selected-window) selected))
+            (with-current-buffer buffer
+              (should (equal (buffer-substring-no-properties (region-beginning) (region-end))
+                             "gamma\ndelta"))
+              (should (looking-back "delta" (line-beginning-position)))))
+          (agent-q-ide--handle (list :type 'open-file :key 8 :path (concat file ".missing")))
+          (should (equal (car answers)
+                         `(8 (:error ,(format "No such regular file: %s.missing" file))))))
+      (when-let ((buffer (find-buffer-visiting file)))
+        (kill-buffer buffer))
+      (delete-file file))))
+
 ;;;; The mode: its files and the environment
 
 (defmacro agent-q-ide-unit-test--with-mode (dir &rest body)
