@@ -4,7 +4,9 @@
 //! differs, each agent says as an [`AgentTools`] (gemini.rs, claude.rs).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification, Implementation,
@@ -13,8 +15,13 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use super::hub::IdeHub;
+
+/// How long a notification that arrives before the session's `notifications/initialized` has
+/// been handled waits for it.
+const REGISTER_WAIT: Duration = Duration::from_secs(5);
 
 /// What one agent's companion adds to the shared [`IdeHandler`].
 pub(crate) trait AgentTools: Clone + Send + Sync + 'static {
@@ -58,6 +65,10 @@ pub(crate) struct IdeCall {
 pub(crate) struct IdeHandler<A> {
     agent: A,
     conn: Arc<OnceLock<u64>>,
+    /// Told once `on_initialized` has registered the connection, or failed to.
+    registered: Arc<Notify>,
+    /// Whether `on_initialized` has run.
+    initialized: Arc<AtomicBool>,
 }
 
 impl<A: AgentTools> IdeHandler<A> {
@@ -66,7 +77,23 @@ impl<A: AgentTools> IdeHandler<A> {
         IdeHandler {
             agent,
             conn: Arc::new(OnceLock::new()),
+            registered: Arc::new(Notify::new()),
+            initialized: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The session's connection, waiting (at most [`REGISTER_WAIT`]) for `on_initialized`:
+    /// rmcp runs each notification's handler in a task of its own, so a notification the client
+    /// sends right after `notifications/initialized` (Claude Code's `ide_connected`) can be
+    /// handled before the connection is registered.
+    async fn registered_connection(&self) -> Option<u64> {
+        let registered = self.registered.notified();
+        tokio::pin!(registered);
+        registered.as_mut().enable();
+        if !self.initialized.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(REGISTER_WAIT, registered).await;
+        }
+        self.conn.get().copied()
     }
 
     /// Where the session's connection will be once it is registered.
@@ -95,6 +122,8 @@ impl<A: AgentTools> ServerHandler for IdeHandler<A> {
         if let Some(conn) = self.agent.connect(&name, context) {
             let _ = self.conn.set(conn);
         }
+        self.initialized.store(true, Ordering::Release);
+        self.registered.notify_waiters();
     }
 
     async fn on_custom_notification(
@@ -102,7 +131,7 @@ impl<A: AgentTools> ServerHandler for IdeHandler<A> {
         notification: CustomNotification,
         _context: NotificationContext<RoleServer>,
     ) {
-        self.agent.notified(self.conn.get().copied(), &notification);
+        self.agent.notified(self.registered_connection().await, &notification);
     }
 
     async fn list_tools(
