@@ -16,7 +16,7 @@ use agent_q_core::ide::companion::EXIT_WAIT;
 use agent_q_core::ide::discovery;
 use agent_q_core::ide::{context::MAX_FILES, Selection};
 use agent_q_core::ide::{Answer, Companion, Diagnostic, EditorContext, FileDiagnostics, IdeEvent, IdeHub, OpenFile};
-use agent_q_core::mcp::{make_token, Shutdown};
+use agent_q_core::mcp::{make_token, Stopping};
 
 /// The most files read from `agent-q--core-ide-set-context`'s list (the core keeps fewer).
 const MAX_CONTEXT_FILES_READ: usize = 100 * MAX_FILES;
@@ -36,13 +36,8 @@ fn state() -> MutexGuard<'static, Option<Companion>> {
 }
 
 /// The stops still finishing on their own threads, for Emacs's exit to wait for.
-fn stopping() -> MutexGuard<'static, Vec<Shutdown>> {
-    static STOPPING: OnceLock<Mutex<Vec<Shutdown>>> = OnceLock::new();
-    STOPPING
-        .get_or_init(|| Mutex::new(Vec::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
+/// The stops still finishing, for Emacs's exit to wait for.
+static STOPPING: Stopping = Stopping::new();
 
 fn hub() -> Option<Arc<IdeHub>> {
     state().as_ref().map(|companion| companion.hub().clone())
@@ -166,9 +161,7 @@ fn ide_stop() -> Result<bool> {
         Some(mut companion) => {
             let was = companion.is_running();
             let shutdown = companion.stop();
-            let mut stopping = stopping();
-            stopping.retain(|s| !s.is_finished());
-            stopping.push(shutdown);
+            STOPPING.push(shutdown);
             was
         }
         None => false,
@@ -180,8 +173,7 @@ fn ide_stop() -> Result<bool> {
 /// thread that finishes a stop dies with Emacs. Return t if they all finished.
 #[defun]
 fn ide_await_stopped() -> Result<bool> {
-    let shutdowns = std::mem::take(&mut *stopping());
-    Ok(Shutdown::wait_all(shutdowns, EXIT_WAIT))
+    Ok(STOPPING.wait_all(EXIT_WAIT))
 }
 
 /// The companions' state: (:running t :clients CLIENTS) while they run, (:running nil) otherwise.

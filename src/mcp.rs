@@ -19,7 +19,7 @@ use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
 use agent_q_core::mcp::hub::{RootsState, Workspace};
 use agent_q_core::mcp::server::EXIT_WAIT;
-use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, Shutdown, ToolInfo};
+use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, Stopping, ToolInfo};
 use agent_q_core::spec::SafetyLevel;
 
 struct Running {
@@ -36,13 +36,8 @@ fn state() -> MutexGuard<'static, Option<Running>> {
 }
 
 /// The stops still finishing on their own threads, for Emacs's exit to wait for.
-fn stopping() -> MutexGuard<'static, Vec<Shutdown>> {
-    static STOPPING: OnceLock<Mutex<Vec<Shutdown>>> = OnceLock::new();
-    STOPPING
-        .get_or_init(|| Mutex::new(Vec::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
+/// The stops still finishing, for Emacs's exit to wait for.
+static STOPPING: Stopping = Stopping::new();
 
 fn hub(env: &Env) -> Result<Arc<Hub>> {
     match state().as_ref() {
@@ -113,9 +108,7 @@ fn mcp_stop() -> Result<bool> {
         Some(mut r) => {
             let was = r.server.is_running();
             let shutdown = r.server.stop();
-            let mut stopping = stopping();
-            stopping.retain(|s| !s.is_finished());
-            stopping.push(shutdown);
+            STOPPING.push(shutdown);
             was
         }
         None => false,
@@ -128,8 +121,7 @@ fn mcp_stop() -> Result<bool> {
 /// why their calls ended. Return t if they all finished.
 #[defun]
 fn mcp_await_stopped() -> Result<bool> {
-    let shutdowns = std::mem::take(&mut *stopping());
-    Ok(Shutdown::wait_all(shutdowns, EXIT_WAIT))
+    Ok(STOPPING.wait_all(EXIT_WAIT))
 }
 
 /// The server's state: (:url URL :port PORT :pending N :roots SESSIONS) while it runs, nil

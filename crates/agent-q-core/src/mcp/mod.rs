@@ -50,7 +50,7 @@ pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UN
 pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake};
 pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;
-pub use server::{Config, RunningServer, Server, Shutdown, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};
+pub use server::{Config, RunningServer, Server, Shutdown, Stopping, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};
 
 use crate::error::McpError;
 

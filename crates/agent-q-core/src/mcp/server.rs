@@ -456,6 +456,32 @@ impl Shutdown {
     }
 }
 
+/// The stops still finishing on their threads, kept so that Emacs's exit can wait for them
+/// (the Emacs module keeps one for the MCP server, one for the IDE companion).
+#[derive(Debug, Default)]
+pub struct Stopping(Mutex<Vec<Shutdown>>);
+
+impl Stopping {
+    /// No stop kept.
+    pub const fn new() -> Self {
+        Stopping(Mutex::new(Vec::new()))
+    }
+
+    /// Keep SHUTDOWN, forgetting the stops that have finished.
+    pub fn push(&self, shutdown: Shutdown) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|s| !s.is_finished());
+        kept.push(shutdown);
+    }
+
+    /// Wait for every stop kept, at most TIMEOUT in all (see [`Shutdown::wait_all`]); true if
+    /// they all finished. They are forgotten either way.
+    pub fn wait_all(&self, timeout: Duration) -> bool {
+        let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        Shutdown::wait_all(kept, timeout)
+    }
+}
+
 impl Drop for RunningServer {
     /// Stops the server as [`RunningServer::stop`] does, without waiting for the rest.
     fn drop(&mut self) {
