@@ -23,8 +23,12 @@ RUST   := Cargo.toml Cargo.lock $(wildcard src/*.rs src/*/*.rs crates/*/Cargo.to
 # The Info manual, built from doc/agent-q.texi (C-h i m agent-q once agent-q is loaded).
 INFO   := doc/agent-q.info
 BATCH  := $(EMACS) --batch -Q -L lisp -L tests
+# Emacs 30.1 from Debian 12's backports, unpacked beside the system's Emacs (28.2 on Debian 12)
+# by scripts/ensure-emacs30.sh: the ERT suites and the byte-compilation run on both. `make test
+# EMACS30=` leaves the second run out (and says so).
+EMACS30 ?= target/emacs-30/bin/emacs
 
-.PHONY: help deps build info test test-rust test-lisp run lint clean bench
+.PHONY: help deps build info test test-rust test-lisp test-lisp-30 run lint lint-30 clean bench
 
 help:  ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -51,7 +55,7 @@ $(MODULE): $(RUST)
 $(RELAY): $(MODULE)
 	@test -x $(RELAY) || { mkdir -p bin && cp target/$(PROFILE)/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY); }
 
-test: test-rust test-lisp  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q
+test: test-rust test-lisp test-lisp-30  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q, on the system's Emacs and on Emacs 30
 
 test-rust:
 	@scripts/ensure-deps.sh --test
@@ -61,10 +65,19 @@ test-lisp: $(MODULE) $(INFO)
 	@scripts/ensure-deps.sh --test
 	$(BATCH) -l tests/run-tests.el
 
+test-lisp-30: $(MODULE) $(INFO)
+ifeq ($(EMACS30),)
+	@echo "make: the ERT suites were not run on Emacs 30 (EMACS30 is empty)"
+else
+	@scripts/ensure-deps.sh --test
+	@test "$(EMACS30)" != target/emacs-30/bin/emacs || scripts/ensure-emacs30.sh >/dev/null
+	$(EMACS30) --batch -Q -L lisp -L tests -l tests/run-tests.el
+endif
+
 run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
-lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors), checkdoc, package-lint, headers, makeinfo without warnings
+lint: $(MODULE) lint-30  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors, on both Emacsen), checkdoc, package-lint, headers, makeinfo without warnings
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all --check
 	@scripts/ensure-deps.sh --lint
@@ -72,6 +85,15 @@ lint: $(MODULE)  ## clippy -D warnings, rustfmt --check, byte-compile (warnings 
 	@command -v makeinfo >/dev/null 2>&1 || scripts/ensure-deps.sh
 	@out=$$(makeinfo --no-split -o /dev/null doc/agent-q.texi 2>&1) && [ -z "$$out" ] \
 	  || { echo "$$out"; echo "makeinfo: doc/agent-q.texi must build without warnings"; exit 1; }
+
+lint-30: $(MODULE)
+ifeq ($(EMACS30),)
+	@echo "make: the Lisp was not linted on Emacs 30 (EMACS30 is empty)"
+else
+	@scripts/ensure-deps.sh --lint
+	@test "$(EMACS30)" != target/emacs-30/bin/emacs || scripts/ensure-emacs30.sh >/dev/null
+	$(EMACS30) --batch -Q -L lisp -L tests -l scripts/lint.el $(LISP)
+endif
 
 bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
 	@scripts/ensure-deps.sh --bench

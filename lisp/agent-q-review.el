@@ -214,8 +214,10 @@ says so until then."
   (setq-local font-lock-defaults '(nil t))
   (setq-local diff-refine nil)
   (setq-local diff-font-lock-syntax nil)
-  (remove-hook 'after-change-functions #'diff-after-change-function t)
-  (remove-hook 'post-command-hook #'diff-post-command-hook t)
+  ;; diff-mode's editing hooks before Emacs 30, which no longer has them (quoted, not #':
+  ;; the functions are not defined there).
+  (remove-hook 'after-change-functions 'diff-after-change-function t)
+  (remove-hook 'post-command-hook 'diff-post-command-hook t)
   (setq buffer-read-only t)
   (setq-local header-line-format
               '(:eval (agent-q-review--progress-string agent-q-review--this-review)))
@@ -652,7 +654,8 @@ leaves the hunk as it was."
     (with-current-buffer buffer
       (let ((inhibit-read-only t))
         (erase-buffer)
-        (when (and mode (provided-mode-derived-p mode 'prog-mode 'text-mode))
+        (when (and mode (or (provided-mode-derived-p mode 'prog-mode)
+                                 (provided-mode-derived-p mode 'text-mode)))
           (delay-mode-hooks (ignore-errors (funcall mode))))
         (insert (if (stringp decision) decision (plist-get hunk :new-text)))
         (goto-char (point-min))

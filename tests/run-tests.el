@@ -38,9 +38,11 @@
 
 (require 'ert)
 
+;; By feature, not by file: some suites require others (their helpers),
+;; and Emacs 29 and later refuse a test defined twice.
 (let ((dir (file-name-directory (or load-file-name buffer-file-name))))
   (dolist (file (directory-files dir t "-test\\.el\\'"))
-    (load file nil t)))
+    (require (intern (file-name-base file)) file)))
 
 (defvar agent-q-bridge-missing-client)
 
