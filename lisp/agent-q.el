@@ -945,8 +945,7 @@ The file is created readable by the user only (mode 0600)."
 ;;;; The approval rules and UI, and the built-in tools
 
 (require 'agent-q-rules)
-(require 'agent-q-prompt)
-(require 'agent-q-review)
+(require 'agent-q-tools)            ; the approval handlers: the prompt and the hunk review
 (require 'agent-q-async)
 (require 'agent-q-builtins)
 (require 'agent-q-mcp)

@@ -231,6 +231,26 @@ must be autoloaded by agent-q.el."
     (dolist (name names)
       (should (string-match-p (concat "^" (regexp-quote name) " t$") output)))))
 
+(ert-deftest agent-q-test-tools-file-gives-the-approval-handlers ()
+  "Requiring agent-q-tools alone gives the minibuffer approval and the hunk review."
+  (let ((output
+         (with-temp-buffer
+           (should (eql 0 (call-process
+                           (expand-file-name invocation-name invocation-directory)
+                           nil (list t nil) nil "--batch" "-Q" "-L"
+                           (file-name-directory (locate-library "agent-q"))
+                           "--eval"
+                           (prin1-to-string
+                            '(progn
+                               (require 'agent-q-tools)
+                               (dolist (f '(agent-q-approve-in-minibuffer
+                                            agent-q-review-edit agent-q-review-edit-async))
+                                 (princ (format "%s %s\n" f (fboundp f)))))))))
+           (buffer-string))))
+    (should (equal output (concat "agent-q-approve-in-minibuffer t\n"
+                                  "agent-q-review-edit t\n"
+                                  "agent-q-review-edit-async t\n")))))
+
 (ert-deftest agent-q-test-register-new-tool ()
   (agent-q-test--with-registry reg
     (let ((tool (agent-q-register-tool (agent-q-test--greet-tool) reg)))
