@@ -91,9 +91,9 @@ HANDLER must end with `agent-q-tool-fail'."
 
 (ert-deftest agent-q-builtins-describe-symbol-macro-with-source ()
   (let ((out (agent-q-builtins--describe-symbol
-              (agent-q-builtins-test--a "symbol" "when-let"))))
+              (agent-q-builtins-test--a "symbol" "named-let"))))
     (should (string-match-p "^Kind: macro$" out))
-    (should (string-match-p "^Signature: (when-let " out))
+    (should (string-match-p "^Signature: (named-let " out))
     (should (string-match-p "^Function defined in: .*subr-x\\.el" out))))
 
 (ert-deftest agent-q-builtins-describe-symbol-command-and-special-form ()
@@ -252,7 +252,7 @@ HANDLER must end with `agent-q-tool-fail'."
                  (string-to-number (match-string 1 out)))))
     (should n)
     (should (string-match-p "^  string-blank-p \\[function\\]$" out))
-    (should (string-match-p "^  if-let \\[macro\\]$" out))
+    (should (string-match-p "^  named-let \\[macro\\]$" out))
     (should (= n (length (seq-filter (lambda (l) (string-prefix-p "  " l))
                                      (split-string out "\n")))))
     (should-not (string-match-p "^  [^ ]*--" out))))
@@ -336,7 +336,11 @@ HANDLER must end with `agent-q-tool-fail'."
         (child (agent-q-builtins--class-hierarchy
                 (agent-q-builtins-test--a "class" "agent-q-builtins-test--dog"))))
     (should (string-match-p "Direct Subclasses:\n  agent-q-builtins-test--dog" parent))
-    (should (string-match-p "Direct Superclasses: none" parent))
+    ;; Emacs 30 names the implicit root of every EIEIO class as a direct parent.
+    (should (string-match-p (if (< emacs-major-version 30)
+                                "Direct Superclasses: none"
+                              "Direct Superclasses: eieio-default-superclass$")
+                            parent))
     (should (string-match-p
              "Class Precedence List:\n  agent-q-builtins-test--dog\n  agent-q-builtins-test--animal\n  eieio-default-superclass"
              child))
@@ -367,9 +371,15 @@ HANDLER must end with `agent-q-tool-fail'."
   (error "Expansion refused"))
 
 (ert-deftest agent-q-builtins-macroexpand-one-step-and-full ()
-  (should (equal "Expansion (one step, macroexpand-1):\n(if a\n    (progn b))"
-                 (agent-q-builtins--macroexpand-form
-                  (agent-q-builtins-test--a "form" "(when a b)"))))
+  ;; The expansion as Emacs's pp lays it out: on several lines before Emacs 30, on one
+  ;; where it fits since (pp-fill); read back, it is the same form on both.
+  (let ((out (agent-q-builtins--macroexpand-form
+              (agent-q-builtins-test--a "form" "(when a b)")))
+        (head "Expansion (one step, macroexpand-1):\n"))
+    (should (string-prefix-p head out))
+    (should (equal (car (read-from-string out (length head))) '(if a (progn b))))
+    (should (equal (string-trim-right (pp-to-string '(if a (progn b))))
+                   (substring out (length head)))))
   (let ((one (agent-q-builtins--macroexpand-form
               (agent-q-builtins-test--a "form" "(when a (unless b c))")))
         (full (agent-q-builtins--macroexpand-form

@@ -323,6 +323,7 @@ stopped afterwards."
                               (agent-q-agents-test--environment
                                home (cons (agent-q-ide-test--model-variable agent (nth 1 model))
                                           (agent-q-ide-test--configure agent home work)))
+                              (agent-q-tmux-test--emacs-variables)
                               (list (concat "PATH=" (file-name-directory program) ":"
                                             (getenv "PATH"))
                                     "TERM=xterm-256color"

@@ -121,10 +121,13 @@
     (marker ,(lambda () (with-current-buffer (get-buffer-create " *agent-q-stress*")
                           (point-marker)))
             :refused "type marker")
-    (byte-code ,(lambda () (byte-compile (lambda (x) x))) :refused "type compiled-function")
+    ;; Named by `type-of': compiled-function before Emacs 30, byte-code-function since.
+    (byte-code ,(lambda () (byte-compile (lambda (x) x)))
+               :refused "type \\(compiled\\|byte-code\\)-function")
     (subr ,(lambda () (symbol-function 'car)) :refused "type subr")
+    ;; A dotted list (closure ...) before Emacs 30, an object of its own type since.
     (interpreted-closure ,(lambda () (eval '(let ((y 1)) (lambda (x) (+ x y))) t))
-                         :refused "dotted")
+                         :refused "dotted\\|type interpreted-function")
     (user-ptr ,(lambda () (agent-q-make-registry)) :refused "type user-ptr")
     (char-table ,(lambda () (make-char-table 'agent-q-stress)) :refused "type char-table")
     (bool-vector ,(lambda () (make-bool-vector 8 t)) :refused "type bool-vector")

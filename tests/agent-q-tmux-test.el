@@ -63,6 +63,16 @@
                             "env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux"))))
   (should (executable-find "tmux")))
 
+(defun agent-q-tmux-test--emacs-variables ()
+  "The variables that tell this Emacs where its own files are, as NAME=VALUE.
+An Emacs unpacked outside its compiled-in directories (the tests' Emacs
+30, scripts/ensure-emacs30.sh) needs them; a child started with a clean
+environment (env -i) gets them from here."
+  (delq nil (mapcar (lambda (name)
+                      (let ((value (getenv name)))
+                        (and value (concat name "=" value))))
+                    '("EMACSDATA" "EMACSDOC" "EMACSPATH" "EMACSLOADPATH"))))
+
 (defun agent-q-tmux-test--tmux (&rest args)
   "Run tmux with ARGS and return its output; fail the test on an error."
   (with-temp-buffer
