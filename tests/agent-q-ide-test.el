@@ -324,7 +324,7 @@ stopped afterwards."
                                home (cons (agent-q-ide-test--model-variable agent (nth 1 model))
                                           (agent-q-ide-test--configure agent home work)))
                               (list (concat "PATH=" (file-name-directory program) ":"
-                                            (getenv "PATH"))
+                                            (agent-q-agents-test--path))
                                     "TERM=xterm-256color"
                                     emacs "-nw" "-Q" "-L" lisp-dir "-l" setup))
                       " "))
