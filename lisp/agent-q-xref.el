@@ -135,8 +135,9 @@ contain the symbol without reading them.  The index takes about
 (defun agent-q-xref--source-file (file)
   "Return the readable Emacs Lisp source of the loaded FILE, or nil.
 FILE is a file name from `load-history': a .elc, .eln, .el or
-.el.gz file.  The source is the .el or .el.gz file with the same
-base name."
+.el.gz file, or, for a library loaded through jka-compr from Emacs
+30 on, its name without any extension.  The source is the .el or
+.el.gz file with the same base name."
   (when (and (stringp file)
              (string-suffix-p ".eln" file)
              (boundp 'comp-eln-to-el-h)
@@ -150,7 +151,9 @@ base name."
                    (cond ((string-suffix-p ".el.gz" file)
                           (substring file 0 -6))
                          ((string-match "\\.\\(?:elc\\|el\\|eln\\)\\'" file)
-                          (substring file 0 (match-beginning 0)))))))
+                          (substring file 0 (match-beginning 0)))
+                         ((not (file-name-extension file))
+                          file)))))
     (when base
       (seq-find #'file-readable-p
                 (list (concat base ".el") (concat base ".el.gz"))))))

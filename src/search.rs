@@ -279,6 +279,7 @@ fn search_buffer<'e>(
         pattern,
         regexp: regexp.is_not_nil(),
         case_fold: case_fold.is_not_nil(),
+        dialect: dialect(env)?,
     };
     let Some(text) = copy_buffer(env)? else {
         return signal_quit(env);
@@ -332,6 +333,7 @@ fn regex_search<'e>(
         pattern,
         regexp: true,
         case_fold: case_fold.is_not_nil(),
+        dialect: dialect(env)?,
     };
     let Some(text) = copy_string(env, text)? else {
         return signal_quit(env);
@@ -349,8 +351,14 @@ fn regex_search<'e>(
 #[defun]
 fn regex_translate<'e>(env: &'e Env, pattern: Value<'e>) -> Result<Value<'e>> {
     let pattern = args::string(env, pattern, "PATTERN", args::MAX_NAME_BYTES)?;
-    match search::translate(&pattern) {
+    match search::translate_in(&pattern, dialect(env)?) {
         Ok(t) => t.pattern.into_lisp(env),
         Err(e) => errors::signal(env, Kind::Search, e.to_string()),
     }
+}
+
+/// The regexp dialect of the running Emacs, from `emacs-major-version'.
+fn dialect(env: &Env) -> Result<search::Dialect> {
+    let major: i64 = env.call("symbol-value", [env.intern("emacs-major-version")?])?.into_rust()?;
+    Ok(search::Dialect::of_emacs(major))
 }

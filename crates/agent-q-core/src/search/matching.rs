@@ -8,7 +8,7 @@ use regex_automata::meta::{self, Regex};
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-use super::translate::translate;
+use super::translate::{translate_in, Dialect};
 use super::{Limits, SearchError, SearchResult, Stop, Translation, MAX_PATTERN_CHARS, SIZE_LIMIT, SYMBOL_CHARS};
 
 /// How the text is cut into windows, each searched with a separate engine call so that the
@@ -52,7 +52,12 @@ pub struct Pattern {
 impl Pattern {
     /// The Emacs regexp PATTERN, folding case when CASE_FOLD.
     pub fn regexp(pattern: &str, case_fold: bool) -> Result<Self, SearchError> {
-        Self::compile(translate(pattern)?, case_fold)
+        Self::regexp_in(pattern, case_fold, Dialect::Emacs29)
+    }
+
+    /// The Emacs regexp PATTERN as the engine of DIALECT reads it, folding case when CASE_FOLD.
+    pub fn regexp_in(pattern: &str, case_fold: bool, dialect: Dialect) -> Result<Self, SearchError> {
+        Self::compile(translate_in(pattern, dialect)?, case_fold)
     }
 
     /// The literal string TEXT, as `search-forward` finds it (folding case when CASE_FOLD).

@@ -82,7 +82,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 pub use matching::{run, search, Pattern};
-pub use translate::translate;
+pub use translate::{translate, translate_in, Dialect};
 pub use workers::{search_in_background, Query, SearchOutcome, Workers, GRACE, LATE, POLL, SLOW, WORKERS};
 
 /// Characters taken to have symbol syntax (Emacs's standard syntax table: `_-+*/&|<>=`).

@@ -11,6 +11,41 @@ const WORD_END: &str = "(?:\\b{end})";
 /// The largest repetition count Emacs accepts (`RE_DUP_MAX`).
 const DUP_MAX: u32 = 0xFFFF;
 
+/// Which Emacs's regexp engine a translation agrees with. The two differ only on a repetition
+/// operator (`*`, `+`, `?`, `\{...\}`) right after a zero-width assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// Emacs 29 and earlier: the operator repeats the item before the assertion together with
+    /// it (`ab\b*` repeats `b\b`... as `re_search` compiled it).
+    #[default]
+    Emacs29,
+    /// Emacs 30 and later (its NEWS: "Regexp zero-width assertions followed by operators are
+    /// better defined"): after `\`` or an anchoring `^` the operator is a literal character;
+    /// after any other assertion it applies to that assertion alone, which makes `\b*` match
+    /// the empty string and `\b+` the same as `\b`.
+    Emacs30,
+}
+
+impl Dialect {
+    /// The dialect of Emacs with major version MAJOR.
+    pub fn of_emacs(major: i64) -> Self {
+        if major >= 30 {
+            Dialect::Emacs30
+        } else {
+            Dialect::Emacs29
+        }
+    }
+}
+
+/// What the last token of a sequence was, when it was a zero-width assertion (Emacs 30 only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// `\`` or an anchoring `^`: an operator after it is a literal character.
+    Start,
+    /// Another assertion, the last piece: an operator after it applies to it alone.
+    Assertion,
+}
+
 /// One alternative being built: its pieces, and which piece a repetition operator applies to.
 #[derive(Default)]
 struct Seq {
@@ -18,6 +53,8 @@ struct Seq {
     last: Option<usize>,
     /// The last piece is a literal character in a run of them (Emacs's `exactn`).
     in_run: bool,
+    /// The last token was an assertion (kept only in [`Dialect::Emacs30`]).
+    after: Option<After>,
 }
 
 impl Seq {
@@ -25,6 +62,7 @@ impl Seq {
         self.pieces.push(s.into());
         self.last = Some(self.pieces.len() - 1);
         self.in_run = false;
+        self.after = None;
     }
     /// A literal character. As in Emacs, consecutive literals form one run and a repetition
     /// applies to the run's start onwards, except that a literal followed by a repetition
@@ -37,12 +75,22 @@ impl Seq {
             self.atom(s);
         }
         self.in_run = true;
+        self.after = None;
     }
     /// A zero-width assertion: as in Emacs, it does not start a new repeatable item, so a
     /// repetition operator after it repeats the previous atom together with the assertion.
-    fn anchor(&mut self, s: &str) {
+    fn anchor(&mut self, s: &str, dialect: Dialect, after: After) {
         self.pieces.push(s.to_string());
         self.in_run = false;
+        self.after = (dialect == Dialect::Emacs30).then_some(after);
+    }
+    /// Emacs 30: a repetition whose count may be zero (ZERO) applied to the assertion just
+    /// pushed leaves the empty string in its place; any other leaves the assertion as it is.
+    fn repeat_assertion(&mut self, zero: bool) {
+        if zero {
+            self.pieces.pop();
+        }
+        self.after = None;
     }
     /// Apply the repetition SUFFIX to the last atom and the assertions after it.
     fn repeat(&mut self, suffix: &str) {
@@ -52,6 +100,7 @@ impl Seq {
             self.last = Some(k);
         }
         self.in_run = false;
+        self.after = None;
     }
     fn concat(&self) -> String {
         self.pieces.concat()
@@ -238,6 +287,11 @@ fn count(p: &[char], i: &mut usize, open: usize) -> Result<Option<u32>, SearchEr
 
 /// Translate the Emacs regexp PATTERN into the syntax of [`regex_syntax`].
 pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
+    translate_in(pattern, Dialect::Emacs29)
+}
+
+/// Translate PATTERN as the regexp engine of DIALECT reads it (see [`translate`]).
+pub fn translate_in(pattern: &str, dialect: Dialect) -> Result<Translation, SearchError> {
     let p: Vec<char> = pattern.chars().collect();
     if p.len() > MAX_PATTERN_CHARS {
         return Err(SearchError::TooLarge(format!(
@@ -262,12 +316,28 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
         let seq = &mut frame.seq;
         match c {
             '^' if begline => {
-                seq.anchor("(?m:^)");
+                seq.anchor("(?m:^)", dialect, After::Start);
                 i += 1;
             }
             '$' if i + 1 == p.len() || (p[i + 1] == '\\' && matches!(p.get(i + 2), Some(')') | Some('|'))) => {
-                seq.anchor("(?m:$)");
+                seq.anchor("(?m:$)", dialect, After::Assertion);
                 i += 1;
+            }
+            '*' | '+' | '?' if seq.after == Some(After::Start) => {
+                i += 1;
+                seq.literal(regex_syntax::escape(c.encode_utf8(&mut [0; 4])), repetition_follows(&p, i));
+            }
+            '*' | '+' | '?' if seq.after == Some(After::Assertion) => {
+                // Whether the chain may repeat zero times, read as below (`+?` is a lazy `+`).
+                let (mut zero, mut many) = (false, false);
+                while let Some(&op @ ('*' | '+' | '?')) = p.get(i) {
+                    if !(op == '?' && (zero || many)) {
+                        zero |= op != '+';
+                        many |= op != '?';
+                    }
+                    i += 1;
+                }
+                seq.repeat_assertion(zero);
             }
             '*' | '+' | '?' if seq.last.is_some() => {
                 let (mut zero, mut many, mut greedy) = (false, false, true);
@@ -355,7 +425,13 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                         if upper.is_some_and(|u| u < lower) {
                             return invalid(here, "interval \\{n,m\\} with m < n");
                         }
-                        if seq.last.is_some() {
+                        if seq.after == Some(After::Start) {
+                            // Emacs 30: after `\`` or `^`, `\{` is a literal `{`.
+                            seq.literal("\\{".into(), repetition_follows(&p, i));
+                        } else if seq.after == Some(After::Assertion) {
+                            seq.repeat_assertion(lower == 0);
+                            i = j + 2;
+                        } else if seq.last.is_some() {
                             let bounds = match upper {
                                 Some(u) if u == lower => format!("{{{lower}}}"),
                                 Some(u) => format!("{{{lower},{u}}}"),
@@ -389,11 +465,11 @@ pub fn translate(pattern: &str) -> Result<Translation, SearchError> {
                     }
                     'w' => seq.atom("[\\w--_]"),
                     'W' => seq.atom("[\\W_]"),
-                    '`' => seq.anchor("\\A"),
-                    '\'' => seq.anchor("\\z"),
+                    '`' => seq.anchor("\\A", dialect, After::Start),
+                    '\'' => seq.anchor("\\z", dialect, After::Assertion),
                     // Emacs's \b also matches at the start and end of the buffer.
-                    'b' => seq.anchor("(?:\\b|\\A|\\z)"),
-                    'B' => seq.anchor("\\B"),
+                    'b' => seq.anchor("(?:\\b|\\A|\\z)", dialect, After::Assertion),
+                    'B' => seq.anchor("\\B", dialect, After::Assertion),
                     // Unlike \b, Emacs lets these (and \_< \_>) be repeated.
                     '<' => seq.atom(WORD_START),
                     '>' => seq.atom(WORD_END),

@@ -6,6 +6,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::matching::{run, Pattern, Windows};
+use super::translate::Dialect;
 use super::{Limits, SearchError, SearchResult};
 
 /// What to search for, given to [`search_in_background`].
@@ -17,6 +18,8 @@ pub struct Query {
     pub regexp: bool,
     /// Whether case is ignored.
     pub case_fold: bool,
+    /// Whose regexp engine to agree with.
+    pub dialect: Dialect,
 }
 
 /// How a search run by [`search_in_background`] ended.
@@ -115,7 +118,7 @@ pub fn search_in_background(
         .spawn(move || {
             let slot = slot;
             let answer = if query.regexp {
-                Pattern::regexp(&query.pattern, query.case_fold)
+                Pattern::regexp_in(&query.pattern, query.case_fold, query.dialect)
             } else {
                 Pattern::literal(&query.pattern, query.case_fold)
             }

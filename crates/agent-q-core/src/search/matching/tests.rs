@@ -168,3 +168,57 @@ fn characters_are_counted_as_emacs_counts_them() {
     // A lone byte that cannot start a character is not counted.
     assert_eq!(count_chars(b"a\x80b"), 2);
 }
+
+/// The first match of PATTERN in TEXT as DIALECT reads it, as `string-match` and `match-end`
+/// report it.
+fn first_in(dialect: Dialect, p: &str, text: &str) -> Option<(usize, usize)> {
+    let pattern = Pattern::regexp_in(p, false, dialect).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let found = run(text.as_bytes(), &pattern, &Limits::listing(1), &AtomicBool::new(false));
+    found.matches.first().copied()
+}
+
+/// A repetition operator after a zero-width assertion, as Emacs 28.2 and 30.1 answered
+/// `(string-match PATTERN TEXT)` on this machine: the two engines differ, and each dialect
+/// agrees with its own.
+#[test]
+fn operators_after_assertions_follow_each_emacs() {
+    use Dialect::{Emacs29, Emacs30};
+    let cases: &[(&str, &str, Option<(usize, usize)>, Option<(usize, usize)>)] = &[
+        // (pattern, text, Emacs 28, Emacs 30)
+        (r"??\`*", "ab", Some((0, 0)), None),
+        (r"??\`*", "*ab", Some((0, 0)), Some((0, 1))),
+        (r"b\`*", "b*", Some((0, 0)), None),
+        (r"x?\`*", "*", Some((0, 0)), Some((0, 1))),
+        (r"\`**", "**a", Some((0, 2)), Some((0, 2))),
+        (r"\`*", "*a", Some((0, 1)), Some((0, 1))),
+        (r"x\|\`\{2\}", "{2}", Some((0, 3)), Some((0, 3))),
+        (r"b\`\{0\}", "b", Some((0, 0)), None),
+        (r"a\b*", "ab", Some((0, 0)), Some((0, 1))),
+        (r"a\b+c", "ac", None, None),
+        (r"a\B*", "a b", Some((0, 0)), Some((0, 1))),
+        (r"a\B+b", "ab", Some((0, 2)), Some((0, 2))),
+        (r"ab\b*", "a", Some((0, 0)), None),
+        (r"ab\b*", "ab", Some((0, 2)), Some((0, 2))),
+        (r"\b*x", "x", None, Some((0, 1))),
+        (r"\b+x", " x", None, Some((1, 2))),
+        (r"a\b?b", "ab", Some((1, 2)), Some((0, 2))),
+        (r"a\b\{0\}b", "ab", Some((1, 2)), Some((0, 2))),
+        (r"a\B\{0\}b", "a b", Some((2, 3)), None),
+        (r"a\'\{2\}", "a", None, Some((0, 1))),
+        (r"a\'?b", "ab", Some((1, 2)), Some((0, 2))),
+        (r"\(?:\`\)*a", "ba", Some((1, 2)), Some((1, 2))),
+        (r"a\b+?c", "ac", None, None),
+        (r"a\b*?c", "ac", Some((1, 2)), Some((0, 2))),
+        (r"a\b??c", "ac", Some((1, 2)), Some((0, 2))),
+    ];
+    let mut wrong = Vec::new();
+    for &(p, text, old, new) in cases {
+        for (dialect, want) in [(Emacs29, old), (Emacs30, new)] {
+            let got = first_in(dialect, p, text);
+            if got != want {
+                wrong.push(format!("{dialect:?} {p:?} on {text:?}: {got:?}, Emacs says {want:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

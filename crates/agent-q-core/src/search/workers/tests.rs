@@ -19,6 +19,7 @@ fn query(p: &str) -> Query {
         pattern: p.into(),
         regexp: true,
         case_fold: false,
+        dialect: Dialect::Emacs29,
     }
 }
 
