@@ -73,8 +73,8 @@
 (defvar agent-q-builtins--history nil
   "Recent eval_form and compile_form results, newest first.
 Each element is a plist (:tool NAME :form STRING :result STRING :time TIME
-:caller CALLER :error ERROR), FORM and RESULT cut to
-`agent-q-builtins--kept-chars', CALLER as `agent-q-builtins--caller'
+:channel CHANNEL :error ERROR), FORM and RESULT cut to
+`agent-q-builtins--kept-chars', CHANNEL as `agent-q-builtins--channel'
 says, ERROR the run's error (as in `agent-q-builtins--last-error') when
 it failed.")
 
@@ -82,22 +82,29 @@ it failed.")
   "The last error from eval_form or compile_form, as a plist or nil.
 Keys: :tool :form (cut), :error (the condition's symbol), :condition
 \(the condition printed within bounds), :message, :backtrace (list of
-strings), :time and :caller.")
+strings), :time and :channel.")
 
 (defvar agent-q-call-context)
 
-(defun agent-q-builtins--caller ()
-  "Who the running call came from: (ORIGIN CLIENT).
-ORIGIN is `emacs' or `mcp' as the driver said (`agent-q-call-context'),
-CLIENT the context's :client.  What one caller evaluated -- a form the
-user approved that read a password, say -- is that caller's: the
-history and the last error show each caller only its own."
-  (let ((context (bound-and-true-p agent-q-call-context)))
-    (list (or (plist-get context :origin) 'emacs) (plist-get context :client))))
+(defun agent-q-builtins--channel ()
+  "The channel the running call came on, or nil for the user's own Lisp.
+It is the :channel of `agent-q-call-context', which the core decides
+from what the call's driver knows, never from a name a client claims:
+an MCP session's own (each stdio relay process is one), a stateless
+MCP request's own, a bridge's (\"emacs gptel\"), or nil for a call
+from Lisp that names no client (or a handler called outside a tool
+call).  What one channel evaluated -- a form the user approved that
+read a password, say -- is that channel's: the history and the last
+error show each channel only its own, and the user's Lisp everything."
+  (plist-get (bound-and-true-p agent-q-call-context) :channel))
 
 (defun agent-q-builtins--own-p (entry)
-  "Non-nil when ENTRY of the history or last error is the running call's caller's."
-  (equal (or (plist-get entry :caller) '(emacs nil)) (agent-q-builtins--caller)))
+  "Non-nil when the running call may see ENTRY of the history or last error.
+That is when ENTRY was recorded on the call's channel, or when the
+call is the user's own Lisp (channel nil), which sees every channel's."
+  (let ((channel (agent-q-builtins--channel)))
+    (or (null channel)
+        (equal (plist-get entry :channel) channel))))
 
 (defun agent-q-builtins--keep (string)
   "Return STRING cut to `agent-q-builtins--kept-chars' characters, for keeping."
@@ -106,12 +113,12 @@ history and the last error show each caller only its own."
     (agent-q-builtins--print string agent-q-builtins--kept-chars)))
 
 (defun agent-q-builtins--record (tool form result &optional error)
-  "Record FORM and RESULT from TOOL in the bounded history, for its caller.
+  "Record FORM and RESULT from TOOL in the bounded history, for its channel.
 ERROR is the run's error, when it failed (see
 `agent-q-builtins--last-error')."
   (push (list :tool tool :form (agent-q-builtins--keep form)
               :result (agent-q-builtins--keep result) :time (current-time)
-              :caller (agent-q-builtins--caller) :error error)
+              :channel (agent-q-builtins--channel) :error error)
         agent-q-builtins--history)
   (when (> (length agent-q-builtins--history) agent-q-builtins-history-size)
     (setq agent-q-builtins--history
@@ -125,7 +132,7 @@ ERROR is the run's error, when it failed (see
               :condition (agent-q-builtins--print condition)
               :message (agent-q-builtins--error-text condition)
               :backtrace backtrace :time (current-time)
-              :caller (agent-q-builtins--caller))))
+              :channel (agent-q-builtins--channel))))
 
 (defun agent-q-builtins--frame-string (fun args)
   "Return the backtrace frame FUN applied to ARGS as one short line."
@@ -299,9 +306,9 @@ warnings of level :error and returns no function: those signal too."
          prefix)))))
 
 (defun agent-q-builtins--get-last-error (_args)
-  "Return the caller's last error recorded by eval_form or compile_form.
-Only the errors of the running call's caller count (see
-`agent-q-builtins--caller'): another client's are not its to read."
+  "Return the channel's last error recorded by eval_form or compile_form.
+Only the errors of the running call's channel count (see
+`agent-q-builtins--channel'): another client's are not its to read."
   (let ((e (if (agent-q-builtins--own-p agent-q-builtins--last-error)
                agent-q-builtins--last-error
              (plist-get (cl-find-if (lambda (entry)
@@ -326,10 +333,10 @@ Only the errors of the running call's caller count (see
              "Backtrace: none captured")))))))
 
 (defun agent-q-builtins--get-repl-history (args)
-  "Return the caller's recent forms and results, newest first.
+  "Return the channel's recent forms and results, newest first.
 ARGS may hold \"limit\": how many entries (default 10, at most 50).
-Only the entries of the running call's caller count (see
-`agent-q-builtins--caller'): another client's are not its to read."
+Only the entries of the running call's channel count (see
+`agent-q-builtins--channel'): another client's are not its to read."
   (let* ((limit (agent-q-builtins--arg args "limit" 10))
          (own (cl-remove-if-not #'agent-q-builtins--own-p agent-q-builtins--history))
          (total (length own)))
@@ -337,7 +344,7 @@ Only the entries of the running call's caller count (see
      ((not (and (numberp limit) (>= limit 1)))
       (agent-q-tool-fail "Invalid limit %s: give a number from 1 to 50."
                          (agent-q-builtins--print limit 40)))
-     ((zerop total) "No REPL history recorded yet for this client (eval_form and compile_form record it; each client sees only its own).")
+     ((zerop total) "No REPL history recorded yet for this client (eval_form and compile_form record it; each client sees only its own: an MCP client its session's, a stateless request nothing).")
      (t
       (let* ((limit (min 50 (truncate limit)))
              (entries (seq-take own limit))

@@ -497,9 +497,12 @@ so that Emacs's main loop (input, redisplay) runs in between."
                                                   (plist-get result :content))))
                   nil
                   ;; The origin is the driver's to say: (:client ... :mcp-client ...)
-                  ;; makes these calls an MCP client's, whatever it is called.
+                  ;; makes these calls an MCP client's, whatever it is called; the
+                  ;; channel (its session's, or its own request's) is the hub's, and
+                  ;; keys what the call may see of others' (get_repl_history).
                   :client (list :client label
-                                :mcp-client (or (plist-get props :client-name) ""))
+                                :mcp-client (or (plist-get props :client-name) "")
+                                :channel (plist-get props :channel))
                   :confirm agent-q-mcp-confirm-safety-levels
                   :audit-all t
                   :workspace (agent-q-mcp--workspace props label))))

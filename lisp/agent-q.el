@@ -253,9 +253,14 @@ clientInfo: its own claim) and :id (the call's id).")
   "Plist describing the tool call whose handler is running, bound around it.
 Keys: :id, :tool, :client, :origin (`emacs' or `mcp', as in
 `agent-q-approval-context'), :approved (non-nil when the user approved
-this call), :reason (the guard's reason for asking, when it asked) and
+this call), :reason (the guard's reason for asking, when it asked),
 :file (the file the guard resolved and pinned, which the prompt
-showed).  A handler whose guard asked checks with it that what it
+showed) and :channel (the channel the call came on, as the core
+decides it: \"mcp session ID\" for a call in an MCP session, each
+stdio relay process holding its own, a fresh \"mcp request N\" for a
+stateless MCP request, \"emacs CLIENT\" for a bridge's call, and nil
+for a call of the user's own Lisp, with no client; never the name an
+MCP client claims).  A handler whose guard asked checks with it that what it
 opens is what the user approved; a write tool writes the pinned file.")
 
 (defvar agent-q-client nil
@@ -758,17 +763,18 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
               (clear-this-command-keys t))))))))
 
 (defun agent-q--call-handler (handler args id tool client approved reason
-                                      &optional file origin)
+                                      &optional file origin channel)
   "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.
-ID, TOOL, CLIENT, APPROVED, REASON, FILE (the file the guard pinned)
-and ORIGIN are the context's values (the
+ID, TOOL, CLIENT, APPROVED, REASON, FILE (the file the guard pinned),
+ORIGIN and CHANNEL are the context's values (the
 executor passes them apart: the plist is cheaper to build here, in
 byte code, than from the module).  `print-circle' is nil meanwhile,
 whatever the user set: a handler that prints a deep value must not
 kill Emacs (see `agent-q--with-bounded-printing')."
   (let ((agent-q-call-context (list :id id :tool tool :client client
                                     :origin (or origin 'emacs)
-                                    :approved approved :reason reason :file file))
+                                    :approved approved :reason reason :file file
+                                    :channel channel))
         (print-circle nil))
     (funcall handler args)))
 

@@ -253,8 +253,10 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 
 /// Take the events queued by the server: a list of
 /// (:call KEY :tool NAME :arguments ARGUMENTS :client CLIENT :client-name NAME :session SESSION
-/// :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY). CLIENT is "NAME VERSION" as the client
-/// introduced itself, NAME its name alone. ARGUMENTS are the call's arguments as the server
+/// :channel CHANNEL :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY). CLIENT is
+/// "NAME VERSION" as the client introduced itself, NAME its name alone. CHANNEL is the hub's
+/// channel of the call (its session's, or its own for a stateless request): what the call may
+/// see of other calls' work is keyed by it, never by NAME. ARGUMENTS are the call's arguments as the server
 /// parsed them, an opaque object for the executor (`agent-q--core-call-start'). ROOTS is the client's workspace, (:directories DIRS
 /// :ignored NOTES), when the MCP roots it declared apply, nil when the fixed set does. Nil when
 /// the server is not running.
@@ -296,6 +298,8 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                         Some(s) => s.into_lisp(env)?,
                         None => env.intern("nil")?,
                     },
+                    env.intern(":channel")?,
+                    client.channel.as_str().into_lisp(env)?,
                     env.intern(":progress")?,
                     progress.into_lisp(env)?,
                     env.intern(":roots")?,

@@ -200,6 +200,31 @@ Return (:error BOOL :text TEXT)."
   (agent-q-mcp-http-call-result
    (agent-q-mcp-http-call-start url token session tool arguments) seconds))
 
+(defun agent-q-mcp-http-stateless-call (url token tool arguments &rest keys)
+  "Call TOOL with ARGUMENTS as a stateless 2026-07-28 request to URL with TOKEN.
+No session: the client names itself in the request's _meta, as KEYS
+:name and :version say (default agent-q-ert 1.0).  KEYS :session, when
+non-nil, is sent as Mcp-Session-Id all the same (a session the request
+has no part in).  Return (:error BOOL :text TEXT)."
+  (let ((meta (make-hash-table :test #'equal))
+        (info (list :name (or (plist-get keys :name) "agent-q-ert")
+                    :version (or (plist-get keys :version) "1.0"))))
+    (puthash "io.modelcontextprotocol/protocolVersion" "2026-07-28" meta)
+    (puthash "io.modelcontextprotocol/clientCapabilities" (make-hash-table) meta)
+    (puthash "io.modelcontextprotocol/clientInfo" info meta)
+    (agent-q-mcp-http-call-result
+     (agent-q-mcp-http-post
+      url (agent-q-mcp-http-json "tools/call" (cl-incf agent-q-mcp-http--next-id)
+                                 (list :name tool
+                                       :arguments (or arguments (make-hash-table))
+                                       :_meta meta))
+      :token token
+      :headers (append (list "MCP-Protocol-Version: 2026-07-28"
+                             "Mcp-Method: tools/call"
+                             (concat "Mcp-Name: " tool))
+                       (and (plist-get keys :session)
+                            (list (concat "Mcp-Session-Id: " (plist-get keys :session)))))))))
+
 ;;;; A client listening, and the main loop's stall
 
 (defun agent-q-mcp-http-listen (url token session)

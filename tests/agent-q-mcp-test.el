@@ -637,6 +637,78 @@ stream ends, at most with an error result."
         (should (cl-every (lambda (e) (equal (plist-get e :client) "codex-mcp-client 0.159.3 (MCP)"))
                           entries))))))
 
+(defvar agent-q-builtins--history)
+(defvar agent-q-builtins--last-error)
+
+(ert-deftest agent-q-mcp-test-history-and-last-error-are-the-session-s-own ()
+  "What one session evaluated is its own, whatever name another claims.
+Session A (claude-code) evaluates a form the user approved, which reads
+a secret, and one that fails with another.  Session B, claiming A's
+very clientInfo, sees neither in get_repl_history nor get_last_error;
+nor does a stateless request with that clientInfo, even one that sends
+A's session id.  A still sees its own, and the user's own Lisp sees
+everything."
+  (agent-q-mcp-test--with
+    (let* ((agent-q-builtins--history nil)
+           (agent-q-builtins--last-error nil)
+           (url (agent-q-mcp-start))
+           (token agent-q-mcp--token)
+           (a (agent-q-mcp-http-connect url token "claude-code" "2.1.197"))
+           (b (agent-q-mcp-http-connect url token "claude-code" "2.1.197"))
+           (approved 0)
+           (agent-q-approval-function (lambda (&rest _) (cl-incf approved) :approved))
+           (secrets "sec-ret-17\\|fail-ure-23"))
+      (should-not (equal a b))
+      (should (equal (agent-q-mcp-http-call url token a "eval_form"
+                                            (list :form "(concat \"sec-\" \"ret-17\")"))
+                     '(:error nil :text "Value: \"sec-ret-17\"")))
+      (should (plist-get (agent-q-mcp-http-call url token a "eval_form"
+                                                (list :form "(error \"fail-%s\" \"ure-23\")"))
+                         :error))
+      (should (= approved 2))
+      ;; B: the same clientInfo, another session.
+      (let ((history (agent-q-mcp-http-call url token b "get_repl_history" nil))
+            (last (agent-q-mcp-http-call url token b "get_last_error" nil)))
+        (should-not (plist-get history :error))
+        (should (string-prefix-p "No REPL history recorded yet" (plist-get history :text)))
+        (should (equal last '(:error nil :text "No recent errors recorded."))))
+      ;; Stateless requests with that clientInfo, with or without A's session id.
+      (dolist (session (list nil a))
+        (dolist (tool '("get_repl_history" "get_last_error"))
+          (let ((result (agent-q-mcp-http-stateless-call url token tool nil
+                                                         :name "claude-code" :version "2.1.197"
+                                                         :session session)))
+            (should-not (plist-get result :error))
+            (should-not (string-match-p secrets (plist-get result :text)))
+            (should (string-match-p "\\`No " (plist-get result :text))))))
+      ;; A stateless request sees at most its own call: an eval_form that
+      ;; fails, then get_last_error in another request, sees nothing of it.
+      (should (plist-get (agent-q-mcp-http-stateless-call url token "eval_form"
+                                                          (list :form "(error \"mine\")"))
+                         :error))
+      (should (equal (agent-q-mcp-http-stateless-call url token "get_last_error" nil)
+                     '(:error nil :text "No recent errors recorded.")))
+      ;; B's own evaluation is B's, and A does not see it.
+      (should (equal (agent-q-mcp-http-call url token b "eval_form" (list :form "(+ 40 2)"))
+                     '(:error nil :text "Value: 42")))
+      (let ((history (plist-get (agent-q-mcp-http-call url token b "get_repl_history" nil) :text)))
+        (should (string-match-p "1 of 1 entries" history))
+        (should-not (string-match-p secrets history)))
+      ;; A sees its own, and only its own.
+      (let ((history (plist-get (agent-q-mcp-http-call url token a "get_repl_history" nil) :text))
+            (last (plist-get (agent-q-mcp-http-call url token a "get_last_error" nil) :text)))
+        (should (string-match-p "2 of 2 entries" history))
+        (should (string-match-p "sec-ret-17" history))
+        (should-not (string-match-p "(\\+ 40 2)\\|mine" history))
+        (should (string-match-p "fail-ure-23" last)))
+      ;; The user's own Lisp, naming no client, sees every channel's.
+      (let ((agent-q-client nil))
+        (let ((history (plist-get (car (agent-q-execute-tool-calls
+                                        '((:id "u" :name "get_repl_history"))))
+                                  :content)))
+          (should (string-match-p "4 of 4 entries" history))
+          (should (string-match-p "sec-ret-17" history)))))))
+
 ;; The audit log outlives a server: two starts give two sets of ids that
 ;; never meet, and so do two Emacs (the pid is in the id).
 (ert-deftest agent-q-mcp-test-call-ids-are-unique-across-starts ()

@@ -144,8 +144,9 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context a handler runs in, bound to `agent-q-call-context':
-    /// (:id ID :tool NAME :client C :origin O :approved BOOL :reason R :file F), F the file the
-    /// guard pinned (see [`executor::GuardAnswer::file`]).
+    /// (:id ID :tool NAME :client C :origin O :approved BOOL :reason R :file F :channel CH), F the
+    /// file the guard pinned (see [`executor::GuardAnswer::file`]), CH the call's channel (see
+    /// [`executor::channel_of`]).
     pub(super) fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
         env.list(&[
@@ -163,6 +164,8 @@ impl<'e> EmacsHost<'e> {
             opt_string(env, call.reason())?,
             keyword(env, "file")?,
             opt_string(env, call.file())?,
+            keyword(env, "channel")?,
+            opt_string(env, call.channel())?,
         ])
     }
 
@@ -400,8 +403,8 @@ pub(super) fn origin_symbol<'e>(env: &'e Env, origin: &Origin) -> Value<'e> {
 }
 
 /// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE
-/// ORIGIN).
-fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 9]> {
+/// ORIGIN CHANNEL).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 10]> {
     let no = nil.bind(env);
     Ok([
         run,
@@ -425,6 +428,10 @@ fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call
             None => no,
         },
         origin_symbol(env, call.origin()),
+        match call.channel() {
+            Some(c) => c.into_lisp(env)?,
+            None => no,
+        },
     ])
 }
 

@@ -102,7 +102,8 @@ fn batch_options(env: &Env, options: Value<'_>) -> Result<(Options, CallContext)
 /// strings of each call, :hooks non-nil means observers are installed, :confirm lists the safety
 /// levels (keywords) whose calls need approval besides `:dangerous', which always does,
 /// :audit-all non-nil audits safe calls too, :client names where the calls come from (nil, a
-/// string, or (:client LABEL :mcp-client NAME) from the MCP server's driver), and :rules
+/// string, or (:client LABEL :mcp-client NAME :channel CHANNEL) from the MCP server's driver),
+/// and :rules
 /// non-nil means the user has approval rules: a call that needs no decision is then offered to
 /// `agent-q--approval-call' all the same, with :optional t in its context (it runs as without
 /// rules when the answer is `:auto').
@@ -159,9 +160,10 @@ fn failure<'e>(env: &'e Env, call: Value<'e>, message: Value<'e>) -> Result<Valu
 }
 
 /// The context of a batch from its CLIENT option: nil, a string (a client inside Emacs, such
-/// as a bridge), or `(:client LABEL :mcp-client NAME)` from the MCP server's driver (LABEL names
-/// the client for the user, NAME is its `clientInfo` name). Only a driver passes the last form:
-/// it is what makes a call's origin MCP.
+/// as a bridge), or `(:client LABEL :mcp-client NAME :channel CHANNEL)` from the MCP server's
+/// driver (LABEL names the client for the user, NAME is its `clientInfo` name, CHANNEL the
+/// hub's channel of the call, see [`executor::channel_of`]; without one, each batch is a channel
+/// of its own). Only a driver passes the last form: it is what makes a call's origin MCP.
 fn context(env: &Env, client: Value<'_>) -> Result<CallContext> {
     if !client.is_not_nil() {
         return Ok(CallContext::default());
@@ -170,6 +172,7 @@ fn context(env: &Env, client: Value<'_>) -> Result<CallContext> {
         return Ok(CallContext {
             client: Some(crate::registry::string_arg(env, client, "The client")?),
             origin: Origin::Emacs,
+            channel: None,
         });
     }
     let field = |key: &str| -> Result<Option<String>> {
@@ -192,6 +195,7 @@ fn context(env: &Env, client: Value<'_>) -> Result<CallContext> {
         Some(name) => Ok(CallContext {
             client: label,
             origin: Origin::mcp(&name),
+            channel: field(":channel")?,
         }),
         None => errors::signal(
             env,

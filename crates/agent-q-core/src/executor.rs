@@ -803,6 +803,34 @@ pub struct CallContext {
     pub client: Option<String>,
     /// Where the calls come from, as the driver says.
     pub origin: Origin,
+    /// The channel of calls from an MCP client, as its driver says (the MCP hub's
+    /// `session ID` or `request N`); ignored for calls from Emacs. See [`channel_of`].
+    pub channel: Option<String>,
+}
+
+/// The channel of a call: what it may see of other calls' work (the REPL history, the last
+/// error) is what was done on its channel. `None` only for a call of the user's own Lisp (from
+/// Emacs, with no client): the user sees every channel's.
+///
+/// - From an MCP client: `mcp GIVEN`, GIVEN the channel its driver gave (the MCP hub gives each
+///   session its own, and each stateless request a fresh one), never the name the client
+///   claims; with none given, a fresh `mcp batch N` that no other call has: it sees nothing
+///   but its own.
+/// - From Emacs with a client (a bridge: gptel, llm): `emacs CLIENT`, the bridge's own channel.
+///   Lisp that names a client is the user's code, as trusted as the bridge.
+/// - From Emacs without a client: `None`.
+pub fn channel_of(origin: &Origin, client: Option<&str>, given: Option<&str>) -> Option<String> {
+    static NEXT_BATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    match origin {
+        Origin::Mcp { .. } => Some(match given {
+            Some(channel) if !channel.is_empty() => format!("mcp {channel}"),
+            _ => format!(
+                "mcp batch {}",
+                NEXT_BATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
+        }),
+        Origin::Emacs => client.map(|client| format!("emacs {client}")),
+    }
 }
 
 /// A request for a decision about a call.
@@ -939,6 +967,8 @@ pub struct Call {
     id: Option<String>,
     client: Option<String>,
     origin: Origin,
+    /// See [`channel_of`].
+    channel: Option<String>,
     name: String,
     tool_id: u64,
     level: SafetyLevel,
@@ -963,11 +993,14 @@ pub struct Call {
 pub type Shared<L> = Mutex<Registry<Handler<L>>>;
 
 impl Call {
-    fn new(id: Option<String>, client: Option<String>, origin: Origin, name: String) -> Call {
+    fn new(id: Option<String>, client: Option<String>, ctx: &CallContext, name: String) -> Call {
+        let origin = ctx.origin.clone();
+        let channel = channel_of(&origin, client.as_deref(), ctx.channel.as_deref());
         Call {
             id,
             client,
             origin,
+            channel,
             name,
             tool_id: 0,
             level: SafetyLevel::Safe,
@@ -1012,10 +1045,7 @@ impl Call {
             Ok(parsed) => Call::start_parsed(registry, parsed, ctx, opts, fx),
             Err((id, message)) => {
                 let done = ToolResult::failure(id.clone(), message);
-                (
-                    Call::new(id, ctx.client.clone(), ctx.origin.clone(), String::new()),
-                    Step::Done(done),
-                )
+                (Call::new(id, ctx.client.clone(), ctx, String::new()), Step::Done(done))
             }
         }
     }
@@ -1035,7 +1065,7 @@ impl Call {
             Origin::Emacs => parsed.client.clone().or_else(|| ctx.client.clone()),
             Origin::Mcp { .. } => ctx.client.clone(),
         };
-        let mut this = Call::new(parsed.id.clone(), client, ctx.origin.clone(), parsed.name.clone());
+        let mut this = Call::new(parsed.id.clone(), client, ctx, parsed.name.clone());
         let entry = lock(registry).entry(&parsed.name);
         let Some(entry) = entry else {
             // The name is the model's text, of any length: the message quotes only its start.
@@ -1099,6 +1129,11 @@ impl Call {
     /// Where the call comes from, as its driver said.
     pub fn origin(&self) -> &Origin {
         &self.origin
+    }
+
+    /// The call's channel (see [`channel_of`]): `None` for the user's own Lisp.
+    pub fn channel(&self) -> Option<&str> {
+        self.channel.as_deref()
     }
 
     /// The arguments, validated (and as the user modified them, once approved).

@@ -121,6 +121,15 @@ fn initialize_list_and_call_with_each_2025_revision() {
         calls[0].0.session, calls[2].0.session,
         "each client has its own session"
     );
+    // Each session is its own channel, whatever name its client claims.
+    for (client, _) in &calls {
+        assert_eq!(
+            client.channel,
+            format!("session {}", client.session.as_deref().unwrap())
+        );
+    }
+    assert_eq!(calls[0].0.channel, calls[1].0.channel);
+    assert_ne!(calls[0].0.channel, calls[2].0.channel);
     drop(driver);
     drop(fixture.server);
     // The port is free once the server is dropped.
@@ -714,6 +723,86 @@ fn a_2026_07_28_subscription_hears_that_the_tool_list_changed() {
         );
         service.cancel().await.unwrap();
     });
+}
+
+#[test]
+fn a_stateless_request_has_its_own_channel_whatever_session_it_names() {
+    let fixture = start();
+    let port = fixture.server.port();
+    let auth = bearer(&fixture.token);
+    let driver = Driver::spawn(fixture.hub.clone(), fixture.wakes);
+    // A session, whose client is called raw.
+    let json_type = ("content-type", "application/json");
+    let accept = ("accept", "application/json, text/event-stream");
+    let (status, head, body) = http(port, "POST", &[json_type, accept, ("authorization", &auth)], INITIALIZE);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_string();
+    let in_session = [
+        json_type,
+        accept,
+        ("authorization", auth.as_str()),
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = http(port, "POST", &in_session, &initialized.to_string());
+    assert_eq!(status, 202);
+    let call_in_session = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "read_file", "arguments": {"path": "/a"}}});
+    let (status, head, body) = http(port, "POST", &in_session, &call_in_session.to_string());
+    assert_eq!(status, 200, "{head}\n{body}");
+    // Two stateless requests, each claiming the same name, the second naming the session.
+    let mut meta = meta_2026();
+    meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "raw", "version": "1"});
+    let stateless = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "read_file", "arguments": {"path": "/b"}, "_meta": meta}})
+    .to_string();
+    let headers = [
+        json_type,
+        accept,
+        ("authorization", auth.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "read_file"),
+    ];
+    for forged in [None, Some(session.as_str())] {
+        let mut headers = headers.to_vec();
+        if let Some(id) = forged {
+            headers.push(("mcp-session-id", id));
+        }
+        let (status, head, body) = http(port, "POST", &headers, &stateless);
+        assert_eq!(status, 200, "{head}\n{body}");
+        let reply = messages(&body)
+            .into_iter()
+            .find(|m| m["id"] == json!(3))
+            .expect("reply");
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    }
+    let seen = driver.seen.lock().unwrap().clone();
+    let clients: Vec<_> = seen
+        .iter()
+        .filter_map(|event| match event {
+            Event::Call { client, .. } => Some(client.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(clients.len(), 3, "{seen:?}");
+    assert!(clients.iter().all(|client| client.name == "raw"), "{clients:?}");
+    assert_eq!(clients[0].session.as_deref(), Some(session.as_str()));
+    assert_eq!(clients[0].channel, format!("session {session}"));
+    for stateless in &clients[1..] {
+        assert_eq!(stateless.session, None, "{stateless:?}");
+        assert!(stateless.channel.starts_with("request "), "{stateless:?}");
+    }
+    assert_ne!(
+        clients[1].channel, clients[2].channel,
+        "each request is its own channel"
+    );
 }
 
 #[test]

@@ -1332,6 +1332,7 @@ fn the_origin_is_the_drivers_and_no_call_or_client_name_changes_it() {
     let ctx = CallContext {
         client: Some("gptel (MCP)".into()),
         origin: Origin::mcp("gptel"),
+        channel: None,
     };
     let call = read(r#"(:id "1" :name "write_it" :arguments (:path "/p") :client "gptel")"#);
     execute_call(&reg, &call, &ctx, &mut host, &opts());
@@ -1342,11 +1343,60 @@ fn the_origin_is_the_drivers_and_no_call_or_client_name_changes_it() {
     let ctx = CallContext {
         client: Some("llm".into()),
         origin: Origin::Emacs,
+        channel: None,
     };
     execute_call(&reg, &call, &ctx, &mut host, &opts());
     let ask = host.asked.pop().expect("asked");
     assert_eq!(ask.origin, Origin::Emacs);
     assert_eq!(ask.client.as_deref(), Some("gptel"));
+}
+
+#[test]
+fn a_call_s_channel_is_its_driver_s_never_its_client_s_name() {
+    let reg = registry();
+    let o = Options::default();
+    let channel = |call: &str, ctx: &CallContext| {
+        let mut fx = MockHost::default();
+        let (call, _) = Call::start(&reg, &read(call), ctx, &o, &mut fx);
+        call.channel().map(str::to_string)
+    };
+    let named = r#"(:id "1" :name "read_it" :arguments (:path "/p") :client "gptel")"#;
+    let unnamed = r#"(:id "1" :name "read_it" :arguments (:path "/p"))"#;
+    let mcp = |name: &str, given: Option<&str>| CallContext {
+        client: Some(format!("{name} (MCP)")),
+        origin: Origin::mcp(name),
+        channel: given.map(str::to_string),
+    };
+    // An MCP client's is what its driver gave, whatever the client or the call say.
+    assert_eq!(
+        channel(named, &mcp("gptel", Some("session s1"))).as_deref(),
+        Some("mcp session s1")
+    );
+    assert_eq!(
+        channel(unnamed, &mcp("other", Some("session s1"))).as_deref(),
+        Some("mcp session s1")
+    );
+    // None given (or an empty one): a fresh channel for each batch, never the user's (None).
+    let fresh: Vec<_> = (0..2).map(|_| channel(named, &mcp("gptel", None)).unwrap()).collect();
+    assert!(fresh.iter().all(|c| c.starts_with("mcp batch ")), "{fresh:?}");
+    assert_ne!(fresh[0], fresh[1]);
+    assert!(channel(named, &mcp("gptel", Some("")))
+        .unwrap()
+        .starts_with("mcp batch "));
+    // From Emacs: the bridge's own, by its client (the call's own :client first); the user's
+    // own Lisp, with no client, has None.
+    let emacs = |client: Option<&str>| CallContext {
+        client: client.map(str::to_string),
+        origin: Origin::Emacs,
+        channel: Some("session s1".into()),
+    };
+    assert_eq!(channel(named, &emacs(Some("llm"))).as_deref(), Some("emacs gptel"));
+    assert_eq!(channel(unnamed, &emacs(Some("llm"))).as_deref(), Some("emacs llm"));
+    assert_eq!(channel(unnamed, &emacs(None)), None);
+    // A call that fails before it is read keeps the batch's channel too.
+    let mut fx = MockHost::default();
+    let (call, _) = Call::start(&reg, &read("(:id 5)"), &mcp("x", Some("request 9")), &o, &mut fx);
+    assert_eq!(call.channel(), Some("mcp request 9"));
 }
 
 #[test]

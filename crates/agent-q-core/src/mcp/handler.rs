@@ -31,6 +31,10 @@ const DEFAULT_STATUS: &str = "waiting for Emacs";
 /// and after each `notifications/roots/list_changed`) before the fixed set applies to it.
 const ROOTS_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a call with a session id waits for its session's `notifications/initialized` to be
+/// handled (rmcp handles notifications and requests concurrently) before it counts as stateless.
+const HANDSHAKE_WAIT: Duration = Duration::from_millis(500);
+
 /// How long the server waits for a client's answer to `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -78,9 +82,9 @@ fn session_of(extensions: &rmcp::model::Extensions) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Who is calling, from the request's `_meta` (2026-07-28), or from `initialize` for a session.
-fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
-    let session = session_of(&context.extensions);
+/// Who is calling, from the request's `_meta` (2026-07-28), or from `initialize` for a session,
+/// whose id is SESSION (see [`McpHandler::session_of_call`]).
+fn client_of(session: Option<String>, context: &RequestContext<RoleServer>) -> ClientInfo {
     // Only a session has real handshake info: for a stateless request rmcp fills the peer info
     // with its own defaults, which would name rmcp as the client.
     let implementation = context.meta.client_info().or_else(|| {
@@ -99,10 +103,30 @@ fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
         session,
         protocol_version: context.protocol_version().map(|version| version.to_string()),
         roots: None,
+        channel: String::new(),
     }
 }
 
 impl McpHandler {
+    /// The session of the call in CONTEXT: its `Mcp-Session-Id`, when the peer that serves it
+    /// is that session's, known to the hub once the session is initialized (see
+    /// [`Hub::in_session`]). A call that comes before `notifications/initialized` is handled
+    /// waits up to [`HANDSHAKE_WAIT`] for it; a stateless request's header (which rmcp passes on
+    /// unchecked) never counts, so that it has no session, and a channel of its own.
+    async fn session_of_call(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        let session = session_of(&context.extensions)?;
+        let deadline = tokio::time::Instant::now() + HANDSHAKE_WAIT;
+        loop {
+            if self.hub.in_session(&context.peer) {
+                return Some(session);
+            }
+            if tokio::time::Instant::now() >= deadline || context.ct.is_cancelled() {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Ask the client of the session in CONTEXT for its roots, when it declared the roots
     /// capability; the answer is recorded in the hub, and the session's calls wait for it.
     /// Roots are deprecated by SEP-2577, but they are how 2025 clients declare their
@@ -113,7 +137,7 @@ impl McpHandler {
         if info.capabilities.roots.is_none() {
             return;
         }
-        let Some(session) = session_of(&context.extensions) else {
+        let Some(session) = session_of(&context.extensions).filter(|_| self.hub.in_session(&context.peer)) else {
             return;
         };
         let client = &info.client_info;
@@ -173,6 +197,8 @@ impl ServerHandler for McpHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // First: the session's calls wait for it (see `McpHandler::session_of_call`).
+        self.hub.add_handshake(&context.peer);
         self.refresh_roots(&context);
         self.hub.add_session(context.peer);
     }
@@ -201,7 +227,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let token: Option<ProgressToken> = context.meta.get_progress_token();
-        let mut client = client_of(&context);
+        let session = self.session_of_call(&context).await;
+        let mut client = client_of(session, &context);
         client.roots = self.roots_for(client.session.as_deref()).await.map(Box::new);
         let arguments = request.arguments.unwrap_or_default();
         let ticket = match self

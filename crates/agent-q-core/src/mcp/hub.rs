@@ -6,9 +6,10 @@
 //! released.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::model::{InitializeRequestParams, Tool, ToolAnnotations};
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{oneshot, watch};
@@ -80,6 +81,22 @@ pub struct ClientInfo {
     /// answered `roots/list`. `None` when the server's fixed set of directories applies (no
     /// session, no roots capability, or no usable answer).
     pub roots: Option<Box<Workspace>>,
+    /// The channel the call came on, set by the hub when it queues the call (see
+    /// [`channel_of`]): what one call may see of another's (the REPL history, the last error)
+    /// is keyed by it, never by the name the client claims.
+    pub channel: String,
+}
+
+/// The channel of a call from CLIENT: `session ID` for a call in a session (each stdio
+/// relay process holds one session, so it is its own channel), and a fresh `request N`,
+/// never given before in this process, for a stateless (2026-07-28) request, which has no
+/// history of others. `clientInfo` plays no part: any client may claim any name.
+pub fn channel_of(client: &ClientInfo) -> String {
+    static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
+    match &client.session {
+        Some(session) => format!("session {session}"),
+        None => format!("request {}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed)),
+    }
 }
 
 /// The most roots of one client that are kept; the rest are ignored, and said to be.
@@ -348,6 +365,9 @@ struct Inner {
     closed: Option<String>,
     /// Peers of 2025-style sessions, for `notifications/tools/list_changed`.
     sessions: Vec<Peer<RoleServer>>,
+    /// The handshakes of the initialized sessions (see [`Hub::in_session`]), while their
+    /// peers live.
+    handshakes: Vec<Weak<InitializeRequestParams>>,
     /// 2026-07-28 `subscriptions/listen` streams that accepted tool list changes.
     listeners: Vec<SubscriptionSink>,
     /// The roots of sessions whose clients declared the roots capability, by session id, in
@@ -538,6 +558,8 @@ impl Hub {
             )));
         }
         *inner.pending_by_owner.entry(owner.clone()).or_insert(0) += 1;
+        let mut client = client;
+        client.channel = channel_of(&client);
         let key = inner.next_key;
         inner.next_key += 1;
         let (answer_tx, answer_rx) = oneshot::channel();
@@ -597,6 +619,7 @@ impl Hub {
             }
         }
         inner.sessions.clear();
+        inner.handshakes.clear();
         inner.listeners.clear();
         inner.roots.clear();
         drop(inner);
@@ -617,6 +640,27 @@ impl Hub {
         let mut inner = self.lock();
         inner.sessions.retain(|peer| !peer.is_transport_closed());
         inner.sessions.push(peer);
+    }
+
+    /// Note that PEER's session is initialized (its handshake done): its requests are a
+    /// session's.
+    pub(crate) fn add_handshake(&self, peer: &Peer<RoleServer>) {
+        let Some(info) = peer.peer_info() else { return };
+        let mut inner = self.lock();
+        inner.handshakes.retain(|info| info.strong_count() > 0);
+        inner.handshakes.push(Arc::downgrade(&info));
+    }
+
+    /// Whether PEER, which served a request, is the peer of an initialized session (its
+    /// handshake info is the one recorded then). rmcp passes a stateless request's HTTP
+    /// headers to the handler unchecked, `Mcp-Session-Id` included, and serves it with a peer
+    /// of its own: only a session's own peer makes that header the request's session.
+    pub(crate) fn in_session(&self, peer: &Peer<RoleServer>) -> bool {
+        let Some(info) = peer.peer_info() else { return false };
+        self.lock()
+            .handshakes
+            .iter()
+            .any(|known| std::ptr::eq(known.as_ptr(), Arc::as_ptr(&info)))
     }
 
     pub(crate) fn add_listener(&self, sink: SubscriptionSink) {
@@ -922,6 +966,41 @@ mod tests {
         hub.close("stopped");
         hub.open();
         assert!(begin(&a).is_ok(), "closing clears the counts");
+    }
+
+    #[test]
+    fn a_call_s_channel_is_its_session_or_its_own() {
+        let (hub, _) = counting_hub();
+        for who in [
+            client(Some("session-a"), "same-name"),
+            client(Some("session-b"), "same-name"),
+            client(None, "same-name"),
+            client(None, "same-name"),
+            client(Some("session-a"), "other-name"),
+        ] {
+            // Whatever channel a caller says it has, the hub sets it.
+            let mut who = who;
+            who.channel = "session session-a".into();
+            hub.begin_call(who, "t".into(), Map::new(), false).unwrap();
+        }
+        let channels: Vec<String> = hub
+            .take_events()
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::Call { client, .. } => Some(client.channel),
+                Event::Cancel { .. } => None,
+            })
+            .collect();
+        assert_eq!(channels[0], "session session-a");
+        assert_eq!(channels[1], "session session-b");
+        assert_eq!(
+            channels[4], channels[0],
+            "one session is one channel, whatever its name"
+        );
+        for stateless in &channels[2..4] {
+            assert!(stateless.starts_with("request "), "{stateless}");
+        }
+        assert_ne!(channels[2], channels[3], "each stateless request is its own channel");
     }
 
     #[test]
