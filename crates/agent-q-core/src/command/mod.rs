@@ -5,7 +5,8 @@
 //! A command line is read into its simple commands ([`shell`]), each matched on words against
 //! the rules ([`rule`]):
 //!
-//! - **Deny** when any part (wrapped, substituted or not) matches a deny rule;
+//! - **Deny** when any part (wrapped, substituted or not) matches a deny rule, its command
+//!   name also compared by its last `/` component (`/bin/rm` is `rm` here);
 //! - else **Ask** when any part matches an ask rule;
 //! - else **Allow** only when the whole line was understood and *every* part is a plain simple
 //!   command matched by an allow rule: no substitution, no redirection to a file, no wrapper
@@ -226,7 +227,8 @@ pub fn decide(line: &str, rules: &Rules<CommandRule>) -> Decision {
     let parts = analysis.parts();
     for list in [RuleList::Deny, RuleList::Ask] {
         for part in parts {
-            if let Some(rule) = rules.list(list).iter().find(|r| r.matches(&part.words)) {
+            let mut list_rules = rules.list(list).iter();
+            if let Some(rule) = list_rules.find(|r| r.matches_any_path(&part.words)) {
                 return Decision {
                     verdict: list.verdict(),
                     findings: vec![Finding::of(part, matched(list, rule.as_str()))],

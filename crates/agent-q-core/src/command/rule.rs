@@ -135,12 +135,36 @@ impl CommandRule {
 
     /// Whether the rule matches a simple command's WORDS (see the module documentation).
     pub fn matches(&self, words: &[Word]) -> bool {
+        self.matches_words(words, false)
+    }
+
+    /// Whether the rule matches WORDS when the command name is also compared by its last `/`
+    /// component: `rm *` then matches `/bin/rm x` and `./rm x`. For deny and ask rules, where
+    /// matching more is the safe side; allow rules use [`CommandRule::matches`].
+    pub fn matches_any_path(&self, words: &[Word]) -> bool {
+        self.matches_words(words, true)
+    }
+
+    fn matches_words(&self, words: &[Word], any_path: bool) -> bool {
         let count_fits = if self.any_further {
             words.len() >= self.words.len()
         } else {
             words.len() == self.words.len()
         };
-        count_fits && self.words.iter().zip(words).all(|(p, w)| p.matches(w))
+        let name_fits = |pattern: &Pattern, word: &Word| {
+            let base = word.text().rsplit('/').next().unwrap_or_default();
+            pattern.matches(word) || (any_path && !word.expands() && *pattern == Pattern::Literal(base.into()))
+        };
+        count_fits
+            && self.words.iter().zip(words).enumerate().all(
+                |(i, (p, w))| {
+                    if i == 0 {
+                        name_fits(p, w)
+                    } else {
+                        p.matches(w)
+                    }
+                },
+            )
     }
 }
 

@@ -241,7 +241,7 @@ pub enum NotUnderstood {
     TrailingBackslash,
     /// `$'...'` or `$"..."`.
     DollarQuote,
-    /// `$((...))` or `((...))`.
+    /// `$((...))`, `$[...]` or `((...))`.
     Arithmetic,
     /// A `${...}` other than `${NAME}`, `${#NAME}`, `${!NAME}` or a special parameter.
     Expansion,
@@ -695,6 +695,8 @@ impl Lexer<'_> {
         let special = |c: char| c.is_ascii_digit() || "@*#?$!-".contains(c);
         let end = match self.peek(1) {
             Some('(') if self.peek(2) == Some('(') => return Err(NotUnderstood::Arithmetic),
+            // `$[...]`, bash's old arithmetic.
+            Some('[') => return Err(NotUnderstood::Arithmetic),
             Some('(') => return self.open(Within::CommandSubstitution, 2),
             Some('{') => self.braced_parameter()?,
             Some('\'' | '"') if !self.dq => return Err(NotUnderstood::DollarQuote),

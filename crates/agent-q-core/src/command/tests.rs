@@ -468,6 +468,16 @@ fn wrappers_are_never_allowed_and_their_commands_meet_deny_rules() {
 }
 
 #[test]
+fn deny_and_ask_rules_see_through_a_command_path() {
+    let r = rules(&["rm *"], &["curl *"], &["rm x", "curl x"]);
+    assert_eq!(verdict("/bin/rm -rf /", &r), Verdict::Deny);
+    assert_eq!(verdict("./rm x", &r), Verdict::Deny);
+    assert_eq!(verdict("ls; /usr/bin/curl x", &r), Verdict::Ask);
+    assert_eq!(verdict("/usr/bin/ls", &allow(&["ls"])), Verdict::NoRule);
+    assert_eq!(verdict("echo $[1+1]", &allow(&["echo *"])), Verdict::NoRule);
+}
+
+#[test]
 fn deny_rules_may_name_the_wrapper() {
     let r = rules(&["sudo *"], &[], &["ls"]);
     assert_eq!(verdict("ls && sudo ls", &r), Verdict::Deny);
