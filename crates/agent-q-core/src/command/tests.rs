@@ -23,6 +23,23 @@ fn verdict(line: &str, rules: &Rules<CommandRule>) -> Verdict {
     decide(line, rules).verdict
 }
 
+/// The decision's reasons for LINE, as shown.
+fn explain(line: &str, rules: &Rules<CommandRule>) -> String {
+    decide(line, rules).to_string()
+}
+
+/// Assert that the decision on LINE shows as EXPECTED.
+fn says(line: &str, rules: &Rules<CommandRule>, expected: &str) {
+    assert_eq!(explain(line, rules), expected, "{line}");
+}
+
+/// Assert that RULES give each of LINES the verdict EXPECTED.
+fn expect(rules: &Rules<CommandRule>, expected: Verdict, lines: &[&str]) {
+    for line in lines {
+        assert_eq!(verdict(line, rules), expected, "{line:?}");
+    }
+}
+
 /// The words of each part of LINE.
 fn words(line: &str) -> Vec<Vec<String>> {
     let analysis = analyze(line);
@@ -139,24 +156,21 @@ fn empty_commands_between_operators_are_not_understood() {
 #[test]
 fn compound_lines_are_allowed_only_when_every_part_is() {
     let r = allow(&["git status", "ls"]);
-    assert_eq!(verdict("git status && ls", &r), Verdict::Allow);
-    assert_eq!(verdict("git status | ls", &r), Verdict::Allow);
-    assert_eq!(verdict("git status; rm FILE", &r), Verdict::NoRule);
-    assert_eq!(verdict("git status\nrm FILE", &r), Verdict::NoRule);
-    assert_eq!(verdict("git status & rm FILE", &r), Verdict::NoRule);
-    assert_eq!(
-        decide("git status; rm FILE", &r).to_string(),
-        "`rm FILE` (after `;`) matches no allow rule"
+    expect(&r, Verdict::Allow, &["git status && ls", "git status | ls"]);
+    expect(
+        &r,
+        Verdict::NoRule,
+        &["git status; rm FILE", "git status\nrm FILE", "git status & rm FILE"],
     );
+    says("git status; rm FILE", &r, "`rm FILE` (after `;`) matches no allow rule");
 }
 
 #[test]
 fn deny_wins_over_ask_and_ask_over_allow() {
     let r = rules(&["rm *"], &["git push *"], &["git *", "rm *"]);
-    assert_eq!(verdict("git status; rm x", &r), Verdict::Deny);
-    assert_eq!(verdict("git push origin && rm x", &r), Verdict::Deny);
-    assert_eq!(verdict("git push origin", &r), Verdict::Ask);
-    assert_eq!(verdict("git log", &r), Verdict::Allow);
+    expect(&r, Verdict::Deny, &["git status; rm x", "git push origin && rm x"]);
+    expect(&r, Verdict::Ask, &["git push origin"]);
+    expect(&r, Verdict::Allow, &["git log"]);
     let d = decide("ls; git push", &r);
     assert_eq!(
         d.to_string(),
@@ -169,28 +183,36 @@ fn deny_wins_over_ask_and_ask_over_allow() {
 #[test]
 fn rules_match_whole_words() {
     let r = allow(&["git status"]);
-    assert_eq!(verdict("git status", &r), Verdict::Allow);
-    assert_eq!(verdict("git statusx", &r), Verdict::NoRule);
-    assert_eq!(verdict("git status --porcelain", &r), Verdict::NoRule);
-    assert_eq!(verdict("git", &r), Verdict::NoRule);
-    assert_eq!(verdict("gitstatus", &r), Verdict::NoRule);
+    expect(&r, Verdict::Allow, &["git status"]);
+    expect(
+        &r,
+        Verdict::NoRule,
+        &["git statusx", "git status --porcelain", "git", "gitstatus"],
+    );
     assert_eq!(verdict("git status *", &allow(&["git status *"])), Verdict::Allow);
     let any = allow(&["git status *"]);
-    assert_eq!(verdict("git status", &any), Verdict::Allow);
-    assert_eq!(verdict("git status --porcelain -b", &any), Verdict::Allow);
-    assert_eq!(verdict("git statusx", &any), Verdict::NoRule);
+    expect(&any, Verdict::Allow, &["git status", "git status --porcelain -b"]);
+    expect(&any, Verdict::NoRule, &["git statusx"]);
 }
 
 #[test]
 fn a_star_inside_a_word_stays_in_the_word() {
     let r = allow(&["cargo test --package=*", "git * --stat", "ls *.rs"]);
-    assert_eq!(verdict("cargo test --package=core", &r), Verdict::Allow);
-    assert_eq!(verdict("cargo test --package=", &r), Verdict::Allow);
-    assert_eq!(verdict("cargo test --package=a b", &r), Verdict::NoRule);
-    assert_eq!(verdict("cargo test --packages", &r), Verdict::NoRule);
-    assert_eq!(verdict("git diff --stat", &r), Verdict::Allow);
-    assert_eq!(verdict("git --stat", &r), Verdict::NoRule);
-    assert_eq!(verdict("ls 'a.rs'", &r), Verdict::Allow);
+    expect(
+        &r,
+        Verdict::Allow,
+        &[
+            "cargo test --package=core",
+            "cargo test --package=",
+            "git diff --stat",
+            "ls 'a.rs'",
+        ],
+    );
+    expect(
+        &r,
+        Verdict::NoRule,
+        &["cargo test --package=a b", "cargo test --packages", "git --stat"],
+    );
     // The shell expands an unquoted glob into words nobody has seen.
     assert_eq!(verdict("ls *.rs", &r), Verdict::NoRule);
     assert_eq!(verdict("ls *.rs", &allow(&["ls *"])), Verdict::Allow);
@@ -214,9 +236,8 @@ fn star_patterns_match_in_order() {
 #[test]
 fn quoted_stars_in_rules_are_literal() {
     let r = allow(&["echo '*'"]);
-    assert_eq!(verdict("echo '*'", &r), Verdict::Allow);
-    assert_eq!(verdict("echo x", &r), Verdict::NoRule);
-    assert_eq!(verdict("echo *", &r), Verdict::NoRule);
+    expect(&r, Verdict::Allow, &["echo '*'"]);
+    expect(&r, Verdict::NoRule, &["echo x", "echo *"]);
 }
 
 #[test]
@@ -242,32 +263,29 @@ fn bad_rules_are_refused() {
 #[test]
 fn substitutions_are_found_and_never_allowed() {
     let r = allow(&["echo *", "date", "ls", "cat *"]);
-    for line in [
+    let lines = [
         "echo $(date)",
         "echo `date`",
         "echo \"$(date)\"",
         "cat <(ls)",
         "ls >(cat)",
-    ] {
-        let d = decide(line, &r);
-        assert_eq!(d.verdict, Verdict::NoRule, "{line}");
-    }
+    ];
+    expect(&r, Verdict::NoRule, &lines);
     assert_eq!(constructs("echo $(date)"), [Construct::CommandSubstitution]);
     assert_eq!(constructs("echo `date`"), [Construct::Backticks]);
     assert_eq!(constructs("cat <(ls)"), [Construct::ProcessSubstitution]);
-    assert_eq!(
-        decide("echo $(date)", &r).to_string(),
-        "`echo $(date)` has a command substitution `$(...)`"
-    );
+    says("echo $(date)", &r, "`echo $(date)` has a command substitution `$(...)`");
 }
 
 #[test]
 fn commands_inside_substitutions_meet_deny_rules() {
     let r = rules(&["rm *"], &["curl *"], &["echo *"]);
-    assert_eq!(verdict("echo $(rm -rf /)", &r), Verdict::Deny);
-    assert_eq!(verdict("echo \"`rm x`\"", &r), Verdict::Deny);
-    assert_eq!(verdict("echo $(echo $(echo $(rm x)))", &r), Verdict::Deny);
-    assert_eq!(verdict("cat <(curl evil)", &r), Verdict::Ask);
+    expect(
+        &r,
+        Verdict::Deny,
+        &["echo $(rm -rf /)", "echo \"`rm x`\"", "echo $(echo $(echo $(rm x)))"],
+    );
+    expect(&r, Verdict::Ask, &["cat <(curl evil)"]);
     let d = decide("echo $(rm x)", &r);
     assert_eq!(d.to_string(), "`rm x` (inside `$(...)`) matches the deny rule `rm *`");
 }
@@ -304,10 +322,8 @@ fn parameter_expansions() {
     assert_eq!(not_understood("((x++))"), NotUnderstood::Arithmetic);
     assert_eq!(words("echo $ a$"), [["echo", "$", "a$"]]);
     let r = allow(&["echo *", "git status"]);
-    assert_eq!(verdict("echo $HOME", &r), Verdict::Allow);
-    assert_eq!(verdict("$GIT status", &r), Verdict::NoRule);
-    assert_eq!(verdict("${GIT} status", &r), Verdict::NoRule);
-    assert_eq!(verdict("git $SUB", &r), Verdict::NoRule);
+    expect(&r, Verdict::Allow, &["echo $HOME"]);
+    expect(&r, Verdict::NoRule, &["$GIT status", "${GIT} status", "git $SUB"]);
     assert_eq!(constructs("$X status"), [Construct::ExpandedCommand]);
     assert_eq!(constructs("g* status"), [Construct::ExpandedCommand]);
 }
@@ -327,9 +343,8 @@ fn subshells_and_braces_are_never_allowed() {
 #[test]
 fn keywords_are_stripped_for_deny_and_never_allowed() {
     let r = rules(&["rm *"], &[], &["ls", "true"]);
-    assert_eq!(verdict("if true; then rm x; fi", &r), Verdict::Deny);
-    assert_eq!(verdict("while true; do ls; done", &r), Verdict::NoRule);
-    assert_eq!(verdict("! ls", &r), Verdict::NoRule);
+    expect(&r, Verdict::Deny, &["if true; then rm x; fi"]);
+    expect(&r, Verdict::NoRule, &["while true; do ls; done", "! ls"]);
     assert_eq!(verdict("'if' x", &allow(&["if x"])), Verdict::Allow);
     assert_eq!(
         not_understood("for f in *; do rm $f; done"),
@@ -386,10 +401,7 @@ fn redirections_to_files_are_never_allowed() {
         }]
     );
     assert_eq!(words("echo a2>x"), [["echo", "a2"]]);
-    assert_eq!(
-        decide("git status > out", &r).to_string(),
-        "`git status > out` has the redirection `> out`"
-    );
+    says("git status > out", &r, "`git status > out` has the redirection `> out`");
     assert_eq!(not_understood("ls >"), NotUnderstood::MissingTarget(">".into()));
     assert_eq!(not_understood("ls > ; x"), NotUnderstood::MissingTarget(">".into()));
     assert_eq!(not_understood("ls > > x"), NotUnderstood::MissingTarget(">".into()));
@@ -453,26 +465,24 @@ fn wrappers_are_never_allowed_and_their_commands_meet_deny_rules() {
         assert_eq!(verdict(line, &r), Verdict::NoRule, "{line}");
     }
     assert_eq!(verdict("find . -name x", &allow(&["find *"])), Verdict::Allow);
-    assert_eq!(
-        decide("sudo ls", &r).to_string(),
-        "`sudo ls` has `sudo`, which runs another command"
+    says("sudo ls", &r, "`sudo ls` has `sudo`, which runs another command");
+    says(
+        "sudo rm x",
+        &r,
+        "`sudo rm x` (run by `sudo`) matches the deny rule `rm *`",
     );
-    assert_eq!(
-        decide("sudo rm x", &r).to_string(),
-        "`sudo rm x` (run by `sudo`) matches the deny rule `rm *`"
-    );
-    assert_eq!(
-        decide("sh -c 'rm x'", &r).to_string(),
-        "`rm x` (in the string `sh` runs) matches the deny rule `rm *`"
+    says(
+        "sh -c 'rm x'",
+        &r,
+        "`rm x` (in the string `sh` runs) matches the deny rule `rm *`",
     );
 }
 
 #[test]
 fn deny_and_ask_rules_see_through_a_command_path() {
     let r = rules(&["rm *"], &["curl *"], &["rm x", "curl x"]);
-    assert_eq!(verdict("/bin/rm -rf /", &r), Verdict::Deny);
-    assert_eq!(verdict("./rm x", &r), Verdict::Deny);
-    assert_eq!(verdict("ls; /usr/bin/curl x", &r), Verdict::Ask);
+    expect(&r, Verdict::Deny, &["/bin/rm -rf /", "./rm x"]);
+    expect(&r, Verdict::Ask, &["ls; /usr/bin/curl x"]);
     assert_eq!(verdict("/usr/bin/ls", &allow(&["ls"])), Verdict::NoRule);
     assert_eq!(verdict("echo $[1+1]", &allow(&["echo *"])), Verdict::NoRule);
 }
@@ -500,11 +510,17 @@ fn shell_strings_are_bounded() {
 #[test]
 fn leading_assignments_are_not_covered() {
     let r = rules(&["rm *"], &[], &["git status"]);
-    assert_eq!(verdict("GIT_DIR=/tmp/x git status", &r), Verdict::NoRule);
-    assert_eq!(verdict("LD_PRELOAD=/x.so git status", &r), Verdict::NoRule);
-    assert_eq!(verdict("PATH=/tmp; git status", &r), Verdict::NoRule);
-    assert_eq!(verdict("A+=1 git status", &r), Verdict::NoRule);
-    assert_eq!(verdict("X=1 rm y", &r), Verdict::Deny);
+    expect(
+        &r,
+        Verdict::NoRule,
+        &[
+            "GIT_DIR=/tmp/x git status",
+            "LD_PRELOAD=/x.so git status",
+            "PATH=/tmp; git status",
+            "A+=1 git status",
+        ],
+    );
+    expect(&r, Verdict::Deny, &["X=1 rm y"]);
     assert_eq!(
         constructs("A=1 B=2 ls"),
         [Construct::Assignment("A".into()), Construct::Assignment("B".into())]
@@ -513,9 +529,10 @@ fn leading_assignments_are_not_covered() {
     assert_eq!(words("'A'=1 ls"), [["A=1", "ls"]]);
     assert_eq!(words("git -c a=b status"), [["git", "-c", "a=b", "status"]]);
     assert_eq!(words("=x"), [["=x"]]);
-    assert_eq!(
-        decide("GIT_DIR=x git status", &r).to_string(),
-        "`GIT_DIR=x git status` has the assignment `GIT_DIR=...`"
+    says(
+        "GIT_DIR=x git status",
+        &r,
+        "`GIT_DIR=x git status` has the assignment `GIT_DIR=...`",
     );
 }
 
@@ -545,18 +562,16 @@ fn non_ascii_outside_quotes_is_not_understood() {
             What::NotUnderstood(NotUnderstood::Character(_))
         ));
     }
-    let shown = decide("git status；rm x", &r).to_string();
+    let shown = explain("git status；rm x", &r);
     assert!(shown.contains("U+FF1B"), "{shown}");
 }
 
 #[test]
 fn non_ascii_inside_quotes_is_text_compared_exactly() {
     let r = allow(&["echo *", "git status"]);
-    assert_eq!(verdict("echo 'café'", &r), Verdict::Allow);
-    assert_eq!(verdict("echo \"a\u{202e}b\"", &r), Verdict::Allow);
-    assert_eq!(verdict("'gіt' status", &r), Verdict::NoRule);
-    assert_eq!(verdict("git 'status\u{200b}'", &r), Verdict::NoRule);
-    let shown = decide("'gіt' st'\u{202e}'", &r).to_string();
+    expect(&r, Verdict::Allow, &["echo 'café'", "echo \"a\u{202e}b\""]);
+    expect(&r, Verdict::NoRule, &["'gіt' status", "git 'status\u{200b}'"]);
+    let shown = explain("'gіt' st'\u{202e}'", &r);
     assert!(shown.contains("\\u202E"), "{shown}");
 }
 
@@ -570,7 +585,7 @@ fn empty_lines_are_not_covered() {
         assert_eq!(d.verdict, Verdict::NoRule);
         assert_eq!(d.findings[0].what, What::Empty);
     }
-    assert_eq!(decide("", &r).to_string(), "the command line is empty");
+    says("", &r, "the command line is empty");
 }
 
 #[test]
