@@ -255,3 +255,52 @@ pub enum GlobError {
         max: usize,
     },
 }
+
+/// A shell command rule (see [`crate::command::rule`]) that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CommandRuleError {
+    /// Nothing but blanks.
+    #[error("the command rule is empty")]
+    Empty,
+    /// The shell reader does not understand it (an open quote, a non-ASCII character...).
+    #[error("the command rule {rule:?} is not understood: {problem}")]
+    NotUnderstood {
+        /// The rule as written.
+        rule: String,
+        /// What the reader stopped at.
+        problem: String,
+    },
+    /// More than one command, or a substitution, redirection or assignment: a rule names one
+    /// plain command.
+    #[error("the command rule {rule:?} is not one plain command: it has {what}")]
+    NotPlain {
+        /// The rule as written.
+        rule: String,
+        /// What it has besides words.
+        what: String,
+    },
+    /// A wildcard in the command name, or a wildcard other than `*`.
+    #[error("the command rule {rule:?}: {problem}")]
+    Wildcard {
+        /// The rule as written.
+        rule: String,
+        /// Which wildcard and where.
+        problem: String,
+    },
+}
+
+/// A domain rule for fetches (see [`crate::command::domain`]) that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("the domain rule {rule:?} is not a host name: {problem}")]
+pub struct DomainRuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// A URL whose host cannot be told for certain (see [`crate::command::domain::host_of`]): no
+/// domain rule covers it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("the URL's host cannot be told for certain: {0}")]
+pub struct UrlError(pub String);

@@ -15,6 +15,8 @@
 //!   Rust embedders: the Emacs module registers none);
 //! - [`diff`]: line and word diffs, hunks and their application for `propose_file_edit`;
 //! - [`xref`]: the Emacs Lisp source scanner behind `who_calls` and `who_references`;
+//! - [`command`]: the terminal agents' own shell commands and fetches, read into simple commands
+//!   and hosts and decided by the user's deny, ask and allow rules;
 //! - [`rules`]: the directory globs of the user's approval rules (`agent-q-approval-rules`);
 //! - [`search`]: Emacs regexps translated for the linear-time `regex-automata` engine, behind
 //!   `search_in_buffer`'s regex mode (Emacs's backtracking engine can hang on a model's pattern);
@@ -24,6 +26,7 @@
 //! - [`ide`]: Emacs as the IDE companion of Gemini CLI and Claude Code (context, diffs).
 #![warn(missing_docs)]
 
+pub mod command;
 pub mod diff;
 pub mod error;
 pub mod executor;
