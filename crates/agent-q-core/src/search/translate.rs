@@ -42,8 +42,12 @@ impl Dialect {
 enum After {
     /// `\`` or an anchoring `^`: an operator after it is a literal character.
     Start,
-    /// Another assertion, the last piece: an operator after it applies to it alone.
+    /// Another assertion, the last piece: an operator after it applies to it alone, and so
+    /// does each further operator.
     Assertion,
+    /// An assertion that an operator has let repeat zero times, and so removed: further
+    /// operators repeat the empty string.
+    Removed,
 }
 
 /// One alternative being built: its pieces, and which piece a repetition operator applies to.
@@ -86,11 +90,12 @@ impl Seq {
     }
     /// Emacs 30: a repetition whose count may be zero (ZERO) applied to the assertion just
     /// pushed leaves the empty string in its place; any other leaves the assertion as it is.
+    /// Further operators still apply to what is left.
     fn repeat_assertion(&mut self, zero: bool) {
-        if zero {
+        if zero && self.after == Some(After::Assertion) {
             self.pieces.pop();
+            self.after = Some(After::Removed);
         }
-        self.after = None;
     }
     /// Apply the repetition SUFFIX to the last atom and the assertions after it.
     fn repeat(&mut self, suffix: &str) {
@@ -327,7 +332,7 @@ pub fn translate_in(pattern: &str, dialect: Dialect) -> Result<Translation, Sear
                 i += 1;
                 seq.literal(regex_syntax::escape(c.encode_utf8(&mut [0; 4])), repetition_follows(&p, i));
             }
-            '*' | '+' | '?' if seq.after == Some(After::Assertion) => {
+            '*' | '+' | '?' if matches!(seq.after, Some(After::Assertion | After::Removed)) => {
                 // Whether the chain may repeat zero times, read as below (`+?` is a lazy `+`).
                 let (mut zero, mut many) = (false, false);
                 while let Some(&op @ ('*' | '+' | '?')) = p.get(i) {
@@ -428,7 +433,7 @@ pub fn translate_in(pattern: &str, dialect: Dialect) -> Result<Translation, Sear
                         if seq.after == Some(After::Start) {
                             // Emacs 30: after `\`` or `^`, `\{` is a literal `{`.
                             seq.literal("\\{".into(), repetition_follows(&p, i));
-                        } else if seq.after == Some(After::Assertion) {
+                        } else if matches!(seq.after, Some(After::Assertion | After::Removed)) {
                             seq.repeat_assertion(lower == 0);
                             i = j + 2;
                         } else if seq.last.is_some() {

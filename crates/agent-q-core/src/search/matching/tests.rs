@@ -210,6 +210,13 @@ fn operators_after_assertions_follow_each_emacs() {
         (r"a\b+?c", "ac", None, None),
         (r"a\b*?c", "ac", Some((1, 2)), Some((0, 2))),
         (r"a\b??c", "ac", Some((1, 2)), Some((0, 2))),
+        // Each further operator applies to the assertion again.
+        (r"a\b\{1,2\}?c", "ac", Some((1, 2)), Some((0, 2))),
+        (r"a\b+*c", "ac", Some((1, 2)), Some((0, 2))),
+        (r"a\b\{1\}\{0\}c", "ac", Some((1, 2)), Some((0, 2))),
+        (r"\b\{1,2\}??x", "x", None, Some((0, 1))),
+        (r"a\b\{2\}+c", "ac", None, None),
+        (r"\`?\{2\}", "??", Some((0, 2)), Some((0, 2))),
     ];
     let mut wrong = Vec::new();
     for &(p, text, old, new) in cases {
