@@ -32,15 +32,7 @@ fn post_gate(fixture: &Fixture, body: &str) -> (u16, String) {
 
 #[test]
 fn allow_deny_ask_and_rewrites_make_the_round_trip() {
-    let Fixture {
-        hub,
-        server,
-        token,
-        wakes,
-    } = start();
-    hub.set_gating(true);
-    let _driver = Driver::spawn(hub.clone(), wakes);
-    let auth = bearer(&token);
+    let (fixture, _driver) = start_gate_driven();
     let cases = [
         ("git status", json!({"decision": "allow"})),
         (
@@ -55,17 +47,11 @@ fn allow_deny_ask_and_rewrites_make_the_round_trip() {
         ("ls", json!({"decision": "no-opinion"})),
     ];
     for (command, expected) in cases {
-        let (status, _, body) = http_to(
-            server.port(),
-            "POST",
-            "/gate",
-            &[("authorization", &auth)],
-            &gate_body(command),
-        );
+        let (status, body) = post_gate(&fixture, &gate_body(command));
         assert_eq!(status, 200, "{command}: {body}");
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), expected, "{command}");
     }
-    assert_eq!(hub.pending_count(), 0);
+    assert_eq!(fixture.hub.pending_count(), 0);
 }
 
 #[test]

@@ -15,21 +15,6 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-q-mcp");
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-q-hook-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write_connection(dir: &Path, url: &str, token: &str) -> PathBuf {
-    let path = dir.join("agent-q-mcp.json");
-    let text = json!({"url": url, "token": token, "pid": std::process::id()}).to_string();
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    path
-}
-
 fn command(args: &[&str], file: &Path) -> Command {
     let mut command = Command::new(BIN);
     command
@@ -85,27 +70,9 @@ fn claude_decision(output: &Value) -> (&str, &str) {
 
 /// A server with gating on, a driver answering, and its connection file.
 fn serving(name: &str) -> (Fixture, Driver, PathBuf) {
-    let Fixture {
-        hub,
-        server,
-        token,
-        wakes,
-    } = start();
-    hub.set_gating(true);
-    let driver = Driver::spawn(hub.clone(), wakes);
-    let dir = temp_dir(name);
-    let file = write_connection(&dir, &server.url(), &token);
-    let (_tx, wakes) = std::sync::mpsc::channel();
-    (
-        Fixture {
-            hub,
-            server,
-            token,
-            wakes,
-        },
-        driver,
-        file,
-    )
+    let (fixture, driver) = start_gate_driven();
+    let file = write_connection(&temp_dir(name), &fixture.url(), &fixture.token, std::process::id());
+    (fixture, driver, file)
 }
 
 #[test]
@@ -206,9 +173,10 @@ fn without_emacs_each_agent_falls_back_to_its_own_flow_or_denies() {
     )
     .unwrap();
     std::fs::set_permissions(&dead, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let stale = write_connection(&temp_dir("stale"), &fixture.url(), &"0".repeat(64));
-    let closed = write_connection(&temp_dir("closed"), "http://127.0.0.1:1/mcp", &fixture.token);
-    let off = write_connection(&temp_dir("off"), &fixture.url(), &fixture.token);
+    let me = std::process::id();
+    let stale = write_connection(&temp_dir("stale"), &fixture.url(), &"0".repeat(64), me);
+    let closed = write_connection(&temp_dir("closed"), "http://127.0.0.1:1/mcp", &fixture.token, me);
+    let off = write_connection(&temp_dir("off"), &fixture.url(), &fixture.token, me);
     for (file, why) in [
         (&dead, "is not running"),
         (&stale, "HTTP 401"),
@@ -247,7 +215,7 @@ fn unreadable_input_falls_back_and_says_why() {
 fn a_killed_hook_withdraws_its_request() {
     let fixture = start();
     fixture.hub.set_gating(true);
-    let file = write_connection(&temp_dir("killed"), &fixture.url(), &fixture.token);
+    let file = write_connection(&temp_dir("killed"), &fixture.url(), &fixture.token, std::process::id());
     let mut child = command(&["--agent", "claude"], &file).spawn().unwrap();
     child
         .stdin

@@ -331,3 +331,44 @@ pub fn messages(body: &str) -> Vec<Value> {
         .filter_map(|data| serde_json::from_str(data.trim()).ok())
         .collect()
 }
+
+/// A fresh directory for the test NAME.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-q-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Write a connection file in DIR naming URL, TOKEN and PID, as Emacs writes it (mode 0600:
+/// the relay and the hook refuse a file others can read).
+pub fn write_connection(dir: &std::path::Path, url: &str, token: &str, pid: u32) -> std::path::PathBuf {
+    let path = dir.join("agent-q-mcp.json");
+    let text = json!({"url": url, "token": token, "pid": pid}).to_string();
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    path
+}
+
+/// A server with gating on and a [`Driver`] answering its hub; the fixture's own wake
+/// receiver is then a dead one.
+pub fn start_gate_driven() -> (Fixture, Driver) {
+    let Fixture {
+        hub,
+        server,
+        token,
+        wakes,
+    } = start();
+    hub.set_gating(true);
+    let driver = Driver::spawn(hub.clone(), wakes);
+    let wakes = mpsc::channel().1;
+    (
+        Fixture {
+            hub,
+            server,
+            token,
+            wakes,
+        },
+        driver,
+    )
+}
