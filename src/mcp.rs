@@ -17,6 +17,7 @@ use serde_json::{Map, Value as Json};
 use super::args;
 use super::errors::{self, Kind};
 use super::registry::{lock as lock_registry, name_list, resolve};
+use agent_q_core::gate::GateAnswer;
 use agent_q_core::mcp::hub::{RootsState, Workspace};
 use agent_q_core::mcp::server::EXIT_WAIT;
 use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, Stopping, ToolInfo};
@@ -124,8 +125,8 @@ fn mcp_await_stopped() -> Result<bool> {
     Ok(STOPPING.wait_all(EXIT_WAIT))
 }
 
-/// The server's state: (:url URL :port PORT :pending N :roots SESSIONS) while it runs, nil
-/// otherwise. SESSIONS describes each open session whose client declared MCP roots:
+/// The server's state: (:url URL :port PORT :pending N :roots SESSIONS :gating BOOL) while it
+/// runs, nil otherwise. N counts the tool calls and gate requests waiting. SESSIONS describes each open session whose client declared MCP roots:
 /// (:client "NAME VERSION" :session ID :state STATE :directories DIRS :ignored NOTES :why WHY),
 /// STATE `asking', `known' or `failed' (then WHY says why, and the fixed set applies).
 #[defun]
@@ -171,6 +172,8 @@ fn mcp_status(env: &Env) -> Result<Value<'_>> {
         i64::try_from(pending).unwrap_or(i64::MAX),
         env.intern(":roots")?,
         env.list(&sessions)?,
+        env.intern(":gating")?,
+        hub.gating(),
     ))
 }
 
@@ -253,10 +256,12 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 
 /// Take the events queued by the server: a list of
 /// (:call KEY :tool NAME :arguments ARGUMENTS :client CLIENT :client-name NAME :session SESSION
-/// :channel CHANNEL :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY). CLIENT is
-/// "NAME VERSION" as the client introduced itself, NAME its name alone. CHANNEL is the hub's
-/// channel of the call (its session's, or its own for a stateless request): what the call may
-/// see of other calls' work is keyed by it, never by NAME. ARGUMENTS are the call's arguments as the server
+/// :channel CHANNEL :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY), and, while
+/// gating is on (`agent-q--core-mcp-set-gating'), (:gate KEY :agent AGENT :event EVENT ...) (see
+/// [`gate_value`]) and (:gate-withdrawn KEY). CLIENT is "NAME VERSION" as the client introduced
+/// itself, NAME its name alone. CHANNEL is the hub's channel of the call (its session's, or its
+/// own for a stateless request): what the call may see of other calls' work is keyed by it,
+/// never by NAME. ARGUMENTS are the call's arguments as the server
 /// parsed them, an opaque object for the executor (`agent-q--core-call-start'). ROOTS is the client's workspace, (:directories DIRS
 /// :ignored NOTES), when the MCP roots it declared apply, nil when the fixed set does. Nil when
 /// the server is not running.
@@ -313,6 +318,10 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
                 env.list(&fields[..])?
             }
             Event::Cancel { key } => env.list((env.intern(":cancel")?, i64::try_from(key).unwrap_or(i64::MAX)))?,
+            Event::Gate { key, request } => gate_value(env, key, &request)?,
+            Event::GateWithdrawn { key } => {
+                env.list((env.intern(":gate-withdrawn")?, i64::try_from(key).unwrap_or(i64::MAX)))?
+            }
         });
     }
     env.list(&items)
@@ -351,4 +360,108 @@ fn mcp_set_status<'e>(env: &'e Env, key: Value<'e>, text: Value<'e>) -> Result<b
         return Ok(false);
     };
     Ok(hub.set_status(u64::try_from(key).unwrap_or(0), text))
+}
+
+/// A nil or a string as a Lisp value.
+fn optional_string<'e>(env: &'e Env, text: Option<&str>) -> Result<Value<'e>> {
+    match text {
+        Some(text) => text.into_lisp(env),
+        None => env.intern("nil"),
+    }
+}
+
+/// The `:gate` item of `agent-q--core-mcp-take': (:gate KEY :agent AGENT :event EVENT :session
+/// SESSION :cwd CWD :tool TOOL :tool-use-id ID :input INPUT :kind KIND). AGENT is `claude',
+/// `gemini' or `codex', EVENT `pre-tool' or `permission-request' (symbols); SESSION and CWD
+/// strings (empty when the agent sent none), ID a string or nil. INPUT is the tool input as
+/// the agent sent it and KIND what it does, both plists with keyword keys (JSON arrays are
+/// vectors, false `:json-false', null nil): KIND is (:kind "shell" :command C :argv V :dir D),
+/// (:kind "edit" :path P :edits [(:old_string O :new_string N :replace_all B
+/// :expected_replacements N)...] :multi B), (:kind "write" :path P :content C), (:kind "patch"
+/// :patch TEXT :files [(:action "add"|"update"|"delete" :path P :move_to Q)...]), (:kind "read"
+/// :paths [P...]), (:kind "fetch" :urls [U...]), (:kind "agent-q" :tool NAME) or
+/// (:kind "other").
+fn gate_value<'e>(env: &'e Env, key: u64, request: &agent_q_core::gate::GateRequest) -> Result<Value<'e>> {
+    let kind = serde_json::to_value(&request.kind).unwrap_or(Json::Null);
+    let fields = [
+        env.intern(":gate")?,
+        i64::try_from(key).unwrap_or(i64::MAX).into_lisp(env)?,
+        env.intern(":agent")?,
+        env.intern(request.agent.name())?,
+        env.intern(":event")?,
+        env.intern(request.event.name())?,
+        env.intern(":session")?,
+        request.session_id.as_str().into_lisp(env)?,
+        env.intern(":cwd")?,
+        request.cwd.as_str().into_lisp(env)?,
+        env.intern(":tool")?,
+        request.tool.as_str().into_lisp(env)?,
+        env.intern(":tool-use-id")?,
+        optional_string(env, request.tool_use_id.as_deref())?,
+        env.intern(":input")?,
+        super::convert::json_value(env, &Json::Object(request.tool_input.clone()))?,
+        env.intern(":kind")?,
+        super::convert::json_value(env, &kind)?,
+    ];
+    env.list(&fields[..])
+}
+
+/// Turn the gate for the terminal agents' own tools on (ON non-nil) or off. While it is off,
+/// the agents' hooks are answered at once that Emacs does not gate, and fall back to the
+/// agents' own prompts; turning it off withdraws every waiting gate request (:gate-withdrawn).
+/// Return t if it was on. Signals when the server is not running.
+#[defun]
+fn mcp_set_gating<'e>(env: &'e Env, on: Value<'e>) -> Result<bool> {
+    let hub = hub(env)?;
+    Ok(hub.set_gating(on.is_not_nil()))
+}
+
+/// Answer the gate request KEY with DECISION, a symbol: `allow' (DETAIL nil, or the tool
+/// input to run instead as JSON text: an object), `deny' (DETAIL the reason, for the model),
+/// `ask' (the agent's own prompt; DETAIL nil or a reason it shows) or `no-opinion' (the agent
+/// goes on as if no hook had run: for agent-q's own tools only; a gated call with no rule is
+/// `ask', or Gemini with agent-q's policy would run it unasked). Return t if the request was
+/// still waiting (a withdrawn or answered one is ignored).
+#[defun]
+fn mcp_gate_answer<'e>(env: &'e Env, key: Value<'e>, decision: Value<'e>, detail: Value<'e>) -> Result<bool> {
+    let key = args::integer(env, key, "KEY")?;
+    let decision = match name_list(env, env.list((decision,))?, "DECISION")?.first() {
+        Some(name) => name.clone(),
+        None => String::new(),
+    };
+    let detail = if detail.is_not_nil() {
+        Some(args::string(env, detail, "DETAIL", args::MAX_TEXT_BYTES)?)
+    } else {
+        None
+    };
+    let answer = match (decision.as_str(), detail) {
+        ("allow", None) => GateAnswer::Allow { updated_input: None },
+        ("allow", Some(text)) => match serde_json::from_str::<Json>(&text) {
+            Ok(input @ Json::Object(_)) => GateAnswer::Allow {
+                updated_input: Some(input),
+            },
+            _ => {
+                return errors::signal(
+                    env,
+                    Kind::Generic,
+                    "DETAIL of allow must be the updated tool input as a JSON object",
+                )
+            }
+        },
+        ("deny", Some(reason)) => GateAnswer::Deny { reason },
+        ("deny", None) => return errors::signal(env, Kind::Generic, "deny needs a reason (DETAIL)"),
+        ("ask", reason) => GateAnswer::Ask { reason },
+        ("no-opinion", _) => GateAnswer::NoOpinion,
+        (other, _) => {
+            return errors::signal(
+                env,
+                Kind::Generic,
+                format!("DECISION must be allow, deny, ask or no-opinion, not {other}"),
+            )
+        }
+    };
+    let Some(hub) = state().as_ref().map(|r| r.hub.clone()) else {
+        return Ok(false);
+    };
+    Ok(hub.complete_gate(u64::try_from(key).unwrap_or(0), answer))
 }

@@ -32,6 +32,7 @@ pub mod error;
 pub mod executor;
 pub mod files;
 pub mod fsutil;
+pub mod gate;
 pub mod ide;
 pub mod limits;
 pub mod mcp;

@@ -6,58 +6,96 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_q_mcp::error::RelayError;
+use agent_q_mcp::hook::{self, HookOptions, Unreachable};
 use agent_q_mcp::relay;
 
 const USAGE: &str = "\
 usage: agent-q-mcp [--connection-file FILE]
+       agent-q-mcp hook --agent claude|gemini|codex [--event pre-tool|permission-request]
+                        [--connection-file FILE] [--unreachable ask|deny]
 
 Relays the MCP stdio transport to the MCP server of the running Emacs (agent-q).
 The connection file is FILE, else $AGENT_Q_MCP_CONNECTION_FILE, else
 ~/.emacs.d/agent-q-mcp.json (or ~/.config/emacs/agent-q-mcp.json); Emacs writes it
-when M-x agent-q-mcp-start starts the server.";
+when M-x agent-q-mcp-start starts the server.
+
+`hook' is the command a terminal agent runs before each of its own tool calls
+(Claude Code's PreToolUse or PermissionRequest, Gemini CLI's BeforeTool, Codex
+CLI's PreToolUse or PermissionRequest): it reads the hook input on stdin, asks
+Emacs, and prints the agent's answer. When Emacs cannot be asked it leaves the
+call to the agent's own prompt (Claude, Gemini: ask; Codex: no output), or denies
+it with --unreachable deny.";
 
 enum Command {
     Relay(Option<PathBuf>),
+    Hook(HookOptions),
     Help,
     Version,
 }
 
 fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Command, RelayError> {
     let mut file = None;
-    let mut args = args.into_iter();
+    let mut hook = false;
+    let (mut agent, mut event, mut unreachable) = (None, None, Unreachable::Ask);
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|first| first == "hook") {
+        hook = true;
+        args.next();
+    }
     while let Some(arg) = args.next() {
-        let text = arg.to_string_lossy();
+        let text = arg.to_string_lossy().into_owned();
         if text == "--help" || text == "-h" {
             return Ok(Command::Help);
         } else if text == "--version" {
             return Ok(Command::Version);
-        } else if text == "--connection-file" {
-            let value = args
-                .next()
-                .ok_or_else(|| RelayError::Usage("--connection-file needs a FILE".into()))?;
-            file = Some(PathBuf::from(value));
-        } else if let Some(value) = text.strip_prefix("--connection-file=") {
-            file = Some(PathBuf::from(value));
-        } else {
+        }
+        let (name, inline) = match text.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name.to_string(), Some(value.to_string())),
+            _ => (text.clone(), None),
+        };
+        let known = matches!(name.as_str(), "--connection-file")
+            || (hook && matches!(name.as_str(), "--agent" | "--event" | "--unreachable"));
+        if !known {
             return Err(RelayError::Usage(format!("unknown argument {text}\n{USAGE}")));
         }
+        let value = match inline {
+            Some(value) => value,
+            None => args
+                .next()
+                .map(|value| value.to_string_lossy().into_owned())
+                .ok_or_else(|| RelayError::Usage(format!("{name} needs a value\n{USAGE}")))?,
+        };
+        match name.as_str() {
+            "--agent" => agent = Some(value.parse().map_err(RelayError::Usage)?),
+            "--event" => event = Some(value.parse().map_err(RelayError::Usage)?),
+            "--unreachable" => {
+                unreachable = match value.as_str() {
+                    "ask" => Unreachable::Ask,
+                    "deny" => Unreachable::Deny,
+                    other => {
+                        return Err(RelayError::Usage(format!(
+                            "--unreachable {other:?}: expected ask or deny"
+                        )))
+                    }
+                }
+            }
+            _ => file = Some(PathBuf::from(value)),
+        }
     }
-    Ok(Command::Relay(file))
+    if !hook {
+        return Ok(Command::Relay(file));
+    }
+    let agent = agent.ok_or_else(|| RelayError::Usage(format!("hook needs --agent\n{USAGE}")))?;
+    Ok(Command::Hook(HookOptions {
+        agent,
+        event,
+        connection_file: file,
+        unreachable,
+    }))
 }
 
 async fn run(file: Option<PathBuf>) -> Result<(), RelayError> {
-    let env = std::env::var_os(relay::CONNECTION_FILE_ENV)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from);
-    let home = std::env::var_os("HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from);
-    let path = relay::connection_file(file, env, home).ok_or_else(|| {
-        RelayError::Usage(format!(
-            "HOME is not set: name the connection file with --connection-file or ${}",
-            relay::CONNECTION_FILE_ENV
-        ))
-    })?;
+    let path = relay::resolve_connection_file(file)?;
     let connection = relay::read_connection(&path)?;
     relay::check_server(&connection).await?;
     relay::relay(&connection, tokio::io::stdin(), tokio::io::stdout()).await
@@ -81,6 +119,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Relay(file) => file,
+        Command::Hook(options) => return run_hook(&options),
     };
     // One thread is plenty for a relay, and keeps the order in which messages are handed on.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -97,4 +136,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Run the hook, print its answer, and exit as the agent expects.
+fn run_hook(options: &HookOptions) -> ExitCode {
+    use std::io::Write;
+    let result = hook::run(options, std::io::stdin().lock());
+    if let Some(message) = &result.message {
+        eprintln!("{message}");
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(result.output.stdout.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::from(result.output.exit_code)
 }

@@ -72,6 +72,22 @@ pub fn connection_file(arg: Option<PathBuf>, env: Option<PathBuf>, home: Option<
     }
 }
 
+/// The connection file to read given `--connection-file` ARG, as [`connection_file`] chooses
+/// with this process's environment (`$AGENT_Q_MCP_CONNECTION_FILE`, `$HOME`).
+pub fn resolve_connection_file(arg: Option<PathBuf>) -> Result<PathBuf, RelayError> {
+    let env = std::env::var_os(CONNECTION_FILE_ENV)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let home = std::env::var_os("HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    connection_file(arg, env, home).ok_or_else(|| {
+        RelayError::Usage(format!(
+            "HOME is not set: name the connection file with --connection-file or ${CONNECTION_FILE_ENV}"
+        ))
+    })
+}
+
 /// Read and check the connection file at PATH.
 pub fn read_connection(path: &Path) -> Result<Connection, RelayError> {
     let (file, metadata) = agent_q_core::fsutil::open_regular(path).map_err(|e| match e {
@@ -196,7 +212,8 @@ pub fn process_alive(pid: i64) -> bool {
     result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-fn http_client() -> Result<reqwest::Client, RelayError> {
+/// The HTTP client for the server on 127.0.0.1: no proxy.
+pub(crate) fn http_client() -> Result<reqwest::Client, RelayError> {
     // No proxy: the server is on the loopback interface, and a proxy must never see the token.
     reqwest::Client::builder()
         .no_proxy()
@@ -227,7 +244,8 @@ pub async fn check_server(connection: &Connection) -> Result<(), RelayError> {
     }
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// ERROR and its causes, joined by colons.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -5,7 +5,7 @@
 #[path = "../../agent-q-core/tests/common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -17,22 +17,6 @@ use rmcp::ServiceExt;
 use serde_json::json;
 
 const RELAY: &str = env!("CARGO_BIN_EXE_agent-q-mcp");
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-q-relay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write_connection(dir: &Path, url: &str, token: &str, pid: u32) -> PathBuf {
-    let path = dir.join("agent-q-mcp.json");
-    let text = json!({"url": url, "token": token, "pid": pid}).to_string();
-    std::fs::write(&path, text).unwrap();
-    // As Emacs writes it: the relay refuses a connection file others can read.
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    path
-}
 
 /// Run the relay to completion with stdin closed; returns its exit code and stderr.
 fn run_relay(args: &[&str], env_file: Option<&Path>, home: &Path) -> (Option<i32>, String) {

@@ -56,13 +56,13 @@ impl McpHandler {
     }
 }
 
-/// Withdraws the call from the hub if its handler stops waiting before the answer (cancelled
+/// Withdraws the call (or gate request) from the hub if its handler stops waiting before the answer (cancelled
 /// request, closed session, server shutting down): the driver must not run what nobody waits
 /// for.
-struct WithdrawOnDrop {
-    hub: Arc<Hub>,
-    key: u64,
-    armed: bool,
+pub(crate) struct WithdrawOnDrop {
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) key: u64,
+    pub(crate) armed: bool,
 }
 
 impl Drop for WithdrawOnDrop {

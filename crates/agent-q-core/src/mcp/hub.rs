@@ -14,6 +14,7 @@ use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{oneshot, watch};
 
+use crate::gate::{GateAnswer, GateRequest};
 use crate::limits::{check_argument_limits, DEFAULT_MAX_ARGUMENT_BYTES};
 use crate::spec::{Hints, ResolvedHints, SafetyLevel};
 
@@ -295,6 +296,24 @@ pub enum Event {
         /// The call's key.
         key: u64,
     },
+    /// A terminal agent's hook asks whether its own tool call may run (`POST /gate`): decide
+    /// and answer with [`Hub::complete_gate`]`(key, ...)`. Only while gating is on (see
+    /// [`Hub::set_gating`]).
+    Gate {
+        /// Identifies this request in [`Hub::complete_gate`]; keys of calls and gates never
+        /// coincide.
+        key: u64,
+        /// The agent's call.
+        request: GateRequest,
+    },
+    /// The gate request KEY is withdrawn: the hook went away (the agent was interrupted or
+    /// killed), gating was turned off, or the server stopped. Take its prompt or review down;
+    /// a later [`Hub::complete_gate`] for KEY is ignored. As with [`Event::Cancel`], KEY may be
+    /// one the driver never saw.
+    GateWithdrawn {
+        /// The request's key.
+        key: u64,
+    },
 }
 
 /// The answer to a call: its text, and whether it is a failure (`isError`).
@@ -336,12 +355,36 @@ pub const MAX_PENDING_PER_CLIENT: usize = 32;
 /// [`super::MAX_CONNECTIONS`]), which leaves room for the clients' other requests.
 pub const MAX_PENDING_CALLS: usize = 192;
 
-/// A call waiting for its answer.
+/// A call or gate request waiting for its answer.
 struct Pending {
-    answer: oneshot::Sender<CallAnswer>,
-    status: watch::Sender<Option<String>>,
+    waiter: Waiter,
     /// Whose call it is, for [`MAX_PENDING_PER_CLIENT`].
     owner: String,
+}
+
+/// What waits: a tool call's handler, or a gate request's.
+enum Waiter {
+    Call {
+        answer: oneshot::Sender<CallAnswer>,
+        status: watch::Sender<Option<String>>,
+    },
+    Gate {
+        answer: oneshot::Sender<GateAnswer>,
+    },
+}
+
+impl Waiter {
+    fn is_gate(&self) -> bool {
+        matches!(self, Waiter::Gate { .. })
+    }
+
+    /// The event that tells the driver the item KEY is withdrawn.
+    fn withdrawn(&self, key: u64) -> Event {
+        match self {
+            Waiter::Call { .. } => Event::Cancel { key },
+            Waiter::Gate { .. } => Event::GateWithdrawn { key },
+        }
+    }
 }
 
 #[derive(Default)]
@@ -363,6 +406,8 @@ struct Inner {
     next_key: u64,
     /// Why new calls are refused (the server stopped), if they are.
     closed: Option<String>,
+    /// Whether gate requests reach the driver (see [`Hub::set_gating`]).
+    gating: bool,
     /// Peers of 2025-style sessions, for `notifications/tools/list_changed`.
     sessions: Vec<Peer<RoleServer>>,
     /// The handshakes of the initialized sessions (see [`Hub::in_session`]), while their
@@ -404,6 +449,15 @@ pub(crate) struct CallTicket {
     pub(crate) answer: oneshot::Receiver<CallAnswer>,
     pub(crate) status: watch::Receiver<Option<String>>,
 }
+
+/// What the `/gate` route holds while it waits.
+pub(crate) struct GateTicket {
+    pub(crate) key: u64,
+    pub(crate) answer: oneshot::Receiver<GateAnswer>,
+}
+
+/// Why the gate refuses to queue a request (the hook then falls back to the agent's own flow).
+pub const GATING_OFF: &str = "Emacs does not gate the agents' own tools now (agent-q's gate is off)";
 
 impl Hub {
     /// A hub with no tools that calls WAKE (from a server thread) whenever events are queued.
@@ -470,13 +524,51 @@ impl Hub {
     /// Answer the call KEY with ANSWER: its HTTP request gets the result. Returns false, and
     /// does nothing, when KEY is unknown, already answered or withdrawn.
     pub fn complete(&self, key: u64, answer: CallAnswer) -> bool {
-        let pending = self.lock().take_pending(key);
-        match pending {
+        let pending = self.lock().take_pending_of(key, false);
+        match pending.map(|pending| pending.waiter) {
             // The receiver is gone only if the handler stopped waiting (then it also withdrew
             // the call); nothing more to do either way.
-            Some(pending) => pending.answer.send(answer).is_ok(),
-            None => false,
+            Some(Waiter::Call { answer: tx, .. }) => tx.send(answer).is_ok(),
+            _ => false,
         }
+    }
+
+    /// Answer the gate request KEY with ANSWER: its hook gets it. Returns false, and does
+    /// nothing, when KEY is unknown, already answered, withdrawn, or a tool call's.
+    pub fn complete_gate(&self, key: u64, answer: GateAnswer) -> bool {
+        let pending = self.lock().take_pending_of(key, true);
+        match pending.map(|pending| pending.waiter) {
+            Some(Waiter::Gate { answer: tx }) => tx.send(answer).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Turn gating on or off. While it is off (the default), `POST /gate` is refused at once
+    /// ([`GATING_OFF`], HTTP 503) and the hook falls back to the agent's own flow; turning it
+    /// off withdraws every waiting gate request (the driver gets [`Event::GateWithdrawn`] for
+    /// those it took). Returns whether it was on.
+    pub fn set_gating(&self, on: bool) -> bool {
+        let mut inner = self.lock();
+        let was = std::mem::replace(&mut inner.gating, on);
+        if on {
+            return was;
+        }
+        let keys: Vec<u64> = inner
+            .pending
+            .iter()
+            .filter(|(_, pending)| pending.waiter.is_gate())
+            .map(|(key, _)| *key)
+            .collect();
+        drop(inner);
+        for key in keys {
+            self.withdraw(key);
+        }
+        was
+    }
+
+    /// Whether gating is on.
+    pub fn gating(&self) -> bool {
+        self.lock().gating
     }
 
     /// Set the status text of the waiting call KEY (e.g. "waiting for the user's approval in
@@ -485,16 +577,16 @@ impl Hub {
     /// key.
     pub fn set_status(&self, key: u64, text: impl Into<String>) -> bool {
         let inner = self.lock();
-        match inner.pending.get(&key) {
-            Some(pending) => {
-                pending.status.send_replace(Some(text.into()));
+        match inner.pending.get(&key).map(|pending| &pending.waiter) {
+            Some(Waiter::Call { status, .. }) => {
+                status.send_replace(Some(text.into()));
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
-    /// How many calls wait for an answer.
+    /// How many calls and gate requests wait for an answer.
     pub fn pending_count(&self) -> usize {
         self.lock().pending.len()
     }
@@ -536,42 +628,18 @@ impl Hub {
             ))
         })?;
         let owner = owner_of(&client);
-        let mut inner = self.lock();
-        if let Some(reason) = &inner.closed {
-            return Err(CallAnswer::error(reason.clone()));
-        }
-        let mine = inner.pending_by_owner.get(&owner).copied().unwrap_or(0);
-        if mine >= MAX_PENDING_PER_CLIENT {
-            return Err(CallAnswer::error(format!(
-                "The call to {} was refused: this client already has {mine} calls waiting in Emacs, \
-                 the most one client may have ({MAX_PENDING_PER_CLIENT}). Wait for their answers \
-                 (the user may be away) before calling again.",
-                short(&tool)
-            )));
-        }
-        if inner.pending.len() >= MAX_PENDING_CALLS {
-            return Err(CallAnswer::error(format!(
-                "The call to {} was refused: {} calls from all clients are waiting in Emacs, the \
-                 most allowed ({MAX_PENDING_CALLS}). Try again later.",
-                short(&tool),
-                inner.pending.len()
-            )));
-        }
-        *inner.pending_by_owner.entry(owner.clone()).or_insert(0) += 1;
         let mut client = client;
         client.channel = channel_of(&client);
-        let key = inner.next_key;
-        inner.next_key += 1;
         let (answer_tx, answer_rx) = oneshot::channel();
         let (status_tx, status_rx) = watch::channel(None);
-        inner.pending.insert(
-            key,
-            Pending {
-                answer: answer_tx,
-                status: status_tx,
-                owner,
-            },
-        );
+        let waiter = Waiter::Call {
+            answer: answer_tx,
+            status: status_tx,
+        };
+        let mut inner = self.lock();
+        let key = inner
+            .admit(owner, waiter, &format!("The call to {}", short(&tool)))
+            .map_err(CallAnswer::error)?;
         inner.events.push_back(Event::Call {
             key,
             client,
@@ -588,16 +656,45 @@ impl Hub {
         })
     }
 
-    /// Withdraw the call KEY (its client cancelled or went away). If the driver has not taken
-    /// it yet, its Call event is removed from the queue so it never runs; otherwise the driver
-    /// is told with an [`Event::Cancel`]. Nothing happens for an answered key.
+    /// Queue the gate REQUEST of a hook and return what the `/gate` route waits on, or why it
+    /// is refused: the server is stopping, gating is off ([`GATING_OFF`]), its tool input is too
+    /// large or too deep, or its agent session (or all clients) have too many items waiting. A
+    /// refused request never reaches the driver.
+    pub(crate) fn begin_gate(&self, request: GateRequest) -> Result<GateTicket, String> {
+        let max_bytes = {
+            let inner = self.lock();
+            inner.refusal_of_gates()?;
+            inner.max_argument_bytes
+        };
+        check_argument_limits(&request.tool_input, max_bytes)
+            .map_err(|problem| format!("The {} call was not gated: its input {problem}.", short(&request.tool)))?;
+        let owner = format!("gate {} {}", request.agent.name(), request.session_id);
+        let (answer_tx, answer_rx) = oneshot::channel();
+        let mut inner = self.lock();
+        inner.refusal_of_gates()?;
+        let what = format!(
+            "The gate request of {}'s {}",
+            request.agent.name(),
+            short(&request.tool)
+        );
+        let key = inner.admit(owner, Waiter::Gate { answer: answer_tx }, &what)?;
+        inner.events.push_back(Event::Gate { key, request });
+        drop(inner);
+        (self.wake)();
+        Ok(GateTicket { key, answer: answer_rx })
+    }
+
+    /// Withdraw the call or gate request KEY (its client cancelled or went away). If the driver
+    /// has not taken it yet, its event is removed from the queue so it never runs; otherwise the
+    /// driver is told with an [`Event::Cancel`] or [`Event::GateWithdrawn`]. Nothing happens for
+    /// an answered key.
     pub(crate) fn withdraw(&self, key: u64) {
         let mut inner = self.lock();
-        if inner.take_pending(key).is_none() {
+        let Some(pending) = inner.take_pending(key) else {
             return;
-        }
-        if !remove_queued_call(&mut inner.events, key) {
-            inner.events.push_back(Event::Cancel { key });
+        };
+        if !remove_queued(&mut inner.events, key) {
+            inner.events.push_back(pending.waiter.withdrawn(key));
             drop(inner);
             (self.wake)();
         }
@@ -612,9 +709,9 @@ impl Hub {
         let pending: Vec<(u64, Pending)> = inner.pending.drain().collect();
         inner.pending_by_owner.clear();
         let mut told = false;
-        for (key, _) in &pending {
-            if !remove_queued_call(&mut inner.events, *key) {
-                inner.events.push_back(Event::Cancel { key: *key });
+        for (key, item) in &pending {
+            if !remove_queued(&mut inner.events, *key) {
+                inner.events.push_back(item.waiter.withdrawn(*key));
                 told = true;
             }
         }
@@ -623,8 +720,11 @@ impl Hub {
         inner.listeners.clear();
         inner.roots.clear();
         drop(inner);
-        for (_, call) in pending {
-            let _ = call.answer.send(CallAnswer::error(reason));
+        for (_, item) in pending {
+            // A gate's sender is dropped: its route answers that the server stopped.
+            if let Waiter::Call { answer, .. } = item.waiter {
+                let _ = answer.send(CallAnswer::error(reason));
+            }
         }
         if told {
             (self.wake)();
@@ -798,6 +898,51 @@ impl Inner {
         Err(CallAnswer::error(text))
     }
 
+    /// Why gate requests are refused now, if they are.
+    fn refusal_of_gates(&self) -> Result<(), String> {
+        match (&self.closed, self.gating) {
+            (Some(reason), _) => Err(reason.clone()),
+            (None, false) => Err(GATING_OFF.to_string()),
+            (None, true) => Ok(()),
+        }
+    }
+
+    /// Make WAITER, of OWNER, pending under a new key, unless OWNER or everyone has too many
+    /// waiting already: then the refusal, which starts with WHAT ("The call to NAME").
+    fn admit(&mut self, owner: String, waiter: Waiter, what: &str) -> Result<u64, String> {
+        if let Some(reason) = &self.closed {
+            return Err(reason.clone());
+        }
+        let mine = self.pending_by_owner.get(&owner).copied().unwrap_or(0);
+        if mine >= MAX_PENDING_PER_CLIENT {
+            return Err(format!(
+                "{what} was refused: this client already has {mine} calls waiting in Emacs, \
+                 the most one client may have ({MAX_PENDING_PER_CLIENT}). Wait for their answers \
+                 (the user may be away) before calling again."
+            ));
+        }
+        if self.pending.len() >= MAX_PENDING_CALLS {
+            return Err(format!(
+                "{what} was refused: {} calls from all clients are waiting in Emacs, the \
+                 most allowed ({MAX_PENDING_CALLS}). Try again later.",
+                self.pending.len()
+            ));
+        }
+        *self.pending_by_owner.entry(owner.clone()).or_insert(0) += 1;
+        let key = self.next_key;
+        self.next_key += 1;
+        self.pending.insert(key, Pending { waiter, owner });
+        Ok(key)
+    }
+
+    /// Remove the waiting item KEY if it is a gate request (GATE) or a call (not GATE).
+    fn take_pending_of(&mut self, key: u64, gate: bool) -> Option<Pending> {
+        if self.pending.get(&key)?.waiter.is_gate() != gate {
+            return None;
+        }
+        self.take_pending(key)
+    }
+
     /// Remove the waiting call KEY, and count it off its client's calls.
     fn take_pending(&mut self, key: u64) -> Option<Pending> {
         let pending = self.pending.remove(&key)?;
@@ -825,10 +970,10 @@ fn owner_of(client: &ClientInfo) -> String {
     }
 }
 
-/// Remove the queued Call event of KEY; true if there was one.
-fn remove_queued_call(events: &mut VecDeque<Event>, key: u64) -> bool {
+/// Remove the queued Call or Gate event of KEY; true if there was one.
+fn remove_queued(events: &mut VecDeque<Event>, key: u64) -> bool {
     let before = events.len();
-    events.retain(|event| !matches!(event, Event::Call { key: k, .. } if *k == key));
+    events.retain(|event| !matches!(event, Event::Call { key: k, .. } | Event::Gate { key: k, .. } if *k == key));
     events.len() != before
 }
 
@@ -885,6 +1030,89 @@ mod tests {
         );
         assert!(!hub.complete(9999, CallAnswer::ok("unknown")));
         assert_eq!(ticket.answer.try_recv().unwrap(), CallAnswer::ok("done"));
+    }
+
+    fn gate_request(session: &str) -> GateRequest {
+        let input = serde_json::json!({"command": "ls"}).as_object().unwrap().clone();
+        GateRequest::new(
+            crate::gate::Agent::Claude,
+            crate::gate::HookEvent::PreTool,
+            session.into(),
+            "/p".into(),
+            "Bash".into(),
+            None,
+            input,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn gates_are_refused_until_gating_is_on_then_queued_and_answered_once() {
+        let (hub, wakes) = counting_hub();
+        assert_eq!(hub.begin_gate(gate_request("s")).err().as_deref(), Some(GATING_OFF));
+        assert_eq!(wakes.load(Ordering::SeqCst), 0);
+        assert!(!hub.set_gating(true));
+        let mut ticket = hub.begin_gate(gate_request("s")).expect("gating on");
+        let call = call(&hub, "a");
+        let events = hub.take_events();
+        assert!(matches!(&events[0], Event::Gate { key, request } if *key == ticket.key && request.tool == "Bash"));
+        assert_ne!(ticket.key, call.key);
+        // A gate's key does not answer as a call's, nor the other way round.
+        assert!(!hub.complete(ticket.key, CallAnswer::ok("x")));
+        assert!(!hub.complete_gate(call.key, GateAnswer::NoOpinion));
+        assert!(!hub.set_status(ticket.key, "x"));
+        assert_eq!(hub.pending_count(), 2);
+        let deny = GateAnswer::Deny { reason: "no".into() };
+        assert!(hub.complete_gate(ticket.key, deny.clone()));
+        assert!(!hub.complete_gate(ticket.key, GateAnswer::NoOpinion), "answered once");
+        assert_eq!(ticket.answer.try_recv().unwrap(), deny);
+    }
+
+    #[test]
+    fn withdrawn_gates_leave_the_queue_or_tell_the_driver() {
+        let (hub, _) = counting_hub();
+        hub.set_gating(true);
+        let untaken = hub.begin_gate(gate_request("s")).unwrap();
+        hub.withdraw(untaken.key);
+        assert!(hub.take_events().is_empty(), "never seen, never told");
+        let mut taken = hub.begin_gate(gate_request("s")).unwrap();
+        hub.take_events();
+        hub.withdraw(taken.key);
+        assert_eq!(hub.take_events(), vec![Event::GateWithdrawn { key: taken.key }]);
+        assert!(
+            !hub.complete_gate(taken.key, GateAnswer::NoOpinion),
+            "a late answer is dropped"
+        );
+        assert!(taken.answer.try_recv().is_err());
+        // Turning gating off withdraws what waits; closing does too.
+        let mut a = hub.begin_gate(gate_request("s")).unwrap();
+        hub.take_events();
+        assert!(hub.set_gating(false));
+        assert_eq!(hub.take_events(), vec![Event::GateWithdrawn { key: a.key }]);
+        assert!(matches!(a.answer.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+        hub.set_gating(true);
+        let b = hub.begin_gate(gate_request("s")).unwrap();
+        hub.take_events();
+        hub.close(STOPPED);
+        assert_eq!(hub.take_events(), vec![Event::GateWithdrawn { key: b.key }]);
+        assert_eq!(hub.begin_gate(gate_request("s")).err().as_deref(), Some(STOPPED));
+        assert_eq!(hub.pending_count(), 0);
+    }
+
+    #[test]
+    fn one_agent_session_may_have_only_so_many_gates_waiting() {
+        let (hub, _) = counting_hub();
+        hub.set_gating(true);
+        let tickets: Vec<GateTicket> = (0..MAX_PENDING_PER_CLIENT)
+            .map(|_| hub.begin_gate(gate_request("s")).unwrap())
+            .collect();
+        let refused = hub.begin_gate(gate_request("s")).err().unwrap();
+        assert!(refused.contains("claude's Bash was refused"), "{refused}");
+        assert!(hub.begin_gate(gate_request("other")).is_ok());
+        hub.set_max_argument_bytes(4);
+        let big = hub.begin_gate(gate_request("third")).err().unwrap();
+        assert!(big.contains("larger than 4 bytes"), "{big}");
+        drop(tickets);
     }
 
     #[test]

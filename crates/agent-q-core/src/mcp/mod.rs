@@ -29,6 +29,10 @@
 //!   `Origin` only (403, rmcp's own checks, applied first), `Authorization: Bearer TOKEN` (401),
 //!   body size
 //!   ([`MAX_REQUEST_BODY_BYTES`]). [`make_token`] makes the token.
+//! - The gate route (gate.rs) on [`GATE_ENDPOINT`]: the terminal agents' hooks
+//!   (`agent-q-mcp hook`) ask about the agents' own tool calls ([`crate::gate`]); the hub queues
+//!   them as [`Event::Gate`] while the driver has turned gating on ([`Hub::set_gating`]), and the
+//!   driver answers with [`Hub::complete_gate`].
 //! - The relay (relay.rs, binary `agent-q-mcp`) lets clients that only start a command reach
 //!   the server: it reads the connection file Emacs writes and relays stdio to HTTP.
 //!
@@ -40,6 +44,7 @@
 //! session or `initialize`, and its client is named by `_meta`'s `clientInfo`.
 
 pub mod connections;
+pub mod gate;
 pub mod handler;
 pub mod hub;
 pub mod security;
@@ -47,7 +52,8 @@ pub mod server;
 
 pub use crate::limits::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES};
 pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake};
+pub use gate::{GATE_ENDPOINT, GATE_WITHDRAWN, MAX_GATE_WAIT};
+pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake, GATING_OFF};
 pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;
 pub use server::{Config, RunningServer, Server, Shutdown, Stopping, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};

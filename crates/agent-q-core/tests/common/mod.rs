@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use agent_q_core::gate::{GateAnswer, GateRequest, ToolKind};
 use agent_q_core::mcp::{make_token, CallAnswer, Config, Event, Hub, RunningServer, Server, ToolInfo};
 use agent_q_core::spec::SafetyLevel;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
@@ -127,8 +128,34 @@ pub fn answer(tool: &str, arguments: &Map<String, Value>) -> CallAnswer {
     }
 }
 
+/// What the test driver answers a gate request: by the shell command (`git status...` allowed,
+/// `rm...` denied, `ask...` asked, `edit...` allowed as `echo edited`, `wait...` left waiting),
+/// a Write allowed with its content upper-cased, anything else no opinion. `None`: no answer.
+pub fn gate_answer(request: &GateRequest) -> Option<GateAnswer> {
+    Some(match &request.kind {
+        ToolKind::Shell { command, .. } if command.starts_with("git status") => {
+            GateAnswer::Allow { updated_input: None }
+        }
+        ToolKind::Shell { command, .. } if command.starts_with("rm") => GateAnswer::Deny {
+            reason: format!("The user denied {command}"),
+        },
+        ToolKind::Shell { command, .. } if command.starts_with("ask") => GateAnswer::Ask {
+            reason: Some("decide in the agent".into()),
+        },
+        ToolKind::Shell { command, .. } if command.starts_with("edit") => GateAnswer::Allow {
+            updated_input: Some(json!({"command": "echo edited"})),
+        },
+        ToolKind::Shell { command, .. } if command.starts_with("wait") => return None,
+        ToolKind::Write { path, content } => GateAnswer::Allow {
+            updated_input: Some(json!({"file_path": path, "content": content.to_uppercase()})),
+        },
+        _ => GateAnswer::NoOpinion,
+    })
+}
+
 /// A thread that plays Emacs: it drains the hub when woken and answers every call with
-/// [`answer`], recording the events it saw. Stops when dropped.
+/// [`answer`] and every gate request with [`gate_answer`], recording the events it saw. Stops
+/// when dropped.
 pub struct Driver {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -152,6 +179,11 @@ impl Driver {
                     } = &event
                     {
                         hub.complete(*key, answer(tool, arguments));
+                    }
+                    if let Event::Gate { key, request } = &event {
+                        if let Some(answer) = gate_answer(request) {
+                            hub.complete_gate(*key, answer);
+                        }
                     }
                     seen2.lock().unwrap().push(event);
                 }
@@ -248,10 +280,15 @@ pub fn client_runtime() -> tokio::runtime::Runtime {
 /// A raw HTTP exchange with the server on PORT; returns the status, the head (lowercased)
 /// and the body. HEADERS may include `host`, which replaces the default one.
 pub fn http(port: u16, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    http_to(port, method, "/mcp", headers, body)
+}
+
+/// [`http`] to PATH.
+pub fn http_to(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     // HTTP/1.0: the response body is delimited by the end of the connection, not chunked.
-    let mut request = format!("{method} /mcp HTTP/1.0\r\nConnection: close\r\n");
+    let mut request = format!("{method} {path} HTTP/1.0\r\nConnection: close\r\n");
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
         request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
     }
@@ -293,4 +330,45 @@ pub fn messages(body: &str) -> Vec<Value> {
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str(data.trim()).ok())
         .collect()
+}
+
+/// A fresh directory for the test NAME.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-q-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Write a connection file in DIR naming URL, TOKEN and PID, as Emacs writes it (mode 0600:
+/// the relay and the hook refuse a file others can read).
+pub fn write_connection(dir: &std::path::Path, url: &str, token: &str, pid: u32) -> std::path::PathBuf {
+    let path = dir.join("agent-q-mcp.json");
+    let text = json!({"url": url, "token": token, "pid": pid}).to_string();
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    path
+}
+
+/// A server with gating on and a [`Driver`] answering its hub; the fixture's own wake
+/// receiver is then a dead one.
+pub fn start_gate_driven() -> (Fixture, Driver) {
+    let Fixture {
+        hub,
+        server,
+        token,
+        wakes,
+    } = start();
+    hub.set_gating(true);
+    let driver = Driver::spawn(hub.clone(), wakes);
+    let wakes = mpsc::channel().1;
+    (
+        Fixture {
+            hub,
+            server,
+            token,
+            wakes,
+        },
+        driver,
+    )
 }

@@ -1,0 +1,607 @@
+//! The gate for the terminal agents' own tools: each agent's hook protocol, pure.
+//!
+//! Claude Code (`PreToolUse`, `PermissionRequest`), Gemini CLI (`BeforeTool`) and Codex CLI
+//! (`PreToolUse`, `PermissionRequest`) run a command before each of their own tool calls, hand
+//! it JSON on stdin and read a decision from its stdout. This module turns that JSON into one
+//! normalized [`GateRequest`] ([`parse_hook_input`]) and a normalized [`GateAnswer`] back into
+//! what each agent reads ([`format_answer`]). It performs no I/O: the hook command
+//! (`agent-q-mcp hook`) reads and writes, the MCP server's `/gate` route carries the request to
+//! Emacs (see [`crate::mcp`]).
+//!
+//! Per agent: `claude.rs`, `gemini.rs`, `codex.rs` (field names and output shapes); the
+//! `apply_patch` format in `patch.rs`.
+//!
+//! # What each answer becomes
+//!
+//! | answer | Claude `PreToolUse` | Claude `PermissionRequest` | Gemini `BeforeTool` | Codex `PreToolUse` | Codex `PermissionRequest` |
+//! |---|---|---|---|---|---|
+//! | `Allow` | `allow` | `behavior: allow` | `allow` | no output (Codex's own approval flow: its PreToolUse cannot allow) | `behavior: allow` |
+//! | `Allow` + input | `allow` + `updatedInput` | `allow` + `updatedInput` | `allow` + `hookSpecificOutput.tool_input` | `allow` + `updatedInput` | no output (it cannot carry an edited input: Codex's own prompt, never the unedited call allowed) |
+//! | `Deny` | `deny` + reason | `behavior: deny` + message | `deny` + reason | `deny` + reason | `behavior: deny` + message |
+//! | `Ask` | `ask` (+ reason) | no output (Claude's dialog) | `ask` (+ reason) | no output | no output (Codex's prompt) |
+//! | `NoOpinion` | no output | no output | no output | no output | no output |
+//!
+//! The exit code is always 0. "No output" lets the agent go on exactly as if no hook had run:
+//! its own rules and prompt. [`GateAnswer::NoOpinion`] is for agent-q's own MCP tools (which
+//! agent-q's server asks about itself); for a gated tool that agent-q has no rule for, answer
+//! [`GateAnswer::Ask`]: where the user's Gemini policy allows the gated tools so that Emacs is
+//! the only prompt, no output would let the call run unasked.
+//!
+//! Claude Code shows a "waiting" text only from its hook *configuration* (`statusMessage` of
+//! the hook entry), not from the hook's output: the configuration writer sets it (e.g.
+//! "Waiting for Emacs (agent-q)..."). Gemini CLI and Codex CLI have no such field.
+
+mod claude;
+mod codex;
+mod gemini;
+mod patch;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+use thiserror::Error;
+
+pub use patch::{patch_files, PatchAction, PatchFile};
+
+/// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an
+/// agent sends; the MCP server accepts requests up to [`crate::mcp::MAX_REQUEST_BODY_BYTES`].
+pub const MAX_HOOK_INPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest short field (session id, tool name, tool use id) accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 4096;
+
+/// The longest path (cwd, a file path) accepted, in bytes.
+pub const MAX_PATH_BYTES: usize = 64 * 1024;
+
+/// The most URLs taken out of a Gemini `web_fetch` prompt.
+pub const MAX_FETCH_URLS: usize = 32;
+
+/// Why a hook's input cannot be turned into a [`GateRequest`]. The message names the problem.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GateError {
+    /// More than [`MAX_HOOK_INPUT_BYTES`] on stdin.
+    #[error("the hook input is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// Not JSON, or not an object.
+    #[error("the hook input is not a JSON object: {0}")]
+    NotJson(String),
+    /// A required field is missing.
+    #[error("the hook input has no {field}")]
+    Missing {
+        /// The field's name.
+        field: &'static str,
+    },
+    /// A field has the wrong type or is too long.
+    #[error("the hook input's {field} {problem}")]
+    Invalid {
+        /// The field's name.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The tool input of a tool the gate knows lacks what the tool needs.
+    #[error("the {tool} call's tool_input {problem}")]
+    ToolInput {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The hook was configured for another event than the agent says it fired for.
+    #[error("the hook was run for {expected} but the input says hook_event_name {got}")]
+    EventMismatch {
+        /// The event of `--event`.
+        expected: &'static str,
+        /// The input's `hook_event_name`, cut.
+        got: String,
+    },
+    /// The agent has no such hook event.
+    #[error("{agent} has no {event} hook")]
+    UnsupportedEvent {
+        /// The agent.
+        agent: &'static str,
+        /// The event.
+        event: &'static str,
+    },
+}
+
+/// The terminal agent whose hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Agent {
+    /// Claude Code.
+    Claude,
+    /// Gemini CLI.
+    Gemini,
+    /// Codex CLI.
+    Codex,
+}
+
+impl Agent {
+    /// The agent's name as the command line and the wire spell it: `claude`, `gemini`, `codex`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Gemini => "gemini",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+impl std::str::FromStr for Agent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "claude" => Ok(Agent::Claude),
+            "gemini" => Ok(Agent::Gemini),
+            "codex" => Ok(Agent::Codex),
+            other => Err(format!("unknown agent {other:?}: expected claude, gemini or codex")),
+        }
+    }
+}
+
+/// Which hook fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookEvent {
+    /// Before a tool call: Claude's and Codex's `PreToolUse`, Gemini's `BeforeTool`.
+    PreTool,
+    /// The agent would show its own permission dialog: Claude's and Codex's `PermissionRequest`.
+    PermissionRequest,
+}
+
+impl HookEvent {
+    /// `pre-tool` or `permission-request`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::PreTool => "pre-tool",
+            HookEvent::PermissionRequest => "permission-request",
+        }
+    }
+
+    /// The `hook_event_name` AGENT sends for this event.
+    pub fn agent_name(self, agent: Agent) -> &'static str {
+        match (agent, self) {
+            (Agent::Gemini, HookEvent::PreTool) => "BeforeTool",
+            (_, HookEvent::PreTool) => "PreToolUse",
+            (_, HookEvent::PermissionRequest) => "PermissionRequest",
+        }
+    }
+}
+
+impl std::str::FromStr for HookEvent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "pre-tool" => Ok(HookEvent::PreTool),
+            "permission-request" => Ok(HookEvent::PermissionRequest),
+            other => Err(format!(
+                "unknown event {other:?}: expected pre-tool or permission-request"
+            )),
+        }
+    }
+}
+
+/// One text replacement of an edit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TextEdit {
+    /// The text replaced.
+    pub old_string: String,
+    /// Its replacement.
+    pub new_string: String,
+    /// Whether every occurrence is replaced (Claude's `replace_all`).
+    pub replace_all: bool,
+    /// How many occurrences are expected (Gemini's `expected_replacements`), if said.
+    pub expected_replacements: Option<u64>,
+}
+
+/// What a tool call does, as far as the gate is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ToolKind {
+    /// A shell command: Claude `Bash`, Gemini `run_shell_command`, Codex `Bash` (also `shell`,
+    /// `exec_command`, `local_shell`).
+    Shell {
+        /// The whole command line. Codex's argv form is joined with POSIX shell quoting.
+        command: String,
+        /// Codex's argv form, when the command came as an array.
+        argv: Option<Vec<String>>,
+        /// The directory it runs in, when the input says (Gemini `dir_path`, Codex `workdir`).
+        dir: Option<String>,
+    },
+    /// Replacements in one file: Claude `Edit` and `MultiEdit`, Gemini `replace`.
+    Edit {
+        /// The file.
+        path: String,
+        /// The replacements, in order (one, unless `multi`).
+        edits: Vec<TextEdit>,
+        /// Whether the input had an `edits` list (`MultiEdit`) rather than one replacement.
+        multi: bool,
+    },
+    /// A whole file written: Claude `Write`, Gemini `write_file`.
+    Write {
+        /// The file.
+        path: String,
+        /// Its new content.
+        content: String,
+    },
+    /// A Codex `apply_patch`.
+    Patch {
+        /// The patch text.
+        patch: String,
+        /// The files it touches, from its `*** Add/Update/Delete File:` lines.
+        files: Vec<PatchFile>,
+    },
+    /// Files read: Claude `Read`, Gemini `read_file`, `read_many_files`.
+    Read {
+        /// The files (or, for `read_many_files`, the paths and globs) read.
+        paths: Vec<String>,
+    },
+    /// A web fetch: Claude `WebFetch`, Gemini `web_fetch`.
+    Fetch {
+        /// The URLs: Claude's `url`, Gemini's `url` or the URLs in its `prompt`.
+        urls: Vec<String>,
+    },
+    /// One of agent-q's own MCP tools: agent-q's server asks about it; the hook has no opinion.
+    AgentQ {
+        /// The tool's name within agent-q, e.g. `read_file`.
+        tool: String,
+    },
+    /// Any other tool.
+    Other,
+}
+
+/// A hook's tool call, normalized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "WireRequest")]
+pub struct GateRequest {
+    /// Whose hook.
+    pub agent: Agent,
+    /// Which hook.
+    pub event: HookEvent,
+    /// The agent's session (`session_id`), empty when it sent none.
+    pub session_id: String,
+    /// The agent's working directory (`cwd`), empty when it sent none.
+    pub cwd: String,
+    /// The tool's name as the agent calls it.
+    pub tool: String,
+    /// The agent's id of the call (`tool_use_id`), when it sent one.
+    pub tool_use_id: Option<String>,
+    /// The tool's input, as the agent sent it.
+    pub tool_input: Map<String, Json>,
+    /// What the call does; always derived from the agent, the tool and its input (a `kind`
+    /// sent over the wire is ignored).
+    pub kind: ToolKind,
+}
+
+/// A [`GateRequest`] as the `/gate` route reads it: its `kind` is derived again.
+#[derive(Deserialize)]
+struct WireRequest {
+    agent: Agent,
+    event: HookEvent,
+    #[serde(default)]
+    session_id: String,
+    #[serde(default)]
+    cwd: String,
+    tool: String,
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    tool_input: Map<String, Json>,
+}
+
+impl TryFrom<WireRequest> for GateRequest {
+    type Error = GateError;
+
+    fn try_from(wire: WireRequest) -> Result<Self, GateError> {
+        GateRequest::new(
+            wire.agent,
+            wire.event,
+            wire.session_id,
+            wire.cwd,
+            wire.tool,
+            wire.tool_use_id,
+            wire.tool_input,
+        )
+    }
+}
+
+impl GateRequest {
+    /// A request, its fields checked for length and its kind derived (see [`classify`]).
+    pub fn new(
+        agent: Agent,
+        event: HookEvent,
+        session_id: String,
+        cwd: String,
+        tool: String,
+        tool_use_id: Option<String>,
+        tool_input: Map<String, Json>,
+    ) -> Result<Self, GateError> {
+        if agent == Agent::Gemini && event == HookEvent::PermissionRequest {
+            return Err(GateError::UnsupportedEvent {
+                agent: agent.name(),
+                event: event.name(),
+            });
+        }
+        check_len("session_id", &session_id, MAX_NAME_BYTES)?;
+        check_len("cwd", &cwd, MAX_PATH_BYTES)?;
+        check_len("tool_name", &tool, MAX_NAME_BYTES)?;
+        if tool.is_empty() {
+            return Err(GateError::Missing { field: "tool_name" });
+        }
+        if let Some(id) = &tool_use_id {
+            check_len("tool_use_id", id, MAX_NAME_BYTES)?;
+        }
+        let kind = classify(agent, &tool, &tool_input)?;
+        Ok(GateRequest {
+            agent,
+            event,
+            session_id,
+            cwd,
+            tool,
+            tool_use_id,
+            tool_input,
+            kind,
+        })
+    }
+
+    /// Whether the call is one of agent-q's own MCP tools.
+    pub fn is_agent_q_tool(&self) -> bool {
+        matches!(self.kind, ToolKind::AgentQ { .. })
+    }
+}
+
+/// The normalized answer to a gated call. On the `/gate` wire: `{"decision": "allow",
+/// "updated_input": {...}}`, `{"decision": "deny", "reason": "..."}`, `{"decision": "ask",
+/// "reason": "..."}`, `{"decision": "no-opinion"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "kebab-case")]
+pub enum GateAnswer {
+    /// Run it; with `updated_input`, run that input instead (an edited command, the hunks the
+    /// user accepted).
+    Allow {
+        /// The input to run instead, if changed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Json>,
+    },
+    /// Do not run it; REASON reaches the model.
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
+    /// Leave it to the agent's own prompt.
+    Ask {
+        /// Why, shown by agents that show one (Claude, Gemini).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Say nothing: the agent goes on as if no hook had run.
+    NoOpinion,
+}
+
+/// What the hook command prints and exits with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOutput {
+    /// Standard output: one JSON object and a newline, or nothing.
+    pub stdout: String,
+    /// The exit code.
+    pub exit_code: u8,
+}
+
+impl HookOutput {
+    /// No output, exit 0: the agent's own flow.
+    pub fn silent() -> Self {
+        HookOutput {
+            stdout: String::new(),
+            exit_code: 0,
+        }
+    }
+
+    fn json(value: Json) -> Self {
+        HookOutput {
+            stdout: format!("{value}\n"),
+            exit_code: 0,
+        }
+    }
+}
+
+/// Parse the hook input BYTES of AGENT. EVENT is the `--event` of the hook command; when
+/// `None`, the input's `hook_event_name` says (and `PreToolUse`/`BeforeTool` when it is
+/// absent too). A `hook_event_name` that contradicts EVENT is an error.
+pub fn parse_hook_input(agent: Agent, event: Option<HookEvent>, bytes: &[u8]) -> Result<GateRequest, GateError> {
+    if bytes.len() > MAX_HOOK_INPUT_BYTES {
+        return Err(GateError::TooLarge {
+            limit: MAX_HOOK_INPUT_BYTES,
+        });
+    }
+    let value: Json = serde_json::from_slice(bytes).map_err(|e| GateError::NotJson(e.to_string()))?;
+    let Json::Object(mut input) = value else {
+        return Err(GateError::NotJson(format!("it is {}", type_name(&value))));
+    };
+    let named = optional_string(&input, "hook_event_name")?;
+    let event = match (event, named) {
+        (Some(event), Some(name)) if name != event.agent_name(agent) => {
+            return Err(GateError::EventMismatch {
+                expected: event.agent_name(agent),
+                got: name.chars().take(64).collect(),
+            })
+        }
+        (Some(event), _) => event,
+        (None, Some("PermissionRequest")) => HookEvent::PermissionRequest,
+        (None, Some(name)) if name == HookEvent::PreTool.agent_name(agent) => HookEvent::PreTool,
+        (None, Some(name)) => {
+            return Err(GateError::EventMismatch {
+                expected: HookEvent::PreTool.agent_name(agent),
+                got: name.chars().take(64).collect(),
+            })
+        }
+        (None, None) => HookEvent::PreTool,
+    };
+    let session_id = optional_string(&input, "session_id")?.unwrap_or_default().to_string();
+    let cwd = optional_string(&input, "cwd")?.unwrap_or_default().to_string();
+    let tool = optional_string(&input, "tool_name")?
+        .ok_or(GateError::Missing { field: "tool_name" })?
+        .to_string();
+    let tool_use_id = optional_string(&input, "tool_use_id")?.map(str::to_string);
+    let tool_input = match input.remove("tool_input") {
+        None | Some(Json::Null) => Map::new(),
+        Some(Json::Object(map)) => map,
+        Some(other) => {
+            return Err(GateError::Invalid {
+                field: "tool_input",
+                problem: format!("is {}, not an object", type_name(&other)),
+            })
+        }
+    };
+    GateRequest::new(agent, event, session_id, cwd, tool, tool_use_id, tool_input)
+}
+
+/// What the call of TOOL with INPUT does, for AGENT. A tool the gate knows whose input lacks
+/// what the tool needs is an error; an unknown tool is [`ToolKind::Other`].
+pub fn classify(agent: Agent, tool: &str, input: &Map<String, Json>) -> Result<ToolKind, GateError> {
+    if let Some(own) = agent_q_tool(tool) {
+        return Ok(ToolKind::AgentQ { tool: own.to_string() });
+    }
+    let kind = match agent {
+        Agent::Claude => claude::classify(tool, input),
+        Agent::Gemini => gemini::classify(tool, input),
+        Agent::Codex => codex::classify(tool, input),
+    };
+    kind.map_err(|problem| GateError::ToolInput {
+        tool: tool.chars().take(64).collect(),
+        problem,
+    })
+}
+
+/// The name within agent-q of TOOL when it is one of agent-q's own MCP tools, as each agent
+/// names them: `mcp__agent-q__NAME`, `mcp__agent_q__NAME` (Claude, Codex), `mcp_agent-q_NAME`,
+/// `mcp_agent_q_NAME` (Gemini).
+pub fn agent_q_tool(tool: &str) -> Option<&str> {
+    const PREFIXES: [&str; 4] = ["mcp__agent-q__", "mcp__agent_q__", "mcp_agent-q_", "mcp_agent_q_"];
+    PREFIXES
+        .iter()
+        .find_map(|prefix| tool.strip_prefix(prefix))
+        .filter(|name| !name.is_empty())
+}
+
+/// What AGENT reads for ANSWER to a call of EVENT. See the module's table.
+pub fn format_answer(agent: Agent, event: HookEvent, answer: &GateAnswer) -> HookOutput {
+    match agent {
+        Agent::Claude => claude::format(event, answer),
+        Agent::Gemini => gemini::format(answer),
+        Agent::Codex => codex::format(event, answer),
+    }
+}
+
+/// Claude's (and Codex's) `PreToolUse` answer.
+fn pre_tool_use(decision: &str, reason: Option<&str>, updated_input: Option<&Json>) -> HookOutput {
+    let mut output = Map::new();
+    output.insert("hookEventName".into(), "PreToolUse".into());
+    output.insert("permissionDecision".into(), decision.into());
+    if let Some(reason) = reason {
+        output.insert("permissionDecisionReason".into(), reason.into());
+    }
+    if let Some(input) = updated_input {
+        output.insert("updatedInput".into(), input.clone());
+    }
+    HookOutput::json(serde_json::json!({ "hookSpecificOutput": output }))
+}
+
+/// Claude's (and Codex's) `PermissionRequest` answer: DECISION is its `decision` object.
+fn permission_request(decision: Json) -> HookOutput {
+    HookOutput::json(serde_json::json!({
+        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}
+    }))
+}
+
+/// The reason an allow carries in Claude's answer.
+const ALLOWED: &str = "Allowed in Emacs (agent-q)";
+
+fn check_len(field: &'static str, text: &str, limit: usize) -> Result<(), GateError> {
+    if text.len() > limit {
+        return Err(GateError::Invalid {
+            field,
+            problem: format!("is longer than {limit} bytes"),
+        });
+    }
+    Ok(())
+}
+
+fn type_name(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The string FIELD of the hook INPUT, `None` when absent or null.
+fn optional_string<'a>(input: &'a Map<String, Json>, field: &'static str) -> Result<Option<&'a str>, GateError> {
+    match input.get(field) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(text)) => Ok(Some(text)),
+        Some(other) => Err(GateError::Invalid {
+            field,
+            problem: format!("is {}, not a string", type_name(other)),
+        }),
+    }
+}
+
+/// The first of NAMES that INPUT has, as a string; an error naming them when none is a string.
+fn tool_string(input: &Map<String, Json>, names: &[&str]) -> Result<String, String> {
+    for name in names {
+        match input.get(*name) {
+            Some(Json::String(text)) => return Ok(text.clone()),
+            Some(Json::Null) | None => {}
+            Some(other) => return Err(format!("has {name} as {}, not a string", type_name(other))),
+        }
+    }
+    Err(format!("has no {}", names.join(" or ")))
+}
+
+/// The optional string NAME of INPUT.
+fn tool_optional_string(input: &Map<String, Json>, name: &str) -> Result<Option<String>, String> {
+    match input.get(name) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!("has {name} as {}, not a string", type_name(other))),
+    }
+}
+
+/// The boolean NAME of INPUT, false when absent.
+fn tool_bool(input: &Map<String, Json>, name: &str) -> Result<bool, String> {
+    match input.get(name) {
+        None | Some(Json::Null) => Ok(false),
+        Some(Json::Bool(b)) => Ok(*b),
+        Some(other) => Err(format!("has {name} as {}, not a boolean", type_name(other))),
+    }
+}
+
+/// One replacement from OBJECT's `old_string`, `new_string`, `replace_all` and
+/// `expected_replacements`.
+fn text_edit(object: &Map<String, Json>) -> Result<TextEdit, String> {
+    let expected_replacements = match object.get("expected_replacements") {
+        None | Some(Json::Null) => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .ok_or("has expected_replacements that is not a non-negative integer")?,
+        ),
+    };
+    Ok(TextEdit {
+        old_string: tool_string(object, &["old_string"])?,
+        new_string: tool_string(object, &["new_string"])?,
+        replace_all: tool_bool(object, "replace_all")?,
+        expected_replacements,
+    })
+}
+
+#[cfg(test)]
+mod tests;

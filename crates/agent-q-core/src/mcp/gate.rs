@@ -1,0 +1,98 @@
+//! The `/gate` route: a terminal agent's hook (`agent-q-mcp hook`) asks whether the agent's own
+//! tool call may run, and waits for the driver's answer.
+//!
+//! # Wire format
+//!
+//! `POST /gate` on the MCP server, behind the same security layer as `/mcp` (loopback `Host`,
+//! no foreign `Origin`, `Authorization: Bearer TOKEN`, the body limits), with a
+//! [`GateRequest`] as JSON:
+//!
+//! ```json
+//! {"agent": "claude", "event": "pre-tool", "session_id": "...", "cwd": "/project",
+//!  "tool": "Bash", "tool_use_id": "toolu_...", "tool_input": {"command": "git status"}}
+//! ```
+//!
+//! (`agent`: `claude`, `gemini`, `codex`; `event`: `pre-tool`, `permission-request`;
+//! `session_id`, `cwd`, `tool_use_id` and `tool_input` optional; a `kind` sent is ignored and
+//! derived again from the tool and its input.) Answers:
+//!
+//! - 200 with a [`GateAnswer`] as JSON: `{"decision":"allow"}` (optionally with
+//!   `"updated_input":{...}`), `{"decision":"deny","reason":"..."}`,
+//!   `{"decision":"ask","reason":"..."}` (reason optional), `{"decision":"no-opinion"}`;
+//! - 400 (text) when the body is not such a request, naming the problem;
+//! - 401, 403, 413 from the security layer;
+//! - 503 (text) when the request is not queued (gating off, the server stopping, too many
+//!   waiting, an input too large) or was withdrawn by Emacs (gating turned off, server stopped);
+//! - 504 (text) when no answer came within [`MAX_GATE_WAIT`].
+//!
+//! The route waits on a oneshot channel, without polling. If the hook goes away (its
+//! connection closes: the agent was interrupted), hyper drops the route's future and the
+//! request is withdrawn from the hub ([`super::Event::GateWithdrawn`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+
+use super::handler::WithdrawOnDrop;
+use super::hub::Hub;
+use crate::gate::GateRequest;
+
+/// The path of the gate route.
+pub const GATE_ENDPOINT: &str = "/gate";
+
+/// The longest a gate request waits for the driver: the user may take their time over a
+/// prompt or a review. The agents' own hook timeouts are shorter (600 s by default).
+pub const MAX_GATE_WAIT: Duration = Duration::from_secs(3600);
+
+/// What a gate request whose waiter was dropped by the hub hears.
+pub const GATE_WITHDRAWN: &str = "Emacs withdrew the request: its MCP server stopped or the gate was turned off";
+
+/// Serve one `POST /gate` with BODY.
+pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
+    let request: GateRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}")),
+    };
+    let ticket = match hub.begin_gate(request) {
+        Ok(ticket) => ticket,
+        Err(reason) => return text(StatusCode::SERVICE_UNAVAILABLE, reason),
+    };
+    let mut guard = WithdrawOnDrop {
+        hub,
+        key: ticket.key,
+        armed: true,
+    };
+    match tokio::time::timeout(MAX_GATE_WAIT, ticket.answer).await {
+        Ok(Ok(answer)) => {
+            guard.armed = false;
+            let body = serde_json::to_string(&answer).unwrap_or_else(|_| r#"{"decision":"no-opinion"}"#.into());
+            let mut response = Response::new(Body::from(body));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        Ok(Err(_)) => {
+            guard.armed = false;
+            text(StatusCode::SERVICE_UNAVAILABLE, GATE_WITHDRAWN.to_string())
+        }
+        // The guard withdraws it.
+        Err(_) => text(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!("Emacs did not answer within {} s", MAX_GATE_WAIT.as_secs()),
+        ),
+    }
+}
+
+fn text(status: StatusCode, message: String) -> Response {
+    let mut response = Response::new(Body::from(message));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
