@@ -1216,7 +1216,7 @@ mod tests {
             .into_iter()
             .filter_map(|event| match event {
                 Event::Call { client, .. } => Some(client.channel),
-                Event::Cancel { .. } => None,
+                _ => None,
             })
             .collect();
         assert_eq!(channels[0], "session session-a");
