@@ -359,6 +359,8 @@ fn regex_translate<'e>(env: &'e Env, pattern: Value<'e>) -> Result<Value<'e>> {
 
 /// The regexp dialect of the running Emacs, from `emacs-major-version'.
 fn dialect(env: &Env) -> Result<search::Dialect> {
-    let major: i64 = env.call("symbol-value", [env.intern("emacs-major-version")?])?.into_rust()?;
+    let major: i64 = env
+        .call("symbol-value", [env.intern("emacs-major-version")?])?
+        .into_rust()?;
     Ok(search::Dialect::of_emacs(major))
 }

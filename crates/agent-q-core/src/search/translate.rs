@@ -330,7 +330,10 @@ pub fn translate_in(pattern: &str, dialect: Dialect) -> Result<Translation, Sear
             }
             '*' | '+' | '?' if seq.after == Some(After::Start) => {
                 i += 1;
-                seq.literal(regex_syntax::escape(c.encode_utf8(&mut [0; 4])), repetition_follows(&p, i));
+                seq.literal(
+                    regex_syntax::escape(c.encode_utf8(&mut [0; 4])),
+                    repetition_follows(&p, i),
+                );
             }
             '*' | '+' | '?' if matches!(seq.after, Some(After::Assertion | After::Removed)) => {
                 // Whether the chain may repeat zero times, read as below (`+?` is a lazy `+`).
