@@ -54,6 +54,22 @@
 (require 'agent-q-mcp-http)
 (require 'agent-q-mcp-client-test)
 
+;; Each run of the suites has a tmux server of its own, started from this
+;; Emacs: a session's programs get the environment of the server that
+;; runs them, not of the client that asks for them, so a server left by
+;; another run (the other Emacs version's, with or without the variables
+;; of `agent-q-tmux-test--emacs-variables') would start the wrong Emacs.
+(defvar agent-q-tmux-test--server-dir
+  (let ((dir (make-temp-file "agent-q-tmux" t)))
+    (setenv "TMUX_TMPDIR" dir)
+    (setenv "TMUX" nil)
+    (add-hook 'kill-emacs-hook
+              (lambda ()
+                (call-process "tmux" nil nil nil "kill-server")
+                (delete-directory dir t)))
+    dir)
+  "The directory of this run's tmux server socket ($TMUX_TMPDIR).")
+
 (defun agent-q-tmux-test--ensure-tmux ()
   "Install tmux with apt-get when it is missing."
   (unless (executable-find "tmux")
