@@ -183,7 +183,8 @@ fn first_in(dialect: Dialect, p: &str, text: &str) -> Option<(usize, usize)> {
 #[test]
 fn operators_after_assertions_follow_each_emacs() {
     use Dialect::{Emacs29, Emacs30};
-    let cases: &[(&str, &str, Option<(usize, usize)>, Option<(usize, usize)>)] = &[
+    type Match = Option<(usize, usize)>;
+    let cases: &[(&str, &str, Match, Match)] = &[
         // (pattern, text, Emacs 28, Emacs 30)
         (r"??\`*", "ab", Some((0, 0)), None),
         (r"??\`*", "*ab", Some((0, 0)), Some((0, 1))),
