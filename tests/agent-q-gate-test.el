@@ -241,33 +241,84 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
         (should (equal (alist-get 'event record) "cancelled"))
         (should (string-match-p "the agent withdrew the call" (alist-get 'content record)))))))
 
-;;;; The real Claude Code
+;;;; The real agents
 
 (defun agent-q-gate-test--claude-approve (tool args)
   "Approve the commands that write approved-, deny the rest; record TOOL and ARGS."
   (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
   (if (string-match-p "approved-" (or (plist-get args :command) "")) :approved :denied))
 
-(ert-deftest agent-q-gate-test-claude ()
-  "Claude Code's own Bash, through its PreToolUse hook, decided in Emacs.
+(defun agent-q-gate-test--hook (agent)
+  "The hook command of AGENT."
+  (format "%s hook --agent %s" (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
+          agent))
+
+(defun agent-q-gate-test--setup (agent home dir port)
+  "Configure AGENT's hook in HOME (DIR for other files), its model on PORT.
+Return (TOOL ARGUMENTS . ENVIRONMENT): the name of its shell tool, what
+to run it with after its program, and its environment."
+  (let ((model (format "http://127.0.0.1:%d" port)))
+    (pcase agent
+      ('claude
+       (agent-q-agents-test--write
+        (expand-file-name ".claude/settings.json" home)
+        (json-encode
+         `((hooks
+            (PreToolUse
+             . [((matcher . "^(?!mcp__agent-q__)")
+                 (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                            (timeout . 600)
+                            (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))))
+       (list "Bash" (list "-p" "Run the commands." "--output-format" "json")
+             (concat "ANTHROPIC_BASE_URL=" model) "ANTHROPIC_API_KEY=scripted"
+             "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"))
+      ('gemini
+       (let ((policy (expand-file-name "gate-policy.toml" dir)))
+         ;; Gemini's own policy lets the shell run, so that Emacs is the only prompt.
+         (agent-q-agents-test--write
+          policy
+          (concat "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\n"
+                  "priority = 900\nallowRedirection = true\n"))
+         (agent-q-agents-test--write
+          (expand-file-name ".gemini/settings.json" home)
+          (json-encode
+           `((security (folderTrust (enabled . :json-false))
+                       (auth (selectedType . "gemini-api-key")))
+             (general (enableAutoUpdate . :json-false)
+                      (enableAutoUpdateNotification . :json-false))
+             (privacy (usageStatisticsEnabled . :json-false))
+             (telemetry (enabled . :json-false))
+             (hooks
+              (BeforeTool
+               . [((matcher . "^(?!mcp_agent-q_)")
+                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                              ;; Milliseconds.
+                              (timeout . 600000))]))])))))
+         (list "run_shell_command"
+               (list "-p" "Run the commands." "--policy" policy "--output-format" "json")
+               (concat "GOOGLE_GEMINI_BASE_URL=" model) "GEMINI_API_KEY=scripted"))))))
+
+(defun agent-q-gate-test--agent (agent)
+  "AGENT's own shell tool, through its hook, decided in Emacs.
 Approved → it runs and its output reaches the model; denied → it does
 not run and the model is told why; an allow rule runs git status
 unasked, while git status; touch x is asked (and denied here)."
-  (let* ((program (agent-q-agents-test--program 'claude))
-         (dir (file-name-as-directory (make-temp-file "agent-q-gate-claude" t)))
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
          (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
          (agent-q-approval-function #'agent-q-gate-test--claude-approve)
-         (agent-q-approval-rules '(("shell_command" (:command "git status" :agent "claude")
+         (agent-q-approval-rules `(("shell_command" (:command "git status"
+                                                     :agent ,(symbol-name agent))
                                     allow)))
          (agent-q-gate-test--asked nil)
          (agent-q-prompt--session-approved nil)
          (agent-q-mcp-port 0)
          (marker (format "approved-%d" (random 1000000)))
-         (hook (concat (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
-                       " hook --agent claude"))
+         (approved-command (format "echo %s > out.txt && cat out.txt" marker))
          model agent-process)
     (unwind-protect
         (progn
@@ -275,56 +326,44 @@ unasked, while git status; touch x is asked (and denied here)."
           (make-directory work t)
           (let ((default-directory work))
             (should (eq 0 (call-process "git" nil nil nil "init" "-q"))))
-          (agent-q-agents-test--write
-           (expand-file-name ".claude/settings.json" home)
-           (json-encode
-            `((hooks
-               (PreToolUse
-                . [((matcher . "^(?!mcp__agent-q__)")
-                    (hooks . [((type . "command") (command . ,hook) (timeout . 600)
-                               (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))))
           (agent-q-gate-mode 1)
           (agent-q-mcp-start)
           (setq model (agent-q-agents-test--start-model
-                       dir "anthropic"
-                       (list `((tool . "Bash")
-                               (arguments (command . ,(format "echo %s > out.txt && cat out.txt"
-                                                              marker))
-                                          (description . "Write the marker")))
-                             '((tool . "Bash")
-                               (arguments (command . "touch denied.txt")
-                                          (description . "Touch a file")))
-                             '((tool . "Bash")
-                               (arguments (command . "git status") (description . "Status")))
-                             '((tool . "Bash")
-                               (arguments (command . "git status; touch x")
-                                          (description . "Status, then touch")))
-                             '((text . "Done.")))))
-          (let* ((output (generate-new-buffer " *agent-q-gate-claude*"))
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (let ((tool (pcase agent ('claude "Bash") ('gemini "run_shell_command"))))
+                         (list `((tool . ,tool)
+                                 (arguments (command . ,approved-command)
+                                            (description . "Write the marker")))
+                               `((tool . ,tool)
+                                 (arguments (command . "touch denied.txt")
+                                            (description . "Touch a file")))
+                               `((tool . ,tool)
+                                 (arguments (command . "git status") (description . "Status")))
+                               `((tool . ,tool)
+                                 (arguments (command . "git status; touch x")
+                                            (description . "Status, then touch")))
+                               '((text . "Done."))))))
+          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
+                 (output (generate-new-buffer " *agent-q-gate-agent*"))
                  (default-directory work)
                  (process-environment
                   (agent-q-agents-test--environment
-                   home
-                   (list (concat "ANTHROPIC_BASE_URL=" (format "http://127.0.0.1:%d" (nth 1 model)))
-                         "ANTHROPIC_API_KEY=scripted"
-                         "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1"
-                         "DISABLE_ERROR_REPORTING=1"
-                         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"
-                         (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)))))
+                   home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
+                              (nthcdr 2 setup)))))
             (setq agent-process
-                  (make-process :name "agent-q-gate-claude" :noquery t
+                  (make-process :name "agent-q-gate-agent" :noquery t
                                 :buffer output :connection-type 'pipe
-                                :command (list program "-p" "Run the commands."
-                                               "--output-format" "json")))
+                                :command (cons program (nth 1 setup))))
             (process-send-eof agent-process)
             (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
-                                       agent-q-agents-test--timeout "Claude Code to finish")
+                                       agent-q-agents-test--timeout
+                                       (format "%s to finish" agent))
             (while (accept-process-output agent-process 0.01))
             (let* ((said (with-current-buffer output (buffer-string)))
                    (requests (agent-q-agents-test--json-lines (nth 2 model)))
                    (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
                                             requests))
-                   (why (format "Claude exited %s:\n%s\nresults: %S\nasked: %S"
+                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S" agent
                                 (process-exit-status agent-process) said
                                 (mapcar (lambda (r) (alist-get 'results r)) steps)
                                 (mapcar #'cadr agent-q-gate-test--asked))))
@@ -352,8 +391,8 @@ unasked, while git status; touch x is asked (and denied here)."
                   (should-not (file-exists-p (expand-file-name "x" work)))
                   (should (equal (reverse (mapcar (lambda (a) (plist-get (nth 1 a) :command))
                                                   agent-q-gate-test--asked))
-                                 (list (format "echo %s > out.txt && cat out.txt" marker)
-                                       "touch denied.txt" "git status; touch x")))
+                                 (list approved-command "touch denied.txt"
+                                       "git status; touch x")))
                   (should (string-match-p "`touch x` (after `;`) matches no allow rule"
                                           (plist-get (nth 2 (car agent-q-gate-test--asked))
                                                      :rule)))
@@ -370,7 +409,7 @@ unasked, while git status; touch x is asked (and denied here)."
                                      ("shell_command" "result" "rule")
                                      ("shell_command" "denied" "denied"))))
                     (dolist (record outcomes)
-                      (should (string-match-p "\\`claude (own tools) [-0-9a-f]+"
+                      (should (string-match-p (format "\\`%s (own tools) [-0-9a-f]+" agent)
                                               (alist-get 'client record))))))))
             (kill-buffer output)))
       (when (and agent-process (process-live-p agent-process))
@@ -383,6 +422,17 @@ unasked, while git status; touch x is asked (and denied here)."
       (agent-q-gate-mode -1)
       (agent-q-cancel-pending)
       (delete-directory dir t))))
+
+(ert-deftest agent-q-gate-test-claude ()
+  "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.
+See `agent-q-gate-test--agent'."
+  (agent-q-gate-test--agent 'claude))
+
+(ert-deftest agent-q-gate-test-gemini ()
+  "Gemini CLI's own run_shell_command under -p, through its BeforeTool hook.
+Its policy allows the shell (with redirections), so that Emacs is the
+only prompt.  See `agent-q-gate-test--agent'."
+  (agent-q-gate-test--agent 'gemini))
 
 (provide 'agent-q-gate-test)
 
