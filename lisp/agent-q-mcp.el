@@ -73,6 +73,7 @@
 (declare-function agent-q--core-mcp-set-status "agent-q-core" (key text))
 (declare-function agent-q--core-mcp-set-max-argument-bytes "agent-q-core" (max-argument-bytes))
 (declare-function agent-q--core-mcp-stopped-reason "agent-q-core" ())
+(declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
 
 (defvar agent-q-registry-change-functions)
 (defvar agent-q-max-argument-bytes)
@@ -182,6 +183,19 @@ Each is a plist (:client LABEL :session SESSION :protocol VERSION
 (defvar agent-q-mcp--status-timer nil
   "The timer that will tell waiting clients their status, or nil.")
 
+(defvar agent-q-mcp-start-hook nil
+  "Functions run, without arguments, once the MCP server has started.")
+
+(defvar agent-q-mcp-stop-hook nil
+  "Functions run, without arguments, as the MCP server stops.")
+
+(defvar agent-q-mcp-gate-function nil
+  "Function called with each gate item of the server, or nil.
+An item is (:gate KEY ...) or (:gate-withdrawn KEY): a terminal
+agent's own tool call, through its hook (see `agent-q-gate-mode',
+which sets it).  With none, a gate request is answered `ask': the
+agent's own prompt.")
+
 (defun agent-q-mcp-running-p ()
   "Non-nil when the MCP server is running."
   (and (fboundp 'agent-q--core-mcp-status) (agent-q--core-mcp-status) t))
@@ -243,6 +257,7 @@ serve from here, stop the server there, or give this Emacs another
   (add-hook 'kill-emacs-hook #'agent-q-mcp--stop-at-exit)
   (agent-q-mcp--sync-tools)
   (agent-q-mcp--write-connection-file)
+  (run-hooks 'agent-q-mcp-start-hook)
   (message "agent-q: MCP server at %s (M-x agent-q-mcp-connect-agent connects an agent)"
            agent-q-mcp--url)
   agent-q-mcp--url)
@@ -255,6 +270,8 @@ when called as a command, means say that it stopped.
 It returns at once: the module writes those errors and closes the
 connections on a thread of its own."
   (interactive (list t))
+  (when (agent-q-mcp-running-p)
+    (run-hooks 'agent-q-mcp-stop-hook))
   (let ((was (and (fboundp 'agent-q--core-mcp-stop) (agent-q--core-mcp-stop))))
     (maphash (lambda (_key entry)
                (agent-q-cancel-batch (car entry) (agent-q--core-mcp-stopped-reason)))
@@ -444,9 +461,24 @@ so that Emacs's main loop (input, redisplay) runs in between."
     (while (and agent-q-mcp--backlog (< (float-time) deadline))
       (pcase (pop agent-q-mcp--backlog)
         (`(:call ,key . ,props) (agent-q-mcp--call key props))
-        (`(:cancel ,key) (agent-q-mcp--cancel key)))))
+        (`(:cancel ,key) (agent-q-mcp--cancel key))
+        ((and `(,(or :gate :gate-withdrawn) ,key . ,_) event)
+         (agent-q-mcp--gate event key)))))
   (when (and agent-q-mcp--backlog (not agent-q-mcp--backlog-timer))
     (setq agent-q-mcp--backlog-timer (run-at-time 0 nil #'agent-q-mcp--work))))
+
+(defun agent-q-mcp--gate (event key)
+  "Hand the gate item EVENT, about the request KEY, to `agent-q-mcp-gate-function'."
+  (cond
+   (agent-q-mcp-gate-function
+    (condition-case err
+        (funcall agent-q-mcp-gate-function event)
+      (error
+       (message "agent-q: the gate failed: %s" (error-message-string err))
+       (when (eq (car event) :gate)
+         (ignore-errors (agent-q--core-mcp-gate-answer key 'ask nil))))))
+   ((eq (car event) :gate)
+    (ignore-errors (agent-q--core-mcp-gate-answer key 'ask nil)))))
 
 (defun agent-q-mcp--note-client (label props)
   "Remember that the client LABEL made the call described by PROPS."

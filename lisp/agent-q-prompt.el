@@ -44,6 +44,7 @@
 ;;;; Module and agent-q.el functions (loaded by agent-q.el)
 
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
+(declare-function agent-q-get-tool "agent-q" (name &optional registry))
 (declare-function agent-q--wait-for "agent-q" (predicate))
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
 (declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
@@ -509,6 +510,9 @@ Return (:ok PLIST) or (:error MESSAGE)."
     (if (eq (car parsed) :error)
         (message "%s" (cadr parsed))
       (let ((problem (and (fboundp 'agent-q-validate-arguments)
+                          ;; A tool of another registry (the gate's shell_command):
+                          ;; the executor validates the edit against its own.
+                          (agent-q-get-tool agent-q-prompt--arguments-tool)
                           (agent-q-validate-arguments agent-q-prompt--arguments-tool
                                                       (cadr parsed)))))
         (if problem

@@ -62,6 +62,7 @@
 (declare-function agent-q-guard-buffer-files "agent-q-guard" (buffer))
 (declare-function agent-q-guard-buffer-private-p "agent-q-guard" (buffer))
 (declare-function agent-q--core-find-hard-link "agent-q-core" (root device inode))
+(declare-function agent-q--core-command-decide "agent-q-core" (line deny ask allow))
 
 ;;;; The option
 
@@ -101,6 +102,24 @@ A list of rules (TOOL PATTERN DECISION):
                 the client's own claim: any program that has the MCP
                 token may give any name, so such a rule tells apart
                 honest clients, not an attacker from one.
+  :command RULE only calls whose :command argument, a shell command
+                line, the rule covers: the shell_command calls of the
+                terminal agents' own tools (see `agent-q-gate-mode').
+                RULE is a command as users write it in the agents,
+                matched on words: \"git status\" (exactly that),
+                \"git diff *\" (git diff and any further words).  The
+                command rules that apply to a call are decided
+                together by the module: deny when any part of the
+                line (after ;, &&, ||, |, inside $(...), behind sudo,
+                env or sh -c) matches a deny rule, else ask when one
+                matches an ask rule, else allow only when every part
+                is a plain command that an allow rule covers (no
+                substitution, redirection to a file or wrapper);
+                otherwise the user is asked, and the prompt says
+                which part no rule covers.
+  :agent NAME   only the calls of the own tools of the terminal agent
+                NAME (\"claude\", \"gemini\" or \"codex\"), as its hook
+                names it; not with :client or :mcp-client.
 - DECISION is `allow' (run without asking), `deny' (refuse without
   asking; the model is told which rule refused) or `ask' (always ask,
   even when the tool was allowed for the session with \"a\").
@@ -113,6 +132,9 @@ Examples:
   (\"eval_form\" (:mcp-client \"claude-code\") ask)
   (t (:path \"~/.password-store\") deny)
   (\"write_file\" nil deny)
+  (\"shell_command\" (:command \"git status\") allow)
+  (\"shell_command\" (:command \"git diff *\" :agent \"claude\") allow)
+  (\"shell_command\" (:command \"rm *\") deny)
 
 Rules are consulted for every call, whatever its tool's level.  A
 deny rule refuses any call it matches, and an ask rule has the user
@@ -178,7 +200,16 @@ A malformed rule is ignored, with a warning."
                               (const :format "" :path)
                               (string :tag "Directory glob")
                               (const :format "" :mcp-client)
-                              (string :tag "MCP client's name")))
+                              (string :tag "MCP client's name"))
+                        (list :tag "A shell command of a terminal agent's own tools"
+                              (const :format "" :command)
+                              (string :tag "Command (git status, git diff *)"))
+                        (list :tag "A shell command of one terminal agent's own tools"
+                              (const :format "" :command)
+                              (string :tag "Command (git status, git diff *)")
+                              (const :format "" :agent)
+                              (choice :tag "Agent" (const "claude") (const "gemini")
+                                      (const "codex"))))
                 (choice :tag "Decision"
                         (const :tag "Allow without asking" allow)
                         (const :tag "Always ask" ask)
@@ -194,6 +225,16 @@ Same shape as `agent-q-approval-rules', consulted before them.")
 The rules then judge TRUE, the file the prompt shows and the call
 writes, rather than resolving PATH again (a link flipped meanwhile
 would make them judge another file).")
+
+(defconst agent-q-rules-agents '("claude" "gemini" "codex")
+  "The terminal agents whose own tools agent-q gates, as an :agent rule names them.")
+
+(defun agent-q-rules-agent-client (agent)
+  "Return the MCP client name of the gate's requests from AGENT's own tools.
+AGENT is a string of `agent-q-rules-agents'.  A rule with :agent AGENT
+matches a call whose context has this :mcp-client (see
+`agent-q-gate-mode')."
+  (format "%s (own tools)" agent))
 
 (defconst agent-q-rules--path-keys '(:path :file :filename :directory :dir)
   "Argument keys whose string values are file names that :path globs judge.")
@@ -212,11 +253,22 @@ would make them judge another file).")
       ((not (and (proper-list-p pattern) (cl-evenp (length pattern))))
        "its PATTERN is not nil or a plist")
       ((cl-loop for (key value) on pattern by #'cddr
-                thereis (or (not (memq key '(:path :client :mcp-client)))
+                thereis (or (not (memq key '(:path :client :mcp-client :command :agent)))
                             (not (stringp value)) (string-empty-p value)))
-       "its PATTERN has a key other than :path, :client and :mcp-client, or a value that is not a non-empty string")
+       "its PATTERN has a key other than :path, :client, :mcp-client, :command and :agent, or a value that is not a non-empty string")
       ((and (plist-member pattern :client) (plist-member pattern :mcp-client))
        "its PATTERN has both :client and :mcp-client, which no call matches (a call comes either from inside Emacs or from an MCP client)")
+      ((and (plist-member pattern :agent) (or (plist-member pattern :client)
+                                              (plist-member pattern :mcp-client)))
+       "its PATTERN has :agent with :client or :mcp-client, which no call matches (an agent's own tool call comes from neither)")
+      ((and (plist-get pattern :agent)
+            (not (member (plist-get pattern :agent) agent-q-rules-agents)))
+       (format "its :agent is not one of %s" (string-join agent-q-rules-agents ", ")))
+      ((and (plist-get pattern :command) (fboundp 'agent-q--core-command-decide))
+       (condition-case err
+           (progn (agent-q--core-command-decide "true" nil nil (list (plist-get pattern :command)))
+                  nil)
+         (error (error-message-string err))))
       ((plist-get pattern :path)
        (condition-case err
            (progn (agent-q-rules--resolve-glob (plist-get pattern :path)) nil)
@@ -269,8 +321,12 @@ See `agent-q-approval-rules'."
     (concat (format "%s %s" decision (if (eq tool t) "any tool" tool))
             (when-let ((glob (plist-get pattern :path))) (format " under %s" glob))
             (when-let ((client (plist-get pattern :client))) (format " for %s" client))
+            (when-let ((command (plist-get pattern :command)))
+              (format " for the command %s" command))
             (when-let ((client (plist-get pattern :mcp-client)))
               (format " for the MCP client %s" client))
+            (when-let ((agent (plist-get pattern :agent)))
+              (format " for %s's own tools" agent))
             (if (member rule agent-q-rules--session) " (saved for this session)" ""))))
 
 ;;;; Matching a call
@@ -418,16 +474,22 @@ must."
              (_ t))))))
 
 (defun agent-q-rules--client-matches-p (pattern context)
-  "Non-nil when PATTERN's :client or :mcp-client matches the call in CONTEXT.
+  "Non-nil when PATTERN's :client, :mcp-client or :agent match the CONTEXT's call.
 A rule with :client matches only calls from inside Emacs (CONTEXT's
 :origin is not `mcp'), by the first word of CONTEXT's :client; a rule
 with :mcp-client only calls from an MCP client, by CONTEXT's
-:mcp-client.  Where the call came from is the driver's to say, so no
-MCP client matches a rule written for a bridge, whatever its name."
+:mcp-client; a rule with :agent only the calls of that agent's own tools
+\(see `agent-q-rules-agent-client').  Where the call came from is the
+driver's to say, so no MCP client matches a rule written for a bridge,
+whatever its name."
   (let ((bridge (plist-get pattern :client))
         (mcp (plist-get pattern :mcp-client))
+        (agent (plist-get pattern :agent))
         (from-mcp (eq (plist-get context :origin) 'mcp)))
-    (and (or (null bridge)
+    (and (or (null agent)
+             (and from-mcp (equal (agent-q-rules-agent-client agent)
+                                  (plist-get context :mcp-client))))
+         (or (null bridge)
              (and (not from-mcp)
                   (equal bridge (agent-q-rules--client-name (plist-get context :client)))))
          (or (null mcp)
@@ -510,24 +572,70 @@ other error means no rule decides (so the user is asked)."
 
 (defun agent-q-rules--decide (tool-name args context)
   "The body of `agent-q-rules-decide' for TOOL-NAME, ARGS and CONTEXT."
-  (let ((matching nil))
+  (let ((matching nil)
+        (commands nil))
     (dolist (rule (agent-q-rules--all))
       (when (condition-case err
                 (agent-q-rules--matches-p rule tool-name args context)
               (error (agent-q-rules--warn rule (error-message-string err)) nil))
-        (push rule matching)))
+        (if (plist-get (nth 1 rule) :command)
+            (push rule commands)
+          (push rule matching))))
     (setq matching (nreverse matching))
-    (let ((deny (cl-find 'deny matching :key #'cl-third))
-          (ask (cl-find 'ask matching :key #'cl-third))
-          (allow (cl-find-if (lambda (r)
-                               (and (eq (cl-third r) 'allow)
-                                    (ignore-errors (agent-q-rules--allow-eligible-p r args context))))
-                             matching)))
+    (let* ((command (agent-q-rules--command-ruling (nreverse commands) args context))
+           (deny (cl-find 'deny matching :key #'cl-third))
+           (ask (cl-find 'ask matching :key #'cl-third))
+           (allow (cl-find-if (lambda (r)
+                                (and (eq (cl-third r) 'allow)
+                                     (ignore-errors (agent-q-rules--allow-eligible-p r args context))))
+                              matching)))
       (cond
        (deny (list 'deny deny))
+       ((eq (car command) 'deny) command)
        ((plist-get context :review) nil)
        (ask (list 'ask ask))
-       (allow (list 'allow allow))))))
+       ((eq (car command) 'ask) command)
+       (allow (list 'allow allow))
+       ((eq (car command) 'allow) command)))))
+
+(defun agent-q-rules--command-ruling (rules args context)
+  "The ruling of the command RULES about a call with ARGS in CONTEXT, or nil.
+RULES are the rules with a :command that match the call otherwise;
+ARGS' :command is the shell command line.  The module decides it
+\(`agent-q--core-command-decide'): deny when a part of the line
+matches a deny rule, ask when one matches an ask rule, allow only
+when every part is a plain command an allow rule covers.  Return
+\(DECISION RULE TEXT), TEXT saying why in the core's words, or nil
+when no rule decides (then, if there were command rules, (ask nil
+TEXT): the prompt says what no rule covers)."
+  (let ((line (and (proper-list-p args) (plist-get args :command))))
+    (when (and rules (stringp line))
+      (let* ((lists (mapcar (lambda (decision)
+                              (cl-remove-if-not
+                               (lambda (r)
+                                 (and (eq (cl-third r) decision)
+                                      (or (not (eq decision 'allow))
+                                          (ignore-errors
+                                            (agent-q-rules--allow-eligible-p r args context)))))
+                               rules))
+                            '(deny ask allow)))
+             (texts (mapcar (lambda (l) (mapcar (lambda (r) (plist-get (nth 1 r) :command)) l))
+                            lists))
+             (answer (apply #'agent-q--core-command-decide line texts))
+             (verdict (car answer))
+             (text (format "%s %s by the command rules: %s"
+                           (if (eq verdict 'no-rule) "ask about" verdict)
+                           (cl-first (car rules)) (cdr answer))))
+        (pcase verdict
+          ('deny (list 'deny (car (nth 0 lists)) text))
+          ('ask (list 'ask (car (nth 1 lists)) text))
+          ('allow (list 'allow (car (nth 2 lists)) text))
+          ;; A call that needs no decision runs as without rules.
+          (_ (and (not (plist-get context :optional)) (list 'ask nil text))))))))
+
+(defun agent-q-rules-ruling-text (ruling)
+  "Describe RULING, from `agent-q-rules-decide', for the user and the audit."
+  (or (nth 2 ruling) (agent-q-rules-describe (nth 1 ruling))))
 
 ;;;; Saving a rule from the prompt
 
@@ -610,8 +718,8 @@ again (the user gave up, the rule was refused, or it asks)."
         (setq agent-q-rules--session (append agent-q-rules--session (list rule))))
       (let ((ruling (agent-q-rules-decide tool-name args context)))
         (pcase (car ruling)
-          ('allow (list :rule :approved (agent-q-rules-describe (cadr ruling))))
-          ('deny (list :rule :denied (agent-q-rules-describe (cadr ruling))))
+          ('allow (list :rule :approved (agent-q-rules-ruling-text ruling)))
+          ('deny (list :rule :denied (agent-q-rules-ruling-text ruling)))
           (_ (message "agent-q: rule saved; it does not decide this call")
              nil)))))))
 

@@ -181,6 +181,7 @@ Never builds anything, and never asks: loading a package must not."
 (declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
 (declare-function agent-q-rules-describe "agent-q-rules" (rule))
+(declare-function agent-q-rules-ruling-text "agent-q-rules" (ruling))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
 
 ;;;; Reporting what a handler did
@@ -713,13 +714,13 @@ no rule for a call that needs a decision, gives nil: the user is to
 be asked."
   (let ((optional (plist-get context :optional)))
     (pcase (car ruling)
-      ('deny (let ((text (agent-q-rules-describe (cadr ruling))))
+      ('deny (let ((text (agent-q-rules-ruling-text ruling)))
                (message "agent-q: %s denied without asking, by the rule: %s" tool-name text)
                (list :rule :denied text)))
       ('ask nil)
       ('allow (if optional
                   :auto
-                (let ((text (agent-q-rules-describe (cadr ruling))))
+                (let ((text (agent-q-rules-ruling-text ruling)))
                   (message "agent-q: %s ran without asking, by the rule: %s" tool-name text)
                   (list :rule :approved text))))
       (_ (and optional :auto)))))
@@ -749,7 +750,7 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
      ((not agent-q-approval-function) :no-approval-function)
      (t (let ((agent-q-approval-context
                (if ruling
-                   (append context (list :rule (agent-q-rules-describe (cadr ruling))))
+                   (append context (list :rule (agent-q-rules-ruling-text ruling)))
                  context))
               (print-circle nil))
           (unwind-protect

@@ -48,7 +48,7 @@ fn nil(env: &Env) -> Result<Value<'_>> {
 }
 
 /// The elements of the list LIST, at most MAX of them (a longer or circular list is refused).
-fn list_items<'e>(env: &'e Env, list: Value<'e>, what: &str, max: usize) -> Result<Vec<Value<'e>>> {
+pub(crate) fn list_items<'e>(env: &'e Env, list: Value<'e>, what: &str, max: usize) -> Result<Vec<Value<'e>>> {
     let mut items = Vec::new();
     let mut rest = list;
     while rest.is_not_nil() {
@@ -469,7 +469,7 @@ fn ide_set_context<'e>(env: &'e Env, plist: Value<'e>) -> Result<bool> {
 }
 
 /// The strings of the list LIST.
-fn string_items(env: &Env, list: Value<'_>, what: &str) -> Result<Vec<String>> {
+pub(crate) fn string_items(env: &Env, list: Value<'_>, what: &str) -> Result<Vec<String>> {
     list_items(env, list, what, 1000)?
         .into_iter()
         .map(|item| args::string(env, item, what, args::MAX_NAME_BYTES))

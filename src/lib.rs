@@ -7,6 +7,7 @@ use emacs::{Env, IntoLisp, Result};
 
 pub mod args;
 pub mod channel;
+pub mod command;
 pub mod convert;
 pub mod diff;
 pub mod errors;

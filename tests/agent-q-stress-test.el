@@ -357,6 +357,8 @@ Every core function the module defines must be here (see the test
       (agent-q--core-call-start . ,(lambda () (agent-q-stress--call-args call)))
       (agent-q--core-channel-close . ,(lambda () nil))
       (agent-q--core-channel-drained . ,(lambda () nil))
+      (agent-q--core-command-decide . ,(lambda () (list "git status; ls" '("rm *") nil '("git status"))))
+      (agent-q--core-fetch-decide . ,(lambda () (list "https://example.org/" nil nil '("example.org"))))
       (agent-q--core-channel-open . ,(lambda () (list (make-pipe-process :name "agent-q-stress"
                                                                            :noquery t))))
       (agent-q--core-decide . ,(lambda () (list (funcall reg) "stress_echo" :approved '(:value 1))))
@@ -400,6 +402,8 @@ Every core function the module defines must be here (see the test
       (agent-q--core-metrics . ,(lambda () (list (funcall reg) nil)))
       (agent-q--core-names . ,(lambda () (list (funcall reg) nil)))
       (agent-q--core-mcp-complete . ,(lambda () (agent-q-stress--mcp) (list 1 nil "done")))
+      (agent-q--core-mcp-gate-answer . ,(lambda () (agent-q-stress--mcp) (list 1 'deny "no")))
+      (agent-q--core-mcp-set-gating . ,(lambda () (agent-q-stress--mcp) (list t)))
       (agent-q--core-mcp-make-token . ,(lambda () nil))
       (agent-q--core-mcp-gate-answer . ,(lambda () (agent-q-stress--mcp) (list 1 'deny "stress")))
       (agent-q--core-mcp-set-gating . ,(lambda () (agent-q-stress--mcp) (list nil)))

@@ -1,0 +1,267 @@
+;;; agent-q-gate.el --- The terminal agents' own tools, decided in Emacs  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: tools, processes, convenience
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; Claude Code, Gemini CLI and Codex CLI run a command of the user's
+;; before each call of their own tools (their hooks); `agent-q-mcp hook
+;; --agent AGENT' is that command: it hands the call to the MCP server
+;; of this Emacs (its /gate route) and waits for the answer.  With
+;; `agent-q-gate-mode' on, while the server runs, those calls come here
+;; (lisp/agent-q-mcp.el hands them over as it drains the server) and are
+;; decided as agent-q's own calls are.
+;;
+;; A shell command (Claude's Bash, Gemini's run_shell_command, Codex's
+;; Bash) becomes a call of the dangerous tool shell_command, of a
+;; registry of this file's own that no client is offered, run through
+;; the asynchronous executor: so the approval rules (with their
+;; :command and :agent keys, see `agent-q-approval-rules'), the prompt
+;; and its keys (e edits the command that will run), the pending list,
+;; the mode-line count and the audit log (naming the agent and its
+;; session) all apply.  Its handler runs nothing: it records the
+;; command approved, which the agent then runs itself.  Approved, the
+;; hook answers allow (with the edited command, when the user edited
+;; it); denied, deny with the executor's words as the reason.  The
+;; agent interrupted while its call waits, the call is withdrawn: its
+;; prompt goes away and the audit says so.
+;;
+;; The other tools (edits, writes, reads, fetches) are not decided here
+;; yet: they are left to the agent (`agent-q-gate-other-tools').
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'json)
+(require 'agent-q)
+(require 'agent-q-async)
+(require 'agent-q-rules)
+
+(declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
+(declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
+(declare-function agent-q--visible "agent-q-prompt" (text))
+(declare-function agent-q-mcp-running-p "agent-q-mcp" ())
+
+(defvar agent-q-mcp-gate-function)
+(defvar agent-q-mcp-start-hook)
+(defvar agent-q-mcp-stop-hook)
+
+;;;; Options
+
+(defgroup agent-q-gate nil
+  "The terminal agents' own tools, decided in Emacs."
+  :group 'agent-q
+  :prefix "agent-q-gate-")
+
+(defcustom agent-q-gate-other-tools 'no-opinion
+  "What Emacs answers about an agent's own tool it does not decide yet.
+Only shell commands are decided in Emacs for now; edits, writes,
+reads, fetches and unknown tools get this answer.  `no-opinion'
+leaves them to the agent, exactly as without the hook (its own rules
+and prompt); `ask' makes the agent ask with its own prompt every time
+\(under a non-interactive run, such as claude -p, that refuses them)."
+  :type '(choice (const :tag "Leave them to the agent" no-opinion)
+                 (const :tag "The agent's own prompt, every time" ask)))
+
+(defconst agent-q-gate-shell-tool "shell_command"
+  "The tool name of an agent's shell commands, in rules, prompt and audit.")
+
+;;;; The private registry
+
+(defvar agent-q-gate--registry nil
+  "The registry of the gate's own tool, which no client is offered.")
+
+(defvar agent-q-gate--approved (make-hash-table :test #'equal)
+  "Call id -> the command its handler approved, until the call's batch ends.")
+
+(defun agent-q-gate--approve (args)
+  "The handler of shell_command: record ARGS' command as approved; run nothing.
+ARGS is the hash table of the call's arguments, edited by the user
+when they were."
+  (let ((command (gethash "command" args)))
+    (puthash (plist-get agent-q-call-context :id) command agent-q-gate--approved)
+    "Approved in Emacs: the agent runs the command itself."))
+
+(defun agent-q-gate--registry ()
+  "The gate's registry, made on first use."
+  (or agent-q-gate--registry
+      (let ((registry (agent-q-make-registry)))
+        (agent-q-register-tool
+         (agent-q-define-tool
+          agent-q-gate-shell-tool
+          "A shell command that a terminal agent (Claude Code, Gemini CLI, Codex CLI) is about to run with its own tool.  Approving it lets the agent run it; editing the command changes what runs."
+          '((:name "command" :type :string :description "The shell command line")
+            (:name "directory" :type :string :description "The directory it runs in"))
+          :required '("command")
+          :safety-level :dangerous
+          :categories '(:execution)
+          :handler #'agent-q-gate--approve)
+         registry)
+        (setq agent-q-gate--registry registry))))
+
+;;;; Requests
+
+(defvar agent-q-gate--requests (make-hash-table)
+  "Gate requests being decided: the server's key -> their batch.")
+
+(defvar agent-q-gate--run "0"
+  "What makes the gate's call ids unique across the server's starts.")
+
+(defconst agent-q-gate--max-session-chars 36
+  "The most characters of an agent's session id shown to the user.")
+
+(defun agent-q-gate--label (agent session)
+  "How the prompt, the pending list and the audit name AGENT's SESSION."
+  (let ((session (agent-q--visible (or session ""))))
+    (concat (agent-q-rules-agent-client (symbol-name agent))
+            (if (string-empty-p session)
+                ""
+              (concat " " (truncate-string-to-width
+                           session agent-q-gate--max-session-chars nil nil "..."))))))
+
+(defun agent-q-gate--answer (key decision &optional detail)
+  "Answer the gate request KEY with DECISION and DETAIL; never signal."
+  (condition-case err
+      (agent-q--core-mcp-gate-answer key decision detail)
+    (error (message "agent-q: cannot answer the agent's hook: %s"
+                    (error-message-string err))
+           nil)))
+
+(defun agent-q-gate-request (key props)
+  "Decide the gate request KEY, described by PROPS (see `agent-q--core-mcp-take')."
+  (let ((kind (plist-get props :kind)))
+    (pcase (plist-get kind :kind)
+      ("shell" (agent-q-gate--shell key props kind))
+      ("agent-q" (agent-q-gate--answer key 'no-opinion))
+      (_ (agent-q-gate--answer key agent-q-gate-other-tools)))))
+
+(defun agent-q-gate--shell (key props kind)
+  "Decide the shell command of the gate request KEY (PROPS, its KIND)."
+  (let* ((agent (plist-get props :agent))
+         (command (plist-get kind :command))
+         (directory (let ((dir (plist-get kind :dir))
+                          (cwd (plist-get props :cwd)))
+                      (cond ((and (stringp dir) (not (string-empty-p dir))) dir)
+                            ((and (stringp cwd) (not (string-empty-p cwd))) cwd))))
+         (label (agent-q-gate--label agent (plist-get props :session)))
+         (id (format "gate-%s-%d" agent-q-gate--run key)))
+    (if (not (stringp command))
+        (agent-q-gate--answer key 'ask "agent-q could not read the command")
+      (puthash
+       key
+       (agent-q--execute-async
+        (list (list :id id :name agent-q-gate-shell-tool
+                    :arguments (append (list :command command)
+                                       (and directory (list :directory directory)))))
+        (lambda (results) (agent-q-gate--decided key id command props (car results)))
+        (agent-q-gate--registry)
+        :client (list :client label
+                      :mcp-client (agent-q-rules-agent-client (symbol-name agent))
+                      :channel (format "gate %s %s" agent (plist-get props :session)))
+        :confirm '(:dangerous)
+        :audit-all t)
+       agent-q-gate--requests))))
+
+(defun agent-q-gate--updated-input (props command)
+  "The tool input of PROPS, its command replaced by COMMAND, as JSON text."
+  (let ((input (copy-sequence (plist-get props :input))))
+    (json-encode (plist-put input :command command))))
+
+(defun agent-q-gate--decided (key id command props result)
+  "Answer the gate request KEY, whose call ID ended with RESULT.
+COMMAND is the command the agent asked to run, PROPS the request."
+  (remhash key agent-q-gate--requests)
+  (let ((approved (gethash id agent-q-gate--approved)))
+    (remhash id agent-q-gate--approved)
+    (cond
+     ((and (plist-get result :success) (stringp approved))
+      (agent-q-gate--answer key 'allow
+                            (and (not (equal approved command))
+                                 (agent-q-gate--updated-input props approved))))
+     (t (agent-q-gate--answer key 'deny
+                              (let ((content (plist-get result :content)))
+                                (if (and (stringp content) (not (string-empty-p content)))
+                                    content
+                                  "Denied in Emacs (agent-q)")))))))
+
+(defun agent-q-gate-withdraw (key)
+  "Withdraw the gate request KEY: its agent was interrupted."
+  (let ((batch (gethash key agent-q-gate--requests)))
+    (remhash key agent-q-gate--requests)
+    (when batch
+      (agent-q-cancel-batch batch "the agent withdrew the call (it was interrupted)"))))
+
+(defun agent-q-gate--event (event)
+  "Act on EVENT, a gate item of `agent-q--core-mcp-take'."
+  (pcase event
+    (`(:gate ,key . ,props) (agent-q-gate-request key props))
+    (`(:gate-withdrawn ,key) (agent-q-gate-withdraw key))))
+
+;;;; Turning it on and off
+
+(defun agent-q-gate--server-started ()
+  "Gate the agents' own tools on the server that has just started."
+  (setq agent-q-gate--run (format "%d" (truncate (* 1000 (float-time)))))
+  (agent-q--core-mcp-set-gating t))
+
+(defun agent-q-gate--server-stopping ()
+  "Withdraw every gate request: the server stops."
+  (let ((keys (hash-table-keys agent-q-gate--requests)))
+    (dolist (key keys)
+      (agent-q-gate-withdraw key))))
+
+;;;###autoload
+(define-minor-mode agent-q-gate-mode
+  "Decide the terminal agents' own shell commands in Emacs.
+While it is on and the MCP server runs (`agent-q-mcp-start'), the hook
+command `agent-q-mcp hook --agent AGENT', configured in an agent's
+settings, hands each of the agent's own tool calls to Emacs.  A shell
+command is then decided as agent-q's own calls are: by the approval
+rules (with :command and :agent, see `agent-q-approval-rules'), else
+by the prompt, counted in the mode line, listed by `agent-q-pending'
+and audited under the name \"AGENT (own tools) SESSION\".  The other
+tools get `agent-q-gate-other-tools'.  While it is off, the hook falls
+back to the agent's own prompt."
+  :global t
+  :group 'agent-q-gate
+  (require 'agent-q-mcp)
+  (if agent-q-gate-mode
+      (progn
+        (setq agent-q-mcp-gate-function #'agent-q-gate--event)
+        (add-hook 'agent-q-mcp-start-hook #'agent-q-gate--server-started)
+        (add-hook 'agent-q-mcp-stop-hook #'agent-q-gate--server-stopping)
+        (when (agent-q-mcp-running-p)
+          (agent-q-gate--server-started)))
+    (remove-hook 'agent-q-mcp-start-hook #'agent-q-gate--server-started)
+    (remove-hook 'agent-q-mcp-stop-hook #'agent-q-gate--server-stopping)
+    (when (agent-q-mcp-running-p)
+      ;; The server withdraws what waits (:gate-withdrawn), handled below.
+      (agent-q--core-mcp-set-gating nil))
+    (agent-q-gate--server-stopping)
+    (setq agent-q-mcp-gate-function nil)))
+
+(provide 'agent-q-gate)
+
+;;; agent-q-gate.el ends here

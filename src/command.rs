@@ -1,0 +1,86 @@
+//! `agent-q--core-command-decide` and `agent-q--core-fetch-decide`: the terminal agents' own
+//! shell commands and fetches decided by the user's rules ([`agent_q_core::command`]). Lisp
+//! (agent-q-rules.el) collects the rules that apply to a call into three lists; the verdict and
+//! its wording are the core's. A malformed rule signals `agent-q-error` saying what is wrong.
+
+use emacs::{defun, Env, IntoLisp, Result, Value};
+
+use super::args;
+use super::errors::{self, Kind};
+use super::ide::string_items;
+use agent_q_core::command::domain::{DomainRule, MAX_URL_BYTES};
+use agent_q_core::command::rule::CommandRule;
+use agent_q_core::command::shell::MAX_COMMAND_BYTES;
+use agent_q_core::command::{decide, decide_fetch, Decision, Rules, Verdict};
+
+fn parsed<R, E: std::fmt::Display>(
+    env: &Env,
+    list: Value<'_>,
+    what: &str,
+    parse: impl Fn(&str) -> std::result::Result<R, E>,
+) -> Result<Vec<R>> {
+    let mut rules = Vec::new();
+    for text in string_items(env, list, what)? {
+        match parse(&text) {
+            Ok(rule) => rules.push(rule),
+            Err(e) => return errors::signal(env, Kind::Generic, format!("In {what}: {e}")),
+        }
+    }
+    Ok(rules)
+}
+
+fn answer<'e>(env: &'e Env, decision: &Decision) -> Result<Value<'e>> {
+    let verdict = env.intern(match decision.verdict {
+        Verdict::Deny => "deny",
+        Verdict::Ask => "ask",
+        Verdict::Allow => "allow",
+        Verdict::NoRule => "no-rule",
+    })?;
+    env.cons(verdict, decision.to_string().into_lisp(env)?)
+}
+
+/// Decide the shell command LINE by the command rules DENY, ASK and ALLOW (lists of strings
+/// such as "git status" or "git diff *").
+///
+/// Return (VERDICT . EXPLANATION): VERDICT is `deny' (a part matches a deny rule), `ask' (a
+/// part matches an ask rule), `allow' (every part of the line is a plain command that an allow
+/// rule covers) or `no-rule'; EXPLANATION says why, in words fit for the user and the model.
+/// A rule that cannot be read signals `agent-q-error' naming it.
+#[defun]
+fn command_decide<'e>(
+    env: &'e Env,
+    line: Value<'e>,
+    deny: Value<'e>,
+    ask: Value<'e>,
+    allow: Value<'e>,
+) -> Result<Value<'e>> {
+    // Twice the limit, so that the core, not the conversion, judges a long line.
+    let line = args::string(env, line, "LINE", 2 * MAX_COMMAND_BYTES)?;
+    let rules = Rules {
+        deny: parsed(env, deny, "DENY", CommandRule::parse)?,
+        ask: parsed(env, ask, "ASK", CommandRule::parse)?,
+        allow: parsed(env, allow, "ALLOW", CommandRule::parse)?,
+    };
+    answer(env, &decide(&line, &rules))
+}
+
+/// Decide a fetch of URL by the domain rules DENY, ASK and ALLOW (lists of strings such as
+/// "example.org" or "*.example.org").
+///
+/// Return (VERDICT . EXPLANATION), as `agent-q--core-command-decide' does.
+#[defun]
+fn fetch_decide<'e>(
+    env: &'e Env,
+    url: Value<'e>,
+    deny: Value<'e>,
+    ask: Value<'e>,
+    allow: Value<'e>,
+) -> Result<Value<'e>> {
+    let url = args::string(env, url, "URL", 2 * MAX_URL_BYTES)?;
+    let rules = Rules {
+        deny: parsed(env, deny, "DENY", DomainRule::parse)?,
+        ask: parsed(env, ask, "ASK", DomainRule::parse)?,
+        allow: parsed(env, allow, "ALLOW", DomainRule::parse)?,
+    };
+    answer(env, &decide_fetch(&url, &rules))
+}

@@ -1,0 +1,475 @@
+;;; agent-q-gate-test.el --- The terminal agents' own tools decided in Emacs  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: maint, tools
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; The gate (lisp/agent-q-gate.el): the module's command decision
+;; (`agent-q--core-command-decide'), the :command and :agent keys of the
+;; approval rules, gate requests decided through the asynchronous
+;; executor (answers recorded instead of sent), and the real Claude
+;; Code, driven by the scripted model of tests/fake-agent-model.py,
+;; whose own Bash calls go through its PreToolUse hook (bin/agent-q-mcp
+;; hook --agent claude) to this Emacs.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
+(require 'agent-q)
+(require 'agent-q-mcp)
+(require 'agent-q-gate)
+(require 'agent-q-agents-test)
+
+(defvar agent-q-prompt--session-approved)
+
+;;;; The module's decision
+
+(ert-deftest agent-q-gate-test-command-decide ()
+  "Compound commands are allowed only when every part is; deny wins; bad rules signal."
+  (should (equal (agent-q--core-command-decide "git status" nil nil '("git status"))
+                 '(allow . "`git status` matches the allow rule `git status`")))
+  (let ((answer (agent-q--core-command-decide "git status; touch x" nil nil '("git status"))))
+    (should (eq (car answer) 'no-rule))
+    (should (string-match-p "`touch x` (after `;`) matches no allow rule" (cdr answer))))
+  (should (eq (car (agent-q--core-command-decide "sudo rm -rf /" '("rm *") nil '("sudo *")))
+              'deny))
+  (should (eq (car (agent-q--core-command-decide "npm test" nil '("npm *") '("npm test")))
+              'ask))
+  (should (eq (car (agent-q--core-fetch-decide "https://docs.example.org/x" nil nil
+                                               '("*.example.org")))
+              'allow))
+  (should-error (agent-q--core-command-decide "ls" nil nil '("ls $(x)")) :type 'agent-q-error)
+  (should-error (agent-q--core-command-decide "ls" nil nil '(42)) :type 'agent-q-error)
+  (should-error (agent-q--core-command-decide "ls" nil nil 'x) :type 'agent-q-error))
+
+;;;; Rules
+
+(defconst agent-q-gate-test--context
+  (list :origin 'mcp :client "claude (own tools) s1" :mcp-client "claude (own tools)"
+        :safety-level :dangerous :tool "shell_command")
+  "The approval context of a Claude Code shell command.")
+
+(ert-deftest agent-q-gate-test-command-rules ()
+  "The :command rules decide together, through the module; :agent picks the agent."
+  (let ((agent-q-approval-rules '(("shell_command" (:command "git status") allow)
+                                  ("shell_command" (:command "git diff *" :agent "gemini") allow)
+                                  ("shell_command" (:command "rm *") deny)))
+        (context agent-q-gate-test--context))
+    (should (eq (car (agent-q-rules-decide "shell_command" '(:command "git status") context))
+                'allow))
+    (let ((ruling (agent-q-rules-decide "shell_command" '(:command "git status; touch x")
+                                        context)))
+      (should (eq (car ruling) 'ask))
+      (should (string-match-p "`touch x` (after `;`) matches no allow rule"
+                              (agent-q-rules-ruling-text ruling))))
+    (let ((ruling (agent-q-rules-decide "shell_command" '(:command "git status && rm -r y")
+                                        context)))
+      (should (eq (car ruling) 'deny))
+      (should (string-match-p "matches the deny rule `rm \\*`" (agent-q-rules-ruling-text ruling))))
+    ;; The gemini rule does not apply to Claude's calls, nor to an MCP client's.
+    (should (eq (car (agent-q-rules-decide "shell_command" '(:command "git diff HEAD") context))
+                'ask))
+    (should (eq (car (agent-q-rules-decide
+                      "shell_command" '(:command "git diff HEAD")
+                      (plist-put (copy-sequence context) :mcp-client "gemini (own tools)")))
+                'allow))
+    (should (eq (car (agent-q-rules-decide
+                      "shell_command" '(:command "git diff HEAD")
+                      (plist-put (copy-sequence context) :mcp-client "gemini-cli")))
+                'ask))))
+
+(ert-deftest agent-q-gate-test-rule-check ()
+  "Malformed :command and :agent rules are refused, saying why."
+  (should (string-match-p "not one plain command"
+                          (agent-q-rules--check '("shell_command" (:command "ls $(x)") allow))))
+  (should (string-match-p ":agent is not one of"
+                          (agent-q-rules--check '("shell_command" (:agent "emacs") allow))))
+  (should (agent-q-rules--check '("shell_command" (:agent "claude" :mcp-client "x") allow)))
+  (should-not (agent-q-rules--check '("shell_command" (:command "git diff *" :agent "codex")
+                                      allow))))
+
+;;;; Gate requests, answers recorded
+
+(defvar agent-q-gate-test--answers nil
+  "The answers to gate requests, newest first: (KEY DECISION DETAIL).")
+
+(defvar agent-q-gate-test--asked nil
+  "What the approval function was asked, newest first: (TOOL ARGS CONTEXT).")
+
+(defmacro agent-q-gate-test--with-gate (approve &rest body)
+  "Run BODY with gate answers recorded and APPROVE as the approval function."
+  (declare (indent 1))
+  `(let* ((dir (make-temp-file "agent-q-gate" t))
+          (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+          (agent-q-approval-function ,approve)
+          (agent-q-approval-rules nil)
+          (agent-q-prompt--session-approved nil)
+          (agent-q-gate-test--answers nil)
+          (agent-q-gate-test--asked nil))
+     (unwind-protect
+         (cl-letf (((symbol-function 'agent-q--core-mcp-gate-answer)
+                    (lambda (key decision detail)
+                      (push (list key decision detail) agent-q-gate-test--answers)
+                      t)))
+           ,@body)
+       (agent-q-cancel-pending)
+       (delete-directory dir t))))
+
+(defun agent-q-gate-test--request (key command &optional agent input)
+  "Hand the gate a request KEY to run COMMAND, from AGENT (default claude).
+INPUT is the tool input (default (:command COMMAND :description \"d\"))."
+  (agent-q-gate-request key (list :agent (or agent 'claude) :event 'pre-tool
+                                  :session "session-1" :cwd "/tmp" :tool "Bash"
+                                  :tool-use-id "toolu_1"
+                                  :input (or input (list :command command :description "d"))
+                                  :kind (list :kind "shell" :command command
+                                              :argv nil :dir nil))))
+
+(defun agent-q-gate-test--answer (key)
+  "The answer to the gate request KEY, waiting for it."
+  (agent-q-agents-test--wait (lambda () (assoc key agent-q-gate-test--answers)) 10
+                             (format "the answer to gate request %s" key))
+  (cdr (assoc key agent-q-gate-test--answers)))
+
+(defun agent-q-gate-test--record (tool args)
+  "Record TOOL and ARGS; approve \"echo ok\", edit \"echo edit-me\", deny the rest."
+  (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
+  (pcase (plist-get args :command)
+    ("echo ok" :approved)
+    ("echo edit-me" (list :modified (plist-put (copy-sequence args) :command "echo edited")))
+    (_ :denied)))
+
+(ert-deftest agent-q-gate-test-requests ()
+  "Approved → allow; edited → allow with the new input; denied → deny, the executor's words."
+  (agent-q-gate-test--with-gate #'agent-q-gate-test--record
+    (agent-q-gate-test--request 1 "echo ok")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (agent-q-gate-test--request 2 "echo edit-me")
+    (let ((answer (agent-q-gate-test--answer 2)))
+      (should (eq (car answer) 'allow))
+      (should (equal (json-parse-string (cadr answer) :object-type 'alist)
+                     '((command . "echo edited") (description . "d")))))
+    (agent-q-gate-test--request 3 "touch x")
+    (let ((answer (agent-q-gate-test--answer 3)))
+      (should (eq (car answer) 'deny))
+      (should (string-match-p "denied" (cadr answer))))
+    ;; The prompt named the agent and its session, and showed the command and directory.
+    (should (equal (plist-get (nth 2 (car (last agent-q-gate-test--asked))) :client)
+                   "claude (own tools) session-1"))
+    (should (equal (nth 1 (car (last agent-q-gate-test--asked)))
+                   '(:command "echo ok" :directory "/tmp")))
+    ;; Other tools are left to the agent; agent-q's own, always.
+    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "read" :paths ["/x"])))
+    (agent-q-gate-request 5 (list :agent 'claude :kind '(:kind "agent-q" :tool "read_file")))
+    (should (equal (agent-q-gate-test--answer 4) '(no-opinion nil)))
+    (should (equal (agent-q-gate-test--answer 5) '(no-opinion nil)))
+    ;; The audit names the agent for each.
+    (let ((audit (agent-q-agents-test--json-lines agent-q-audit-file)))
+      (should (equal (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'decision r)))
+                             (cl-remove-if (lambda (r) (equal (alist-get 'event r) "run"))
+                                           audit))
+                     '(("result" "approved") ("result" "modified") ("denied" "denied"))))
+      (dolist (record audit)
+        (should (equal (alist-get 'client record) "claude (own tools) session-1"))
+        (should (equal (alist-get 'tool record) "shell_command"))))))
+
+(ert-deftest agent-q-gate-test-rules-decide-without-asking ()
+  "An allow rule runs without asking; a compound command asks, saying what no rule covers."
+  (agent-q-gate-test--with-gate #'agent-q-gate-test--record
+    (setq agent-q-approval-rules '(("shell_command" (:command "git status") allow)
+                                   ("shell_command" (:command "rm *" :agent "claude") deny)))
+    (agent-q-gate-test--request 1 "git status")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (should-not agent-q-gate-test--asked)
+    (agent-q-gate-test--request 2 "git status; touch x")
+    (should (eq (car (agent-q-gate-test--answer 2)) 'deny))
+    (should (string-match-p "`touch x` (after `;`) matches no allow rule"
+                            (plist-get (nth 2 (car agent-q-gate-test--asked)) :rule)))
+    (setq agent-q-gate-test--asked nil)
+    (agent-q-gate-test--request 3 "rm -rf build")
+    (let ((answer (agent-q-gate-test--answer 3)))
+      (should (eq (car answer) 'deny))
+      (should (string-match-p "approval rule.*matches the deny rule `rm \\*`" (cadr answer))))
+    (should-not agent-q-gate-test--asked)
+    ;; Gemini's calls: the rule for Claude does not apply; they are asked.
+    (agent-q-gate-test--request 4 "rm -rf build" 'gemini)
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+    (should (equal (plist-get (nth 2 (car agent-q-gate-test--asked)) :client)
+                   "gemini (own tools) session-1"))))
+
+(ert-deftest agent-q-gate-test-withdrawn ()
+  "A request withdrawn while asked leaves its prompt; the audit says the agent withdrew it."
+  (let (key-asked)
+    (agent-q-gate-test--with-gate
+        (lambda (_tool _args)
+          (setq key-asked t)
+          ;; The hook was killed while the user looked at the prompt.
+          (agent-q-gate-withdraw 7)
+          :approved)
+      (agent-q-gate-test--request 7 "echo ok")
+      (agent-q-agents-test--wait (lambda () (assoc 7 agent-q-gate-test--answers)) 10
+                                 "the withdrawn request's end")
+      (should key-asked)
+      ;; The late answer (refused by the server) is a denial, never an allow.
+      (should (eq (nth 1 (assoc 7 agent-q-gate-test--answers)) 'deny))
+      (should-not agent-q--pending)
+      (let ((record (car (last (agent-q-agents-test--json-lines agent-q-audit-file)))))
+        (should (equal (alist-get 'event record) "cancelled"))
+        (should (string-match-p "the agent withdrew the call" (alist-get 'content record)))))))
+
+;;;; The real agents
+
+(defun agent-q-gate-test--claude-approve (tool args)
+  "Approve the commands that write approved-, deny the rest; record TOOL and ARGS."
+  (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
+  (if (string-match-p "approved-" (or (plist-get args :command) "")) :approved :denied))
+
+(defun agent-q-gate-test--hook (agent)
+  "The hook command of AGENT."
+  (format "%s hook --agent %s" (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
+          agent))
+
+(defun agent-q-gate-test--setup (agent home dir port)
+  "Configure AGENT's hook in HOME (DIR for other files), its model on PORT.
+Return (TOOL ARGUMENTS . ENVIRONMENT): the name of its shell tool, what
+to run it with after its program, and its environment."
+  (let ((model (format "http://127.0.0.1:%d" port)))
+    (pcase agent
+      ('claude
+       (agent-q-agents-test--write
+        (expand-file-name ".claude/settings.json" home)
+        (json-encode
+         `((hooks
+            (PreToolUse
+             . [((matcher . "^(?!mcp__agent-q__)")
+                 (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                            (timeout . 600)
+                            (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))))
+       (list "Bash" (list "-p" "Run the commands." "--output-format" "json")
+             (concat "ANTHROPIC_BASE_URL=" model) "ANTHROPIC_API_KEY=scripted"
+             "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"))
+      ('gemini
+       (let ((policy (expand-file-name "gate-policy.toml" dir)))
+         ;; Gemini's own policy lets the shell run, so that Emacs is the only prompt.
+         (agent-q-agents-test--write
+          policy
+          (concat "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\n"
+                  "priority = 900\nallowRedirection = true\n"))
+         (agent-q-agents-test--write
+          (expand-file-name ".gemini/settings.json" home)
+          (json-encode
+           `((security (folderTrust (enabled . :json-false))
+                       (auth (selectedType . "gemini-api-key")))
+             (general (enableAutoUpdate . :json-false)
+                      (enableAutoUpdateNotification . :json-false))
+             (privacy (usageStatisticsEnabled . :json-false))
+             (telemetry (enabled . :json-false))
+             (hooks
+              (BeforeTool
+               . [((matcher . "^(?!mcp_agent-q_)")
+                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                              ;; Milliseconds.
+                              (timeout . 600000))]))])))))
+         (list "run_shell_command"
+               (list "-p" "Run the commands." "--policy" policy "--output-format" "json")
+               (concat "GOOGLE_GEMINI_BASE_URL=" model) "GEMINI_API_KEY=scripted")))
+      ('codex
+       (let ((codex-home (expand-file-name ".codex" home)))
+         (agent-q-agents-test--write
+          (expand-file-name "config.toml" codex-home)
+          (concat "model = \"scripted\"\nmodel_provider = \"scripted\"\n"
+                  "approval_policy = \"never\"\ncheck_for_update_on_startup = false\n"
+                  "[analytics]\nenabled = false\n[feedback]\nenabled = false\n"
+                  "[features]\nplugins = false\n"
+                  "[model_providers.scripted]\nname = \"scripted\"\n"
+                  (format "base_url = %S\n" (concat model "/v1"))
+                  "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"))
+         ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
+         (agent-q-agents-test--write
+          (expand-file-name "hooks.json" codex-home)
+          (json-encode
+           `((hooks
+              (PreToolUse
+               . [((matcher . "Bash")
+                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                              (timeout . 600))]))])))))
+         (list "exec_command"
+               ;; Its sandbox would make the work directory read-only.
+               (list "exec" "--skip-git-repo-check" "--dangerously-bypass-hook-trust"
+                     "--sandbox" "workspace-write"
+                     "Run the commands.")
+               (concat "CODEX_HOME=" codex-home) "AGENT_Q_TEST_MODEL_KEY=scripted"
+               "RUST_LOG=error"))))))
+
+(defun agent-q-gate-test--shell-step (agent command)
+  "The scripted model's call of AGENT's own shell tool to run COMMAND."
+  (pcase agent
+    ('claude `((tool . "Bash") (arguments (command . ,command) (description . "A command"))))
+    ('gemini `((tool . "run_shell_command")
+               (arguments (command . ,command) (description . "A command"))))
+    ('codex `((tool . "exec_command") (arguments (cmd . ,command))))))
+
+(defun agent-q-gate-test--agent (agent)
+  "AGENT's own shell tool, through its hook, decided in Emacs.
+Approved → it runs and its output reaches the model; denied → it does
+not run and the model is told why; an allow rule runs git status
+unasked, while git status; touch x is asked (and denied here)."
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-gate-test--claude-approve)
+         (agent-q-approval-rules `(("shell_command" (:command "git status"
+                                                     :agent ,(symbol-name agent))
+                                    allow)))
+         (agent-q-gate-test--asked nil)
+         (agent-q-prompt--session-approved nil)
+         (agent-q-mcp-port 0)
+         (marker (format "approved-%d" (random 1000000)))
+         (approved-command (format "echo %s > out.txt && cat out.txt" marker))
+         model agent-process)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (let ((default-directory work))
+            (should (eq 0 (call-process "git" nil nil nil "init" "-q"))))
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (append (mapcar (lambda (command)
+                                         (agent-q-gate-test--shell-step agent command))
+                                       (list approved-command "touch denied.txt" "git status"
+                                             "git status; touch x"))
+                               '(((text . "Done."))))))
+          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
+                 (output (generate-new-buffer " *agent-q-gate-agent*"))
+                 (default-directory work)
+                 (process-environment
+                  (agent-q-agents-test--environment
+                   home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
+                              (nthcdr 2 setup)))))
+            (setq agent-process
+                  (make-process :name "agent-q-gate-agent" :noquery t
+                                :buffer output :connection-type 'pipe
+                                :command (cons program (nth 1 setup))))
+            (process-send-eof agent-process)
+            (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
+                                       agent-q-agents-test--timeout
+                                       (format "%s to finish" agent))
+            (while (accept-process-output agent-process 0.01))
+            (let* ((said (with-current-buffer output (buffer-string)))
+                   (requests (agent-q-agents-test--json-lines (nth 2 model)))
+                   (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
+                                            requests))
+                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S" agent
+                                (process-exit-status agent-process) said
+                                (mapcar (lambda (r) (alist-get 'results r)) steps)
+                                (mapcar #'cadr agent-q-gate-test--asked))))
+              (unless (and (= (process-exit-status agent-process) 0) (= (length steps) 5))
+                (ert-fail why))
+              (let* ((results (alist-get 'results (nth 4 steps)))
+                     (approved (nth 0 results))
+                     (denied (nth 1 results))
+                     (status (nth 2 results))
+                     (compound (nth 3 results)))
+                (ert-info (why)
+                  ;; Approved: it ran, and its output reached the model.
+                  (should (equal (agent-q-agents-test--read (expand-file-name "out.txt" work))
+                                 (concat marker "\n")))
+                  (should (string-match-p (regexp-quote marker) (alist-get 'text approved)))
+                  (should-not (eq (alist-get 'error approved) t))
+                  ;; Denied: it did not run, and the model was told why.
+                  (should-not (file-exists-p (expand-file-name "denied.txt" work)))
+                  ;; Codex tells its model no error flag; the others do.
+                  (unless (eq agent 'codex)
+                    (should (eq (alist-get 'error denied) t))
+                    (should (eq (alist-get 'error compound) t)))
+                  (should (string-match-p "denied" (alist-get 'text denied)))
+                  ;; The allow rule: git status ran, unasked.
+                  (should (string-match-p "branch\\|No commits" (alist-get 'text status)))
+                  ;; The compound command was asked, and denied: nothing of it ran.
+                  (should-not (file-exists-p (expand-file-name "x" work)))
+                  (should (equal (reverse (mapcar (lambda (a) (plist-get (nth 1 a) :command))
+                                                  agent-q-gate-test--asked))
+                                 (list approved-command "touch denied.txt"
+                                       "git status; touch x")))
+                  (should (string-match-p "`touch x` (after `;`) matches no allow rule"
+                                          (plist-get (nth 2 (car agent-q-gate-test--asked))
+                                                     :rule)))
+                  ;; The audit names the agent, its session, and how each was decided.
+                  (let ((outcomes (cl-remove-if-not
+                                   (lambda (r) (member (alist-get 'event r) '("result" "denied")))
+                                   (agent-q-agents-test--json-lines agent-q-audit-file))))
+                    (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
+                                                             (alist-get 'event r)
+                                                             (alist-get 'decision r)))
+                                           outcomes)
+                                   '(("shell_command" "result" "approved")
+                                     ("shell_command" "denied" "denied")
+                                     ("shell_command" "result" "rule")
+                                     ("shell_command" "denied" "denied"))))
+                    (dolist (record outcomes)
+                      (should (string-match-p (format "\\`%s (own tools) [-0-9a-f]+" agent)
+                                              (alist-get 'client record))))))))
+            (kill-buffer output)))
+      (when (and agent-process (process-live-p agent-process))
+        (delete-process agent-process))
+      (when (and model (process-live-p (car model)))
+        (delete-process (car model)))
+      (when model
+        (kill-buffer (process-buffer (car model))))
+      (agent-q-mcp-stop)
+      (agent-q-gate-mode -1)
+      (agent-q-cancel-pending)
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-gate-test-claude ()
+  "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.
+See `agent-q-gate-test--agent'."
+  (agent-q-gate-test--agent 'claude))
+
+(ert-deftest agent-q-gate-test-gemini ()
+  "Gemini CLI's own run_shell_command under -p, through its BeforeTool hook.
+Its policy allows the shell (with redirections), so that Emacs is the
+only prompt.  See `agent-q-gate-test--agent'."
+  (agent-q-gate-test--agent 'gemini))
+
+(ert-deftest agent-q-gate-test-codex ()
+  "Codex CLI's own shell (exec_command, Bash to its hooks) through PreToolUse.
+Its PreToolUse cannot allow: an approval in Emacs leaves the call to
+Codex's own flow, which under approval_policy = never runs it.  See
+`agent-q-gate-test--agent'."
+  (agent-q-gate-test--agent 'codex))
+
+(provide 'agent-q-gate-test)
+
+;;; agent-q-gate-test.el ends here
