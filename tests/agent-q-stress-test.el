@@ -405,8 +405,6 @@ Every core function the module defines must be here (see the test
       (agent-q--core-mcp-gate-answer . ,(lambda () (agent-q-stress--mcp) (list 1 'deny "no")))
       (agent-q--core-mcp-set-gating . ,(lambda () (agent-q-stress--mcp) (list t)))
       (agent-q--core-mcp-make-token . ,(lambda () nil))
-      (agent-q--core-mcp-gate-answer . ,(lambda () (agent-q-stress--mcp) (list 1 'deny "stress")))
-      (agent-q--core-mcp-set-gating . ,(lambda () (agent-q-stress--mcp) (list nil)))
       (agent-q--core-mcp-set-max-argument-bytes . ,(lambda () (list 1000000)))
       (agent-q--core-mcp-set-status . ,(lambda () (agent-q-stress--mcp) (list 1 "waiting")))
       (agent-q--core-mcp-set-tools . ,(lambda () (agent-q-stress--mcp) (list (funcall reg) :dangerous)))
