@@ -948,6 +948,8 @@ The file is created readable by the user only (mode 0600)."
   "Make Emacs the IDE of Gemini CLI and Claude Code (a global minor mode)." t)
 (autoload 'agent-q-ide-status "agent-q-ide"
   "Say whether Emacs serves the agents' IDE companions, and where." t)
+(autoload 'agent-q-gate-mode "agent-q-gate"
+  "Decide the terminal agents' own tool calls in Emacs (a global minor mode)." t)
 
 ;;;; The approval rules and UI, and the built-in tools
 
