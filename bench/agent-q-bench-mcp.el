@@ -25,21 +25,28 @@
 
 ;;; Commentary:
 
-;; Safe calls over MCP (Streamable HTTP, 2025-06-18 sessions), measured
-;; by bench/mcp-load.py, a client that writes each request in one piece
-;; on a keep-alive connection with TCP_NODELAY, as Node's fetch under
-;; the agents' SDK does:
+;; Safe calls over MCP (Streamable HTTP, 2025-06-18 sessions), served
+;; by an interactive Emacs (`emacs -nw -Q' in tmux, agent-q
+;; byte-compiled) and measured by bench/mcp-load.py, a client that
+;; writes each request in one piece on a keep-alive connection with
+;; TCP_NODELAY, as Node's fetch under the agents' SDK does:
 ;;
 ;; - latency: 200 calls one after the other on an idle Emacs (p50,
 ;;   p90, max), read_file of a 2-line file inside the allowed
 ;;   directory (the read guard runs) and describe_symbol of `car';
-;; - throughput: 8 clients making 100 calls each at once.
+;; - throughput: 8 clients making 100 calls each at once;
+;; - the serving process's CPU time per call in each phase (from
+;;   /proc), and the serving Emacs's garbage collections.
 ;;
 ;; The reference is the official MCP Python SDK's own server (FastMCP)
 ;; serving the same two tools, measured by the same client in the same
-;; run.  agent-q's calls are audited (to a temporary file) and logged,
-;; as every MCP call is.  Targets: p50 under 5 ms, throughput at least
-;; the reference's.
+;; run, rounds interleaved.  agent-q's calls are audited (to a file)
+;; and logged, as every MCP call is.  Targets: p50 under 5 ms,
+;; throughput at least the reference's, CPU per call at most the
+;; reference's.  An interactive Emacs, not a batch one: batch Emacs
+;; never fsyncs in `write-region' and redisplays nothing, so it hides
+;; costs a user's Emacs pays.  bench/mcp-profile.el profiles the same
+;; setup.
 
 ;;; Code:
 
