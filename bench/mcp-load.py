@@ -9,14 +9,17 @@ Node's fetch (under the agents' TypeScript SDK) does.  A client that writes head
 apart (httpx) sees the peer's delayed ACK (40 ms) on any server, and a fresh connection per
 call hides a server's missing TCP_NODELAY: neither measures what the agents get.
 
-Client: mcp-load.py URL TOKEN TOOL ARGS-JSON SEQUENTIAL CLIENTS CALLS
+Client: mcp-load.py URL TOKEN TOOL ARGS-JSON SEQUENTIAL CLIENTS CALLS [PID]
   prints one JSON object: p50/p90/max of SEQUENTIAL calls made one after the other, and the
-  calls per second of CLIENTS concurrent clients making CALLS calls each.
+  calls per second of CLIENTS concurrent clients making CALLS calls each.  With PID (the
+  server's process, on Linux), also the server's CPU time (user + system, from /proc) per call
+  in each phase: steadier than wall time on a busy machine.
 Reference server: mcp-load.py --serve-reference PORT-FILE
   serves read_file and describe_symbol on 127.0.0.1 (a free port, written to PORT-FILE).
 """
 
 import json
+import os
 import socket
 import statistics
 import sys
@@ -128,15 +131,35 @@ class Connection:
         return result
 
 
-def client(url, token, tool, arguments, sequential, clients, calls):
+def cpu_seconds(pid):
+    """User + system CPU time of process PID so far (all its threads), or None."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_ms_per_call(before, after, calls):
+    if before is None or after is None or not calls:
+        return None
+    return (after - before) * 1000 / calls
+
+
+def client(url, token, tool, arguments, sequential, clients, calls, pid=None):
     connection = Connection(url, token)
     connection.initialize()
     connection.call(tool, arguments)  # warm-up
     latencies = []
+    cpu_start = cpu_seconds(pid)
     for _ in range(sequential):
         start = time.perf_counter()
         connection.call(tool, arguments)
         latencies.append((time.perf_counter() - start) * 1000)
+    cpu_sequential = cpu_ms_per_call(cpu_start, cpu_seconds(pid), sequential)
     errors = []
 
     def worker():
@@ -149,18 +172,23 @@ def client(url, token, tool, arguments, sequential, clients, calls):
             errors.append(str(e))
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    cpu_start = cpu_seconds(pid)
     start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join(DEADLINE)
     elapsed = time.perf_counter() - start
+    # The clients' initialize and notifications are in this phase's CPU too: 2 of 102 requests.
+    cpu_concurrent = cpu_ms_per_call(cpu_start, cpu_seconds(pid), clients * calls)
     latencies.sort()
     print(json.dumps({
         "p50_ms": statistics.median(latencies),
         "p90_ms": latencies[int(len(latencies) * 0.9) - 1],
         "max_ms": latencies[-1],
         "calls_per_s": clients * calls / elapsed,
+        "cpu_ms_per_call_sequential": cpu_sequential,
+        "cpu_ms_per_call_concurrent": cpu_concurrent,
         "errors": errors,
     }))
 
@@ -187,7 +215,6 @@ def serve_reference(port_file):
 
     with open(port_file + ".tmp", "w") as f:
         f.write(str(port))
-    import os
     os.rename(port_file + ".tmp", port_file)
     timer = threading.Timer(DEADLINE, lambda: os._exit(0))
     timer.daemon = True
@@ -200,4 +227,5 @@ if __name__ == "__main__":
         serve_reference(sys.argv[2])
     else:
         url, token, tool, args, sequential, clients, calls = sys.argv[1:8]
-        client(url, token, tool, json.loads(args), int(sequential), int(clients), int(calls))
+        pid = int(sys.argv[8]) if len(sys.argv) > 8 and sys.argv[8] else None
+        client(url, token, tool, json.loads(args), int(sequential), int(clients), int(calls), pid)

@@ -155,6 +155,7 @@ Never builds anything, and never asks: loading a package must not."
 
 (agent-q--load-module)
 
+(declare-function agent-q--core-audit-append "agent-q-core" (file line))
 (declare-function agent-q--core-make-registry "agent-q-core" ())
 (declare-function agent-q--core-register "agent-q-core"
                   (registry definition handler source guard async))
@@ -894,6 +895,10 @@ An error in one is reported and does not stop the others."
 The buffer keeps its last `agent-q-log-max-chars' characters or so:
 when it grows past that by a tenth, its oldest whole lines go."
   (with-current-buffer (get-buffer-create agent-q-log-buffer-name)
+    ;; A log is not edited: undo records of every line (and of the
+    ;; lines cut) would only feed the garbage collector.
+    (unless (eq buffer-undo-list t)
+      (buffer-disable-undo))
     (let ((inhibit-read-only t))
       (goto-char (point-max))
       (insert (format-time-string "%F %T ") text "\n")
@@ -913,14 +918,20 @@ The file is created readable by the user only (mode 0600)."
   (agent-q--log-line (concat summary "  " json-line))
   (when agent-q-audit-file
     (condition-case err
-        (let ((coding-system-for-write 'utf-8-unix)
-              (file (expand-file-name agent-q-audit-file)))
-          (make-directory (file-name-directory file) t)
-          ;; The records hold what the tools returned, a secret file
-          ;; the user approved reading included: readable by the user
-          ;; only, whatever the umask.
-          (with-file-modes #o600
-            (write-region (concat json-line "\n") nil file 'append 'silent)))
+        (let ((file (expand-file-name agent-q-audit-file)))
+          (if (and (fboundp 'agent-q--core-audit-append)
+                   (not (find-file-name-handler file 'write-region)))
+              ;; One write, no lock file, no fsync on this thread (the module
+              ;; syncs from a thread of its own): see src/audit.rs.
+              (agent-q--core-audit-append file json-line)
+            (let ((coding-system-for-write 'utf-8-unix)
+                  (create-lockfiles nil))
+              (make-directory (file-name-directory file) t)
+              ;; The records hold what the tools returned, a secret file
+              ;; the user approved reading included: readable by the user
+              ;; only, whatever the umask.
+              (with-file-modes #o600
+                (write-region (concat json-line "\n") nil file 'append 'silent)))))
       (error
        (unless agent-q--audit-file-warned
          (setq agent-q--audit-file-warned t)

@@ -50,6 +50,9 @@ if [ "${1:-}" = "--bench" ]; then
   command -v diff >/dev/null 2>&1 || need+=(diffutils)
   # Benchmark 2 compares the cross-reference scan with elisp-refs (helpful's "References").
   compgen -G "/usr/share/emacs/site-lisp/elpa*/elisp-refs-*/elisp-refs.el" >/dev/null || need+=(elpa-elisp-refs)
+  # Benchmark 7's reference server (the MCP Python SDK's FastMCP) in a virtual environment (below).
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
@@ -75,8 +78,15 @@ fi
 # tests/mcp-client/sdkN.txt.  A copy of the pin file inside the environment
 # marks it complete, so that a run with nothing to do is fast, and an
 # interrupted or outdated one is made again.
-if [ "${1:-}" = "--test" ]; then
-  for sdk in sdk1 sdk2; do
+# Benchmark 7 (bench/mcp-load.py) needs only the 1.x SDK: its client is plain sockets, and its
+# reference server is the SDK's own FastMCP.
+sdks=()
+case "${1:-}" in
+  --test) sdks=(sdk1 sdk2) ;;
+  --bench) sdks=(sdk1) ;;
+esac
+if [ ${#sdks[@]} -gt 0 ]; then
+  for sdk in "${sdks[@]}"; do
     pins="$root/tests/mcp-client/$sdk.txt"
     venv="$root/target/mcp-venv/$sdk"
     if ! cmp -s "$pins" "$venv/agent-q-pins.txt" || [ ! -x "$venv/bin/python" ]; then

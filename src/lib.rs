@@ -6,6 +6,7 @@
 use emacs::{Env, IntoLisp, Result};
 
 pub mod args;
+pub mod audit;
 pub mod channel;
 pub mod command;
 pub mod convert;

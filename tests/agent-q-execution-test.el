@@ -354,6 +354,28 @@ error start empty."
                               (plist-get (agent-q-execution-test--call reg "get_last_error")
                                          :content))))))
 
+;; The audit file is written by the module (one write per record, no lock
+;; file): created with its directory, readable by the user only, each
+;; record a line of its own, the log buffer without undo.
+(ert-deftest agent-q-execution-test-audit-file-created-private ()
+  (let* ((dir (make-temp-file "agent-q-audit-dir" t))
+         (agent-q-audit-file (expand-file-name "sub/dir/audit.jsonl" dir)))
+    (unwind-protect
+        (progn
+          (dotimes (i 3)
+            (agent-q--audit (format "{\"tool\":\"describe_symbol\",\"n\":%d}" i) "summary"))
+          (should (file-exists-p agent-q-audit-file))
+          (should (= (file-modes agent-q-audit-file) #o600))
+          (should-not (file-symlink-p (expand-file-name ".#audit.jsonl"
+                                                        (file-name-directory agent-q-audit-file))))
+          (let ((records (agent-q-execution-test--audit)))
+            (should (equal (mapcar (lambda (r) (plist-get r :n)) records) '(0 1 2)))
+            (should (cl-every (lambda (r) (equal (plist-get r :tool) "describe_symbol")) records)))
+          (should (eq (buffer-local-value 'buffer-undo-list
+                                          (get-buffer agent-q-log-buffer-name))
+                      t)))
+      (delete-directory dir t))))
+
 (provide 'agent-q-execution-test)
 
 ;;; agent-q-execution-test.el ends here
