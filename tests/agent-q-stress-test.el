@@ -357,6 +357,9 @@ Every core function the module defines must be here (see the test
       (agent-q--core-call-start . ,(lambda () (agent-q-stress--call-args call)))
       (agent-q--core-channel-close . ,(lambda () nil))
       (agent-q--core-channel-drained . ,(lambda () nil))
+      (agent-q--core-audit-append
+       . ,(lambda () (list (expand-file-name "audit.jsonl" (make-temp-file "agent-q-stress-audit" t))
+                           "{\"event\":\"stress\"}")))
       (agent-q--core-command-decide . ,(lambda () (list "git status; ls" '("rm *") nil '("git status"))))
       (agent-q--core-fetch-decide . ,(lambda () (list "https://example.org/" nil nil '("example.org"))))
       (agent-q--core-channel-open . ,(lambda () (list (make-pipe-process :name "agent-q-stress"
