@@ -358,7 +358,8 @@ Every core function the module defines must be here (see the test
       (agent-q--core-channel-close . ,(lambda () nil))
       (agent-q--core-channel-drained . ,(lambda () nil))
       (agent-q--core-audit-append
-       . ,(lambda () (list (expand-file-name "audit.jsonl" (make-temp-file "agent-q-stress-audit" t))
+       . ,(lambda () (list (expand-file-name (format "agent-q-stress-audit-%d.jsonl" (emacs-pid))
+                                             temporary-file-directory)
                            "{\"event\":\"stress\"}")))
       (agent-q--core-command-decide . ,(lambda () (list "git status; ls" '("rm *") nil '("git status"))))
       (agent-q--core-fetch-decide . ,(lambda () (list "https://example.org/" nil nil '("example.org"))))
