@@ -431,7 +431,11 @@ to run it with after its program, and its environment."
          (agent-q-agents-test--write
           policy
           (concat "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\n"
-                  "priority = 900\nallowRedirection = true\n"))
+                  "priority = 900\nallowRedirection = true\n"
+                  "[[rule]]\ntoolName = \"web_fetch\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  "[[rule]]\ntoolName = \"read_file\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"))
          (agent-q-agents-test--write
           (expand-file-name ".gemini/settings.json" home)
           (json-encode
@@ -604,12 +608,12 @@ unasked, while git status; touch x is asked (and denied here)."
       (agent-q-cancel-pending)
       (delete-directory dir t))))
 
-(ert-deftest agent-q-gate-test-claude-read-fetch ()
-  "Claude Code's own Read and WebFetch under -p, through its hook, in Emacs.
+(defun agent-q-gate-test--read-fetch (agent)
+  "Run AGENT under -p; its own file and URL tools go through its hook to Emacs.
 A file in its directory is read unasked; .env is asked (denied here)
-and the model is told; a WebFetch a :domain deny rule covers is denied
+and the model is told; a fetch a :domain deny rule covers is denied
 unasked, so it never reaches the network."
-  (let* ((program (agent-q-agents-test--program 'claude))
+  (let* ((program (agent-q-agents-test--program agent))
          (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
@@ -630,16 +634,21 @@ unasked, so it never reaches the network."
           (agent-q-gate-mode 1)
           (agent-q-mcp-start)
           (setq model (agent-q-agents-test--start-model
-                       dir (agent-q-agents-test--prop 'claude :dialect)
-                       `(((tool . "Read")
-                          (arguments (file_path . ,(expand-file-name "notes.txt" work))))
-                         ((tool . "Read")
-                          (arguments (file_path . ,(expand-file-name ".env" work))))
-                         ((tool . "WebFetch")
-                          (arguments (url . "https://www.blocked.example/page")
-                                     (prompt . "Summarize")))
-                         ((text . "Done.")))))
-          (let* ((setup (agent-q-gate-test--setup 'claude home dir (nth 1 model)))
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (let ((read (if (eq agent 'claude) "Read" "read_file")))
+                         `(((tool . ,read)
+                            (arguments (file_path . ,(expand-file-name "notes.txt" work))))
+                           ((tool . ,read)
+                            (arguments (file_path . ,(expand-file-name ".env" work))))
+                           ,(if (eq agent 'claude)
+                                '((tool . "WebFetch")
+                                  (arguments (url . "https://www.blocked.example/page")
+                                             (prompt . "Summarize")))
+                              '((tool . "web_fetch")
+                                (arguments
+                                 (prompt . "Summarize https://www.blocked.example/page"))))
+                           ((text . "Done."))))))
+          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
                  (output (generate-new-buffer " *agent-q-gate-agent*"))
                  (default-directory work)
                  (process-environment
@@ -652,13 +661,14 @@ unasked, so it never reaches the network."
                                 :command (cons program (nth 1 setup))))
             (process-send-eof agent-process)
             (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
-                                       agent-q-agents-test--timeout "claude to finish")
+                                       agent-q-agents-test--timeout
+                                       (format "%s to finish" agent))
             (while (accept-process-output agent-process 0.01))
             (let* ((said (with-current-buffer output (buffer-string)))
                    (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
                                             (agent-q-agents-test--json-lines (nth 2 model))))
-                   (why (format "claude exited %s:\n%s\nresults: %S\nasked: %S"
-                                (process-exit-status agent-process) said
+                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S"
+                                agent (process-exit-status agent-process) said
                                 (mapcar (lambda (r) (alist-get 'results r)) steps)
                                 (mapcar #'cadr agent-q-gate-test--asked))))
               (unless (and (= (process-exit-status agent-process) 0) (= (length steps) 4))
@@ -671,23 +681,30 @@ unasked, so it never reaches the network."
                   ;; The file in its directory: read, unasked.
                   (should (string-match-p (regexp-quote marker) (alist-get 'text read)))
                   ;; .env: asked, denied; the model is told why, and not the secret.
+                  ;; Gemini CLI refuses it itself, before its hook ("Path not in
+                  ;; workspace"): Emacs is not asked.
                   (should (eq (alist-get 'error env) t))
-                  (should (string-match-p "denied" (alist-get 'text env)))
+                  (should (string-match-p (if (eq agent 'gemini) "not in workspace" "denied")
+                                          (alist-get 'text env)))
                   (should-not (string-match-p "hunter2" (alist-get 'text env)))
                   ;; The fetch: denied by the rule, unasked.
                   (should (eq (alist-get 'error fetch) t))
                   (should (string-match-p "deny rule" (alist-get 'text fetch)))
                   (should (equal (mapcar (lambda (a) (list (nth 0 a) (nth 1 a)))
                                          agent-q-gate-test--asked)
-                                 `(("agent_read" (:path ,(expand-file-name ".env" work))))))
+                                 (and (eq agent 'claude)
+                                      `(("agent_read"
+                                         (:path ,(expand-file-name ".env" work)))))))
                   (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
                                                            (alist-get 'decision r)))
                                          (cl-remove-if-not
                                           (lambda (r) (member (alist-get 'event r)
                                                               '("result" "denied")))
                                           (agent-q-agents-test--json-lines agent-q-audit-file)))
-                                 '(("agent_read" "auto") ("agent_read" "denied")
-                                   ("agent_fetch" "rule")))))))
+                                 (if (eq agent 'claude)
+                                     '(("agent_read" "auto") ("agent_read" "denied")
+                                       ("agent_fetch" "rule"))
+                                   '(("agent_read" "auto") ("agent_fetch" "rule"))))))))
             (kill-buffer output)))
       (when (and agent-process (process-live-p agent-process))
         (delete-process agent-process))
@@ -699,6 +716,15 @@ unasked, so it never reaches the network."
       (agent-q-gate-mode -1)
       (agent-q-cancel-pending)
       (delete-directory dir t))))
+
+(ert-deftest agent-q-gate-test-claude-read-fetch ()
+  "Claude Code's own Read and WebFetch.  See `agent-q-gate-test--read-fetch'."
+  (agent-q-gate-test--read-fetch 'claude))
+
+(ert-deftest agent-q-gate-test-gemini-read-fetch ()
+  "Gemini CLI's own read_file and web_fetch.  See `agent-q-gate-test--read-fetch'.
+Its policy allows them, so that Emacs is the only prompt."
+  (agent-q-gate-test--read-fetch 'gemini))
 
 (ert-deftest agent-q-gate-test-claude ()
   "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.
