@@ -47,8 +47,22 @@
 ;; agent interrupted while its call waits, the call is withdrawn: its
 ;; prompt goes away and the audit says so.
 ;;
-;; The other tools (edits, writes, reads, fetches) are not decided here
-;; yet: they are left to the agent (`agent-q-gate-other-tools').
+;; A read (Claude's Read, Gemini's read_file and read_many_files)
+;; becomes one call per file of the private safe tool agent_read, whose
+;; guard is agent-q's read guard with the agent's working directory as
+;; the only allowed directory: a file in it is read without asking
+;; (allow, audited), a sensitive file (`agent-q-sensitive-file-patterns',
+;; Emacs's private files), a file outside it, a remote file or a glob
+;; (read_many_files) is asked.  A fetch (Claude's WebFetch, Gemini's
+;; web_fetch) becomes one call per URL of the private dangerous tool
+;; agent_fetch, decided by the :domain approval rules, else asked; the
+;; fetch itself is the agent's.
+;;
+;; When such a call starts waiting for the user, who may be looking at
+;; the agent's terminal, Emacs says so (`agent-q-gate-notify').
+;;
+;; The other tools (edits, writes, searches) are not decided here yet:
+;; they are left to the agent (`agent-q-gate-other-tools').
 
 ;;; Code:
 
@@ -58,11 +72,13 @@
 (require 'agent-q)
 (require 'agent-q-async)
 (require 'agent-q-rules)
+(require 'agent-q-guard)
 
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
 (declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q-mcp-running-p "agent-q-mcp" ())
+(declare-function notifications-notify "notifications" (&rest params))
 
 (defvar agent-q-mcp-gate-function)
 (defvar agent-q-mcp-start-hook)
@@ -77,16 +93,30 @@
 
 (defcustom agent-q-gate-other-tools 'no-opinion
   "What Emacs answers about an agent's own tool it does not decide yet.
-Only shell commands are decided in Emacs for now; edits, writes,
-reads, fetches and unknown tools get this answer.  `no-opinion'
+Shell commands, reads and fetches are decided in Emacs; edits,
+writes, searches and unknown tools get this answer.  `no-opinion'
 leaves them to the agent, exactly as without the hook (its own rules
 and prompt); `ask' makes the agent ask with its own prompt every time
 \(under a non-interactive run, such as claude -p, that refuses them)."
   :type '(choice (const :tag "Leave them to the agent" no-opinion)
                  (const :tag "The agent's own prompt, every time" ask)))
 
+(defcustom agent-q-gate-notify t
+  "Whether Emacs says so when an agent's own tool call waits for the user.
+The user may be looking at the agent's terminal, whose own prompt no
+longer shows.  Non-nil: a desktop notification
+\=(`notifications-notify') on a graphical display where one can be
+sent, else a message in the echo area and `ding'."
+  :type 'boolean)
+
 (defconst agent-q-gate-shell-tool "shell_command"
   "The tool name of an agent's shell commands, in rules, prompt and audit.")
+
+(defconst agent-q-gate-read-tool "agent_read"
+  "The tool name of an agent's own reads, one file a call.")
+
+(defconst agent-q-gate-fetch-tool "agent_fetch"
+  "The tool name of an agent's own fetches, one URL a call.")
 
 ;;;; The private registry
 
@@ -104,6 +134,28 @@ when they were."
     (puthash (plist-get agent-q-call-context :id) command agent-q-gate--approved)
     "Approved in Emacs: the agent runs the command itself."))
 
+(defun agent-q-gate--approve-read (args)
+  "The handler of agent_read: record ARGS' path as approved; read nothing."
+  (puthash (plist-get agent-q-call-context :id) (gethash "path" args) agent-q-gate--approved)
+  "Approved in Emacs: the agent reads the file itself.")
+
+(defun agent-q-gate--approve-fetch (args)
+  "The handler of agent_fetch: record ARGS' URL as approved; fetch nothing."
+  (puthash (plist-get agent-q-call-context :id) (gethash "url" args) agent-q-gate--approved)
+  "Approved in Emacs: the agent fetches the URL itself.")
+
+(defun agent-q-gate--read-guard (args)
+  "The guard of agent_read: why reading ARGS' path needs asking, or nil.
+agent-q's read guard, the agent's working directory being the
+workspace (see `agent-q-gate--start'); a glob is always asked."
+  (let ((path (gethash "path" args)))
+    (cond
+     ((not (and (stringp path) (not (string-empty-p path))))
+      "the agent names no file")
+     ((and (string-match-p "[*?[]" path) (not (file-remote-p path)) (not (file-exists-p path)))
+      (format "%s is a glob: the files it reads are not known before they are read" path))
+     (t (agent-q-guard-file-verdict (agent-q-builtins--guarded-name path))))))
+
 (defun agent-q-gate--registry ()
   "The gate's registry, made on first use."
   (or agent-q-gate--registry
@@ -118,6 +170,27 @@ when they were."
           :safety-level :dangerous
           :categories '(:execution)
           :handler #'agent-q-gate--approve)
+         registry)
+        (agent-q-register-tool
+         (agent-q-define-tool
+          agent-q-gate-read-tool
+          "A file that a terminal agent is about to read with its own tool.  Approving it lets the agent read it."
+          '((:name "path" :type :string :description "The file (or glob) read"))
+          :required '("path")
+          :safety-level :safe
+          :categories '(:filesystem)
+          :guard #'agent-q-gate--read-guard
+          :handler #'agent-q-gate--approve-read)
+         registry)
+        (agent-q-register-tool
+         (agent-q-define-tool
+          agent-q-gate-fetch-tool
+          "A URL that a terminal agent is about to fetch with its own tool.  Approving it lets the agent fetch it."
+          '((:name "url" :type :string :description "The URL fetched"))
+          :required '("url")
+          :safety-level :dangerous
+          :categories '(:network)
+          :handler #'agent-q-gate--approve-fetch)
          registry)
         (setq agent-q-gate--registry registry))))
 
@@ -154,35 +227,109 @@ when they were."
   (let ((kind (plist-get props :kind)))
     (pcase (plist-get kind :kind)
       ("shell" (agent-q-gate--shell key props kind))
+      ("read" (agent-q-gate--each key props agent-q-gate-read-tool :path
+                                  (agent-q-gate--read-paths props (plist-get kind :paths))))
+      ("fetch" (agent-q-gate--each key props agent-q-gate-fetch-tool :url
+                                   (agent-q-gate--strings (plist-get kind :urls))))
       ("agent-q" (agent-q-gate--answer key 'no-opinion))
       (_ (agent-q-gate--answer key agent-q-gate-other-tools)))))
 
+(defun agent-q-gate--cwd (props)
+  "The agent's working directory in PROPS, or nil."
+  (let ((cwd (plist-get props :cwd)))
+    (and (stringp cwd) (file-name-absolute-p cwd) (not (file-remote-p cwd)) cwd)))
+
+(defun agent-q-gate--strings (items)
+  "The non-empty strings of the vector or list ITEMS, without duplicates."
+  (delete-dups (cl-remove-if-not (lambda (x) (and (stringp x) (not (string-empty-p x))))
+                                 (append items nil))))
+
+(defun agent-q-gate--read-paths (props paths)
+  "PATHS, the files of a read in PROPS, expanded from the agent's directory.
+A relative name without a working directory is left as it is: the
+guard then finds it outside the (empty) workspace.  A remote name is
+left as given (expanding it may connect)."
+  (let ((cwd (agent-q-gate--cwd props)))
+    (mapcar (lambda (path)
+              (if (or (file-remote-p path) (not (or cwd (file-name-absolute-p path))))
+                  path
+                (expand-file-name path cwd)))
+            (agent-q-gate--strings paths))))
+
+(defun agent-q-gate--start (key props call-list callback what)
+  "Hand the executor CALL-LIST, the tool call plists of the request KEY (PROPS).
+CALLBACK gets their results.  Their workspace is the agent's
+working directory.  WHAT describes the request for a notification."
+  (let* ((agent (plist-get props :agent))
+         (label (agent-q-gate--label agent (plist-get props :session)))
+         (cwd (agent-q-gate--cwd props))
+         (batch (agent-q--execute-async
+                 call-list callback (agent-q-gate--registry)
+                 :client (list :client label
+                               :mcp-client (agent-q-rules-agent-client (symbol-name agent))
+                               :channel (format "gate %s %s" agent (plist-get props :session)))
+                 :confirm '(:dangerous)
+                 :audit-all t
+                 :workspace (list :directories (and cwd (list cwd))
+                                  :source (format "the working directory of %s" label)))))
+    (puthash key batch agent-q-gate--requests)
+    (agent-q-gate--notify-if-waiting batch label what)))
+
+(defun agent-q-gate--each (key props tool arg values)
+  "Decide the gate request KEY (PROPS): one call of TOOL for each of VALUES.
+ARG is the argument that holds a value.  Allowed only when every call
+is; else denied with the words of the first call that was not."
+  (if (null values)
+      (agent-q-gate--answer key 'ask (format "agent-q found no %s in the call"
+                                             (if (eq arg :url) "URL" "file")))
+    (let* ((ids (cl-loop for _ in values for i from 0
+                         collect (format "gate-%s-%d-%d" agent-q-gate--run key i)))
+           (calls (cl-mapcar (lambda (id value) (list :id id :name tool :arguments (list arg value)))
+                             ids values)))
+      (agent-q-gate--start
+       key props calls
+       (lambda (results) (agent-q-gate--decided-each key ids results))
+       (format "%s %s" (if (eq arg :url) "fetch" "read") (string-join values ", "))))))
+
+(defun agent-q-gate--denial (result)
+  "The reason given to the agent for the call that ended with RESULT."
+  (let ((content (plist-get result :content)))
+    (if (and (stringp content) (not (string-empty-p content)))
+        content
+      "Denied in Emacs (agent-q)")))
+
+(defun agent-q-gate--decided-each (key ids results)
+  "Answer the gate request KEY: IDS, the ids of its call list; RESULTS."
+  (remhash key agent-q-gate--requests)
+  (let ((failed nil))
+    (cl-loop for id in ids
+             for result in results
+             do (progn
+                  (unless (or failed (and (plist-get result :success)
+                                          (gethash id agent-q-gate--approved)))
+                    (setq failed (list result)))
+                  (remhash id agent-q-gate--approved)))
+    (if (or failed (/= (length results) (length ids)))
+        (agent-q-gate--answer key 'deny (agent-q-gate--denial (car failed)))
+      (agent-q-gate--answer key 'allow))))
+
 (defun agent-q-gate--shell (key props kind)
   "Decide the shell command of the gate request KEY (PROPS, its KIND)."
-  (let* ((agent (plist-get props :agent))
-         (command (plist-get kind :command))
+  (let* ((command (plist-get kind :command))
          (directory (let ((dir (plist-get kind :dir))
                           (cwd (plist-get props :cwd)))
                       (cond ((and (stringp dir) (not (string-empty-p dir))) dir)
                             ((and (stringp cwd) (not (string-empty-p cwd))) cwd))))
-         (label (agent-q-gate--label agent (plist-get props :session)))
          (id (format "gate-%s-%d" agent-q-gate--run key)))
     (if (not (stringp command))
         (agent-q-gate--answer key 'ask "agent-q could not read the command")
-      (puthash
-       key
-       (agent-q--execute-async
-        (list (list :id id :name agent-q-gate-shell-tool
-                    :arguments (append (list :command command)
-                                       (and directory (list :directory directory)))))
-        (lambda (results) (agent-q-gate--decided key id command props (car results)))
-        (agent-q-gate--registry)
-        :client (list :client label
-                      :mcp-client (agent-q-rules-agent-client (symbol-name agent))
-                      :channel (format "gate %s %s" agent (plist-get props :session)))
-        :confirm '(:dangerous)
-        :audit-all t)
-       agent-q-gate--requests))))
+      (agent-q-gate--start
+       key props
+       (list (list :id id :name agent-q-gate-shell-tool
+                   :arguments (append (list :command command)
+                                      (and directory (list :directory directory)))))
+       (lambda (results) (agent-q-gate--decided key id command props (car results)))
+       (format "run %s" command)))))
 
 (defun agent-q-gate--updated-input (props command)
   "The tool input of PROPS, its command replaced by COMMAND, as JSON text."
@@ -200,11 +347,37 @@ COMMAND is the command the agent asked to run, PROPS the request."
       (agent-q-gate--answer key 'allow
                             (and (not (equal approved command))
                                  (agent-q-gate--updated-input props approved))))
-     (t (agent-q-gate--answer key 'deny
-                              (let ((content (plist-get result :content)))
-                                (if (and (stringp content) (not (string-empty-p content)))
-                                    content
-                                  "Denied in Emacs (agent-q)")))))))
+     (t (agent-q-gate--answer key 'deny (agent-q-gate--denial result))))))
+
+;;;; Telling the user
+
+(defun agent-q-gate--notify-if-waiting (batch label what)
+  "Tell the user when a call of BATCH waits for them: LABEL would WHAT."
+  (when (and agent-q-gate-notify
+             (cl-some (lambda (p)
+                        (and (eq (agent-q--pending-batch p) batch)
+                             (agent-q--deciding-p p)
+                             ;; Queued, but a rule will decide it unasked.
+                             (not (memq (car (agent-q-rules-decide
+                                              (agent-q--pending-tool p)
+                                              (agent-q--pending-args p)
+                                              (agent-q--pending-context p)))
+                                        '(allow deny)))))
+                      agent-q--pending))
+    (agent-q-gate--notify
+     (format "%s waits for your decision in Emacs: %s"
+             label (truncate-string-to-width (agent-q--visible what) 200 nil nil "...")))))
+
+(defun agent-q-gate--notify (text)
+  "Say TEXT: a desktop notification when possible, else a message and a beep."
+  (unless (and (display-graphic-p)
+               (require 'notifications nil t)
+               (fboundp 'notifications-notify)
+               (condition-case nil
+                   (progn (notifications-notify :title "agent-q" :body text) t)
+                 (error nil)))
+    (message "agent-q: %s" text)
+    (ding t)))
 
 (defun agent-q-gate-withdraw (key)
   "Withdraw the gate request KEY: its agent was interrupted."
@@ -234,14 +407,18 @@ COMMAND is the command the agent asked to run, PROPS the request."
 
 ;;;###autoload
 (define-minor-mode agent-q-gate-mode
-  "Decide the terminal agents' own shell commands in Emacs.
+  "Decide the terminal agents' own shell commands, reads and fetches in Emacs.
 While it is on and the MCP server runs (`agent-q-mcp-start'), the hook
 command `agent-q-mcp hook --agent AGENT', configured in an agent's
 settings, hands each of the agent's own tool calls to Emacs.  A shell
 command is then decided as agent-q's own calls are: by the approval
 rules (with :command and :agent, see `agent-q-approval-rules'), else
 by the prompt, counted in the mode line, listed by `agent-q-pending'
-and audited under the name \"AGENT (own tools) SESSION\".  The other
+and audited under the name \"AGENT (own tools) SESSION\".  A read is
+a call of agent_read for each file, judged by the read guard with the
+agent's working directory as the allowed one; a fetch a call of
+agent_fetch for each URL, decided by the :domain rules, else asked.
+`agent-q-gate-notify' says when a call waits for the user.  The other
 tools get `agent-q-gate-other-tools'.  While it is off, the hook falls
 back to the agent's own prompt."
   :global t

@@ -63,6 +63,7 @@
 (declare-function agent-q-guard-buffer-private-p "agent-q-guard" (buffer))
 (declare-function agent-q--core-find-hard-link "agent-q-core" (root device inode))
 (declare-function agent-q--core-command-decide "agent-q-core" (line deny ask allow))
+(declare-function agent-q--core-fetch-decide "agent-q-core" (url deny ask allow))
 
 ;;;; The option
 
@@ -117,6 +118,16 @@ A list of rules (TOOL PATTERN DECISION):
                 substitution, redirection to a file or wrapper);
                 otherwise the user is asked, and the prompt says
                 which part no rule covers.
+  :domain RULE  only calls whose :url argument the rule covers: the
+                fetches of the terminal agents' own tools (the
+                agent_fetch calls, see `agent-q-gate-mode').  RULE is
+                a host, \"example.org\" (that host only), or
+                \"*.example.org\" (it and its subdomains); an IP
+                address is written as such (\"127.0.0.1\",
+                \"[::1]\").  The domain rules that apply to a call are
+                decided together by the module
+                (`agent-q--core-fetch-decide'): deny wins over ask,
+                ask over allow; a URL no rule covers is asked.
   :agent NAME   only the calls of the own tools of the terminal agent
                 NAME (\"claude\", \"gemini\" or \"codex\"), as its hook
                 names it; not with :client or :mcp-client.
@@ -135,6 +146,8 @@ Examples:
   (\"shell_command\" (:command \"git status\") allow)
   (\"shell_command\" (:command \"git diff *\" :agent \"claude\") allow)
   (\"shell_command\" (:command \"rm *\") deny)
+  (\"agent_fetch\" (:domain \"*.gnu.org\") allow)
+  (\"agent_fetch\" (:domain \"pastebin.com\") deny)
 
 Rules are consulted for every call, whatever its tool's level.  A
 deny rule refuses any call it matches, and an ask rule has the user
@@ -204,6 +217,15 @@ A malformed rule is ignored, with a warning."
                         (list :tag "A shell command of a terminal agent's own tools"
                               (const :format "" :command)
                               (string :tag "Command (git status, git diff *)"))
+                        (list :tag "A fetch of a terminal agent's own tools, by domain"
+                              (const :format "" :domain)
+                              (string :tag "Domain (example.org, *.example.org)"))
+                        (list :tag "A fetch of one terminal agent's own tools, by domain"
+                              (const :format "" :domain)
+                              (string :tag "Domain (example.org, *.example.org)")
+                              (const :format "" :agent)
+                              (choice :tag "Agent" (const "claude") (const "gemini")
+                                      (const "codex")))
                         (list :tag "A shell command of one terminal agent's own tools"
                               (const :format "" :command)
                               (string :tag "Command (git status, git diff *)")
@@ -253,9 +275,11 @@ matches a call whose context has this :mcp-client (see
       ((not (and (proper-list-p pattern) (cl-evenp (length pattern))))
        "its PATTERN is not nil or a plist")
       ((cl-loop for (key value) on pattern by #'cddr
-                thereis (or (not (memq key '(:path :client :mcp-client :command :agent)))
+                thereis (or (not (memq key '(:path :client :mcp-client :command :domain :agent)))
                             (not (stringp value)) (string-empty-p value)))
-       "its PATTERN has a key other than :path, :client, :mcp-client, :command and :agent, or a value that is not a non-empty string")
+       "its PATTERN has a key other than :path, :client, :mcp-client, :command, :domain and :agent, or a value that is not a non-empty string")
+      ((and (plist-member pattern :command) (plist-member pattern :domain))
+       "its PATTERN has both :command and :domain, which no call matches (a call is either a shell command or a fetch)")
       ((and (plist-member pattern :client) (plist-member pattern :mcp-client))
        "its PATTERN has both :client and :mcp-client, which no call matches (a call comes either from inside Emacs or from an MCP client)")
       ((and (plist-member pattern :agent) (or (plist-member pattern :client)
@@ -267,6 +291,12 @@ matches a call whose context has this :mcp-client (see
       ((and (plist-get pattern :command) (fboundp 'agent-q--core-command-decide))
        (condition-case err
            (progn (agent-q--core-command-decide "true" nil nil (list (plist-get pattern :command)))
+                  nil)
+         (error (error-message-string err))))
+      ((and (plist-get pattern :domain) (fboundp 'agent-q--core-fetch-decide))
+       (condition-case err
+           (progn (agent-q--core-fetch-decide "https://example.invalid/" nil nil
+                                              (list (plist-get pattern :domain)))
                   nil)
          (error (error-message-string err))))
       ((plist-get pattern :path)
@@ -323,6 +353,8 @@ See `agent-q-approval-rules'."
             (when-let ((client (plist-get pattern :client))) (format " for %s" client))
             (when-let ((command (plist-get pattern :command)))
               (format " for the command %s" command))
+            (when-let ((domain (plist-get pattern :domain)))
+              (format " for fetches from %s" domain))
             (when-let ((client (plist-get pattern :mcp-client)))
               (format " for the MCP client %s" client))
             (when-let ((agent (plist-get pattern :agent)))
@@ -573,16 +605,18 @@ other error means no rule decides (so the user is asked)."
 (defun agent-q-rules--decide (tool-name args context)
   "The body of `agent-q-rules-decide' for TOOL-NAME, ARGS and CONTEXT."
   (let ((matching nil)
-        (commands nil))
+        (commands nil)
+        (domains nil))
     (dolist (rule (agent-q-rules--all))
       (when (condition-case err
                 (agent-q-rules--matches-p rule tool-name args context)
               (error (agent-q-rules--warn rule (error-message-string err)) nil))
-        (if (plist-get (nth 1 rule) :command)
-            (push rule commands)
-          (push rule matching))))
+        (cond ((plist-get (nth 1 rule) :command) (push rule commands))
+              ((plist-get (nth 1 rule) :domain) (push rule domains))
+              (t (push rule matching)))))
     (setq matching (nreverse matching))
     (let* ((command (agent-q-rules--command-ruling (nreverse commands) args context))
+           (domain (agent-q-rules--domain-ruling (nreverse domains) args context))
            (deny (cl-find 'deny matching :key #'cl-third))
            (ask (cl-find 'ask matching :key #'cl-third))
            (allow (cl-find-if (lambda (r)
@@ -592,11 +626,14 @@ other error means no rule decides (so the user is asked)."
       (cond
        (deny (list 'deny deny))
        ((eq (car command) 'deny) command)
+       ((eq (car domain) 'deny) domain)
        ((plist-get context :review) nil)
        (ask (list 'ask ask))
        ((eq (car command) 'ask) command)
+       ((eq (car domain) 'ask) domain)
        (allow (list 'allow allow))
-       ((eq (car command) 'allow) command)))))
+       ((eq (car command) 'allow) command)
+       ((eq (car domain) 'allow) domain)))))
 
 (defun agent-q-rules--command-ruling (rules args context)
   "The ruling of the command RULES about a call with ARGS in CONTEXT, or nil.
@@ -608,7 +645,21 @@ when every part is a plain command an allow rule covers.  Return
 \(DECISION RULE TEXT), TEXT saying why in the core's words, or nil
 when no rule decides (then, if there were command rules, (ask nil
 TEXT): the prompt says what no rule covers)."
-  (let ((line (and (proper-list-p args) (plist-get args :command))))
+  (agent-q-rules--pattern-ruling rules args context :command :command
+                                 #'agent-q--core-command-decide "command"))
+
+(defun agent-q-rules--domain-ruling (rules args context)
+  "The ruling of the domain RULES about a call with ARGS in CONTEXT, or nil.
+As `agent-q-rules--command-ruling', for ARGS' :url and the rules'
+:domain, decided by `agent-q--core-fetch-decide'."
+  (agent-q-rules--pattern-ruling rules args context :url :domain
+                                 #'agent-q--core-fetch-decide "domain"))
+
+(defun agent-q-rules--pattern-ruling (rules args context arg key decide what)
+  "The ruling of RULES about a call with ARGS in CONTEXT, or nil.
+ARG is the argument judged, KEY the rules' key, DECIDE the module's
+function and WHAT the rules' name in the text."
+  (let ((line (and (proper-list-p args) (plist-get args arg))))
     (when (and rules (stringp line))
       (let* ((lists (mapcar (lambda (decision)
                               (cl-remove-if-not
@@ -619,13 +670,13 @@ TEXT): the prompt says what no rule covers)."
                                             (agent-q-rules--allow-eligible-p r args context)))))
                                rules))
                             '(deny ask allow)))
-             (texts (mapcar (lambda (l) (mapcar (lambda (r) (plist-get (nth 1 r) :command)) l))
+             (texts (mapcar (lambda (l) (mapcar (lambda (r) (plist-get (nth 1 r) key)) l))
                             lists))
-             (answer (apply #'agent-q--core-command-decide line texts))
+             (answer (apply decide line texts))
              (verdict (car answer))
-             (text (format "%s %s by the command rules: %s"
+             (text (format "%s %s by the %s rules: %s"
                            (if (eq verdict 'no-rule) "ask about" verdict)
-                           (cl-first (car rules)) (cdr answer))))
+                           (cl-first (car rules)) what (cdr answer))))
         (pcase verdict
           ('deny (list 'deny (car (nth 0 lists)) text))
           ('ask (list 'ask (car (nth 1 lists)) text))

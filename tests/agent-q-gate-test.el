@@ -183,7 +183,7 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
     (should (equal (nth 1 (car (last agent-q-gate-test--asked)))
                    '(:command "echo ok" :directory "/tmp")))
     ;; Other tools are left to the agent; agent-q's own, always.
-    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "read" :paths ["/x"])))
+    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "write" :path "/x")))
     (agent-q-gate-request 5 (list :agent 'claude :kind '(:kind "agent-q" :tool "read_file")))
     (should (equal (agent-q-gate-test--answer 4) '(no-opinion nil)))
     (should (equal (agent-q-gate-test--answer 5) '(no-opinion nil)))
@@ -241,6 +241,158 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
         (should (equal (alist-get 'event record) "cancelled"))
         (should (string-match-p "the agent withdrew the call" (alist-get 'content record)))))))
 
+;;;; Reads and fetches
+
+(defun agent-q-gate-test--deny-all (tool args)
+  "Record TOOL and ARGS; deny."
+  (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
+  :denied)
+
+(defun agent-q-gate-test--read (key cwd &rest paths)
+  "Hand the gate a request KEY from Claude in CWD to read PATHS."
+  (agent-q-gate-request key (list :agent 'claude :event 'pre-tool :session "session-1"
+                                  :cwd cwd :tool "Read" :tool-use-id "toolu_1"
+                                  :input (list :file_path (car paths))
+                                  :kind (list :kind "read" :paths (vconcat paths)))))
+
+(defun agent-q-gate-test--fetch (key url)
+  "Hand the gate a request KEY from Claude to fetch URL."
+  (agent-q-gate-request key (list :agent 'claude :event 'pre-tool :session "session-1"
+                                  :cwd "/tmp" :tool "WebFetch" :tool-use-id "toolu_1"
+                                  :input (list :url url :prompt "p")
+                                  :kind (list :kind "fetch" :urls (vector url)))))
+
+(ert-deftest agent-q-gate-test-reads ()
+  "Reads in the agent's directory are allowed unasked; sensitive and outside ones are asked."
+  (let* ((work (file-name-as-directory (make-temp-file "agent-q-gate-work" t)))
+         (outside (make-temp-file "agent-q-gate-outside")))
+    (unwind-protect
+        (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+          (agent-q-agents-test--write (expand-file-name "a.txt" work) "a\n")
+          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET=1\n")
+          ;; In the workspace: allowed, unasked, audited.
+          (agent-q-gate-test--read 1 work (expand-file-name "a.txt" work))
+          (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+          (agent-q-gate-test--read 2 work "a.txt")
+          (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
+          (should-not agent-q-gate-test--asked)
+          ;; A sensitive file: asked (denied here), saying why.
+          (agent-q-gate-test--read 3 work (expand-file-name ".env" work))
+          (let ((answer (agent-q-gate-test--answer 3)))
+            (should (eq (car answer) 'deny))
+            (should (string-match-p "denied" (cadr answer))))
+          (should (equal (nth 0 (car agent-q-gate-test--asked)) "agent_read"))
+          (should (string-match-p "sensitive file pattern"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          ;; Outside the agent's directory: asked.
+          (agent-q-gate-test--read 4 work outside)
+          (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+          (should (string-match-p "outside the allowed directories"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          ;; Several files: denied when one is; a glob is asked.
+          (agent-q-gate-test--read 5 work "a.txt" ".env")
+          (should (eq (car (agent-q-gate-test--answer 5)) 'deny))
+          (agent-q-gate-test--read 6 work "src/**/*.el")
+          (should (eq (car (agent-q-gate-test--answer 6)) 'deny))
+          (should (string-match-p "is a glob"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          (should (= (length agent-q-gate-test--asked) 4))
+          ;; The audit names each file.
+          (let ((audit (cl-remove-if (lambda (r) (equal (alist-get 'event r) "run"))
+                                     (agent-q-agents-test--json-lines agent-q-audit-file))))
+            (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'decision r)))
+                                   (seq-take audit 3))
+                           '(("agent_read" "auto") ("agent_read" "auto")
+                             ("agent_read" "denied"))))))
+      (delete-directory work t)
+      (delete-file outside))))
+
+(ert-deftest agent-q-gate-test-fetches ()
+  "Fetches are decided by the :domain rules, else asked."
+  (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+    (setq agent-q-approval-rules '(("agent_fetch" (:domain "*.gnu.org") allow)
+                                   ("agent_fetch" (:domain "evil.example") deny)))
+    (agent-q-gate-test--fetch 1 "https://www.gnu.org/software/emacs/")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (agent-q-gate-test--fetch 2 "https://evil.example/x")
+    (let ((answer (agent-q-gate-test--answer 2)))
+      (should (eq (car answer) 'deny))
+      (should (string-match-p "deny rule" (cadr answer))))
+    (should-not agent-q-gate-test--asked)
+    (agent-q-gate-test--fetch 3 "https://other.example/")
+    (should (eq (car (agent-q-gate-test--answer 3)) 'deny))
+    (should (equal (cadr (car agent-q-gate-test--asked)) '(:url "https://other.example/")))
+    (should (string-match-p "domain rules"
+                            (plist-get (nth 2 (car agent-q-gate-test--asked)) :rule)))
+    ;; No rule: asked.
+    (setq agent-q-approval-rules nil agent-q-gate-test--asked nil)
+    (agent-q-gate-test--fetch 4 "https://www.gnu.org/")
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+    (should agent-q-gate-test--asked)))
+
+(ert-deftest agent-q-gate-test-domain-rules ()
+  "The :domain rules: checked, described, decided together; :agent picks the agent."
+  (should (string-match-p "both :command and :domain"
+                          (agent-q-rules--check '("agent_fetch" (:domain "a.example"
+                                                                 :command "ls")
+                                                  allow))))
+  (should (agent-q-rules--check '("agent_fetch" (:domain "not a host/") allow)))
+  (should-not (agent-q-rules--check '("agent_fetch" (:domain "*.example.org" :agent "gemini")
+                                      allow)))
+  (should (equal (agent-q-rules-describe '("agent_fetch" (:domain "*.example.org") allow))
+                 "allow agent_fetch for fetches from *.example.org"))
+  (let ((agent-q-approval-rules '(("agent_fetch" (:domain "*.example.org") allow)
+                                  ("agent_fetch" (:domain "bad.example.org") deny)
+                                  ("agent_fetch" (:domain "x.example" :agent "gemini") allow)))
+        (context (list :origin 'mcp :client "claude (own tools) s1"
+                       :mcp-client "claude (own tools)" :safety-level :dangerous
+                       :tool "agent_fetch")))
+    (should (eq (car (agent-q-rules-decide "agent_fetch" '(:url "https://a.example.org/") context))
+                'allow))
+    (should (eq (car (agent-q-rules-decide "agent_fetch" '(:url "https://bad.example.org/")
+                                           context))
+                'deny))
+    (should (eq (car (agent-q-rules-decide "agent_fetch" '(:url "https://x.example/") context))
+                'ask))
+    (should (eq (car (agent-q-rules-decide
+                      "agent_fetch" '(:url "https://x.example/")
+                      (plist-put (copy-sequence context) :mcp-client "gemini (own tools)")))
+                'allow))))
+
+(ert-deftest agent-q-gate-test-notify ()
+  "A gated call that waits for the user is told; one a rule decides is not."
+  (let (said rang notified)
+    (cl-letf (((symbol-function 'ding) (lambda (&rest _) (setq rang t)))
+              ((symbol-function 'display-graphic-p) (lambda (&rest _) nil)))
+      (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+        (setq agent-q-approval-rules '(("shell_command" (:command "git status") allow)))
+        (cl-letf (((symbol-function 'message)
+                   (lambda (format &rest args) (push (apply #'format format args) said))))
+          (agent-q-gate-test--request 1 "git status")
+          (agent-q-gate-test--request 2 "touch x"))
+        (should (eq (car (agent-q-gate-test--answer 1)) 'allow))
+        (should (eq (car (agent-q-gate-test--answer 2)) 'deny))
+        (should rang)
+        (should (equal said '("agent-q: claude (own tools) session-1 waits for your decision in Emacs: run touch x")))
+        ;; Turned off: nothing.
+        (setq said nil rang nil)
+        (let ((agent-q-gate-notify nil))
+          (cl-letf (((symbol-function 'message)
+                     (lambda (format &rest args) (push (apply #'format format args) said))))
+            (agent-q-gate-test--request 3 "touch y")))
+        (should (eq (car (agent-q-gate-test--answer 3)) 'deny))
+        (should-not (or said rang))))
+    ;; A graphical display: a desktop notification.
+    (when (require 'notifications nil t)
+      (cl-letf (((symbol-function 'display-graphic-p) (lambda (&rest _) t))
+                ((symbol-function 'notifications-notify)
+                 (lambda (&rest params) (push params notified) 1)))
+        (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+          (agent-q-gate-test--fetch 1 "https://example.org/")
+          (should (eq (car (agent-q-gate-test--answer 1)) 'deny))
+          (should (equal (plist-get (car notified) :body)
+                         "claude (own tools) session-1 waits for your decision in Emacs: fetch https://example.org/")))))))
+
 ;;;; The real agents
 
 (defun agent-q-gate-test--claude-approve (tool args)
@@ -279,7 +431,11 @@ to run it with after its program, and its environment."
          (agent-q-agents-test--write
           policy
           (concat "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\n"
-                  "priority = 900\nallowRedirection = true\n"))
+                  "priority = 900\nallowRedirection = true\n"
+                  "[[rule]]\ntoolName = \"web_fetch\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  "[[rule]]\ntoolName = \"read_file\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"))
          (agent-q-agents-test--write
           (expand-file-name ".gemini/settings.json" home)
           (json-encode
@@ -451,6 +607,124 @@ unasked, while git status; touch x is asked (and denied here)."
       (agent-q-gate-mode -1)
       (agent-q-cancel-pending)
       (delete-directory dir t))))
+
+(defun agent-q-gate-test--read-fetch (agent)
+  "Run AGENT under -p; its own file and URL tools go through its hook to Emacs.
+A file in its directory is read unasked; .env is asked (denied here)
+and the model is told; a fetch a :domain deny rule covers is denied
+unasked, so it never reaches the network."
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-gate-test--deny-all)
+         (agent-q-approval-rules '(("agent_fetch" (:domain "*.blocked.example") deny)))
+         (agent-q-gate-test--asked nil)
+         (agent-q-prompt--session-approved nil)
+         (agent-q-mcp-port 0)
+         (marker (format "readable-%d" (random 1000000)))
+         model agent-process)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (agent-q-agents-test--write (expand-file-name "notes.txt" work) (concat marker "\n"))
+          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET_TOKEN=hunter2\n")
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (let ((read (if (eq agent 'claude) "Read" "read_file")))
+                         `(((tool . ,read)
+                            (arguments (file_path . ,(expand-file-name "notes.txt" work))))
+                           ((tool . ,read)
+                            (arguments (file_path . ,(expand-file-name ".env" work))))
+                           ,(if (eq agent 'claude)
+                                '((tool . "WebFetch")
+                                  (arguments (url . "https://www.blocked.example/page")
+                                             (prompt . "Summarize")))
+                              '((tool . "web_fetch")
+                                (arguments
+                                 (prompt . "Summarize https://www.blocked.example/page"))))
+                           ((text . "Done."))))))
+          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
+                 (output (generate-new-buffer " *agent-q-gate-agent*"))
+                 (default-directory work)
+                 (process-environment
+                  (agent-q-agents-test--environment
+                   home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
+                              (nthcdr 2 setup)))))
+            (setq agent-process
+                  (make-process :name "agent-q-gate-agent" :noquery t
+                                :buffer output :connection-type 'pipe
+                                :command (cons program (nth 1 setup))))
+            (process-send-eof agent-process)
+            (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
+                                       agent-q-agents-test--timeout
+                                       (format "%s to finish" agent))
+            (while (accept-process-output agent-process 0.01))
+            (let* ((said (with-current-buffer output (buffer-string)))
+                   (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
+                                            (agent-q-agents-test--json-lines (nth 2 model))))
+                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S"
+                                agent (process-exit-status agent-process) said
+                                (mapcar (lambda (r) (alist-get 'results r)) steps)
+                                (mapcar #'cadr agent-q-gate-test--asked))))
+              (unless (and (= (process-exit-status agent-process) 0) (= (length steps) 4))
+                (ert-fail why))
+              (let* ((results (alist-get 'results (nth 3 steps)))
+                     (read (nth 0 results))
+                     (env (nth 1 results))
+                     (fetch (nth 2 results)))
+                (ert-info (why)
+                  ;; The file in its directory: read, unasked.
+                  (should (string-match-p (regexp-quote marker) (alist-get 'text read)))
+                  ;; .env: asked, denied; the model is told why, and not the secret.
+                  ;; Gemini CLI refuses it itself, before its hook ("Path not in
+                  ;; workspace"): Emacs is not asked.
+                  (should (eq (alist-get 'error env) t))
+                  (should (string-match-p (if (eq agent 'gemini) "not in workspace" "denied")
+                                          (alist-get 'text env)))
+                  (should-not (string-match-p "hunter2" (alist-get 'text env)))
+                  ;; The fetch: denied by the rule, unasked.
+                  (should (eq (alist-get 'error fetch) t))
+                  (should (string-match-p "deny rule" (alist-get 'text fetch)))
+                  (should (equal (mapcar (lambda (a) (list (nth 0 a) (nth 1 a)))
+                                         agent-q-gate-test--asked)
+                                 (and (eq agent 'claude)
+                                      `(("agent_read"
+                                         (:path ,(expand-file-name ".env" work)))))))
+                  (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
+                                                           (alist-get 'decision r)))
+                                         (cl-remove-if-not
+                                          (lambda (r) (member (alist-get 'event r)
+                                                              '("result" "denied")))
+                                          (agent-q-agents-test--json-lines agent-q-audit-file)))
+                                 (if (eq agent 'claude)
+                                     '(("agent_read" "auto") ("agent_read" "denied")
+                                       ("agent_fetch" "rule"))
+                                   '(("agent_read" "auto") ("agent_fetch" "rule"))))))))
+            (kill-buffer output)))
+      (when (and agent-process (process-live-p agent-process))
+        (delete-process agent-process))
+      (when (and model (process-live-p (car model)))
+        (delete-process (car model)))
+      (when model
+        (kill-buffer (process-buffer (car model))))
+      (agent-q-mcp-stop)
+      (agent-q-gate-mode -1)
+      (agent-q-cancel-pending)
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-gate-test-claude-read-fetch ()
+  "Claude Code's own Read and WebFetch.  See `agent-q-gate-test--read-fetch'."
+  (agent-q-gate-test--read-fetch 'claude))
+
+(ert-deftest agent-q-gate-test-gemini-read-fetch ()
+  "Gemini CLI's own read_file and web_fetch.  See `agent-q-gate-test--read-fetch'.
+Its policy allows them, so that Emacs is the only prompt."
+  (agent-q-gate-test--read-fetch 'gemini))
 
 (ert-deftest agent-q-gate-test-claude ()
   "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.
