@@ -401,7 +401,7 @@ agent-q's hook made."
       (agent-q-connect--delete object 'hooks))))
 
 (defun agent-q-connect--gemini-policy-text ()
-  "Gemini CLI's policy that allows its shell, so that Emacs is the only prompt."
+  "Gemini CLI's policy text: its shell allowed, so that Emacs is the only prompt."
   (concat "# Written by agent-q (M-x agent-q-gate-connect-agent): Gemini CLI's own shell\n"
           "# commands are decided in Emacs by its BeforeTool hook, so Gemini need not ask\n"
           "# again.  M-x agent-q-gate-disconnect-agent removes this file.\n"
@@ -412,7 +412,7 @@ agent-q's hook made."
           "allowRedirection = true\n"))
 
 (defun agent-q-connect--gate-plan (agent add)
-  "What routing AGENT's own tools through Emacs writes (ADD) or undoes.
+  "Plan routing AGENT's own tools through Emacs (ADD), or undoing it.
 A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
   (let* ((file (expand-file-name (nth 1 (or (assq agent agent-q-connect--gate-files)
                                             (error "Unknown agent %S" agent)))))
@@ -447,7 +447,7 @@ that is left empty."
                (delete-directory dir)))))))
 
 (defun agent-q-connect--show (plan notes)
-  "Show PLAN (as `agent-q-connect--gate-plan' returns) and NOTES in a help window."
+  "Show PLAN (see `agent-q-connect--gate-plan') and NOTES in a help window."
   (with-help-window "*agent-q connect*"
     (pcase-dolist (`(,file . ,text) plan)
       (princ (format ";; %s\n%s\n" (abbreviate-file-name file) (or text ";; (deleted)\n"))))
