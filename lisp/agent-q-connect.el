@@ -411,6 +411,86 @@ agent-q's hook made."
           "priority = 900\n"
           "allowRedirection = true\n"))
 
+;;;; Codex's hook trust
+
+;; Codex runs a user hook only once it is trusted: its /hooks screen
+;; records, in config.toml, [hooks.state."HOOKS.JSON:EVENT:GROUP:HANDLER"]
+;; trusted_hash = "sha256:HEX", the SHA-256 of the hook's definition as
+;; compact JSON with sorted keys and Codex's defaults filled in (async
+;; false).  A changed hook is no longer trusted.  Since the user runs
+;; the command to trust exactly this hook, the command writes that entry
+;; as /hooks would, and removes it on undo.
+
+(defun agent-q-connect--codex-trust-keys (object file)
+  "The trust keys of agent-q's PreToolUse hooks in hooks OBJECT, read from FILE."
+  (let ((groups (alist-get 'PreToolUse (let ((hooks (alist-get 'hooks object)))
+                                         (and (listp hooks) hooks))))
+        (keys nil))
+    (when (vectorp groups)
+      (dotimes (i (length groups))
+        (let ((hooks (and (listp (aref groups i)) (alist-get 'hooks (aref groups i)))))
+          (when (vectorp hooks)
+            (dotimes (j (length hooks))
+              (when (agent-q-connect--own-hook-p (aref hooks j))
+                (push (format "%s:pre_tool_use:%d:%d" file i j) keys)))))))
+    (nreverse keys)))
+
+(defun agent-q-connect--codex-trust-hash (group)
+  "Codex's trust hash of the first hook of GROUP, a PreToolUse matcher group."
+  (let ((hook (aref (alist-get 'hooks group) 0)))
+    (concat "sha256:"
+            (secure-hash
+             'sha256
+             (encode-coding-string
+              (json-serialize
+               `((event_name . "pre_tool_use")
+                 (hooks . [((async . :false) (command . ,(alist-get 'command hook))
+                            (timeout . ,(alist-get 'timeout hook)) (type . "command"))])
+                 (matcher . ,(alist-get 'matcher group)))
+               :false-object :false)
+              'utf-8)))))
+
+(defun agent-q-connect--codex-trust-toml (text remove add)
+  "Codex's config.toml TEXT without the trust tables of the keys REMOVE.
+With ADD, a (KEY . HASH), that table is appended."
+  (let ((names (mapcar (lambda (key) (concat "hooks.state." (agent-q-connect--toml-string key)))
+                       (append remove (and add (list (car add))))))
+        (kept nil)
+        (skipping nil))
+    (dolist (line (split-string text "\n"))
+      (when (string-match "\\`[ \t]*\\[\\(.*\\)\\][ \t]*\\(#.*\\)?\\'" line)
+        (setq skipping (member (replace-regexp-in-string
+                                "[ \t]*\\.[ \t]*" "." (string-trim (match-string 1 line)))
+                               names)))
+      (unless skipping (push line kept)))
+    (let ((rest (string-trim-right (string-join (nreverse kept) "\n"))))
+      (if add
+          (concat rest (if (string-empty-p rest) "" "\n\n")
+                  "[hooks.state." (agent-q-connect--toml-string (car add)) "]\n"
+                  "# agent-q's hook in hooks.json, trusted by M-x agent-q-gate-connect-agent\n"
+                  "trusted_hash = " (agent-q-connect--toml-string (cdr add)) "\n")
+        (if (string-empty-p rest) "" (concat rest "\n"))))))
+
+(defun agent-q-connect--codex-trust-plan (object merged file add)
+  "Codex's trust of agent-q's hook in config.toml: (CONFIG . TEXT), or nil.
+OBJECT is hooks.json FILE as it was, MERGED as it will be; ADD, whether
+the hook is added."
+  (let* ((config (expand-file-name "config.toml" (file-name-directory file)))
+         (text (or (agent-q-connect--text config) ""))
+         (old (agent-q-connect--codex-trust-keys object file))
+         (new (and add (car (agent-q-connect--codex-trust-keys merged file))))
+         (groups (alist-get 'PreToolUse (alist-get 'hooks merged)))
+         (new-text (agent-q-connect--codex-trust-toml
+                    text old (and new (cons new (agent-q-connect--codex-trust-hash
+                                                 (aref groups (1- (length groups)))))))))
+    (unless (or (equal new-text text)
+                ;; Undoing: only a trust of agent-q's hook that is there goes.
+                (and (not add)
+                     (not (cl-some (lambda (key)
+                                     (string-search (agent-q-connect--toml-string key) text))
+                                   old))))
+      (cons config new-text))))
+
 (defun agent-q-connect--gate-plan (agent add)
   "Plan routing AGENT's own tools through Emacs (ADD), or undoing it.
 A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
@@ -421,6 +501,9 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
          ;; Undoing leaves a file without agent-q's hook as it is, format included.
          (plan (when (or add (not (equal merged object)))
                  (list (cons file (agent-q-connect--json-text merged))))))
+    (when (eq agent 'codex)
+      (let ((trust (agent-q-connect--codex-trust-plan object merged file add)))
+        (when trust (setq plan (append plan (list trust))))))
     (when (eq agent 'gemini)
       (let ((policy (expand-file-name agent-q-connect--gemini-policy)))
         (when (or add (file-exists-p policy))
@@ -432,7 +515,7 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
   (pcase agent
     ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and in its VS Code extension.")
     ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
-    ('codex "Codex CLI: ONE STEP LEFT: Codex runs a new hook only once you trust it: start codex, type /hooks and trust agent-q's PreToolUse hook (or start it with --dangerously-bypass-hook-trust).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.")))
+    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it (if you edit the hook, trust it again there).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.")))
 
 (defun agent-q-connect--apply (plan)
   "Carry out PLAN, a list of (FILE . TEXT).
@@ -456,12 +539,14 @@ that is left empty."
 ;;;###autoload
 (defun agent-q-gate-connect-agent (agent &optional show)
   "Route AGENT's own tools through Emacs: write its hook and what it needs.
-AGENT is `claude' (Claude Code: PreToolUse in ~/.claude/settings.json),
-`gemini' (Gemini CLI: BeforeTool in ~/.gemini/settings.json, and the
-policy ~/.gemini/policies/agent-q.toml allowing its shell) or `codex'
-\(Codex CLI: PreToolUse in ~/.codex/hooks.json; trust it in Codex's
-/hooks).  The hook runs bin/agent-q-mcp hook, which asks this Emacs
-when `agent-q-gate-mode' is on; agent-q's own MCP tools are left out.
+AGENT is `claude' (Claude Code: PreToolUse in
+~/.claude/settings.json), `gemini' (Gemini CLI: BeforeTool in
+~/.gemini/settings.json, and the policy ~/.gemini/policies/agent-q.toml
+allowing its shell) or `codex' (Codex CLI: PreToolUse in
+~/.codex/hooks.json, and its trust in ~/.codex/config.toml, as
+Codex's /hooks would record it).  The hook runs bin/agent-q-mcp hook,
+which asks this Emacs when `agent-q-gate-mode' is on; agent-q's own
+MCP tools are left out.
 Existing files are merged (the user's hooks kept, agent-q's replaced,
 the old file kept as FILE.agent-q.bak); a second run changes nothing.
 With SHOW (interactively, a prefix argument), write nothing and show

@@ -230,13 +230,15 @@
       (should-not (file-exists-p (file-name-directory policy))))))
 
 (ert-deftest agent-q-connect-test-gate-codex-hooks-json ()
-  "Codex: PreToolUse on Bash in hooks.json beside the user's hooks; the trust step said."
+  "Codex: PreToolUse on Bash in hooks.json beside the user's hooks, trusted in config.toml."
   (agent-q-connect-test--with-home
     (let* ((hooks (expand-file-name ".codex/hooks.json" home))
+           (config (expand-file-name ".codex/config.toml" home))
            (original "{\"hooks\": {\"PostToolUse\": [{\"matcher\": \"apply_patch\", \"hooks\": [{\"type\": \"command\", \"command\": \"fmt\"}]}]}}\n"))
       (make-directory (file-name-directory hooks) t)
       (with-temp-file hooks (insert original))
-      (agent-q-gate-connect-agent 'codex)
+      (with-temp-file config (insert "model = \"o3\"\n"))
+      (should (equal (agent-q-gate-connect-agent 'codex) (list hooks config)))
       (let ((json (alist-get 'hooks (agent-q-connect-test--json hooks))))
         (should (equal (mapcar #'car json) '(PostToolUse PreToolUse)))
         (should (equal (alist-get 'PreToolUse json)
@@ -244,8 +246,25 @@
                           (hooks . [((type . "command")
                                      (command . ,(agent-q-connect-test--hook 'codex))
                                      (timeout . 600))]))])))
-      (should (string-match-p "/hooks" (agent-q-connect--gate-notes 'codex)))
+      ;; The hook's trust, as Codex's /hooks records it: the SHA-256 of the hook as
+      ;; compact JSON with sorted keys, beside the user's own config.
+      (let ((text (agent-q-connect-test--text config)))
+        (should (string-prefix-p "model = \"o3\"\n" text))
+        (should (string-search
+                 (format "[hooks.state.\"%s:pre_tool_use:0:0\"]" hooks) text))
+        (should (string-search
+                 (concat "trusted_hash = \"sha256:"
+                         (secure-hash
+                          'sha256
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"Bash\"}"
+                                  (agent-q-connect-test--hook 'codex)))
+                         "\"")
+                 text))
+        ;; Twice is once.
+        (agent-q-gate-connect-agent 'codex)
+        (should (equal (agent-q-connect-test--text config) text)))
       (agent-q-gate-disconnect-agent 'codex)
+      (should (equal (agent-q-connect-test--text config) "model = \"o3\"\n"))
       (should (equal (agent-q-connect-test--json hooks)
                      (with-temp-buffer
                        (insert original) (goto-char (point-min))

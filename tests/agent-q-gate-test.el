@@ -258,7 +258,7 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
   "Non-nil: `agent-q-gate-connect-agent' writes the hooks, not the test.")
 
 (defun agent-q-gate-test--connect (agent home)
-  "Write AGENT's hook (and Gemini's policy) in HOME by `agent-q-gate-connect-agent'."
+  "Write AGENT's hook in HOME by `agent-q-gate-connect-agent'."
   (let ((process-environment (cons (concat "HOME=" home) process-environment))
         (abbreviated-home-dir nil))
     (agent-q-gate-connect-agent agent)))
@@ -330,19 +330,23 @@ and Gemini's policy, then read from its user policies, not --policy."
                   (format "base_url = %S\n" (concat model "/v1"))
                   "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"))
          ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
-         (agent-q-agents-test--write
-          (expand-file-name "hooks.json" codex-home)
-          (json-encode
-           `((hooks
-              (PreToolUse
-               . [((matcher . "Bash")
-                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
-                              (timeout . 600))]))])))))
+         ;; By the command, the hook is also trusted in config.toml: no bypass.
+         (if agent-q-gate-test--by-command
+             (agent-q-gate-test--connect agent home)
+           (agent-q-agents-test--write
+            (expand-file-name "hooks.json" codex-home)
+            (json-encode
+             `((hooks
+		(PreToolUse
+		 . [((matcher . "Bash")
+                     (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+				(timeout . 600))]))]))))))
          (list "exec_command"
                ;; Its sandbox would make the work directory read-only.
-               (list "exec" "--skip-git-repo-check" "--dangerously-bypass-hook-trust"
-                     "--sandbox" "workspace-write"
-                     "Run the commands.")
+               (append (list "exec" "--skip-git-repo-check")
+                       (unless agent-q-gate-test--by-command
+                         (list "--dangerously-bypass-hook-trust"))
+                       (list "--sandbox" "workspace-write" "Run the commands."))
                (concat "CODEX_HOME=" codex-home) "AGENT_Q_TEST_MODEL_KEY=scripted"
                "RUST_LOG=error"))))))
 
@@ -494,6 +498,13 @@ Started without --policy: its user policies (~/.gemini/policies) let
 the shell run once Emacs approved."
   (let ((agent-q-gate-test--by-command t))
     (agent-q-gate-test--agent 'gemini)))
+
+(ert-deftest agent-q-gate-test-codex-connected ()
+  "Codex CLI, its hook and the hook's trust written by the connect command.
+Started without --dangerously-bypass-hook-trust: the trusted_hash the
+command wrote in config.toml is what lets the hook run."
+  (let ((agent-q-gate-test--by-command t))
+    (agent-q-gate-test--agent 'codex)))
 
 (ert-deftest agent-q-gate-test-codex ()
   "Codex CLI's own shell (exec_command, Bash to its hooks) through PreToolUse.
