@@ -236,16 +236,24 @@ removed wherever they are; everything else is kept as written."
     ('gemini "Gemini CLI: agent-q is trusted (\"trust\": true), so Emacs alone asks; Gemini still asks once whether to trust each project folder you start it in.  `gemini mcp list' shows agent-q.")
     ('codex "Codex CLI: default_tools_approval_mode = \"approve\" leaves agent-q's calls to Emacs (under `codex exec' they would otherwise be refused); tool_timeout_sec lets a call wait for your approval.  `codex mcp list' shows agent-q.")))
 
+(defun agent-q-connect--text (file)
+  "FILE's text, or nil when FILE is absent."
+  (when (file-exists-p file)
+    (with-temp-buffer (insert-file-contents file) (buffer-string))))
+
 (defun agent-q-connect--write (file text)
-  "Write TEXT to FILE atomically, keeping the old FILE as FILE.agent-q.bak."
-  (let ((dir (file-name-directory file)))
-    (make-directory dir t)
-    (when (file-exists-p file)
-      (copy-file file (concat file ".agent-q.bak") t t t t))
-    (let ((temp (make-temp-file (expand-file-name ".agent-q-connect-" dir) nil nil text)))
+  "Write TEXT to FILE atomically, keeping the old FILE as FILE.agent-q.bak.
+A FILE that already holds TEXT is left alone, backup included: a second
+run changes nothing, and the backup stays the file as it was first."
+  (unless (equal (agent-q-connect--text file) text)
+    (let ((dir (file-name-directory file)))
+      (make-directory dir t)
       (when (file-exists-p file)
-        (set-file-modes temp (file-modes file)))
-      (rename-file temp file t))))
+        (copy-file file (concat file ".agent-q.bak") t t t t))
+      (let ((temp (make-temp-file (expand-file-name ".agent-q-connect-" dir) nil nil text)))
+        (when (file-exists-p file)
+          (set-file-modes temp (file-modes file)))
+        (rename-file temp file t)))))
 
 (defun agent-q-mcp-client-config (agent)
   "The configuration text that connects AGENT to agent-q, to paste.
@@ -285,6 +293,303 @@ written."
         (message "agent-q: wrote %s.  %s"
                  (mapconcat (lambda (e) (abbreviate-file-name (car e))) plan ", ")
                  notes))
+      (mapcar #'car plan))))
+
+;;;; The agents' own tools: their hooks, to Emacs
+
+;; `agent-q-gate-connect-agent' writes, for one agent, the hook that
+;; hands each call of the agent's own tools to Emacs (bin/agent-q-mcp
+;; hook, see `agent-q-gate-mode'), and what the agent needs for Emacs
+;; to be the only prompt.  agent-q's own hook entries are recognised by
+;; their command (`agent-q-connect--hook-regexp'): a second run replaces
+;; them, the user's own entries stay where they are, and
+;; `agent-q-gate-disconnect-agent' removes exactly them.
+
+(defconst agent-q-connect--server-name "agent-q"
+  "The name agent-q's MCP server has in each agent's configuration.")
+
+(defconst agent-q-connect--hook-regexp "agent-q-mcp['\"]?[ \t]+hook\\_>"
+  "Matches the command of a hook that is agent-q's own.")
+
+(defconst agent-q-connect--gate-files
+  '((claude "~/.claude/settings.json" PreToolUse)
+    (gemini "~/.gemini/settings.json" BeforeTool)
+    (codex "~/.codex/hooks.json" PreToolUse))
+  "Where each agent's hook goes: (AGENT FILE EVENT).")
+
+(defconst agent-q-connect--gemini-policy "~/.gemini/policies/agent-q.toml"
+  "The user policy of Gemini CLI that lets its shell run once Emacs approved.
+Gemini reads every *.toml in ~/.gemini/policies (its user tier), unless
+it is started with --policy, which replaces that directory.")
+
+(defconst agent-q-connect--status-message "Waiting for Emacs (agent-q)..."
+  "What the agent's terminal shows while a call waits for Emacs.")
+
+(defun agent-q-connect--js-regexp-quote (string)
+  "STRING with the special characters of a JavaScript regexp escaped."
+  (replace-regexp-in-string "[][\\\\^$.|?*+(){}]" "\\\\\\&" string))
+
+(defun agent-q-connect--hook-command (agent)
+  "The shell command of AGENT's hook: the relay's `hook' mode.
+The connection file is named when it is not the relay's default."
+  (let ((file (cdr (assq 'AGENT_Q_MCP_CONNECTION_FILE (agent-q-connect--environment)))))
+    (concat (shell-quote-argument (agent-q-connect--relay))
+            " hook --agent " (symbol-name agent)
+            (if file (concat " --connection-file " (shell-quote-argument file)) ""))))
+
+(defun agent-q-connect--hook-group (agent)
+  "AGENT's matcher group of agent-q's hook, as an alist.
+agent-q's own MCP tools are left out (the server asks about them
+itself): by a lookahead for Claude Code and Gemini CLI, whose matchers
+are JavaScript regexps; Codex's matcher has no lookahead, so its shell
+tool is named."
+  (let ((name (agent-q-connect--js-regexp-quote agent-q-connect--server-name))
+        (command (agent-q-connect--hook-command agent)))
+    (pcase agent
+      ('claude `((matcher . ,(format "^(?!mcp__%s__)" name))
+                 (hooks . [((type . "command") (command . ,command)
+                            (timeout . ,agent-q-mcp-agent-tool-timeout)
+                            (statusMessage . ,agent-q-connect--status-message))])))
+      ;; Gemini's timeout is in milliseconds.
+      ('gemini `((matcher . ,(format "^(?!mcp_%s_)" name))
+                 (hooks . [((type . "command") (command . ,command)
+                            (timeout . ,(* 1000 agent-q-mcp-agent-tool-timeout)))])))
+      ('codex `((matcher . "Bash")
+                (hooks . [((type . "command") (command . ,command)
+                           (timeout . ,agent-q-mcp-agent-tool-timeout))]))))))
+
+(defun agent-q-connect--own-hook-p (hook)
+  "Whether HOOK (one handler, an alist) is agent-q's own."
+  (let ((command (and (listp hook) (alist-get 'command hook))))
+    (and (stringp command) (string-match-p agent-q-connect--hook-regexp command))))
+
+(defun agent-q-connect--remove-own-hooks (groups)
+  "GROUPS (a vector of matcher groups) without agent-q's hooks, as a list.
+A group left with no hook by the removal goes; the rest is kept as it was."
+  (let (kept)
+    (mapc (lambda (group)
+            (let* ((hooks (and (listp group) (alist-get 'hooks group)))
+                   (others (and (vectorp hooks)
+                                (cl-remove-if #'agent-q-connect--own-hook-p
+                                              (append hooks nil)))))
+              (cond ((or (not (vectorp hooks)) (= (length others) (length hooks)))
+                     (push group kept))
+                    (others
+                     (push (agent-q-connect--put group 'hooks (vconcat others)) kept)))))
+          (if (vectorp groups) groups nil))
+    (nreverse kept)))
+
+(defun agent-q-connect--delete (alist key)
+  "ALIST without KEY."
+  (cl-remove-if (lambda (cell) (eq (car cell) key)) alist))
+
+(defun agent-q-connect--merge-hooks (object agent add)
+  "Settings OBJECT with agent-q's hook for AGENT replaced (ADD) or removed.
+Removing leaves out an event, or the whole hooks object, that only
+agent-q's hook made."
+  (let* ((event (nth 2 (assq agent agent-q-connect--gate-files)))
+         (hooks (alist-get 'hooks object))
+         (hooks (if (listp hooks) hooks nil))
+         (groups (agent-q-connect--remove-own-hooks (alist-get event hooks))))
+    (when add
+      (setq groups (append groups (list (agent-q-connect--hook-group agent)))))
+    (setq hooks (if groups
+                    (agent-q-connect--put hooks event (vconcat groups))
+                  (agent-q-connect--delete hooks event)))
+    (if (or hooks (and add (assq 'hooks object)))
+        (agent-q-connect--put object 'hooks hooks)
+      (agent-q-connect--delete object 'hooks))))
+
+(defconst agent-q-connect--gemini-gated-tools
+  '("run_shell_command" "read_file" "read_many_files" "web_fetch")
+  "Gemini CLI's own tools that Emacs decides, which its policy then allows.")
+
+(defun agent-q-connect--gemini-policy-text ()
+  "Gemini CLI's policy text: the gated tools allowed, so that Emacs is the only prompt."
+  (concat "# Written by agent-q (M-x agent-q-gate-connect-agent): these tools of Gemini CLI\n"
+          "# are decided in Emacs by its BeforeTool hook, so Gemini need not ask again.\n"
+          "# M-x agent-q-gate-disconnect-agent removes this file.\n"
+          (mapconcat (lambda (tool)
+                       (concat "[[rule]]\n"
+                               "toolName = \"" tool "\"\n"
+                               "decision = \"allow\"\n"
+                               "priority = 900\n"
+                               (if (equal tool "run_shell_command") "allowRedirection = true\n" "")))
+                     agent-q-connect--gemini-gated-tools
+                     "\n")))
+
+;;;; Codex's hook trust
+
+;; Codex runs a user hook only once it is trusted: its /hooks screen
+;; records, in config.toml, [hooks.state."HOOKS.JSON:EVENT:GROUP:HANDLER"]
+;; trusted_hash = "sha256:HEX", the SHA-256 of the hook's definition as
+;; compact JSON with sorted keys and Codex's defaults filled in (async
+;; false).  A changed hook is no longer trusted.  Since the user runs
+;; the command to trust exactly this hook, the command writes that entry
+;; as /hooks would, and removes it on undo.
+
+(defun agent-q-connect--codex-trust-keys (object file)
+  "The trust keys of agent-q's PreToolUse hooks in hooks OBJECT, read from FILE."
+  (let ((groups (alist-get 'PreToolUse (let ((hooks (alist-get 'hooks object)))
+                                         (and (listp hooks) hooks))))
+        (keys nil))
+    (when (vectorp groups)
+      (dotimes (i (length groups))
+        (let ((hooks (and (listp (aref groups i)) (alist-get 'hooks (aref groups i)))))
+          (when (vectorp hooks)
+            (dotimes (j (length hooks))
+              (when (agent-q-connect--own-hook-p (aref hooks j))
+                (push (format "%s:pre_tool_use:%d:%d" file i j) keys)))))))
+    (nreverse keys)))
+
+(defun agent-q-connect--codex-trust-hash (group)
+  "Codex's trust hash of the first hook of GROUP, a PreToolUse matcher group."
+  (let ((hook (aref (alist-get 'hooks group) 0)))
+    (concat "sha256:"
+            (secure-hash
+             'sha256
+             (encode-coding-string
+              (json-serialize
+               `((event_name . "pre_tool_use")
+                 (hooks . [((async . :false) (command . ,(alist-get 'command hook))
+                            (timeout . ,(alist-get 'timeout hook)) (type . "command"))])
+                 (matcher . ,(alist-get 'matcher group)))
+               :false-object :false)
+              'utf-8)))))
+
+(defun agent-q-connect--codex-trust-toml (text remove add)
+  "Codex's config.toml TEXT without the trust tables of the keys REMOVE.
+With ADD, a (KEY . HASH), that table is appended."
+  (let ((names (mapcar (lambda (key) (concat "hooks.state." (agent-q-connect--toml-string key)))
+                       (append remove (and add (list (car add))))))
+        (kept nil)
+        (skipping nil))
+    (dolist (line (split-string text "\n"))
+      (when (string-match "\\`[ \t]*\\[\\(.*\\)\\][ \t]*\\(#.*\\)?\\'" line)
+        (setq skipping (member (replace-regexp-in-string
+                                "[ \t]*\\.[ \t]*" "." (string-trim (match-string 1 line)))
+                               names)))
+      (unless skipping (push line kept)))
+    (let ((rest (string-trim-right (string-join (nreverse kept) "\n"))))
+      (if add
+          (concat rest (if (string-empty-p rest) "" "\n\n")
+                  "[hooks.state." (agent-q-connect--toml-string (car add)) "]\n"
+                  "# agent-q's hook in hooks.json, trusted by M-x agent-q-gate-connect-agent\n"
+                  "trusted_hash = " (agent-q-connect--toml-string (cdr add)) "\n")
+        (if (string-empty-p rest) "" (concat rest "\n"))))))
+
+(defun agent-q-connect--codex-trust-plan (object merged file add)
+  "Codex's trust of agent-q's hook in config.toml: (CONFIG . TEXT), or nil.
+OBJECT is hooks.json FILE as it was, MERGED as it will be; ADD, whether
+the hook is added."
+  (let* ((config (expand-file-name "config.toml" (file-name-directory file)))
+         (text (or (agent-q-connect--text config) ""))
+         (old (agent-q-connect--codex-trust-keys object file))
+         (new (and add (car (agent-q-connect--codex-trust-keys merged file))))
+         (groups (alist-get 'PreToolUse (alist-get 'hooks merged)))
+         (new-text (agent-q-connect--codex-trust-toml
+                    text old (and new (cons new (agent-q-connect--codex-trust-hash
+                                                 (aref groups (1- (length groups)))))))))
+    (unless (or (equal new-text text)
+                ;; Undoing: only a trust of agent-q's hook that is there goes.
+                (and (not add)
+                     (not (cl-some (lambda (key)
+                                     (string-search (agent-q-connect--toml-string key) text))
+                                   old))))
+      (cons config new-text))))
+
+(defun agent-q-connect--gate-plan (agent add)
+  "Plan routing AGENT's own tools through Emacs (ADD), or undoing it.
+A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
+  (let* ((file (expand-file-name (nth 1 (or (assq agent agent-q-connect--gate-files)
+                                            (error "Unknown agent %S" agent)))))
+         (object (agent-q-connect--read-json file))
+         (merged (agent-q-connect--merge-hooks object agent add))
+         ;; Undoing leaves a file without agent-q's hook as it is, format included.
+         (plan (when (or add (not (equal merged object)))
+                 (list (cons file (agent-q-connect--json-text merged))))))
+    (when (eq agent 'codex)
+      (let ((trust (agent-q-connect--codex-trust-plan object merged file add)))
+        (when trust (setq plan (append plan (list trust))))))
+    (when (eq agent 'gemini)
+      (let ((policy (expand-file-name agent-q-connect--gemini-policy)))
+        (when (or add (file-exists-p policy))
+          (setq plan (append plan (list (cons policy (and add (agent-q-connect--gemini-policy-text)))))))))
+    plan))
+
+(defun agent-q-connect--gate-notes (agent)
+  "What AGENT still asks of the user, once its hook is written."
+  (pcase agent
+    ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and in its VS Code extension.")
+    ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
+    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it (if you edit the hook, trust it again there).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.")))
+
+(defun agent-q-connect--apply (plan)
+  "Carry out PLAN, a list of (FILE . TEXT).
+TEXT nil deletes FILE, a file wholly agent-q's, and its directory if
+that is left empty."
+  (pcase-dolist (`(,file . ,text) plan)
+    (cond (text (agent-q-connect--write file text))
+          ((file-exists-p file)
+           (delete-file file)
+           (let ((dir (file-name-directory file)))
+             (unless (directory-files dir nil directory-files-no-dot-files-regexp t)
+               (delete-directory dir)))))))
+
+(defun agent-q-connect--show (plan notes)
+  "Show PLAN (see `agent-q-connect--gate-plan') and NOTES in a help window."
+  (with-help-window "*agent-q connect*"
+    (pcase-dolist (`(,file . ,text) plan)
+      (princ (format ";; %s\n%s\n" (abbreviate-file-name file) (or text ";; (deleted)\n"))))
+    (princ (concat notes "\n"))))
+
+;;;###autoload
+(defun agent-q-gate-connect-agent (agent &optional show)
+  "Route AGENT's own tools through Emacs: write its hook and what it needs.
+AGENT is `claude' (Claude Code: PreToolUse in
+~/.claude/settings.json), `gemini' (Gemini CLI: BeforeTool in
+~/.gemini/settings.json, and the policy ~/.gemini/policies/agent-q.toml
+allowing its shell) or `codex' (Codex CLI: PreToolUse in
+~/.codex/hooks.json, and its trust in ~/.codex/config.toml, as
+Codex's /hooks would record it).  The hook runs bin/agent-q-mcp hook,
+which asks this Emacs when `agent-q-gate-mode' is on; agent-q's own
+MCP tools are left out.
+Existing files are merged (the user's hooks kept, agent-q's replaced,
+the old file kept as FILE.agent-q.bak); a second run changes nothing.
+With SHOW (interactively, a prefix argument), write nothing and show
+the text instead.  `agent-q-gate-disconnect-agent' undoes it.  Return
+the files written."
+  (interactive (list (agent-q-connect--read-agent) current-prefix-arg))
+  (let ((plan (agent-q-connect--gate-plan agent t))
+        (notes (agent-q-connect--gate-notes agent)))
+    (if show
+        (progn (agent-q-connect--show plan notes) nil)
+      (agent-q-connect--apply plan)
+      (when (called-interactively-p 'interactive)
+        (message "agent-q: wrote %s.  %s"
+                 (mapconcat (lambda (e) (abbreviate-file-name (car e))) plan ", ")
+                 notes))
+      (mapcar #'car plan))))
+
+;;;###autoload
+(defun agent-q-gate-disconnect-agent (agent &optional show)
+  "Undo `agent-q-gate-connect-agent' for AGENT: remove exactly agent-q's hook.
+The user's own hooks and settings are kept; an event or a hooks object
+that only agent-q's hook made goes; Gemini's agent-q policy file is
+deleted.  Each file changed is kept first as FILE.agent-q.bak.  With
+SHOW (interactively, a prefix argument), write nothing and show the
+text instead.  Return the files changed."
+  (interactive (list (agent-q-connect--read-agent) current-prefix-arg))
+  (let ((plan (agent-q-connect--gate-plan agent nil)))
+    (if show
+        (progn (agent-q-connect--show plan "") nil)
+      (agent-q-connect--apply plan)
+      (when (called-interactively-p 'interactive)
+        (message "agent-q: %s" (if plan
+                                   (concat "removed agent-q's hook from "
+                                           (mapconcat (lambda (e) (abbreviate-file-name (car e)))
+                                                      plan ", "))
+                                 "no hook of agent-q's was there")))
       (mapcar #'car plan))))
 
 (provide 'agent-q-connect)

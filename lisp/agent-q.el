@@ -955,6 +955,10 @@ The file is created readable by the user only (mode 0600)."
   "Configure a terminal agent to use agent-q's tools through the stdio relay." t)
 (autoload 'agent-q-mcp-client-config "agent-q-connect"
   "The configuration text that connects an agent to agent-q, to paste.")
+(autoload 'agent-q-gate-connect-agent "agent-q-connect"
+  "Route a terminal agent's own tools through Emacs: write its hook." t)
+(autoload 'agent-q-gate-disconnect-agent "agent-q-connect"
+  "Remove the hook `agent-q-gate-connect-agent' wrote for an agent." t)
 (autoload 'agent-q-ide-mode "agent-q-ide"
   "Make Emacs the IDE of Gemini CLI and Claude Code (a global minor mode)." t)
 (autoload 'agent-q-ide-status "agent-q-ide"

@@ -147,6 +147,138 @@
     (should-not (file-exists-p (expand-file-name ".codex/config.toml" home)))
     (should (string-match-p "\\[mcp_servers.agent-q\\]" (agent-q-mcp-client-config 'codex)))))
 
+;;;; The agents' own tools: their hooks
+
+(defun agent-q-connect-test--hook (agent)
+  "The hook command `agent-q-gate-connect-agent' writes for AGENT."
+  (format "%s hook --agent %s"
+          (expand-file-name "../bin/agent-q-mcp" agent-q-connect--directory) agent))
+
+(ert-deftest agent-q-connect-test-gate-claude-merges-once-and-undoes ()
+  "The user's hooks and settings are kept; agent-q's is replaced; twice is once; undo restores."
+  (agent-q-connect-test--with-home
+    (let* ((settings (expand-file-name ".claude/settings.json" home))
+           (original (concat "{\"model\": \"opus\", \"hooks\": {\"PreToolUse\": ["
+                             "{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\","
+                             " \"command\": \"my-check\"}]}],"
+                             " \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"bell\"}]}]},"
+                             " \"flag\": false}")))
+      (make-directory (file-name-directory settings) t)
+      (with-temp-file settings (insert original))
+      (should (equal (agent-q-gate-connect-agent 'claude) (list settings)))
+      (let* ((json (agent-q-connect-test--json settings))
+             (groups (alist-get 'PreToolUse (alist-get 'hooks json))))
+        (should (equal (mapcar #'car json) '(model hooks flag)))
+        (should (equal (alist-get 'flag json) :false))
+        (should (equal (alist-get 'Stop (alist-get 'hooks json))
+                       [((hooks . [((type . "command") (command . "bell"))]))]))
+        (should (= (length groups) 2))
+        (should (equal (aref groups 0)
+                       '((matcher . "Bash")
+                         (hooks . [((type . "command") (command . "my-check"))]))))
+        (should (equal (aref groups 1)
+                       `((matcher . "^(?!mcp__agent-q__)")
+                         (hooks . [((type . "command")
+                                    (command . ,(agent-q-connect-test--hook 'claude))
+                                    (timeout . 600)
+                                    (statusMessage . "Waiting for Emacs (agent-q)..."))])))))
+      (should (equal (agent-q-connect-test--text (concat settings ".agent-q.bak")) original))
+      ;; Twice is the same as once, backup included.
+      (let ((before (agent-q-connect-test--text settings)))
+        (agent-q-gate-connect-agent 'claude)
+        (should (equal (agent-q-connect-test--text settings) before))
+        (should (equal (agent-q-connect-test--text (concat settings ".agent-q.bak")) original))
+        ;; A hook of agent-q's written by hand (another connection file) is replaced, not kept.
+        (let ((agent-q-mcp-connection-file (expand-file-name "other.json" home)))
+          (agent-q-gate-connect-agent 'claude))
+        (agent-q-gate-connect-agent 'claude)
+        (should (equal (agent-q-connect-test--text settings) before)))
+      ;; Undone: exactly what was added goes.
+      (should (equal (agent-q-gate-disconnect-agent 'claude) (list settings)))
+      (should (equal (agent-q-connect-test--json settings)
+                     (with-temp-buffer
+                       (insert original) (goto-char (point-min))
+                       (json-parse-buffer :object-type 'alist :false-object :false
+                                          :null-object :null))))
+      ;; Nothing of agent-q's left: undoing again changes nothing.
+      (should-not (agent-q-gate-disconnect-agent 'claude)))))
+
+(ert-deftest agent-q-connect-test-gate-gemini-hook-and-policy ()
+  "Gemini: BeforeTool in milliseconds, the connection file named, its policy; undo removes both."
+  (agent-q-connect-test--with-home
+    (let* ((agent-q-mcp-connection-file (expand-file-name "elsewhere/mcp.json" home))
+           (settings (expand-file-name ".gemini/settings.json" home))
+           (policy (expand-file-name ".gemini/policies/agent-q.toml" home)))
+      ;; Into an empty HOME.
+      (should (equal (agent-q-gate-connect-agent 'gemini) (list settings policy)))
+      (should (equal (agent-q-connect-test--json settings)
+                     `((hooks
+                        (BeforeTool
+                         . [((matcher . "^(?!mcp_agent-q_)")
+                             (hooks . [((type . "command")
+                                        (command . ,(concat (agent-q-connect-test--hook 'gemini)
+                                                            " --connection-file "
+                                                            agent-q-mcp-connection-file))
+                                        (timeout . 600000))]))])))))
+      (let ((text (agent-q-connect-test--text policy)))
+        (dolist (tool '("run_shell_command" "read_file" "read_many_files" "web_fetch"))
+          (should (string-match-p (format "^toolName = \"%s\"$" tool) text)))
+        (should (string-match-p "^decision = \"allow\"$" text))
+        (should (string-match-p "^allowRedirection = true$" text)))
+      (should (equal (agent-q-gate-disconnect-agent 'gemini) (list settings policy)))
+      (should (equal (agent-q-connect-test--json settings) nil))
+      (should-not (file-exists-p policy))
+      (should-not (file-exists-p (file-name-directory policy))))))
+
+(ert-deftest agent-q-connect-test-gate-codex-hooks-json ()
+  "Codex: PreToolUse on Bash in hooks.json beside the user's hooks, trusted in config.toml."
+  (agent-q-connect-test--with-home
+    (let* ((hooks (expand-file-name ".codex/hooks.json" home))
+           (config (expand-file-name ".codex/config.toml" home))
+           (original "{\"hooks\": {\"PostToolUse\": [{\"matcher\": \"apply_patch\", \"hooks\": [{\"type\": \"command\", \"command\": \"fmt\"}]}]}}\n"))
+      (make-directory (file-name-directory hooks) t)
+      (with-temp-file hooks (insert original))
+      (with-temp-file config (insert "model = \"o3\"\n"))
+      (should (equal (agent-q-gate-connect-agent 'codex) (list hooks config)))
+      (let ((json (alist-get 'hooks (agent-q-connect-test--json hooks))))
+        (should (equal (mapcar #'car json) '(PostToolUse PreToolUse)))
+        (should (equal (alist-get 'PreToolUse json)
+                       `[((matcher . "Bash")
+                          (hooks . [((type . "command")
+                                     (command . ,(agent-q-connect-test--hook 'codex))
+                                     (timeout . 600))]))])))
+      ;; The hook's trust, as Codex's /hooks records it: the SHA-256 of the hook as
+      ;; compact JSON with sorted keys, beside the user's own config.
+      (let ((text (agent-q-connect-test--text config)))
+        (should (string-prefix-p "model = \"o3\"\n" text))
+        (should (string-search
+                 (format "[hooks.state.\"%s:pre_tool_use:0:0\"]" hooks) text))
+        (should (string-search
+                 (concat "trusted_hash = \"sha256:"
+                         (secure-hash
+                          'sha256
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"Bash\"}"
+                                  (agent-q-connect-test--hook 'codex)))
+                         "\"")
+                 text))
+        ;; Twice is once.
+        (agent-q-gate-connect-agent 'codex)
+        (should (equal (agent-q-connect-test--text config) text)))
+      (agent-q-gate-disconnect-agent 'codex)
+      (should (equal (agent-q-connect-test--text config) "model = \"o3\"\n"))
+      (should (equal (agent-q-connect-test--json hooks)
+                     (with-temp-buffer
+                       (insert original) (goto-char (point-min))
+                       (json-parse-buffer :object-type 'alist)))))))
+
+(ert-deftest agent-q-connect-test-gate-show-writes-nothing ()
+  (agent-q-connect-test--with-home
+    (should-not (agent-q-gate-connect-agent 'gemini t))
+    (should-not (file-exists-p (expand-file-name ".gemini" home)))
+    (with-current-buffer "*agent-q connect*"
+      (should (string-match-p "BeforeTool" (buffer-string)))
+      (should (string-match-p "run_shell_command" (buffer-string))))))
+
 (provide 'agent-q-connect-test)
 
 ;;; agent-q-connect-test.el ends here

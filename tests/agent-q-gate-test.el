@@ -42,6 +42,7 @@
 (require 'agent-q)
 (require 'agent-q-mcp)
 (require 'agent-q-gate)
+(require 'agent-q-connect)
 (require 'agent-q-agents-test)
 
 (defvar agent-q-prompt--session-approved)
@@ -405,22 +406,35 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
   (format "%s hook --agent %s" (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
           agent))
 
+(defvar agent-q-gate-test--by-command nil
+  "Non-nil: `agent-q-gate-connect-agent' writes the hooks, not the test.")
+
+(defun agent-q-gate-test--connect (agent home)
+  "Write AGENT's hook in HOME by `agent-q-gate-connect-agent'."
+  (let ((process-environment (cons (concat "HOME=" home) process-environment))
+        (abbreviated-home-dir nil))
+    (agent-q-gate-connect-agent agent)))
+
 (defun agent-q-gate-test--setup (agent home dir port)
   "Configure AGENT's hook in HOME (DIR for other files), its model on PORT.
 Return (TOOL ARGUMENTS . ENVIRONMENT): the name of its shell tool, what
-to run it with after its program, and its environment."
+to run it with after its program, and its environment.  With
+`agent-q-gate-test--by-command', the connect command writes the hook,
+and Gemini's policy, then read from its user policies, not --policy."
   (let ((model (format "http://127.0.0.1:%d" port)))
     (pcase agent
       ('claude
-       (agent-q-agents-test--write
-        (expand-file-name ".claude/settings.json" home)
-        (json-encode
-         `((hooks
-            (PreToolUse
-             . [((matcher . "^(?!mcp__agent-q__)")
-                 (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
-                            (timeout . 600)
-                            (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))))
+       (if agent-q-gate-test--by-command
+           (agent-q-gate-test--connect agent home)
+         (agent-q-agents-test--write
+          (expand-file-name ".claude/settings.json" home)
+          (json-encode
+           `((hooks
+              (PreToolUse
+               . [((matcher . "^(?!mcp__agent-q__)")
+                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+                              (timeout . 600)
+                              (statusMessage . "Waiting for Emacs (agent-q)..."))]))]))))))
        (list "Bash" (list "-p" "Run the commands." "--output-format" "json")
              (concat "ANTHROPIC_BASE_URL=" model) "ANTHROPIC_API_KEY=scripted"
              "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
@@ -445,14 +459,20 @@ to run it with after its program, and its environment."
                       (enableAutoUpdateNotification . :json-false))
              (privacy (usageStatisticsEnabled . :json-false))
              (telemetry (enabled . :json-false))
-             (hooks
-              (BeforeTool
-               . [((matcher . "^(?!mcp_agent-q_)")
-                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
-                              ;; Milliseconds.
-                              (timeout . 600000))]))])))))
+             ,@(unless agent-q-gate-test--by-command
+                 `((hooks
+                    (BeforeTool
+                     . [((matcher . "^(?!mcp_agent-q_)")
+                         (hooks . [((type . "command")
+                                    (command . ,(agent-q-gate-test--hook agent))
+                                    ;; Milliseconds.
+                                    (timeout . 600000))]))])))))))
+         (when agent-q-gate-test--by-command
+           (agent-q-gate-test--connect agent home))
          (list "run_shell_command"
-               (list "-p" "Run the commands." "--policy" policy "--output-format" "json")
+               (append (list "-p" "Run the commands.")
+                       (unless agent-q-gate-test--by-command (list "--policy" policy))
+                       (list "--output-format" "json"))
                (concat "GOOGLE_GEMINI_BASE_URL=" model) "GEMINI_API_KEY=scripted")))
       ('codex
        (let ((codex-home (expand-file-name ".codex" home)))
@@ -466,19 +486,23 @@ to run it with after its program, and its environment."
                   (format "base_url = %S\n" (concat model "/v1"))
                   "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"))
          ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
-         (agent-q-agents-test--write
-          (expand-file-name "hooks.json" codex-home)
-          (json-encode
-           `((hooks
-              (PreToolUse
-               . [((matcher . "Bash")
-                   (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
-                              (timeout . 600))]))])))))
+         ;; By the command, the hook is also trusted in config.toml: no bypass.
+         (if agent-q-gate-test--by-command
+             (agent-q-gate-test--connect agent home)
+           (agent-q-agents-test--write
+            (expand-file-name "hooks.json" codex-home)
+            (json-encode
+             `((hooks
+		(PreToolUse
+		 . [((matcher . "Bash")
+                     (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
+				(timeout . 600))]))]))))))
          (list "exec_command"
                ;; Its sandbox would make the work directory read-only.
-               (list "exec" "--skip-git-repo-check" "--dangerously-bypass-hook-trust"
-                     "--sandbox" "workspace-write"
-                     "Run the commands.")
+               (append (list "exec" "--skip-git-repo-check")
+                       (unless agent-q-gate-test--by-command
+                         (list "--dangerously-bypass-hook-trust"))
+                       (list "--sandbox" "workspace-write" "Run the commands."))
                (concat "CODEX_HOME=" codex-home) "AGENT_Q_TEST_MODEL_KEY=scripted"
                "RUST_LOG=error"))))))
 
@@ -736,6 +760,25 @@ See `agent-q-gate-test--agent'."
 Its policy allows the shell (with redirections), so that Emacs is the
 only prompt.  See `agent-q-gate-test--agent'."
   (agent-q-gate-test--agent 'gemini))
+
+(ert-deftest agent-q-gate-test-claude-connected ()
+  "Claude Code with its hook written by `agent-q-gate-connect-agent': Bash decided in Emacs."
+  (let ((agent-q-gate-test--by-command t))
+    (agent-q-gate-test--agent 'claude)))
+
+(ert-deftest agent-q-gate-test-gemini-connected ()
+  "Gemini CLI with its hook and policy written by `agent-q-gate-connect-agent'.
+Started without --policy: its user policies (~/.gemini/policies) let
+the shell run once Emacs approved."
+  (let ((agent-q-gate-test--by-command t))
+    (agent-q-gate-test--agent 'gemini)))
+
+(ert-deftest agent-q-gate-test-codex-connected ()
+  "Codex CLI, its hook and the hook's trust written by the connect command.
+Started without --dangerously-bypass-hook-trust: the trusted_hash the
+command wrote in config.toml is what lets the hook run."
+  (let ((agent-q-gate-test--by-command t))
+    (agent-q-gate-test--agent 'codex)))
 
 (ert-deftest agent-q-gate-test-codex ()
   "Codex CLI's own shell (exec_command, Bash to its hooks) through PreToolUse.
