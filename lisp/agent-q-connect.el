@@ -405,7 +405,7 @@ agent-q's hook made."
   "Gemini CLI's own tools that Emacs decides, which its policy then allows.")
 
 (defun agent-q-connect--gemini-policy-text ()
-  "Gemini CLI's policy text: the gated tools allowed, so that Emacs is the only prompt."
+  "Gemini CLI's policy: the gated tools allowed, so that Emacs is the only prompt."
   (concat "# Written by agent-q (M-x agent-q-gate-connect-agent): these tools of Gemini CLI\n"
           "# are decided in Emacs by its BeforeTool hook, so Gemini need not ask again.\n"
           "# M-x agent-q-gate-disconnect-agent removes this file.\n"

@@ -35,7 +35,11 @@ fn hook(args: &[&str], file: &Path, input: &str) -> (i32, Value, String) {
     // A hook refusing its command line exits without reading: the write may meet a closed pipe.
     if let Some(mut stdin) = child.stdin.take() {
         if let Err(e) = stdin.write_all(input.as_bytes()) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "writing the hook's input: {e}");
+            assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe,
+                "writing the hook's input: {e}"
+            );
         }
     }
     let output = child.wait_with_output().unwrap();
