@@ -377,6 +377,12 @@ COMMAND is the command the agent asked to run, PROPS the request."
                    (progn (notifications-notify :title "agent-q" :body text) t)
                  (error nil)))
     (message "agent-q: %s" text)
+    (agent-q-gate--bell)))
+
+(defun agent-q-gate--bell ()
+  "Ring the bell, where a user hears it.
+Not in batch Emacs, where the bell would go into its output."
+  (unless noninteractive
     (ding t)))
 
 (defun agent-q-gate-withdraw (key)

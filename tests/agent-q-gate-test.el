@@ -363,7 +363,7 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
 (ert-deftest agent-q-gate-test-notify ()
   "A gated call that waits for the user is told; one a rule decides is not."
   (let (said rang notified)
-    (cl-letf (((symbol-function 'ding) (lambda (&rest _) (setq rang t)))
+    (cl-letf (((symbol-function 'agent-q-gate--bell) (lambda (&rest _) (setq rang t)))
               ((symbol-function 'display-graphic-p) (lambda (&rest _) nil)))
       (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
         (setq agent-q-approval-rules '(("shell_command" (:command "git status") allow)))
