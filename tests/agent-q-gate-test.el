@@ -514,13 +514,51 @@ and Gemini's policy, then read from its user policies, not --policy."
                (arguments (command . ,command) (description . "A command"))))
     ('codex `((tool . "exec_command") (arguments (cmd . ,command))))))
 
+(defun agent-q-gate-test--run (agent home dir work model steps)
+  "Run AGENT in WORK with HOME, DIR and MODEL until it exits.
+Its hooks and arguments are those of `agent-q-gate-test--setup'.  Fail
+unless it exits 0 after STEPS requests of the scripted model; return
+\(REQUESTS . WHY): the model's step requests, and a text saying what
+happened, for the test's messages."
+  (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
+         (output (generate-new-buffer " *agent-q-gate-agent*"))
+         (default-directory work)
+         (process-environment
+          (agent-q-agents-test--environment
+           home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
+                      (nthcdr 2 setup))))
+         (process (make-process :name "agent-q-gate-agent" :noquery t
+                                :buffer output :connection-type 'pipe
+                                :command (cons (agent-q-agents-test--program agent)
+                                               (nth 1 setup)))))
+    (unwind-protect
+        (progn
+          (process-send-eof process)
+          (agent-q-agents-test--wait (lambda () (not (process-live-p process)))
+                                     agent-q-agents-test--timeout
+                                     (format "%s to finish" agent))
+          (while (accept-process-output process 0.01))
+          (let* ((requests (cl-remove-if-not
+                            (lambda (r) (equal (alist-get 'kind r) "step"))
+                            (agent-q-agents-test--json-lines (nth 2 model))))
+                 (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S"
+                              agent (process-exit-status process)
+                              (with-current-buffer output (buffer-string))
+                              (mapcar (lambda (r) (alist-get 'results r)) requests)
+                              (mapcar #'cadr agent-q-gate-test--asked))))
+            (unless (and (= (process-exit-status process) 0) (= (length requests) steps))
+              (ert-fail why))
+            (cons requests why)))
+      (when (process-live-p process)
+        (delete-process process))
+      (kill-buffer output))))
+
 (defun agent-q-gate-test--agent (agent)
   "AGENT's own shell tool, through its hook, decided in Emacs.
 Approved → it runs and its output reaches the model; denied → it does
 not run and the model is told why; an allow rule runs git status
 unasked, while git status; touch x is asked (and denied here)."
-  (let* ((program (agent-q-agents-test--program agent))
-         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
@@ -534,7 +572,7 @@ unasked, while git status; touch x is asked (and denied here)."
          (agent-q-mcp-port 0)
          (marker (format "approved-%d" (random 1000000)))
          (approved-command (format "echo %s > out.txt && cat out.txt" marker))
-         model agent-process)
+         model)
     (unwind-protect
         (progn
           (make-directory (expand-file-name "tmp" home) t)
@@ -550,79 +588,51 @@ unasked, while git status; touch x is asked (and denied here)."
                                        (list approved-command "touch denied.txt" "git status"
                                              "git status; touch x"))
                                '(((text . "Done."))))))
-          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
-                 (output (generate-new-buffer " *agent-q-gate-agent*"))
-                 (default-directory work)
-                 (process-environment
-                  (agent-q-agents-test--environment
-                   home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
-                              (nthcdr 2 setup)))))
-            (setq agent-process
-                  (make-process :name "agent-q-gate-agent" :noquery t
-                                :buffer output :connection-type 'pipe
-                                :command (cons program (nth 1 setup))))
-            (process-send-eof agent-process)
-            (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
-                                       agent-q-agents-test--timeout
-                                       (format "%s to finish" agent))
-            (while (accept-process-output agent-process 0.01))
-            (let* ((said (with-current-buffer output (buffer-string)))
-                   (requests (agent-q-agents-test--json-lines (nth 2 model)))
-                   (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
-                                            requests))
-                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S" agent
-                                (process-exit-status agent-process) said
-                                (mapcar (lambda (r) (alist-get 'results r)) steps)
-                                (mapcar #'cadr agent-q-gate-test--asked))))
-              (unless (and (= (process-exit-status agent-process) 0) (= (length steps) 5))
-                (ert-fail why))
-              (let* ((results (alist-get 'results (nth 4 steps)))
-                     (approved (nth 0 results))
-                     (denied (nth 1 results))
-                     (status (nth 2 results))
-                     (compound (nth 3 results)))
-                (ert-info (why)
-                  ;; Approved: it ran, and its output reached the model.
-                  (should (equal (agent-q-agents-test--read (expand-file-name "out.txt" work))
-                                 (concat marker "\n")))
-                  (should (string-match-p (regexp-quote marker) (alist-get 'text approved)))
-                  (should-not (eq (alist-get 'error approved) t))
-                  ;; Denied: it did not run, and the model was told why.
-                  (should-not (file-exists-p (expand-file-name "denied.txt" work)))
-                  ;; Codex tells its model no error flag; the others do.
-                  (unless (eq agent 'codex)
-                    (should (eq (alist-get 'error denied) t))
-                    (should (eq (alist-get 'error compound) t)))
-                  (should (string-match-p "denied" (alist-get 'text denied)))
-                  ;; The allow rule: git status ran, unasked.
-                  (should (string-match-p "branch\\|No commits" (alist-get 'text status)))
-                  ;; The compound command was asked, and denied: nothing of it ran.
-                  (should-not (file-exists-p (expand-file-name "x" work)))
-                  (should (equal (reverse (mapcar (lambda (a) (plist-get (nth 1 a) :command))
-                                                  agent-q-gate-test--asked))
-                                 (list approved-command "touch denied.txt"
-                                       "git status; touch x")))
-                  (should (string-match-p "`touch x` (after `;`) matches no allow rule"
-                                          (plist-get (nth 2 (car agent-q-gate-test--asked))
-                                                     :rule)))
-                  ;; The audit names the agent, its session, and how each was decided.
-                  (let ((outcomes (cl-remove-if-not
-                                   (lambda (r) (member (alist-get 'event r) '("result" "denied")))
-                                   (agent-q-agents-test--json-lines agent-q-audit-file))))
-                    (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
-                                                             (alist-get 'event r)
-                                                             (alist-get 'decision r)))
-                                           outcomes)
-                                   '(("shell_command" "result" "approved")
-                                     ("shell_command" "denied" "denied")
-                                     ("shell_command" "result" "rule")
-                                     ("shell_command" "denied" "denied"))))
-                    (dolist (record outcomes)
-                      (should (string-match-p (format "\\`%s (own tools) [-0-9a-f]+" agent)
-                                              (alist-get 'client record))))))))
-            (kill-buffer output)))
-      (when (and agent-process (process-live-p agent-process))
-        (delete-process agent-process))
+          (pcase-let ((`(,steps . ,why) (agent-q-gate-test--run agent home dir work model 5)))
+            (let* ((results (alist-get 'results (nth 4 steps)))
+                   (approved (nth 0 results))
+                   (denied (nth 1 results))
+                   (status (nth 2 results))
+                   (compound (nth 3 results)))
+              (ert-info (why)
+                ;; Approved: it ran, and its output reached the model.
+                (should (equal (agent-q-agents-test--read (expand-file-name "out.txt" work))
+                               (concat marker "\n")))
+                (should (string-match-p (regexp-quote marker) (alist-get 'text approved)))
+                (should-not (eq (alist-get 'error approved) t))
+                ;; Denied: it did not run, and the model was told why.
+                (should-not (file-exists-p (expand-file-name "denied.txt" work)))
+                ;; Codex tells its model no error flag; the others do.
+                (unless (eq agent 'codex)
+                  (should (eq (alist-get 'error denied) t))
+                  (should (eq (alist-get 'error compound) t)))
+                (should (string-match-p "denied" (alist-get 'text denied)))
+                ;; The allow rule: git status ran, unasked.
+                (should (string-match-p "branch\\|No commits" (alist-get 'text status)))
+                ;; The compound command was asked, and denied: nothing of it ran.
+                (should-not (file-exists-p (expand-file-name "x" work)))
+                (should (equal (reverse (mapcar (lambda (a) (plist-get (nth 1 a) :command))
+                                                agent-q-gate-test--asked))
+                               (list approved-command "touch denied.txt"
+                                     "git status; touch x")))
+                (should (string-match-p "`touch x` (after `;`) matches no allow rule"
+                                        (plist-get (nth 2 (car agent-q-gate-test--asked))
+                                                   :rule)))
+                ;; The audit names the agent, its session, and how each was decided.
+                (let ((outcomes (cl-remove-if-not
+                                 (lambda (r) (member (alist-get 'event r) '("result" "denied")))
+                                 (agent-q-agents-test--json-lines agent-q-audit-file))))
+                  (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
+                                                           (alist-get 'event r)
+                                                           (alist-get 'decision r)))
+                                         outcomes)
+                                 '(("shell_command" "result" "approved")
+                                   ("shell_command" "denied" "denied")
+                                   ("shell_command" "result" "rule")
+                                   ("shell_command" "denied" "denied"))))
+                  (dolist (record outcomes)
+                    (should (string-match-p (format "\\`%s (own tools) [-0-9a-f]+" agent)
+                                            (alist-get 'client record)))))))))
       (when (and model (process-live-p (car model)))
         (delete-process (car model)))
       (when model
@@ -637,8 +647,7 @@ unasked, while git status; touch x is asked (and denied here)."
 A file in its directory is read unasked; .env is asked (denied here)
 and the model is told; a fetch a :domain deny rule covers is denied
 unasked, so it never reaches the network."
-  (let* ((program (agent-q-agents-test--program agent))
-         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
@@ -649,7 +658,7 @@ unasked, so it never reaches the network."
          (agent-q-prompt--session-approved nil)
          (agent-q-mcp-port 0)
          (marker (format "readable-%d" (random 1000000)))
-         model agent-process)
+         model)
     (unwind-protect
         (progn
           (make-directory (expand-file-name "tmp" home) t)
@@ -672,66 +681,39 @@ unasked, so it never reaches the network."
                                 (arguments
                                  (prompt . "Summarize https://www.blocked.example/page"))))
                            ((text . "Done."))))))
-          (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
-                 (output (generate-new-buffer " *agent-q-gate-agent*"))
-                 (default-directory work)
-                 (process-environment
-                  (agent-q-agents-test--environment
-                   home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
-                              (nthcdr 2 setup)))))
-            (setq agent-process
-                  (make-process :name "agent-q-gate-agent" :noquery t
-                                :buffer output :connection-type 'pipe
-                                :command (cons program (nth 1 setup))))
-            (process-send-eof agent-process)
-            (agent-q-agents-test--wait (lambda () (not (process-live-p agent-process)))
-                                       agent-q-agents-test--timeout
-                                       (format "%s to finish" agent))
-            (while (accept-process-output agent-process 0.01))
-            (let* ((said (with-current-buffer output (buffer-string)))
-                   (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
-                                            (agent-q-agents-test--json-lines (nth 2 model))))
-                   (why (format "%s exited %s:\n%s\nresults: %S\nasked: %S"
-                                agent (process-exit-status agent-process) said
-                                (mapcar (lambda (r) (alist-get 'results r)) steps)
-                                (mapcar #'cadr agent-q-gate-test--asked))))
-              (unless (and (= (process-exit-status agent-process) 0) (= (length steps) 4))
-                (ert-fail why))
-              (let* ((results (alist-get 'results (nth 3 steps)))
-                     (read (nth 0 results))
-                     (env (nth 1 results))
-                     (fetch (nth 2 results)))
-                (ert-info (why)
-                  ;; The file in its directory: read, unasked.
-                  (should (string-match-p (regexp-quote marker) (alist-get 'text read)))
-                  ;; .env: asked, denied; the model is told why, and not the secret.
-                  ;; Gemini CLI refuses it itself, before its hook ("Path not in
-                  ;; workspace"): Emacs is not asked.
-                  (should (eq (alist-get 'error env) t))
-                  (should (string-match-p (if (eq agent 'gemini) "not in workspace" "denied")
-                                          (alist-get 'text env)))
-                  (should-not (string-match-p "hunter2" (alist-get 'text env)))
-                  ;; The fetch: denied by the rule, unasked.
-                  (should (eq (alist-get 'error fetch) t))
-                  (should (string-match-p "deny rule" (alist-get 'text fetch)))
-                  (should (equal (mapcar (lambda (a) (list (nth 0 a) (nth 1 a)))
-                                         agent-q-gate-test--asked)
-                                 (and (eq agent 'claude)
-                                      `(("agent_read"
-                                         (:path ,(expand-file-name ".env" work)))))))
-                  (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
-                                                           (alist-get 'decision r)))
-                                         (cl-remove-if-not
-                                          (lambda (r) (member (alist-get 'event r)
-                                                              '("result" "denied")))
-                                          (agent-q-agents-test--json-lines agent-q-audit-file)))
-                                 (if (eq agent 'claude)
-                                     '(("agent_read" "auto") ("agent_read" "denied")
-                                       ("agent_fetch" "rule"))
-                                   '(("agent_read" "auto") ("agent_fetch" "rule"))))))))
-            (kill-buffer output)))
-      (when (and agent-process (process-live-p agent-process))
-        (delete-process agent-process))
+          (pcase-let ((`(,steps . ,why) (agent-q-gate-test--run agent home dir work model 4)))
+            (let* ((results (alist-get 'results (nth 3 steps)))
+                   (read (nth 0 results))
+                   (env (nth 1 results))
+                   (fetch (nth 2 results)))
+              (ert-info (why)
+                ;; The file in its directory: read, unasked.
+                (should (string-match-p (regexp-quote marker) (alist-get 'text read)))
+                ;; .env: asked, denied; the model is told why, and not the secret.
+                ;; Gemini CLI refuses it itself, before its hook ("Path not in
+                ;; workspace"): Emacs is not asked.
+                (should (eq (alist-get 'error env) t))
+                (should (string-match-p (if (eq agent 'gemini) "not in workspace" "denied")
+                                        (alist-get 'text env)))
+                (should-not (string-match-p "hunter2" (alist-get 'text env)))
+                ;; The fetch: denied by the rule, unasked.
+                (should (eq (alist-get 'error fetch) t))
+                (should (string-match-p "deny rule" (alist-get 'text fetch)))
+                (should (equal (mapcar (lambda (a) (list (nth 0 a) (nth 1 a)))
+                                       agent-q-gate-test--asked)
+                               (and (eq agent 'claude)
+                                    `(("agent_read"
+                                       (:path ,(expand-file-name ".env" work)))))))
+                (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
+                                                         (alist-get 'decision r)))
+                                       (cl-remove-if-not
+                                        (lambda (r) (member (alist-get 'event r)
+                                                            '("result" "denied")))
+                                        (agent-q-agents-test--json-lines agent-q-audit-file)))
+                               (if (eq agent 'claude)
+                                   '(("agent_read" "auto") ("agent_read" "denied")
+                                     ("agent_fetch" "rule"))
+                                 '(("agent_read" "auto") ("agent_fetch" "rule")))))))))
       (when (and model (process-live-p (car model)))
         (delete-process (car model)))
       (when model
