@@ -196,6 +196,17 @@ Return (PROCESS PORT RECORD-FILE)."
                                        :object-type 'alist)))
     (cons (alist-get 'url connection) (alist-get 'token connection))))
 
+(defun agent-q-agents-test--codex-config (model)
+  "The start of Codex CLI's config.toml for the tests: MODEL's URL as its model.
+No approval prompt of Codex's own, no update check, no telemetry."
+  (concat "model = \"scripted\"\nmodel_provider = \"scripted\"\n"
+          "approval_policy = \"never\"\ncheck_for_update_on_startup = false\n"
+          "[analytics]\nenabled = false\n[feedback]\nenabled = false\n"
+          "[features]\nplugins = false\n"
+          "[model_providers.scripted]\nname = \"scripted\"\n"
+          (format "base_url = %S\n" (concat model "/v1"))
+          "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"))
+
 (defun agent-q-agents-test--configure (agent transport home port)
   "Configure AGENT in HOME for agent-q over TRANSPORT and its model on PORT.
 TRANSPORT is `http', `relay' or `connected': the relay as
@@ -265,13 +276,7 @@ ENVIRONMENT): what to run the agent with after its program."
        (let ((codex-home (expand-file-name ".codex" home)))
          (agent-q-agents-test--write
           (expand-file-name "config.toml" codex-home)
-          (concat "model = \"scripted\"\nmodel_provider = \"scripted\"\n"
-                  "approval_policy = \"never\"\ncheck_for_update_on_startup = false\n"
-                  "[analytics]\nenabled = false\n[feedback]\nenabled = false\n"
-                  "[features]\nplugins = false\n"
-                  "[model_providers.scripted]\nname = \"scripted\"\n"
-                  (format "base_url = %S\n" (concat model "/v1"))
-                  "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"
+          (concat (agent-q-agents-test--codex-config model)
                   (if (eq transport 'connected)
                       ""
                     (concat

@@ -478,13 +478,7 @@ and Gemini's policy, then read from its user policies, not --policy."
        (let ((codex-home (expand-file-name ".codex" home)))
          (agent-q-agents-test--write
           (expand-file-name "config.toml" codex-home)
-          (concat "model = \"scripted\"\nmodel_provider = \"scripted\"\n"
-                  "approval_policy = \"never\"\ncheck_for_update_on_startup = false\n"
-                  "[analytics]\nenabled = false\n[feedback]\nenabled = false\n"
-                  "[features]\nplugins = false\n"
-                  "[model_providers.scripted]\nname = \"scripted\"\n"
-                  (format "base_url = %S\n" (concat model "/v1"))
-                  "wire_api = \"responses\"\nenv_key = \"AGENT_Q_TEST_MODEL_KEY\"\n"))
+          (agent-q-agents-test--codex-config model))
          ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
          ;; By the command, the hook is also trusted in config.toml: no bypass.
          (if agent-q-gate-test--by-command
