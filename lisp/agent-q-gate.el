@@ -196,8 +196,12 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
 
 ;;;; Requests
 
-(defvar agent-q-gate--requests (make-hash-table)
-  "Gate requests being decided: the server's key -> their batch.")
+(defvar agent-q-gate--requests (make-hash-table :test #'equal)
+  "Gate requests being decided: their key -> their batch.")
+
+(defvar agent-q-gate--answerers (make-hash-table :test #'equal)
+  "Key -> the function that answers a request that did not come from the server.
+See `agent-q-gate-request'.")
 
 (defvar agent-q-gate--run "0"
   "What makes the gate's call ids unique across the server's starts.")
@@ -215,15 +219,27 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
                            session agent-q-gate--max-session-chars nil nil "..."))))))
 
 (defun agent-q-gate--answer (key decision &optional detail)
-  "Answer the gate request KEY with DECISION and DETAIL; never signal."
-  (condition-case err
-      (agent-q--core-mcp-gate-answer key decision detail)
-    (error (message "agent-q: cannot answer the agent's hook: %s"
-                    (error-message-string err))
-           nil)))
+  "Answer the gate request KEY with DECISION and DETAIL; never signal.
+DECISION is `allow', `deny', `ask' or `no-opinion'; DETAIL is the
+reason (deny, ask) or the updated tool input as JSON text (allow)."
+  (let ((answerer (gethash key agent-q-gate--answerers)))
+    (remhash key agent-q-gate--answerers)
+    (condition-case err
+        (cond (answerer (funcall answerer decision detail))
+              ;; Not the server's: withdrawn, or answered already.
+              ((integerp key) (agent-q--core-mcp-gate-answer key decision detail)))
+      (error (message "agent-q: cannot answer the agent's hook: %s"
+                      (error-message-string err))
+             nil))))
 
-(defun agent-q-gate-request (key props)
-  "Decide the gate request KEY, described by PROPS (see `agent-q--core-mcp-take')."
+(defun agent-q-gate-request (key props &optional answerer)
+  "Decide the gate request KEY, described by PROPS (see `agent-q--core-mcp-take').
+KEY is the server's number for it; or, with ANSWERER, any string
+unique among the requests being decided.  ANSWERER, a function of
+DECISION and DETAIL (see `agent-q-gate--answer'), is then called
+once with the answer instead of the server's hook."
+  (when answerer
+    (puthash key answerer agent-q-gate--answerers))
   (let ((kind (plist-get props :kind)))
     (pcase (plist-get kind :kind)
       ("shell" (agent-q-gate--shell key props kind))
@@ -283,7 +299,7 @@ is; else denied with the words of the first call that was not."
       (agent-q-gate--answer key 'ask (format "agent-q found no %s in the call"
                                              (if (eq arg :url) "URL" "file")))
     (let* ((ids (cl-loop for _ in values for i from 0
-                         collect (format "gate-%s-%d-%d" agent-q-gate--run key i)))
+                         collect (format "gate-%s-%s-%d" agent-q-gate--run key i)))
            (calls (cl-mapcar (lambda (id value) (list :id id :name tool :arguments (list arg value)))
                              ids values)))
       (agent-q-gate--start
@@ -320,7 +336,7 @@ is; else denied with the words of the first call that was not."
                           (cwd (plist-get props :cwd)))
                       (cond ((and (stringp dir) (not (string-empty-p dir))) dir)
                             ((and (stringp cwd) (not (string-empty-p cwd))) cwd))))
-         (id (format "gate-%s-%d" agent-q-gate--run key)))
+         (id (format "gate-%s-%s" agent-q-gate--run key)))
     (if (not (stringp command))
         (agent-q-gate--answer key 'ask "agent-q could not read the command")
       (agent-q-gate--start
@@ -389,6 +405,7 @@ Not in batch Emacs, where the bell would go into its output."
   "Withdraw the gate request KEY: its agent was interrupted."
   (let ((batch (gethash key agent-q-gate--requests)))
     (remhash key agent-q-gate--requests)
+    (remhash key agent-q-gate--answerers)
     (when batch
       (agent-q-cancel-batch batch "the agent withdrew the call (it was interrupted)"))))
 
