@@ -1103,6 +1103,9 @@ Cases make temporary files by the thousand; none is left behind.")
          (lisp-dir (file-name-directory (locate-library "agent-q")))
          (test-dir (file-name-directory (locate-library "agent-q-stress-test")))
          (buffer (generate-new-buffer " *agent-q-stress-child*"))
+         ;; Hostile values stand for file names too ("stress", ""): a relative
+         ;; one lands in the child's directory, a temporary one, not the checkout.
+         (default-directory (file-name-as-directory (agent-q-stress--temporary-directory)))
          (process (make-process
                    :name "agent-q-stress" :buffer buffer :noquery t :connection-type 'pipe
                    :command (list (expand-file-name invocation-name invocation-directory)
