@@ -359,9 +359,24 @@ server's default limit, so the limits are raised."
     (list process (string-to-number (agent-q-agents-test--read port-file)))))
 
 (defun agent-q-acp-test--script (dir steps)
-  "Write STEPS as the scripted model's script in DIR (the next prompt's)."
-  (agent-q-agents-test--write (expand-file-name "model-script.json" dir)
-                              (json-encode `((steps . ,(vconcat steps))))))
+  "Write STEPS as the scripted model's script in DIR (the next prompt's).
+A last text answers the requests that Claude makes after its turn."
+  (agent-q-agents-test--write
+   (expand-file-name "model-script.json" dir)
+   (json-encode `((steps . ,(vconcat steps '(((text . "Nothing more.")))))))))
+
+(defun agent-q-acp-test--step-requested-p (dir n)
+  "Non-nil when the model in DIR was asked for step N of its current script.
+The record's steps count again from 1 with each new script."
+  (let* ((requests (agent-q-agents-test--json-lines (expand-file-name "model-requests.jsonl" dir)))
+         (steps (mapcar (lambda (r) (alist-get 'step r))
+                        (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step"))
+                                          requests)))
+         ;; The steps of the last script, newest first, down to its step 1.
+         (current (cl-loop for step in (reverse steps)
+                           collect step
+                           until (eql step 1))))
+    (member n current)))
 
 ;;;; Deciding in the tests
 
@@ -444,15 +459,19 @@ server's default limit, so the limits are raised."
             (agent-q-acp-test--script
              dir (list (agent-q-acp-test--step agent 'command "touch denied-marker")
                        '((text . "Second prompt done."))))
-            (should (member (agent-q-acp-test--prompt run "Run.") '("end_turn" "cancelled")))
+            (should (equal (agent-q-acp-test--prompt run "Run.") "end_turn"))
             (should-not (file-exists-p (expand-file-name "denied-marker" work)))
+            ;; Both agents go on after reject_once: their model is asked again.
+            ;; (agent-shell's own Reject also interrupts the turn; agent-q's does not.)
+            (should (agent-q-acp-test--step-requested-p dir 2))
             ;; 3. A rejected edit: nothing written.
             (agent-q-acp-test--script
              dir (list (agent-q-acp-test--step agent 'write (expand-file-name "rejected.txt" work)
                                                "rejected text\n")
                        '((text . "Third prompt done."))))
-            (should (member (agent-q-acp-test--prompt run "Write.") '("end_turn" "cancelled")))
+            (should (equal (agent-q-acp-test--prompt run "Write.") "end_turn"))
             (should-not (file-exists-p (expand-file-name "rejected.txt" work)))
+            (should (agent-q-acp-test--step-requested-p dir 2))
             ;; Each answer was one of allow_once and reject_once, as the agent named them.
             (agent-q-acp-test--check-options run)
             ;; 4. session/cancel while the prompt is up withdraws it.
@@ -503,7 +522,10 @@ DIR holds the model's record; SECRET is what agent-q's read_file returned."
     (should (cl-every #'cdr (agent-q-acp-test--run-responded run)))))
 
 (defun agent-q-acp-test--check-options (run)
-  "Check that RUN's every answer was an allow_once or reject_once option."
+  "Check that agent-q answered each of RUN's requests, with allow_once or reject_once."
+  ;; None was left to agent-shell's dialog (the responder returned non-nil)...
+  (should (cl-every #'cdr (agent-q-acp-test--run-responded run)))
+  ;; ...and each answer was one of the two options agent-q may choose.
   (dolist (answer (agent-q-acp-test--run-answers run))
     (let* ((request (cl-find (car answer) (agent-q-acp-test--run-asked run)
                              :key (lambda (r) (map-elt r 'id))))
