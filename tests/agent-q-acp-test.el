@@ -616,6 +616,52 @@ DIR holds the model's script."
     (should (zerop (hash-table-count agent-q-acp--pending)))
     (should-not agent-q--pending)))
 
+;;;; The real agent-shell, when one is provided
+
+(defun agent-q-acp-test--agent-shell-dir ()
+  "The directory of a real agent-shell under $AGENT_Q_VENDOR, or nil."
+  (let ((vendor (getenv "AGENT_Q_VENDOR")))
+    (when (and vendor (not (string-empty-p vendor)))
+      (let ((dir (expand-file-name "agent-shell" vendor)))
+        (and (file-exists-p (expand-file-name "agent-shell.el" dir)) dir)))))
+
+(defconst agent-q-acp-test--agent-shell-absent
+  (cond ((version< emacs-version "29.1")
+         (format "agent-shell needs Emacs 29.1 or later; this is %s" emacs-version))
+        ((not (agent-q-acp-test--agent-shell-dir))
+         "no agent-shell/agent-shell.el under $AGENT_Q_VENDOR (with shell-maker/ and acp/ beside it)"))
+  "Why `agent-q-acp-test-agent-shell' is not defined here, or nil when it is.")
+
+(if agent-q-acp-test--agent-shell-absent
+    ;; Not a skip: CI fails on any skip, and agent-shell is not on the CI machine.
+    (message "agent-q-acp-test-agent-shell is not defined: %s" agent-q-acp-test--agent-shell-absent)
+  (ert-deftest agent-q-acp-test-agent-shell ()
+    "The mode against the real agent-shell's variables and option actions."
+    (let ((vendor (expand-file-name (getenv "AGENT_Q_VENDOR"))))
+      (dolist (package '("agent-shell" "shell-maker" "acp"))
+        (add-to-list 'load-path (expand-file-name package vendor))))
+    (require 'agent-shell)
+    (let ((agent-shell-permission-responder-function #'ignore)
+          (agent-shell-mcp-servers '(((name . "other") (type . "http") (url . "http://x")))))
+      (agent-q-agent-shell-mode 1)
+      (unwind-protect
+          (progn
+            (should (eq agent-shell-permission-responder-function #'agent-q-acp-respond))
+            (should (equal (mapcar (lambda (s) (map-elt s 'name)) agent-shell-mcp-servers)
+                           '("other" "agent-q"))))
+        (agent-q-agent-shell-mode -1))
+      (should (eq agent-shell-permission-responder-function #'ignore))
+      (should (equal (mapcar (lambda (s) (map-elt s 'name)) agent-shell-mcp-servers) '("other"))))
+    ;; The fixture's :options are agent-shell's own enriched actions.
+    (when (fboundp 'agent-shell--make-permission-actions)
+      (let* ((options [((optionId . "proceed_always") (name . "Allow for this session")
+                        (kind . "allow_always"))
+                       ((optionId . "proceed_once") (name . "Allow") (kind . "allow_once"))
+                       ((optionId . "cancel") (name . "Reject") (kind . "reject_once"))])
+             (actions (funcall 'agent-shell--make-permission-actions options)))
+        (should (equal (agent-q-acp--option-id actions "allow_once") "proceed_once"))
+        (should (equal (agent-q-acp--option-id actions "reject_once") "cancel"))))))
+
 ;;;; The tests
 
 (ert-deftest agent-q-acp-test-gemini ()
