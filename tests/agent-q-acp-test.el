@@ -616,6 +616,75 @@ DIR holds the model's script."
     (should (zerop (hash-table-count agent-q-acp--pending)))
     (should-not agent-q--pending)))
 
+;;;; The responder alone, on requests as the agents send them
+
+(defun agent-q-acp-test--gemini-command (id command)
+  "Gemini CLI's permission request ID for COMMAND, as gemini --acp 0.61.0 sends it.
+It has no rawInput: the command is the title."
+  `((jsonrpc . "2.0") (id . ,id) (method . "session/request_permission")
+    (params (sessionId . "s-1")
+            (options . [((optionId . "proceed_always") (name . "Allow for this session")
+                         (kind . "allow_always"))
+                        ((optionId . "proceed_once") (name . "Allow") (kind . "allow_once"))
+                        ((optionId . "cancel") (name . "Reject") (kind . "reject_once"))])
+            (toolCall (toolCallId . ,(format "run_shell_command__call_%d" id))
+                      (status . "pending") (title . ,command)
+                      (content . [((type . "content")
+                                   (content (type . "text") (text . "[current working directory /tmp]")))])
+                      (locations . []) (kind . "execute")))))
+
+(ert-deftest agent-q-acp-test-responder ()
+  "Rules decide unasked, across transports; unruled requests go to agent-shell when told.
+agent-q's own tools are allowed; a request without reject_once is left to agent-shell."
+  (let* ((dir (make-temp-file "agent-q-acp" t))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-rules '(("shell_command" (:command "git diff *" :agent "gemini") allow)
+                                   ("shell_command" (:command "rm *") deny)))
+         (agent-q-approval-function (lambda (&rest _) (error "Nothing should be asked")))
+         (agent-q-prompt--session-approved nil)
+         (agent-q-acp-unruled 'agent-shell)
+         (calls (make-hash-table :test #'equal))
+         (answers nil)
+         (shell (generate-new-buffer " *agent-q-acp-test shell*")))
+    (unwind-protect
+        (with-current-buffer shell
+          (setq default-directory "/tmp/")
+          (setq-local agent-shell--state
+                      '((:agent-config (:identifier . gemini-cli) (:buffer-name . "Gemini CLI"))
+                        (:session (:id . "s-1"))))
+          (cl-flet ((ask (id command)
+                      (agent-q-acp-respond
+                       (agent-q-acp-test--permission
+                        (agent-q-acp-test--gemini-command id command) calls
+                        (lambda (option) (push (cons id option) answers))))))
+            ;; The :agent "gemini" rule of the terminal agent's hooks applies over ACP too.
+            (should (ask 1 "git diff HEAD"))
+            (should (ask 2 "rm -rf build"))
+            (agent-q-agents-test--wait (lambda () (= (length answers) 2)) 10 "two answers")
+            (should (equal (sort (copy-sequence answers) (lambda (a b) (< (car a) (car b))))
+                           '((1 . "proceed_once") (2 . "cancel"))))
+            ;; No rule: agent-shell's own dialog (the responder returns nil, answers nothing).
+            (should-not (ask 3 "make test"))
+            ;; agent-q's own tool: allowed at once (its server decides the call).
+            (should (agent-q-acp-respond
+                     `((:tool-call (:title . "read_file (agent-q MCP Server)") (:kind . "other"))
+                       (:options ((:kind . "allow_once") (:option-id . "proceed_once"))
+                                 ((:kind . "reject_once") (:option-id . "cancel")))
+                       (:respond . ,(lambda (option) (push (cons 4 option) answers))))))
+            (should (equal (car answers) '(4 . "proceed_once")))
+            ;; Without a reject_once option agent-q cannot answer honestly: agent-shell's.
+            (should-not (agent-q-acp-respond
+                         `((:tool-call (:title . "ls") (:kind . "execute"))
+                           (:options ((:kind . "allow_once") (:option-id . "y")))
+                           (:respond . ,#'ignore))))
+            (should (= (length answers) 3))
+            ;; The audit names the agent over ACP.
+            (dolist (record (agent-q-agents-test--json-lines agent-q-audit-file))
+              (should (string-prefix-p "Gemini CLI (ACP) s-1" (alist-get 'client record))))))
+      (kill-buffer shell)
+      (agent-q-cancel-pending)
+      (delete-directory dir t))))
+
 ;;;; The real agent-shell, when one is provided
 
 (defun agent-q-acp-test--agent-shell-dir ()
