@@ -233,8 +233,9 @@ SESSION\" for the prompt, pending list and audit), :session, :cwd and
 ;;;; Pending questions
 
 (defvar agent-q-acp--pending (make-hash-table :test #'equal)
-  "Key -> (SESSION PROCESS WITHDRAW): the questions not answered yet.
-WITHDRAW is a function that takes the question away unanswered.")
+  "Key -> (SESSION PROCESS WITHDRAW ANSWER): the questions not answered yet.
+WITHDRAW is a function that takes the question away unanswered;
+ANSWER the function that answers the agent (t or nil).")
 
 (defvar agent-q-acp--counter 0
   "What makes the keys of `agent-q-acp--pending' unique.")
@@ -246,9 +247,10 @@ WITHDRAW is a function that takes the question away unanswered.")
   "A new key for a question."
   (format "acp-%d-%d" (truncate (float-time)) (cl-incf agent-q-acp--counter)))
 
-(defun agent-q-acp--register (key context withdraw)
-  "Record KEY, a question from CONTEXT that WITHDRAW takes away."
-  (puthash key (list (plist-get context :session) (plist-get context :process) withdraw)
+(defun agent-q-acp--register (key context withdraw answer)
+  "Record KEY, a question from CONTEXT that WITHDRAW takes away.
+ANSWER answers the agent."
+  (puthash key (list (plist-get context :session) (plist-get context :process) withdraw answer)
            agent-q-acp--pending)
   (let ((process (plist-get context :process)))
     (when (and process (not (memq process agent-q-acp--watched)))
@@ -260,21 +262,36 @@ WITHDRAW is a function that takes the question away unanswered.")
   (prog1 (gethash key agent-q-acp--pending)
     (remhash key agent-q-acp--pending)))
 
-(defun agent-q-acp--withdraw-if (predicate)
-  "Withdraw each pending question whose (SESSION PROCESS) satisfy PREDICATE."
-  (let (keys)
+(defun agent-q-acp--safely (function &rest args)
+  "Call FUNCTION with ARGS; report an error instead of signalling it."
+  (condition-case err
+      (apply function args)
+    (error (message "agent-q: withdrawing an ACP question: %s" (error-message-string err)))))
+
+(defun agent-q-acp--withdraw-all (functions)
+  "Call each of FUNCTIONS, even when one exits non-locally.
+Withdrawing a question whose prompt is on screen ends that prompt with
+a non-local exit, which may pass through here."
+  (when functions
+    (unwind-protect (agent-q-acp--safely (car functions))
+      (agent-q-acp--withdraw-all (cdr functions)))))
+
+(defun agent-q-acp--withdraw-if (predicate &optional reject)
+  "Withdraw each pending question whose (SESSION PROCESS) satisfy PREDICATE.
+REJECT non-nil first answers the agent reject, which it is still
+waiting for.  Return how many were withdrawn."
+  (let (entries)
     (maphash (lambda (key entry)
                (when (funcall predicate (nth 0 entry) (nth 1 entry))
-                 (push key keys)))
+                 (push (cons key entry) entries)))
              agent-q-acp--pending)
-    (dolist (key keys)
-      (let ((entry (agent-q-acp--done key)))
-        (when entry
-          (condition-case err
-              (funcall (nth 2 entry))
-            (error (message "agent-q: withdrawing an ACP question: %s"
-                            (error-message-string err)))))))
-    (length keys)))
+    (dolist (entry entries)
+      (remhash (car entry) agent-q-acp--pending))
+    (when reject
+      (dolist (entry entries)
+        (agent-q-acp--safely (nth 4 entry) nil)))
+    (agent-q-acp--withdraw-all (mapcar (lambda (entry) (nth 3 entry)) entries))
+    (length entries)))
 
 (defun agent-q-acp-withdraw-session (session)
   "Withdraw the pending questions of the ACP SESSION (its id).
@@ -319,7 +336,7 @@ WHAT names the call in a message when an edited command is refused."
 (defun agent-q-acp--gate (key props context answer)
   "Hand the question KEY (gate PROPS, from CONTEXT) to the gate.
 ANSWER gets t (allow) or nil (reject)."
-  (agent-q-acp--register key context (lambda () (agent-q-gate-withdraw key)))
+  (agent-q-acp--register key context (lambda () (agent-q-gate-withdraw key)) answer)
   (agent-q-gate-request
    key props
    (let ((inner (agent-q-acp--answerer key answer (plist-get props :tool))))
@@ -372,7 +389,7 @@ left to agent-shell (`agent-q-acp-unruled'); ANSWER is then not called."
          (key (agent-q-acp--key))
          (to-agent-q (eq agent-q-acp-unruled 'agent-q)))
     (cond
-     ((agent-q-acp--own-tool-p tool-call)
+     ((and (equal kind "other") (agent-q-acp--own-tool-p tool-call))
       ;; agent-q's server decides its own tools when they are called.
       (funcall answer t)
       t)
@@ -434,14 +451,20 @@ nil to leave it to agent-shell's dialog."
          (allow (agent-q-acp--option-id options "allow_once"))
          (reject (agent-q-acp--option-id options "reject_once")))
     (when (and (functionp respond) allow reject tool-call)
-      (and (agent-q-acp-decide
-            tool-call (agent-q-acp-context)
-            (lambda (allowed)
-              (condition-case err
-                  (funcall respond (if allowed allow reject))
-                (error (message "agent-q: cannot answer the agent: %s"
-                                (error-message-string err))))))
-           t))))
+      (condition-case err
+          (and (agent-q-acp-decide
+                tool-call (agent-q-acp-context)
+                (lambda (allowed)
+                  (condition-case err
+                      (funcall respond (if allowed allow reject))
+                    (error (message "agent-q: cannot answer the agent: %s"
+                                    (error-message-string err))))))
+               t)
+        (error
+         ;; Better agent-shell's own dialog than a request nobody answers.
+         (message "agent-q: cannot decide the agent's request, agent-shell asks: %s"
+                  (error-message-string err))
+         nil)))))
 
 ;;;; Other calls: agent-q's prompt
 
@@ -489,7 +512,8 @@ KEY names the question."
                            (lambda ()
                              (when batch
                                (agent-q-cancel-batch
-                                batch "the agent withdrew the call (the turn was cancelled)"))))
+                                batch "the agent withdrew the call (the turn was cancelled)")))
+                           answer)
     (setq batch
           (agent-q--execute-async
            (list (list :id id :name agent-q-acp-call-tool :arguments args))
@@ -572,7 +596,8 @@ the review, or nil when none opened (CALLBACK was called already)."
 KEY names the question.  The first diff not accepted rejects all."
   (ignore tool-call)
   (let ((current nil))
-    (agent-q-acp--register key context (lambda () (when current (agent-q-review-close current))))
+    (agent-q-acp--register key context (lambda () (when current (agent-q-review-close current)))
+                           answer)
     (cl-labels ((next (rest)
                   (if (null rest)
                       (when (agent-q-acp--done key) (funcall answer t))
@@ -647,7 +672,8 @@ at each session start) to `agent-shell-mcp-servers', so that new
 sessions get agent-q's tools; the server is started when a session
 starts if it is not running (`agent-q-acp-start-server').
 
-Turning it off restores both variables."
+Turning it off restores both variables and rejects the requests
+still waiting for an answer in agent-q."
   :global t
   :group 'agent-q-acp
   (if agent-q-agent-shell-mode
@@ -673,7 +699,8 @@ Turning it off restores both variables."
       (setq agent-shell-mcp-servers (remove agent-q-acp--added-entry agent-shell-mcp-servers)))
     (setq agent-q-acp--added-entry nil)
     (advice-remove 'acp-send-notification #'agent-q-acp--notification-sent)
-    (agent-q-acp--withdraw-if (lambda (_s _p) t))))
+    ;; The agents still wait for these: they are rejected, not left hanging.
+    (agent-q-acp--withdraw-if (lambda (_s _p) t) t)))
 
 (provide 'agent-q-acp)
 

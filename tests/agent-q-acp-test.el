@@ -678,9 +678,25 @@ agent-q's own tools are allowed; a request without reject_once is left to agent-
                            (:options ((:kind . "allow_once") (:option-id . "y")))
                            (:respond . ,#'ignore))))
             (should (= (length answers) 3))
+            ;; Turning the mode off while a question waits answers it reject, not never.
+            (let ((agent-q-acp-unruled 'agent-q)
+                  (agent-shell-permission-responder-function nil)
+                  (agent-shell-mcp-servers nil)
+                  (agent-q-approval-function
+                   (lambda (&rest _)
+                     ;; Taking the question away ends this prompt (a non-local exit).
+                     (agent-q-agent-shell-mode -1)
+                     :approved)))
+              (agent-q-agent-shell-mode 1)
+              (should (ask 5 "make test"))
+              (agent-q-agents-test--wait (lambda () (assq 5 answers)) 10 "the answer to 5")
+              (should (equal (assq 5 answers) '(5 . "cancel")))
+              (should-not agent-q-agent-shell-mode)
+              (should-not agent-shell-permission-responder-function))
             ;; The audit names the agent over ACP.
             (dolist (record (agent-q-agents-test--json-lines agent-q-audit-file))
               (should (string-prefix-p "Gemini CLI (ACP) s-1" (alist-get 'client record))))))
+      (agent-q-agent-shell-mode -1)
       (kill-buffer shell)
       (agent-q-cancel-pending)
       (delete-directory dir t))))

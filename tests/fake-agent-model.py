@@ -30,7 +30,8 @@ changes while the server runs (a test rewrites it between two prompts of
 one agent session), the next conversation request gets the first step of
 the new script, and the counting starts again.  Requests that offer no
 tools are the agents' own helpers (Gemini CLI's routing classifier and
-next-speaker check): they are answered with a JSON object that fits the
+next-speaker check), as is Claude's prompt suggestion after a turn (which
+offers them): they are answered with a JSON object that fits the
 response schema they ask for (or a short text) and take no step.
 
 Every request is appended to --record as one JSON line before it is answered:
@@ -111,6 +112,17 @@ def responses_results(body):
                             "text": text_of(item.get("output")),
                             "error": None})
     return results
+
+
+def anthropic_suggestion(body):
+    """Whether BODY is Claude's request for a prompt suggestion after a turn.
+
+    claude-agent-acp (Claude over ACP) makes one after each turn, offering
+    the tools; it is a helper, not a step of the conversation."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    return last.get("role") == "user" and text_of(last.get("content")).startswith(
+        "[SUGGESTION MODE:")
 
 
 # ---------------------------------------------------------------- answers
@@ -282,7 +294,7 @@ def main():
                 body = {"unparsed": raw.decode("utf-8", "replace")}
             path = self.path.split("?")[0]
             if args.dialect == "anthropic":
-                offers_tools = bool(body.get("tools"))
+                offers_tools = bool(body.get("tools")) and not anthropic_suggestion(body)
                 results = anthropic_results(body)
             elif args.dialect == "gemini":
                 offers_tools = bool(body.get("tools")) and not body.get("generationConfig", {}).get(
