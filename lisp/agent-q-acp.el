@@ -575,21 +575,41 @@ not found once in the file is reviewed alone."
    (format "%s %s %s" agent-q-acp-edit-tool (if allowed "approved" "denied") file)))
 
 (defun agent-q-acp-review-edit (file old new context callback)
-  "Review an ACP agent's edit of FILE from OLD to NEW; CALLBACK gets t or nil.
+  "Review an ACP agent's edit of FILE, OLD to NEW; CALLBACK gets t or nil.
 This is agent-q's hunk review (`agent-q-review-merge-async'), which
-changes nothing: the agent writes the file.  CALLBACK gets t only when
-every hunk was accepted as proposed.  CONTEXT names the agent.  Return
-the review, or nil when none opened (CALLBACK was called already)."
-  (pcase-let ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new)))
-    (agent-q-review-merge-async
-     file current proposal
-     (lambda (status plist)
-       (let ((allowed (and (eq status :success) (equal (plist-get plist :text) proposal))))
-         (agent-q-acp--audit-edit context file allowed (plist-get plist :summary))
-         (funcall callback allowed)))
-     (plist-get context :label)
-     (concat (plist-get context :name) " " agent-q-acp--review-note
-             (if note (concat "; " note) "")))))
+changes nothing: the agent writes the file.  A deny rule for
+write_file (with :path) rejects it without showing it.  CALLBACK
+gets t only when every hunk was accepted as proposed.  CONTEXT names
+the agent.  Return the review, or nil when none opened (CALLBACK was
+called already)."
+  (pcase-let* ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new))
+               (rule (agent-q-rules-decide
+                      "write_file" (list :path file :content proposal)
+                      (append (agent-q-acp--rule-context context "write_file")
+                              (list :review t)))))
+    (if (eq (car rule) 'deny)
+        ;; As for the IDE companions' edits: a deny rule rejects it unshown.
+        (let ((why (agent-q-rules-ruling-text rule)))
+          (agent-q-acp--audit-edit context file nil why)
+          (message "agent-q: rejected the edit of %s by %s without showing it: %s"
+                   (abbreviate-file-name file) (plist-get context :label) why)
+          (funcall callback nil)
+          nil)
+      (agent-q-acp--review-open file current proposal note context callback))))
+
+(defun agent-q-acp--review-open (file current proposal note context callback)
+  "Open the review of FILE from CURRENT to PROPOSAL for CONTEXT (see above).
+NOTE, when non-nil, is added to the header; CALLBACK gets t or nil.
+Return the review, or nil when none opened."
+  (agent-q-review-merge-async
+   file current proposal
+   (lambda (status plist)
+     (let ((allowed (and (eq status :success) (equal (plist-get plist :text) proposal))))
+       (agent-q-acp--audit-edit context file allowed (plist-get plist :summary))
+       (funcall callback allowed)))
+   (plist-get context :label)
+   (concat (plist-get context :name) " " agent-q-acp--review-note
+           (if note (concat "; " note) ""))))
 
 (defun agent-q-acp--review (key diffs tool-call context answer)
   "Review DIFFS of TOOL-CALL from CONTEXT one after another; ANSWER gets t or nil.
