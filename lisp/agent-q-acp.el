@@ -179,9 +179,19 @@ either, the tool call's content items of type diff serve."
                    (and (agent-q-acp--get tool-call :diff)
                         (list (agent-q-acp--get tool-call :diff))))))
     (or (delq nil (mapcar (lambda (info)
-                            (when-let ((file (agent-q-acp--string (agent-q-acp--get info :file))))
-                              (list file (agent-q-acp--get info :old)
-                                    (or (agent-q-acp--get info :new) ""))))
+                            ;; The keys of agent-shell's diff info; the ACP names, in case.
+                            (when-let ((file (agent-q-acp--string
+                                              (or (agent-q-acp--get info :file)
+                                                  (agent-q-acp--get info :path)
+                                                  (agent-q-acp--get info 'path)))))
+                              (list file
+                                    (or (agent-q-acp--get info :old)
+                                        (agent-q-acp--get info :old-text)
+                                        (agent-q-acp--get info 'oldText))
+                                    (or (agent-q-acp--get info :new)
+                                        (agent-q-acp--get info :new-text)
+                                        (agent-q-acp--get info 'newText)
+                                        ""))))
                           infos))
         (delq nil (mapcar (lambda (item)
                             (when (equal (agent-q-acp--get item 'type) "diff")
