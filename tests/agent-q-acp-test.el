@@ -724,6 +724,38 @@ agent-q's own tools are allowed; a request without reject_once is left to agent-
       (agent-q-cancel-pending)
       (delete-directory dir t))))
 
+(ert-deftest agent-q-acp-test-mode ()
+  "On, the mode installs the responder and agent-q's server entry; off restores both.
+The entry's lambdas start the server, or say it must be started."
+  (let ((agent-shell-permission-responder-function #'ignore)
+        (agent-shell-mcp-servers '(((name . "other") (type . "http") (url . "http://x"))))
+        (agent-q-mcp-connection-file (make-temp-file "agent-q-acp-connection"))
+        (agent-q-mcp-port 0))
+    (unwind-protect
+        (progn
+          (agent-q-agent-shell-mode 1)
+          (agent-q-agent-shell-mode 1)      ; twice: still one entry, the old responder kept
+          (should (eq agent-shell-permission-responder-function #'agent-q-acp-respond))
+          (should (equal (mapcar (lambda (s) (map-elt s 'name)) agent-shell-mcp-servers)
+                         '("other" "agent-q")))
+          (let ((agent-q-acp-start-server nil))
+            (should-not (agent-q-mcp-running-p))
+            (should-error (agent-q-acp-test--resolve (cadr agent-shell-mcp-servers))
+                          :type 'user-error))
+          (let ((entry (agent-q-acp-test--resolve (cadr agent-shell-mcp-servers))))
+            (should (agent-q-mcp-running-p))
+            (should (equal (map-elt entry 'url) agent-q-mcp--url))
+            (should (equal (map-elt entry 'headers)
+                           (vector `((name . "Authorization")
+                                     (value . ,(concat "Bearer " agent-q-mcp--token)))))))
+          (agent-q-agent-shell-mode -1)
+          (should (eq agent-shell-permission-responder-function #'ignore))
+          (should (equal (mapcar (lambda (s) (map-elt s 'name)) agent-shell-mcp-servers)
+                         '("other"))))
+      (agent-q-agent-shell-mode -1)
+      (agent-q-mcp-stop)
+      (delete-file agent-q-mcp-connection-file))))
+
 ;;;; The real agent-shell, when one is provided
 
 (defun agent-q-acp-test--agent-shell-dir ()
