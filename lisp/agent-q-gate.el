@@ -277,7 +277,9 @@ left as given (expanding it may connect)."
 CALLBACK gets their results.  Their workspace is the agent's
 working directory.  WHAT describes the request for a notification."
   (let* ((agent (plist-get props :agent))
-         (label (agent-q-gate--label agent (plist-get props :session)))
+         ;; :label: how a request not from the hooks names its agent (agent-q-acp.el).
+         (label (or (plist-get props :label)
+                    (agent-q-gate--label agent (plist-get props :session))))
          (cwd (agent-q-gate--cwd props))
          (batch (agent-q--execute-async
                  call-list callback (agent-q-gate--registry)

@@ -965,6 +965,10 @@ The file is created readable by the user only (mode 0600)."
   "Say whether Emacs serves the agents' IDE companions, and where." t)
 (autoload 'agent-q-gate-mode "agent-q-gate"
   "Decide the terminal agents' own tool calls in Emacs (a global minor mode)." t)
+(autoload 'agent-q-agent-shell-mode "agent-q-acp"
+  "Decide agent-shell's ACP permission requests in agent-q (a global minor mode)." t)
+(autoload 'agent-q-acp-respond "agent-q-acp"
+  "Answer agent-shell's permission request in agent-q.")
 
 ;;;; The approval rules and UI, and the built-in tools
 

@@ -167,7 +167,8 @@ if [ "${1:-}" = "--test" ]; then
 fi
 
 # The terminal-agent tests (tests/agent-q-agents-test.el) drive the real
-# Claude Code, Gemini CLI and Codex CLI, installed from npm under
+# Claude Code, Gemini CLI and Codex CLI (and tests/agent-q-acp-test.el Claude
+# over ACP, claude-agent-acp, and Gemini CLI's --acp), installed from npm under
 # target/agents/ with exactly the versions in tests/agents/package-lock.json.
 # A copy of the lock file marks a complete install, as for the venvs above,
 # with the version of the Node it was installed with: another Node may not
@@ -183,8 +184,9 @@ if [ "${1:-}" = "--test" ]; then
   node_version=$(node --version)
   if ! cmp -s "$lock" "$agents/agent-q-pins.json" || [ "$(cat "$agents/agent-q-node.txt" 2>/dev/null)" != "$node_version" ] \
       || [ ! -x "$agents/node_modules/.bin/claude" ] \
-      || [ ! -x "$agents/node_modules/.bin/gemini" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
-    echo "agent-q: installing Claude Code, Gemini CLI and Codex CLI into $agents" >&2
+      || [ ! -x "$agents/node_modules/.bin/gemini" ] || [ ! -x "$agents/node_modules/.bin/codex" ] \
+      || [ ! -x "$agents/node_modules/.bin/claude-agent-acp" ]; then
+    echo "agent-q: installing Claude Code, Gemini CLI, Codex CLI and claude-agent-acp into $agents" >&2
     rm -rf "$agents"
     mkdir -p "$agents"
     cp "$root/tests/agents/package.json" "$lock" "$agents/"

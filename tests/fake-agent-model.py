@@ -25,9 +25,13 @@ request (one that offers tools) gets the Nth step, which is either
                                                 namespace tool
   {"text": "Some text"}                         a final answer
 
-A step's call id is "call_N" (N counts from 1).  Requests that offer no
+A step's call id is "call_N" (N counts from 1).  When the --script file
+changes while the server runs (a test rewrites it between two prompts of
+one agent session), the next conversation request gets the first step of
+the new script, and the counting starts again.  Requests that offer no
 tools are the agents' own helpers (Gemini CLI's routing classifier and
-next-speaker check): they are answered with a JSON object that fits the
+next-speaker check), as is Claude's prompt suggestion after a turn (which
+offers them): they are answered with a JSON object that fits the
 response schema they ask for (or a short text) and take no step.
 
 Every request is appended to --record as one JSON line before it is answered:
@@ -108,6 +112,17 @@ def responses_results(body):
                             "text": text_of(item.get("output")),
                             "error": None})
     return results
+
+
+def anthropic_suggestion(body):
+    """Whether BODY is Claude's request for a prompt suggestion after a turn.
+
+    claude-agent-acp (Claude over ACP) makes one after each turn, offering
+    the tools; it is a helper, not a step of the conversation."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    return last.get("role") == "user" and text_of(last.get("content")).startswith(
+        "[SUGGESTION MODE:")
 
 
 # ---------------------------------------------------------------- answers
@@ -231,9 +246,13 @@ def main():
     parser.add_argument("--max-requests", type=int, default=40)
     parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args()
-    with open(args.script, encoding="utf-8") as f:
-        steps = json.load(f)["steps"]
-    state = {"requests": 0, "steps": 0}
+    def read_script():
+        with open(args.script, encoding="utf-8") as f:
+            text = f.read()
+        return text, json.loads(text)["steps"]
+
+    script_text, steps = read_script()
+    state = {"requests": 0, "steps": 0, "text": script_text, "script": steps}
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -275,7 +294,7 @@ def main():
                 body = {"unparsed": raw.decode("utf-8", "replace")}
             path = self.path.split("?")[0]
             if args.dialect == "anthropic":
-                offers_tools = bool(body.get("tools"))
+                offers_tools = bool(body.get("tools")) and not anthropic_suggestion(body)
                 results = anthropic_results(body)
             elif args.dialect == "gemini":
                 offers_tools = bool(body.get("tools")) and not body.get("generationConfig", {}).get(
@@ -288,8 +307,12 @@ def main():
                 state["requests"] += 1
                 number = None
                 if offers_tools:
+                    text, new_steps = read_script()
+                    if text != state["text"]:
+                        state["text"], state["script"], state["steps"] = text, new_steps, 0
                     state["steps"] += 1
                     number = state["steps"]
+                steps = state["script"]
             entry = {"path": self.path, "kind": "step" if offers_tools else "helper",
                      "step": number, "results": results, "body": body}
             self.record(entry)
