@@ -1077,6 +1077,11 @@ its child, is left behind, waiting for Emacs's answer."
                               (or (alist-get 'args (cdr (assq p all))) ""))
         (signal-process p 'KILL)))))
 
+(defun agent-q-gate-test--wait-pending (n)
+  "Wait until N calls are pending in Emacs."
+  (agent-q-agents-test--wait (lambda () (= (length agent-q--pending) n)) 60
+                             (format "%d calls pending" n)))
+
 (defun agent-q-gate-test--later (tool args)
   "Record TOOL and ARGS; leave the call pending, as a user who has not answered yet."
   (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
