@@ -31,11 +31,12 @@
 ;;   PreToolUse input for `true', which an allow :command rule
 ;;   decides, against the same hook with no Emacs to ask (process
 ;;   start and the fallback only): p50 and p90 of the wall time;
-;; - Claude Code -p running N scripted `true' Bash calls, allowed by
-;;   the rule through its PreToolUse hook, against the same run with
-;;   no hook and Claude's own permission rule Bash(true): the p50 of
-;;   the time between two of its requests to the scripted model (one
-;;   tool call and one model turn), rounds interleaved;
+;; - Claude Code, Gemini CLI and Codex CLI running N scripted `true I'
+;;   shell calls, allowed by the rule through their hook, against the
+;;   same run with no hook and the agent's own rule or policy letting
+;;   `true' run (and, for Claude, no permission check at all): the p50
+;;   of the time between two of its requests to the scripted model
+;;   (one tool call and one model turn), rounds interleaved;
 ;; - ten agents waiting: ten hook processes whose calls wait for the
 ;;   user, against ten of agent-q's own MCP calls (write_file, by
 ;;   bench/gate-waiting.py) waiting, and nothing waiting: the lateness
@@ -49,6 +50,7 @@
 
 (require 'cl-lib)
 (require 'json)
+(require 'subr-x)
 (require 'agent-q-bench)
 (eval-and-compile
   (add-to-list 'load-path
@@ -58,8 +60,8 @@
 (require 'agent-q-gate-test)
 
 (defvar agent-q-bench-gate-calls
-  (string-to-number (or (getenv "AGENT_Q_BENCH_GATE_CALLS") "15"))
-  "How many `true' calls each Claude Code run makes.")
+  (string-to-number (or (getenv "AGENT_Q_BENCH_GATE_CALLS") "12"))
+  "How many `true' calls each agent's run makes.")
 
 (defvar agent-q-bench-gate-rounds
   (string-to-number (or (getenv "AGENT_Q_BENCH_GATE_ROUNDS") "3"))
@@ -144,30 +146,46 @@
                           (agent-q-bench-gate--ms (agent-q-bench-gate--quantile without 0.9)))
       (agent-q-bench-note ""))))
 
-(defun agent-q-bench-gate--claude-run (how)
-  "Run Claude Code once; the gaps between its steps.
-HOW is `hook' (through the gate), `rule' (no hook, Claude's own
-permission rule Bash(true)) or `bypass' (no hook, no permission
-check: --permission-mode bypassPermissions)."
-  (agent-q-gate-test--with-agent-dirs 'claude
-    (let ((agent-q-approval-rules '(("shell_command" (:command "true") allow)))
+(defun agent-q-bench-gate--no-hook (agent home)
+  "Take agent-q's hook out of AGENT's settings in HOME; let `true N' run without it."
+  (pcase agent
+    ('claude
+     ;; Claude's own rule lets `true' run.
+     (agent-q-agents-test--write (expand-file-name ".claude/settings.json" home)
+                                 (json-encode '((permissions (allow . ["Bash(true:*)"]))))))
+    ('gemini
+     ;; Its policy (passed with --policy) allows the shell already.
+     (let* ((file (expand-file-name ".gemini/settings.json" home))
+            (settings (json-parse-string (agent-q-agents-test--read file)
+                                         :object-type 'alist :false-object :json-false)))
+       (agent-q-agents-test--write file (json-encode (assq-delete-all 'hooks settings)))))
+    ;; approval_policy = "never" runs it.
+    ('codex (delete-file (expand-file-name ".codex/hooks.json" home)))))
+
+(defun agent-q-bench-gate--agent-run (agent how)
+  "Run AGENT once; the gaps between its steps, and how many helper requests it made.
+HOW is `hook' (through the gate), `own' (no hook, the agent's own
+rule or policy lets `true' run) or, for Claude Code, `bypass' (no
+hook, no permission check: --permission-mode bypassPermissions).
+Return (GAPS . HELPERS)."
+  (agent-q-gate-test--with-agent-dirs agent
+    (let ((agent-q-approval-rules '(("shell_command" (:command "true *") allow)))
           (agent-q-approval-function (lambda (&rest _) :denied)))
       (agent-q-gate-mode 1)
       (agent-q-mcp-start)
       (setq model (agent-q-agents-test--start-model
-                   dir "anthropic"
-                   (append (make-list agent-q-bench-gate-calls
-                                      (agent-q-gate-test--shell-step 'claude "true"))
+                   dir (agent-q-agents-test--prop agent :dialect)
+                   ;; Each call its own: Gemini stops a run that repeats one call.
+                   (append (cl-loop for i from 1 to agent-q-bench-gate-calls
+                                    collect (agent-q-gate-test--shell-step
+                                             agent (format "true %d" i)))
                            '(((text . "Done."))))))
       (cl-letf* ((setup (symbol-function 'agent-q-gate-test--setup))
                  ((symbol-function 'agent-q-gate-test--setup)
                   (lambda (agent home dir port)
                     (let ((setup (funcall setup agent home dir port)))
                       (unless (eq how 'hook)
-                        ;; No hook: Claude's own rule lets `true' run.
-                        (agent-q-agents-test--write
-                         (expand-file-name ".claude/settings.json" home)
-                         (json-encode '((permissions (allow . ["Bash(true)"]))))))
+                        (agent-q-bench-gate--no-hook agent home))
                       (if (eq how 'bypass)
                           (append (list (car setup)
                                         (append (nth 1 setup)
@@ -175,45 +193,67 @@ check: --permission-mode bypassPermissions)."
                                   ;; Claude refuses to bypass as root outside a sandbox.
                                   (cons "IS_SANDBOX=1" (nthcdr 2 setup)))
                         setup)))))
-        (let* ((steps (car (agent-q-gate-test--run 'claude home dir work model
+        (let* ((steps (car (agent-q-gate-test--run agent home dir work model
                                                    (1+ agent-q-bench-gate-calls))))
                (times (mapcar (lambda (r) (alist-get 'time r)) steps))
-               (results (alist-get 'results (car (last steps)))))
+               (results (alist-get 'results (car (last steps))))
+               (helpers (cl-count "helper" (agent-q-agents-test--json-lines (nth 2 model))
+                                  :key (lambda (r) (alist-get 'kind r)) :test #'equal)))
           (unless (cl-every (lambda (r) (not (eq (alist-get 'error r) t))) results)
-            (error "A call did not run: %S" results))
+            (error "A call of %s did not run: %S" agent results))
           (when (and (eq how 'hook) (not (file-exists-p agent-q-audit-file)))
-            (error "The hook did not reach Emacs"))
-          (cl-mapcar (lambda (a b) (- b a)) times (cdr times)))))))
+            (error "The hook of %s did not reach Emacs" agent))
+          (when (and (not (eq how 'hook)) (file-exists-p agent-q-audit-file))
+            (error "The hook of %s was still there" agent))
+          (cons (cl-mapcar (lambda (a b) (- b a)) times (cdr times)) helpers))))))
 
-(defun agent-q-bench-gate--claude ()
-  "Claude Code's tool calls with the hook and without."
-  (let (with without bypass)
-    (dotimes (_ agent-q-bench-gate-rounds)
-      (setq with (append with (agent-q-bench-gate--claude-run 'hook)))
-      (setq without (append without (agent-q-bench-gate--claude-run 'rule)))
-      (setq bypass (append bypass (agent-q-bench-gate--claude-run 'bypass))))
-    (let ((p50-with (agent-q-bench-gate--quantile with 0.5))
-          (p50-without (agent-q-bench-gate--quantile without 0.5))
-          (p50-bypass (agent-q-bench-gate--quantile bypass 0.5)))
-      (agent-q-bench-note "**Claude Code -p**, %d rounds of %d scripted `true` Bash calls (the time from one of its requests to the model to the next: one tool call and one turn):"
-                          agent-q-bench-gate-rounds agent-q-bench-gate-calls)
-      (agent-q-bench-note "")
-      (agent-q-bench-note "| Claude Code | p50 ms | p90 ms |")
-      (agent-q-bench-note "|---|---|---|")
-      (agent-q-bench-note "| PreToolUse hook to Emacs, allowed by a :command rule | %s | %s |"
-                          (agent-q-bench-gate--ms p50-with)
-                          (agent-q-bench-gate--ms (agent-q-bench-gate--quantile with 0.9)))
-      (agent-q-bench-note "| no hook, Claude's own rule Bash(true) | %s | %s |"
-                          (agent-q-bench-gate--ms p50-without)
-                          (agent-q-bench-gate--ms (agent-q-bench-gate--quantile without 0.9)))
-      (agent-q-bench-note "| no hook, no permission check (bypassPermissions) | %s | %s |"
-                          (agent-q-bench-gate--ms p50-bypass)
-                          (agent-q-bench-gate--ms (agent-q-bench-gate--quantile bypass 0.9)))
-      (agent-q-bench-note "")
-      (agent-q-bench-note "The hook adds **%s ms** per tool call at p50 to the run without any check, **%s ms** to the run with Claude's own rule (target: at most 50 ms)."
-                          (agent-q-bench-gate--ms (- p50-with p50-bypass))
-                          (agent-q-bench-gate--ms (- p50-with p50-without)))
-      (agent-q-bench-note ""))))
+(defconst agent-q-bench-gate--ways
+  '((hook . "PreToolUse/BeforeTool hook to Emacs, allowed by a :command rule")
+    (own . "no hook, the agent's own rule or policy lets `true N` run")
+    (bypass . "no hook, no permission check (Claude: bypassPermissions)"))
+  "The ways each agent runs in the benchmark, and their labels.")
+
+(defun agent-q-bench-gate--agents ()
+  "Each agent's tool calls with the hook and without."
+  (agent-q-bench-note "**The agents' own `true N` calls** (allowed by `(\"shell_command\" (:command \"true *\") allow)`), %d rounds of %d scripted calls each, interleaved (the time from one of the agent's requests to the model to the next: one tool call and one turn; helper requests, such as Claude's, counted apart):"
+                      agent-q-bench-gate-rounds agent-q-bench-gate-calls)
+  (agent-q-bench-note "")
+  (agent-q-bench-note "| agent | how | p50 ms | p90 ms | mean ms | helper requests per run |")
+  (agent-q-bench-note "|---|---|---|---|---|---|")
+  (let (verdicts)
+    (dolist (agent '(claude gemini codex))
+      (let* ((ways (if (eq agent 'claude) '(hook own bypass) '(hook own)))
+             (gaps (mapcar #'list ways))
+             (helpers (mapcar #'list ways)))
+        (dotimes (_ agent-q-bench-gate-rounds)
+          (dolist (how ways)
+            (let ((run (agent-q-bench-gate--agent-run agent how)))
+              (setcdr (assq how gaps) (append (cdr (assq how gaps)) (car run)))
+              (push (cdr run) (cdr (assq how helpers))))))
+        (dolist (how ways)
+          (agent-q-bench-note "| %s | %s | %s | %s | %s | %s |" agent
+                              (alist-get how agent-q-bench-gate--ways)
+                              (agent-q-bench-gate--ms
+                               (agent-q-bench-gate--quantile (cdr (assq how gaps)) 0.5))
+                              (agent-q-bench-gate--ms
+                               (agent-q-bench-gate--quantile (cdr (assq how gaps)) 0.9))
+                              (agent-q-bench-gate--ms
+                               (/ (apply #'+ (cdr (assq how gaps)))
+                                  (float (length (cdr (assq how gaps))))))
+                              (mapconcat #'number-to-string
+                                         (reverse (cdr (assq how helpers))) ", ")))
+        (let ((mean (lambda (how) (/ (apply #'+ (cdr (assq how gaps)))
+                                     (float (length (cdr (assq how gaps))))))))
+          (push (format "%s %s ms (mean %s ms)" agent
+                        (agent-q-bench-gate--ms
+                         (- (agent-q-bench-gate--quantile (cdr (assq 'hook gaps)) 0.5)
+                            (agent-q-bench-gate--quantile (cdr (assq 'own gaps)) 0.5)))
+                        (agent-q-bench-gate--ms (- (funcall mean 'hook) (funcall mean 'own))))
+                verdicts))))
+    (agent-q-bench-note "")
+    (agent-q-bench-note "The hook adds, per tool call at p50, against the agent's own rule: **%s** (target: at most 50 ms)."
+                        (string-join (nreverse verdicts) ", "))
+    (agent-q-bench-note "")))
 
 (defun agent-q-bench-gate--cpu (pids)
   "The CPU seconds (user + system) the processes PIDS have used so far."
@@ -300,7 +340,7 @@ Return (P50 P99 MAX EMACS-CPU OTHERS-CPU), times in seconds."
   "Run the gate's benchmarks."
   (agent-q-bench-gate--hook-alone)
   (agent-q-bench-gate--ten)
-  (agent-q-bench-gate--claude))
+  (agent-q-bench-gate--agents))
 
 (agent-q-bench-define-section 8 "gate" "8. The gate: the agents' own tool calls"
                               #'agent-q-bench-gate-run)
