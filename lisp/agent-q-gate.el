@@ -194,6 +194,22 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
          registry)
         (setq agent-q-gate--registry registry))))
 
+(defun agent-q-gate-call-agent (context)
+  "The agent (\"claude\", \"gemini\"...) whose own call CONTEXT describes.
+CONTEXT is an `agent-q-approval-context'.  Nil unless its tool is
+one of the gate's private registry -- no client can call those --
+whose registration (:tool-id) it names.  The prompt's \"a\" then
+approves the tool for that agent, every session of it, and its \"s\"
+saves a rule limited by :agent."
+  (let ((id (plist-get context :tool-id))
+        (tool (plist-get context :tool))
+        (client (plist-get context :mcp-client)))
+    (and id (stringp tool) (stringp client) agent-q-gate--registry
+         (eql id (ignore-errors
+                   (agent-q-tool-id (agent-q-get-tool tool agent-q-gate--registry))))
+         (cl-find-if (lambda (agent) (equal client (agent-q-rules-agent-client agent)))
+                     agent-q-rules-agents))))
+
 ;;;; Requests
 
 (defvar agent-q-gate--requests (make-hash-table :test #'equal)

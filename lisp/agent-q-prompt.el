@@ -49,6 +49,8 @@
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
 (declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
 (declare-function agent-q--core-visible "agent-q-core" (text))
+(declare-function agent-q-gate-call-agent "agent-q-gate" (context))
+(declare-function agent-q-rules-agent-client "agent-q-rules" (agent))
 
 ;; Defined in agent-q.el; declared here so that the compiler knows they are special.
 (defvar agent-q-approval-context)
@@ -87,14 +89,30 @@ call says), so that no MCP client, whatever it calls itself, holds
 what was approved for a bridge inside Emacs.  CLIENT is the context's
 :client (such as \"gptel\" or \"claude-code 2.1.0 (MCP)\"), or nil for
 calls that name no client: approving write_file for one coding agent
-approves it for no other.")
+approves it for no other.  For a terminal agent's own tool call (see
+`agent-q-gate-call-agent'), CLIENT is the agent's name for the rules,
+such as \"claude (own tools)\": \"a\" then covers every session of that
+agent, and no other agent.")
+
+(defun agent-q-prompt--gate-agent ()
+  "The terminal agent whose own tool call is being approved, or nil."
+  (and (boundp 'agent-q-approval-context)
+       (fboundp 'agent-q-gate-call-agent)
+       (agent-q-gate-call-agent agent-q-approval-context)))
+
+(defun agent-q-prompt--always-client ()
+  "Whom \"a\" approves the call's tool for: the context's client, or its agent."
+  (let ((agent (agent-q-prompt--gate-agent)))
+    (if agent
+        (agent-q-rules-agent-client agent)
+      (agent-q-prompt--context-get :client))))
 
 (defun agent-q-prompt--session-key ()
   "The key of the call being approved in `agent-q-prompt--session-approved'.
 Nil when the call's tool has no id."
   (let ((id (agent-q-prompt--context-get :tool-id)))
     (and id (list id (or (agent-q-prompt--context-get :origin) 'emacs)
-                  (agent-q-prompt--context-get :client)))))
+                  (agent-q-prompt--always-client)))))
 
 (defun agent-q-prompt--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.
@@ -305,8 +323,9 @@ saying so, never the keys."
                        (if reason (format " (%s)" (agent-q--visible reason)) "")))
          (tail (concat (agent-q--visible (agent-q-prompt--path-note args))
                        (if rule (format " [asked by the rule: %s]" (agent-q--visible rule)) "")))
+         (always (agent-q-prompt--always-client))
          (keys (format "  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s: "
-                       (if client (format " for %s" (agent-q--visible client)) "")
+                       (if always (format " for %s" (agent-q--visible always)) "")
                        (if later " (l)ater" "")))
          (shortened " [long arguments shortened; v shows all]")
          (columns (agent-q-prompt--prompt-columns))
@@ -376,7 +395,9 @@ it):
 
 - a tool the user approved for the session with \"a\" (the approval
   belongs to that registration of the tool, its :tool-id, and to the
-  client that called it, the context's :client);
+  client that called it, the context's :client -- for a terminal
+  agent's own tool call, to the agent, every session of it: see
+  `agent-q-gate-call-agent');
 - a tool whose own review is the approval (:review in the context,
   which the executor sets only for the built-in handler of
   \"propose_file_edit\", never for a tool that merely has its name):
@@ -390,7 +411,10 @@ really designates (resolving links)."
     (cond
      ((and (not reason)
            (not (agent-q-prompt--context-get :protected))
-           (not (agent-q-prompt--context-get :rule))
+           ;; An ask rule asks; a line that no command or domain rule covers
+           ;; (:uncovered) is asked as without rules.
+           (or (not (agent-q-prompt--context-get :rule))
+               (agent-q-prompt--context-get :uncovered))
            (or (agent-q-prompt--context-get :review)
                (and key (member key agent-q-prompt--session-approved))))
       :approved)
@@ -444,8 +468,12 @@ once the typing has paused; \"a\" and \"s\" must be confirmed (see
                  ((agent-q-prompt--confirm
                    (format "Approve %s%s for the rest of this session?"
                            (agent-q--visible tool-name)
-                           (let ((client (agent-q-prompt--context-get :client)))
-                             (if client (format " for %s" (agent-q--visible client)) ""))))
+                           (let ((client (agent-q-prompt--always-client)))
+                             (cond ((agent-q-prompt--gate-agent)
+                                    (format " for %s, every session of it"
+                                            (agent-q--visible client)))
+                                   (client (format " for %s" (agent-q--visible client)))
+                                   (t "")))))
                   (let ((key (agent-q-prompt--session-key)))
                     (when key (cl-pushnew key agent-q-prompt--session-approved :test #'equal)))
                   (setq answer :approved))))

@@ -64,6 +64,9 @@
 (declare-function agent-q--core-find-hard-link "agent-q-core" (root device inode))
 (declare-function agent-q--core-command-decide "agent-q-core" (line deny ask allow))
 (declare-function agent-q--core-fetch-decide "agent-q-core" (url deny ask allow))
+(declare-function agent-q--core-command-suggest "agent-q-core" (line allow))
+(declare-function agent-q--core-fetch-suggest "agent-q-core" (url))
+(declare-function agent-q-gate-call-agent "agent-q-gate" (context))
 
 ;;;; The option
 
@@ -223,6 +226,12 @@ A malformed rule is ignored, with a warning."
                         (list :tag "A fetch of one terminal agent's own tools, by domain"
                               (const :format "" :domain)
                               (string :tag "Domain (example.org, *.example.org)")
+                              (const :format "" :agent)
+                              (choice :tag "Agent" (const "claude") (const "gemini")
+                                      (const "codex")))
+                        (list :tag "Files under a directory glob, read by one terminal agent's own tools"
+                              (const :format "" :path)
+                              (string :tag "Directory glob")
                               (const :format "" :agent)
                               (choice :tag "Agent" (const "claude") (const "gemini")
                                       (const "codex")))
@@ -560,9 +569,17 @@ and :mcp-client count).  Allow rules match strictly (see
              (and glob paths (cl-every #'agent-q-rules--single-link-p paths)))
          ;; Defence in depth: a rule saved from the prompt never allows a dangerous
          ;; tool everywhere, even if it got into the session list some other way.
+         ;; A command or domain rule is narrow by what it names.
          (not (and (member rule agent-q-rules--session)
                    (eq (plist-get context :safety-level) :dangerous)
+                   (not (agent-q-rules--named-p rule))
                    (or (null glob) (agent-q-rules--broad-p glob)))))))
+
+(defun agent-q-rules--named-p (rule)
+  "Non-nil when RULE names the commands or the domains it covers."
+  (let ((pattern (nth 1 rule)))
+    (and (proper-list-p pattern)
+         (or (plist-get pattern :command) (plist-get pattern :domain)) t)))
 
 (defun agent-q-rules--all ()
   "The rules in force: the session's, then `agent-q-approval-rules'.
@@ -706,20 +723,67 @@ refuses arguments a built-in tool does not declare -- abbreviated."
          (directory-file-name
           (if (file-directory-p true) true (file-name-directory true))))))))
 
+(defun agent-q-rules--agent-allowed (tool-name key context)
+  "The KEY texts of the allow rules about TOOL-NAME that apply in CONTEXT."
+  (cl-loop for rule in (agent-q-rules--all)
+           for pattern = (nth 1 rule)
+           when (and (eq (nth 2 rule) 'allow)
+                     (or (eq (car rule) t) (equal (car rule) tool-name))
+                     (plist-get pattern key)
+                     (agent-q-rules--client-matches-p pattern context))
+           collect (plist-get pattern key)))
+
+(defun agent-q-rules--read-agent-rule (tool-name args context agent decision)
+  "Read the pattern of a DECISION rule about AGENT's own TOOL-NAME call.
+ARGS and CONTEXT are the call's.  A shell command gets a :command
+rule, proposed by the module (`agent-q--core-command-suggest'): the
+first part of the line no allow rule covers, as its command and
+subcommand, \"*\" for the rest; a fetch a :domain rule, its host
+proposed; any other tool (a read) a :path rule, the file's directory
+proposed.  All are limited to AGENT with :agent.  Return the rule,
+or nil when the user gave up (an empty command or domain)."
+  (let* ((command (plist-get args :command))
+         (url (plist-get args :url))
+         (key (cond ((stringp command) :command) ((stringp url) :domain) (t :path)))
+         (default (pcase key
+                    (:command (ignore-errors
+                                (agent-q--core-command-suggest
+                                 command (agent-q-rules--agent-allowed tool-name :command context))))
+                    (:domain (ignore-errors (agent-q--core-fetch-suggest url)))
+                    (_ (agent-q-rules--default-directory args))))
+         (text (string-trim
+                (read-string
+                 (format (pcase key
+                           (:command "%s %s for the command (its words; a last * matches any further words): ")
+                           (:domain "%s %s for fetches from (a host, or *.host for its subdomains): ")
+                           (_ "%s %s under the directory (a glob; empty: any file): "))
+                         decision tool-name)
+                 default))))
+    (cond
+     ((not (string-empty-p text))
+      (list tool-name (list key text :agent agent) decision))
+     ((eq key :path) (list tool-name (list :agent agent) decision)))))
+
 (defun agent-q-rules--read-rule (tool-name args context)
   "Read a rule about TOOL-NAME's call with ARGS in CONTEXT from the user.
-Return the rule, or nil when the user gave up."
+Return the rule, or nil when the user gave up.  A terminal agent's
+own tool call gets a rule limited to that agent (see
+`agent-q-rules--read-agent-rule')."
   (let* ((decision (pcase (read-char-choice-with-read-key
                            (format "Rule for %s: (a)llow (d)eny as(k) (q)uit: " tool-name)
                            '(?a ?d ?k ?q))
                      (?a 'allow) (?d 'deny) (?k 'ask)))
+         (agent (and decision (fboundp 'agent-q-gate-call-agent)
+                     (agent-q-gate-call-agent context)))
          (default (agent-q-rules--default-directory args))
          (mcp (eq (plist-get context :origin) 'mcp))
          (client (if mcp
                      (let ((name (plist-get context :mcp-client)))
                        (and (stringp name) (not (string-empty-p name)) name))
                    (agent-q-rules--client-name (plist-get context :client)))))
-    (when decision
+    (cond
+     (agent (agent-q-rules--read-agent-rule tool-name args context agent decision))
+     (decision
       (let* ((glob (string-trim
                     (read-string (format "%s %s under the directory (a glob; empty: any file): "
                                          decision tool-name)
@@ -730,7 +794,7 @@ Return the rule, or nil when the user gave up."
                                                 client))))
              (pattern (append (and (not (string-empty-p glob)) (list :path glob))
                               (and for-client (list (if mcp :mcp-client :client) client)))))
-        (list tool-name pattern decision)))))
+        (list tool-name pattern decision))))))
 
 (defun agent-q-rules--refusal (rule context)
   "Why RULE, read from the prompt for a call in CONTEXT, cannot be saved, or nil."
@@ -738,6 +802,7 @@ Return the rule, or nil when the user gave up."
       (let ((glob (plist-get (nth 1 rule) :path)))
         (and (eq (nth 2 rule) 'allow)
              (eq (plist-get context :safety-level) :dangerous)
+             (not (agent-q-rules--named-p rule))
              (or (null glob) (agent-q-rules--broad-p glob))
              (format "a rule saved from the prompt cannot allow the dangerous tool %s %s; give a narrower directory (or write such a rule by hand in `agent-q-approval-rules')"
                      (nth 0 rule)
@@ -748,7 +813,11 @@ Return the rule, or nil when the user gave up."
   "Read a rule about TOOL-NAME's call with ARGS in CONTEXT, save it, apply it.
 This is the approval prompt's \"s\" key.  The rule defaults to this
 tool, the directory of the call's file argument (editable) and,
-when the user says so, the call's client.  It is kept for the
+when the user says so, the call's client; for a terminal agent's own
+shell command, fetch or read, to a :command, :domain or :path rule
+limited to that agent (see `agent-q-rules--read-agent-rule').  A
+command rule covers the parts of a line it names, never the others:
+a compound command stays asked about.  It is kept for the
 session, or saved with `customize-save-variable' when the user asks
 to keep it.  Return the decision for this call when the new rules
 decide it: (:rule :approved TEXT) or (:rule :denied TEXT); nil to ask

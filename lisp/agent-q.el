@@ -240,9 +240,11 @@ and pinned: the prompt names it, and it is what the call writes),
 asked about only because an approval rule says so: see
 `agent-q-approval-rules'),
 :rule (the text of the approval rule that asks, when one does: see
-`agent-q-approval-rules'), :review (non-nil when the tool's own
-review is the approval of what it changes: the built-in
-propose_file_edit), :tool-id (the registration's
+`agent-q-approval-rules'; with :uncovered, the command or domain rules
+that cover no part of the call, which is then asked as without
+rules), :review (non-nil when the tool's own review is the approval
+of what it changes: the built-in propose_file_edit), :tool-id (the
+registration's
 identity: it changes when the tool is replaced, so decisions such as
 \"always allow\" attach to it), :client (where the call comes from, or
 nil), :origin (`emacs' for a call from inside Emacs -- a bridge such as
@@ -751,7 +753,9 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
      ((not agent-q-approval-function) :no-approval-function)
      (t (let ((agent-q-approval-context
                (if ruling
-                   (append context (list :rule (agent-q-rules-ruling-text ruling)))
+                   (append context (list :rule (agent-q-rules-ruling-text ruling))
+                           ;; No rule asks: the command or domain rules cover no part.
+                           (and (null (nth 1 ruling)) (list :uncovered t)))
                  context))
               (print-circle nil))
           (unwind-protect

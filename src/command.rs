@@ -11,6 +11,7 @@ use super::ide::string_items;
 use agent_q_core::command::domain::{DomainRule, MAX_URL_BYTES};
 use agent_q_core::command::rule::CommandRule;
 use agent_q_core::command::shell::MAX_COMMAND_BYTES;
+use agent_q_core::command::suggest::{suggest_command_rule, suggest_domain_rule};
 use agent_q_core::command::{decide, decide_fetch, Decision, Rules, Verdict};
 
 fn parsed<R, E: std::fmt::Display>(
@@ -83,4 +84,25 @@ fn fetch_decide<'e>(
         allow: parsed(env, allow, "ALLOW", DomainRule::parse)?,
     };
     answer(env, &decide_fetch(&url, &rules))
+}
+
+/// The command rule to propose for the shell command LINE, given the allow rules ALLOW in
+/// force (a list of strings): the first simple command of LINE that no rule of ALLOW covers and
+/// a plain rule can, as its name, its subcommand and a last `*` when more words follow ("git
+/// diff *"). Return the rule's text, or nil when no part of LINE can be covered by a plain rule.
+/// The user edits the proposal; the decision (`agent-q--core-command-decide') stays the
+/// matcher's, so a compound command's other parts remain asked about.
+#[defun]
+fn command_suggest<'e>(env: &'e Env, line: Value<'e>, allow: Value<'e>) -> Result<Value<'e>> {
+    let line = args::string(env, line, "LINE", 2 * MAX_COMMAND_BYTES)?;
+    let allow = parsed(env, allow, "ALLOW", CommandRule::parse)?;
+    suggest_command_rule(&line, &allow).into_lisp(env)
+}
+
+/// The domain rule to propose for a fetch of URL: its host ("docs.example.org"), or nil when
+/// the host cannot be told for certain.
+#[defun]
+fn fetch_suggest<'e>(env: &'e Env, url: Value<'e>) -> Result<Value<'e>> {
+    let url = args::string(env, url, "URL", 2 * MAX_URL_BYTES)?;
+    suggest_domain_rule(&url).into_lisp(env)
 }

@@ -44,8 +44,10 @@
 (require 'agent-q-gate)
 (require 'agent-q-connect)
 (require 'agent-q-agents-test)
+(require 'agent-q-keys-support)
 
 (defvar agent-q-prompt--session-approved)
+(defvar agent-q-rules--session)
 
 ;;;; The module's decision
 
@@ -394,6 +396,157 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
           (should (equal (plist-get (car notified) :body)
                          "claude (own tools) session-1 waits for your decision in Emacs: fetch https://example.org/")))))))
 
+;;;; a and s at the prompt, per agent
+
+(defvar agent-q-gate-test--read nil
+  "What `read-string' was asked inside `agent-q-gate-test--keys', newest first.")
+
+(defmacro agent-q-gate-test--keys (keys keep &rest body)
+  "Run BODY with the real prompt, KEYS typed (`kbd' syntax).
+`read-string' answers its default (recorded in `agent-q-gate-test--read');
+`y-or-n-p' (keep the rule in future sessions?) answers KEEP."
+  (declare (indent 2))
+  `(agent-q-gate-test--with-gate #'agent-q-approve-in-minibuffer
+     (let ((agent-q-rules--session nil)
+           (agent-q-gate-test--read nil)
+           (agent-q-approval-idle-delay 0))
+       (agent-q-test-typing ,keys
+         (cl-letf (((symbol-function 'read-string)
+                    (lambda (prompt &optional initial &rest _)
+                      (push (cons prompt initial) agent-q-gate-test--read)
+                      initial))
+                   ((symbol-function 'y-or-n-p) (lambda (&rest _) ,keep)))
+           ,@body
+           (should-not unread-command-events))))))
+
+(defun agent-q-gate-test--request-from (key command agent session)
+  "Hand the gate a request KEY to run COMMAND, from AGENT's SESSION."
+  (agent-q-gate-request key (list :agent agent :event 'pre-tool :session session
+                                  :cwd "/tmp" :tool "Bash" :tool-use-id "toolu_1"
+                                  :input (list :command command)
+                                  :kind (list :kind "shell" :command command))))
+
+(ert-deftest agent-q-gate-test-a-is-for-the-agent ()
+  "`a', confirmed with !, approves the tool for the agent: every session of it, no other agent."
+  (agent-q-gate-test--keys "a x n a ! n n" nil
+    ;; Without !, nothing is remembered: the prompt comes back, n denies.
+    (agent-q-gate-test--request-from 1 "touch one" 'claude "s1")
+    (should (eq (car (agent-q-gate-test--answer 1)) 'deny))
+    (should-not agent-q-prompt--session-approved)
+    (agent-q-gate-test--request-from 2 "touch two" 'claude "s1")
+    (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
+    (let ((prompt (car (last agent-q-test-prompts 4))))
+      (should (string-match-p "(a)lways for claude (own tools) (s)ave" prompt)))
+    (should (string-match-p "for claude (own tools), every session of it"
+                            (car agent-q-test-prompts)))
+    ;; Another session of Claude: unasked.  A command rule that covers no part
+    ;; of the line does not undo it; an ask rule does.
+    (setq agent-q-approval-rules '(("shell_command" (:command "git status") allow)))
+    (agent-q-gate-test--request-from 3 "git status; touch three" 'claude "s2")
+    (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+    ;; Gemini: asked (n denies), as is another tool of Claude's.
+    (agent-q-gate-test--request-from 4 "touch four" 'gemini "s1")
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+    (should (string-match-p "(a)lways for gemini (own tools)" (car agent-q-test-prompts)))
+    (setq agent-q-approval-rules '(("shell_command" (:command "touch *") ask)))
+    (agent-q-gate-test--request-from 5 "touch five" 'claude "s3")
+    (should (eq (car (agent-q-gate-test--answer 5)) 'deny))
+    (should (string-match-p "asked by the rule" (car agent-q-test-prompts)))
+    (should (= (length agent-q-test-prompts) 7))))
+
+(ert-deftest agent-q-gate-test-s-saves-a-command-rule ()
+  "`s' proposes the command's words as a :command rule for the agent; it decides the call."
+  (agent-q-gate-test--keys "s ! a" nil
+    (agent-q-gate-test--request-from 1 "git diff HEAD~1 --stat" 'claude "s1")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (should (equal (cdar agent-q-gate-test--read) "git diff *"))
+    (should (string-match-p "for the command" (caar agent-q-gate-test--read)))
+    (should (equal agent-q-rules--session
+                   '(("shell_command" (:command "git diff *" :agent "claude") allow))))
+    (should-not agent-q-approval-rules)
+    ;; Claude's next git diff: unasked, by the rule (the audit names it).
+    (agent-q-gate-test--request-from 2 "git diff" 'claude "s2")
+    (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
+    (let ((record (car (last (agent-q-agents-test--json-lines agent-q-audit-file)))))
+      (should (equal (alist-get 'decision record) "rule"))
+      (should (string-match-p "git diff \\*" (alist-get 'rule record)))))
+  ;; Gemini's is still asked; a compound command's other part stays asked.
+  (agent-q-gate-test--keys "n s ! a n" nil
+    (setq agent-q-rules--session '(("shell_command" (:command "git diff *" :agent "claude") allow)))
+    (agent-q-gate-test--request-from 3 "git diff" 'gemini "s1")
+    (should (eq (car (agent-q-gate-test--answer 3)) 'deny))
+    (agent-q-gate-test--request-from 4 "git status; rm -f precious" 'claude "s1")
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+    ;; The proposal was the first part no rule covers; saved, it did not decide.
+    (should (equal (cdar agent-q-gate-test--read) "git status"))
+    (should (member '("shell_command" (:command "git status" :agent "claude") allow)
+                    agent-q-rules--session))
+    (should (string-match-p "`rm -f precious` (after `;`) matches no allow rule"
+                            (car agent-q-test-prompts)))))
+
+(ert-deftest agent-q-gate-test-s-keeps-a-rule-for-future-sessions ()
+  "`s' with \"keep\" saves the :command rule in `agent-q-approval-rules' with Customize."
+  (let* ((custom-file (make-temp-file "agent-q-gate-custom" nil ".el"))
+         (user-init-file custom-file))
+    (unwind-protect
+        (agent-q-gate-test--keys "s ! d" t
+          (agent-q-gate-test--request-from 1 "rm -rf build" 'codex "s1")
+          (let ((answer (agent-q-gate-test--answer 1)))
+            (should (eq (car answer) 'deny))
+            (should (string-match-p "rm \\*" (cadr answer))))
+          (should (equal agent-q-approval-rules
+                         '(("shell_command" (:command "rm *" :agent "codex") deny))))
+          (should-not agent-q-rules--session)
+          (should (string-match-p (regexp-quote "(:command \"rm *\" :agent \"codex\") deny")
+                                  (agent-q-agents-test--read custom-file))))
+      (delete-file custom-file)
+      (dolist (prop '(saved-value theme-value customized-value))
+        (put 'agent-q-approval-rules prop nil)))))
+
+(ert-deftest agent-q-gate-test-s-saves-a-domain-rule ()
+  "`s' on a fetch proposes its host as a :domain rule for the agent."
+  (agent-q-gate-test--keys "s ! a" nil
+    (agent-q-gate-test--fetch 1 "https://Docs.Example.org:8443/a?b")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (should (equal (cdar agent-q-gate-test--read) "docs.example.org"))
+    (should (equal agent-q-rules--session
+                   '(("agent_fetch" (:domain "docs.example.org" :agent "claude") allow))))
+    (agent-q-gate-test--fetch 2 "https://docs.example.org/other")
+    (should (equal (agent-q-gate-test--answer 2) '(allow nil)))))
+
+(ert-deftest agent-q-gate-test-s-saves-a-path-rule-for-reads ()
+  "`s' on a read outside the agent's directory proposes its directory, limited by :agent."
+  (let* ((work (file-name-as-directory (make-temp-file "agent-q-gate-work" t)))
+         (docs (file-name-as-directory (make-temp-file "agent-q-gate-docs" t)))
+         (true-docs (directory-file-name (file-truename docs))))
+    (unwind-protect
+        (agent-q-gate-test--keys "s ! a" nil
+          (agent-q-agents-test--write (expand-file-name "a.txt" docs) "a\n")
+          (agent-q-agents-test--write (expand-file-name "b.txt" docs) "b\n")
+          (agent-q-gate-test--read 1 work (expand-file-name "a.txt" docs))
+          (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+          (should (equal (cdar agent-q-gate-test--read) (abbreviate-file-name true-docs)))
+          (should (equal agent-q-rules--session
+                         `(("agent_read" (:path ,(abbreviate-file-name true-docs)
+                                                :agent "claude")
+                            allow))))
+          (agent-q-gate-test--read 2 work (expand-file-name "b.txt" docs))
+          (should (equal (agent-q-gate-test--answer 2) '(allow nil))))
+      (delete-directory work t)
+      (delete-directory docs t))))
+
+(ert-deftest agent-q-gate-test-call-agent ()
+  "Only a call of the gate's own registry, from an agent's hook, has an agent."
+  (agent-q-gate--registry)
+  (let* ((tool (agent-q-get-tool "shell_command" agent-q-gate--registry))
+         (context (list :tool "shell_command" :tool-id (agent-q-tool-id tool)
+                        :origin 'mcp :mcp-client "gemini (own tools)")))
+    (should (equal (agent-q-gate-call-agent context) "gemini"))
+    ;; Another registration of a tool of that name (an MCP client's tool).
+    (should-not (agent-q-gate-call-agent (plist-put (copy-sequence context) :tool-id -1)))
+    (should-not (agent-q-gate-call-agent
+                 (plist-put (copy-sequence context) :mcp-client "gemini-cli")))))
+
 ;;;; The real agents
 
 (defun agent-q-gate-test--claude-approve (tool args)
@@ -401,10 +554,15 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
   (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
   (if (string-match-p "approved-" (or (plist-get args :command) "")) :approved :denied))
 
+(defvar agent-q-gate-test--hook-args)
+
 (defun agent-q-gate-test--hook (agent)
-  "The hook command of AGENT."
-  (format "%s hook --agent %s" (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
-          agent))
+  "The hook command of AGENT, with `agent-q-gate-test--hook-args'."
+  (mapconcat #'identity
+             (append (list (expand-file-name "bin/agent-q-mcp" agent-q-agents-test--root)
+                           "hook" "--agent" (format "%s" agent))
+                     agent-q-gate-test--hook-args)
+             " "))
 
 (defvar agent-q-gate-test--by-command nil
   "Non-nil: `agent-q-gate-connect-agent' writes the hooks, not the test.")
@@ -762,6 +920,228 @@ Its PreToolUse cannot allow: an approval in Emacs leaves the call to
 Codex's own flow, which under approval_policy = never runs it.  See
 `agent-q-gate-test--agent'."
   (agent-q-gate-test--agent 'codex))
+
+;;;; The real agents, when Emacs is away or the agent goes away
+
+(defvar agent-q-gate-test--hook-args nil
+  "Further arguments of the hook command the tests write, such as --unreachable deny.")
+
+(defmacro agent-q-gate-test--with-agent-dirs (agent &rest body)
+  "Run BODY with DIR, HOME, WORK and the MCP files of a run of AGENT; clean up."
+  (declare (indent 1))
+  `(let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+          (home (expand-file-name "home/" dir))
+          (work (expand-file-name "work/" dir))
+          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+          (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+          (agent-q-gate-test--asked nil)
+          (agent-q-approval-rules nil)
+          (agent-q-prompt--session-approved nil)
+          (agent-q-mcp-port 0)
+          (model nil))
+     (ignore ,agent)
+     (unwind-protect
+         (progn
+           (make-directory (expand-file-name "tmp" home) t)
+           (make-directory work t)
+           ,@body)
+       (when (and model (process-live-p (car model)))
+         (delete-process (car model)))
+       (when model
+         (kill-buffer (process-buffer (car model))))
+       (agent-q-mcp-stop)
+       (agent-q-gate-mode -1)
+       (agent-q-cancel-pending)
+       (delete-directory dir t))))
+
+(defun agent-q-gate-test--unreachable (agent how)
+  "AGENT's own shell tool while the Emacs its hook names cannot be asked.
+HOW is `stopped' (the MCP server was stopped: its connection file
+gone) or `stale' (the file left behind, nothing listening at its
+port).  The hook answers the agent's own flow: Claude Code's -p
+refuses what it would ask about; Gemini CLI's -p waits for a
+confirmation it cannot show (see `agent-q-gate-test--gemini-waits');
+Codex, which the hook cannot make ask, runs it as its own
+approval_policy (never) says.  With --unreachable deny, the hook
+refuses it for all three, saying why."
+  (dolist (unreachable '(ask deny))
+    (agent-q-gate-test--with-agent-dirs agent
+      (let* ((marker (format "unasked-%s-%d" unreachable (random 1000000)))
+             (agent-q-gate-test--hook-args
+              (and (eq unreachable 'deny) '("--unreachable" "deny")))
+             (agent-q-approval-function #'agent-q-gate-test--claude-approve))
+        (agent-q-gate-mode 1)
+        (agent-q-mcp-start)
+        (let ((connection (agent-q-agents-test--read agent-q-mcp-connection-file)))
+          (agent-q-mcp-stop)
+          (should-not (file-exists-p agent-q-mcp-connection-file))
+          (when (eq how 'stale)
+            (agent-q-agents-test--write agent-q-mcp-connection-file connection)))
+        (setq model (agent-q-agents-test--start-model
+                     dir (agent-q-agents-test--prop agent :dialect)
+                     (list (agent-q-gate-test--shell-step agent (concat "touch " marker))
+                           '((text . "Done.")))))
+        (if (and (eq agent 'gemini) (eq unreachable 'ask))
+            (agent-q-gate-test--gemini-waits dir home work model marker)
+          (agent-q-gate-test--unreachable-run agent unreachable dir home work model marker))))))
+
+(defun agent-q-gate-test--gemini-waits (dir home work model marker)
+  "Gemini CLI -p, its hook answering ask: it waits for a confirmation it cannot show.
+Nothing runs (MARKER is not made in WORK); the run never ends by
+itself, so it is killed.  DIR, HOME and MODEL are the run's."
+  (let* ((output (generate-new-buffer " *agent-q-gate-agent*"))
+         (process (agent-q-gate-test--start 'gemini home dir work model output)))
+    (unwind-protect
+        (progn
+          ;; The model asked for the command...
+          (agent-q-agents-test--wait
+           (lambda () (and (file-exists-p (nth 2 model))
+                           (cl-some (lambda (r) (equal (alist-get 'kind r) "step"))
+                                    (agent-q-agents-test--json-lines (nth 2 model)))))
+           agent-q-agents-test--timeout "Gemini's request to its model")
+          ;; ...and ten seconds on, Gemini still waits, nothing ran, nothing asked again.
+          (sleep-for 10)
+          (should (process-live-p process))
+          (should-not (file-exists-p (expand-file-name marker work)))
+          (should (= 1 (cl-count "step" (agent-q-agents-test--json-lines (nth 2 model))
+                                 :key (lambda (r) (alist-get 'kind r)) :test #'equal)))
+          (should-not agent-q-gate-test--asked))
+      (agent-q-gate-test--kill-agent (process-id process))
+      (kill-buffer output))))
+
+(defun agent-q-gate-test--unreachable-run (agent unreachable dir home work model marker)
+  "Run AGENT to its end with its hook's UNREACHABLE answer; check MARKER in WORK.
+DIR, HOME and MODEL are the run's."
+  (pcase-let* ((`(,steps . ,why) (agent-q-gate-test--run agent home dir work model 2))
+               (result (car (alist-get 'results (nth 1 steps))))
+               (ran (file-exists-p (expand-file-name marker work))))
+    (ert-info (why)
+      ;; Emacs was never asked, nor audited anything.
+      (should-not agent-q-gate-test--asked)
+      (should-not (file-exists-p agent-q-audit-file))
+      (if (and (eq agent 'codex) (eq unreachable 'ask))
+          ;; Codex's own flow: its approval_policy = "never" runs it.
+          (should ran)
+        (should-not ran)
+        (unless (eq agent 'codex)
+          (should (eq (alist-get 'error result) t)))
+        (when (eq unreachable 'deny)
+          (should (string-match-p "agent-q could not ask Emacs"
+                                  (alist-get 'text result))))))))
+
+(ert-deftest agent-q-gate-test-claude-unreachable ()
+  "Claude Code -p with Emacs's server stopped: ask, which -p refuses; nothing runs."
+  (agent-q-gate-test--unreachable 'claude 'stopped))
+
+(ert-deftest agent-q-gate-test-gemini-unreachable ()
+  "Gemini CLI with a stale connection file: ask makes -p wait; deny refuses.
+See `agent-q-gate-test--gemini-waits'."
+  (agent-q-gate-test--unreachable 'gemini 'stale))
+
+(ert-deftest agent-q-gate-test-codex-unreachable ()
+  "Codex CLI with Emacs's server stopped: its own approval policy; --unreachable deny refuses."
+  (agent-q-gate-test--unreachable 'codex 'stopped))
+
+(defun agent-q-gate-test--start (agent home dir work model output)
+  "Start AGENT in WORK (HOME, DIR, MODEL as `agent-q-gate-test--run'), into OUTPUT.
+Return its process, its input closed."
+  (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
+         (default-directory work)
+         (process-environment
+          (agent-q-agents-test--environment
+           home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
+                      (nthcdr 2 setup))))
+         (process (make-process :name "agent-q-gate-agent" :noquery t
+                                :buffer output :connection-type 'pipe
+                                :command (cons (agent-q-agents-test--program agent)
+                                               (nth 1 setup)))))
+    (process-send-eof process)
+    process))
+
+(defun agent-q-gate-test--kill-agent (pid)
+  "Kill the process PID and its descendants, all but the agent-q hooks among them.
+As when an agent crashes or is killed: Claude Code, Gemini CLI and
+Codex CLI each run as a launcher and the agent proper, and the hook,
+its child, is left behind, waiting for Emacs's answer."
+  (let* ((all (mapcar (lambda (p) (cons p (process-attributes p))) (list-system-processes)))
+         (tree (list pid))
+         (grew t))
+    (while grew
+      (setq grew nil)
+      (dolist (p all)
+        (when (and (memq (alist-get 'ppid (cdr p)) tree) (not (memq (car p) tree)))
+          (push (car p) tree)
+          (setq grew t))))
+    (dolist (p tree)
+      (unless (string-match-p "agent-q-mcp hook"
+                              (or (alist-get 'args (cdr (assq p all))) ""))
+        (signal-process p 'KILL)))))
+
+(defun agent-q-gate-test--wait-pending (n)
+  "Wait until N calls are pending in Emacs."
+  (agent-q-agents-test--wait (lambda () (= (length agent-q--pending) n)) 60
+                             (format "%d calls pending" n)))
+
+(defun agent-q-gate-test--later (tool args)
+  "Record TOOL and ARGS; leave the call pending, as a user who has not answered yet."
+  (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
+  :later)
+
+(defun agent-q-gate-test--killed (agent)
+  "AGENT killed while its own shell call waits in Emacs: the call is withdrawn.
+It leaves `agent-q--pending', the audit says the agent withdrew it, and
+a late answer harms nothing: the command never runs."
+  (agent-q-gate-test--with-agent-dirs agent
+    (let* ((marker (format "late-%d" (random 1000000)))
+           (agent-q-approval-function #'agent-q-gate-test--later)
+           (output (generate-new-buffer " *agent-q-gate-agent*"))
+           (process nil)
+           key)
+      (unwind-protect
+          (progn
+            (agent-q-gate-mode 1)
+            (agent-q-mcp-start)
+            (setq model (agent-q-agents-test--start-model
+                         dir (agent-q-agents-test--prop agent :dialect)
+                         (list (agent-q-gate-test--shell-step agent (concat "touch " marker))
+                               '((text . "Done.")))))
+            (setq process (agent-q-gate-test--start agent home dir work model output))
+            (agent-q-agents-test--wait (lambda () agent-q--pending) agent-q-agents-test--timeout
+                                       (format "%s's call to wait in Emacs" agent))
+            (setq key (car (hash-table-keys agent-q-gate--requests)))
+            (should key)
+            ;; The agent is killed, hard, while the call waits; its hook is left.
+            (agent-q-gate-test--kill-agent (process-id process))
+            (agent-q-agents-test--wait (lambda () (not agent-q--pending)) 30
+                                       "the call's withdrawal")
+            (should-not (gethash key agent-q-gate--requests))
+            (let ((record (car (last (agent-q-agents-test--json-lines agent-q-audit-file)))))
+              (should (equal (alist-get 'event record) "cancelled"))
+              (should (equal (alist-get 'tool record) "shell_command"))
+              (should (string-match-p "the agent withdrew the call" (alist-get 'content record)))
+              (should (string-match-p (format "\\`%s (own tools)" agent)
+                                      (alist-get 'client record))))
+            ;; A late answer: nothing to answer, no error, nothing runs.
+            (should-not (agent-q-gate--answer key 'allow))
+            (should-not (agent-q--core-mcp-gate-answer key 'allow nil))
+            (sleep-for 0.5)
+            (should-not (file-exists-p (expand-file-name marker work)))
+            (should (= 1 (length agent-q-gate-test--asked))))
+        (when (and process (process-live-p process))
+          (delete-process process))
+        (kill-buffer output)))))
+
+(ert-deftest agent-q-gate-test-claude-killed ()
+  "Claude Code killed while its Bash call waits in Emacs.  See `agent-q-gate-test--killed'."
+  (agent-q-gate-test--killed 'claude))
+
+(ert-deftest agent-q-gate-test-gemini-killed ()
+  "Gemini CLI killed while its shell call waits in Emacs.  See `agent-q-gate-test--killed'."
+  (agent-q-gate-test--killed 'gemini))
+
+(ert-deftest agent-q-gate-test-codex-killed ()
+  "Codex CLI killed while its shell call waits in Emacs.  See `agent-q-gate-test--killed'."
+  (agent-q-gate-test--killed 'codex))
 
 (provide 'agent-q-gate-test)
 

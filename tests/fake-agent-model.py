@@ -35,7 +35,8 @@ offers them): they are answered with a JSON object that fits the
 response schema they ask for (or a short text) and take no step.
 
 Every request is appended to --record as one JSON line before it is answered:
-{"path", "kind" ("step" or "helper"), "step", "results", "body"}, where
+{"path", "kind" ("step" or "helper"), "step", "results", "body", "time"
+(when it was received, seconds since the epoch)}, where
 "results" lists the tool results the request carries, oldest first, each
 {"name", "text", "error"} (error: true, false, or null when the dialect
 does not say), so a test can check what the agent sent back to its model.
@@ -314,7 +315,8 @@ def main():
                     number = state["steps"]
                 steps = state["script"]
             entry = {"path": self.path, "kind": "step" if offers_tools else "helper",
-                     "step": number, "results": results, "body": body}
+                     "step": number, "results": results, "body": body,
+                     "time": time.time()}
             self.record(entry)
             model = body.get("model") or "scripted"
 

@@ -12,6 +12,8 @@
 //!   refused, the gate off, an unreadable input, any error): the agent's own flow — Claude and
 //!   Gemini `ask`, Codex no output — with the reason on stderr; never an allow. With
 //!   `--unreachable deny`, a deny whose reason says why.
+//! - The agent gone while its call waits (killed: the pipe it reads the hook's answer from is
+//!   closed): the request is dropped, so Emacs withdraws the call (see `agent_gone`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -143,7 +145,7 @@ fn ask_emacs(options: &HookOptions, request: &GateRequest) -> Result<GateAnswer,
         .enable_all()
         .build()
         .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
-    runtime.block_on(async {
+    let asked = async {
         let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
         let response = client
             .post(url.clone())
@@ -171,5 +173,67 @@ fn ask_emacs(options: &HookOptions, request: &GateRequest) -> Result<GateAnswer,
                 text.trim().chars().take(500).collect::<String>()
             ))),
         }
+    };
+    runtime.block_on(async {
+        // The agent gone (killed, or it closed the hook's output), the request is dropped: its
+        // connection closes, and Emacs withdraws the call.
+        tokio::select! {
+            answer = asked => answer,
+            () = agent_gone() => Err(HookError::Refused(
+                "the agent stopped reading the hook's answer (it was interrupted or killed)".into(),
+            )),
+        }
     })
+}
+
+/// Resolves once the agent can no longer read the hook's answer: the read end of the hook's
+/// standard output (a pipe from the agent) is closed, as when the agent is killed while its
+/// call waits in Emacs. Never resolves when standard output is not such a pipe (a terminal, a
+/// file). A thread blocked in `poll` waits for it: no busy loop.
+async fn agent_gone() {
+    let (tell, gone) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("agent-q-hook-watch".into())
+        .spawn(move || {
+            if output_reader_gone() {
+                let _ = tell.send(());
+            }
+        });
+    if spawned.is_ok() && gone.await.is_ok() {
+        return;
+    }
+    std::future::pending::<()>().await;
+}
+
+/// Block until the read end of standard output is closed (true), or until that cannot be
+/// told (false).
+#[cfg(unix)]
+fn output_reader_gone() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, -1) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        if fd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            return true;
+        }
+        if fd.revents & libc::POLLNVAL != 0 {
+            return false;
+        }
+    }
+}
+
+/// Elsewhere the agent's going away is not watched: the hook waits for Emacs's answer.
+#[cfg(not(unix))]
+fn output_reader_gone() -> bool {
+    false
 }

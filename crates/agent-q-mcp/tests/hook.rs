@@ -253,6 +253,47 @@ fn a_killed_hook_withdraws_its_request() {
         .complete_gate(key, agent_q_core::gate::GateAnswer::NoOpinion));
 }
 
+#[cfg(unix)]
+#[test]
+fn the_agent_gone_withdraws_the_request_of_its_living_hook() {
+    // The agent killed, its hook left running: the read end of the hook's stdout closes.
+    let fixture = start();
+    fixture.hub.set_gating(true);
+    let file = write_connection(&temp_dir("gone"), &fixture.url(), &fixture.token, std::process::id());
+    let mut child = command(&["--agent", "claude"], &file).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(claude_bash("wait for me").as_bytes())
+        .unwrap();
+    let key = match &fixture.next_events()[..] {
+        [Event::Gate { key, request }] if request.tool == "Bash" => *key,
+        other => panic!("{other:?}"),
+    };
+    // Still waiting for Emacs while its agent reads its output.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "the hook stopped waiting");
+    assert!(fixture.hub.take_events().is_empty());
+    drop(child.stdout.take());
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let events = fixture.hub.take_events();
+        if !events.is_empty() {
+            assert_eq!(events, vec![Event::GateWithdrawn { key }]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "never withdrawn");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And the hook ends by itself.
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the hook never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn an_allowed_call_costs_little() {
     let (_fixture, _driver, file) = serving("latency");

@@ -33,6 +33,7 @@
 pub mod domain;
 pub mod rule;
 pub mod shell;
+pub mod suggest;
 mod wrappers;
 
 use std::fmt;
