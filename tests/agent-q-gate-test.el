@@ -184,7 +184,7 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
     (should (equal (nth 1 (car (last agent-q-gate-test--asked)))
                    '(:command "echo ok" :directory "/tmp")))
     ;; Other tools are left to the agent; agent-q's own, always.
-    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "write" :path "/x")))
+    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "other")))
     (agent-q-gate-request 5 (list :agent 'claude :kind '(:kind "agent-q" :tool "read_file")))
     (should (equal (agent-q-gate-test--answer 4) '(no-opinion nil)))
     (should (equal (agent-q-gate-test--answer 5) '(no-opinion nil)))
