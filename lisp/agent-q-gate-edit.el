@@ -301,7 +301,8 @@ a relative name without a working directory."
          (format "edit %s" (mapconcat (lambda (f) (plist-get f :path)) files ", ")))))))
 
 (defun agent-q-gate-edit--decided (key props files ids results)
-  "Answer the gate request KEY (PROPS) about FILES, whose calls IDS gave RESULTS."
+  "Answer the gate request KEY (PROPS) about FILES.
+IDS are the ids of its calls, one a file; RESULTS their results."
   (remhash key agent-q-gate--requests)
   (let ((texts (mapcar (lambda (id)
                          (prog1 (gethash id agent-q-gate-edit--outcomes)

@@ -440,7 +440,7 @@ Not in batch Emacs, where the bell would go into its output."
 
 ;;;###autoload
 (define-minor-mode agent-q-gate-mode
-  "Decide the terminal agents' own commands, reads, fetches and edits in Emacs.
+  "Decide in Emacs the terminal agents' own commands, reads, fetches, edits.
 While it is on and the MCP server runs (`agent-q-mcp-start'), the hook
 command `agent-q-mcp hook --agent AGENT', configured in an agent's
 settings, hands each of the agent's own tool calls to Emacs.  A shell
@@ -455,9 +455,9 @@ An edit (Edit, MultiEdit, Write, replace, write_file, apply_patch) is
 a call of agent_edit for each file, whose approval is the per-hunk
 review (unless an allow rule with :path covers a file that is not
 protected): the agent writes exactly the accepted hunks, and is
-denied when none is accepted.  `agent-q-gate-notify' says when a call waits for the user.  The other
-tools get `agent-q-gate-other-tools'.  While it is off, the hook falls
-back to the agent's own prompt."
+denied when none is accepted.  `agent-q-gate-notify' says when a call
+waits for the user.  The other tools get `agent-q-gate-other-tools'.
+While it is off, the hook falls back to the agent's own prompt."
   :global t
   :group 'agent-q-gate
   (require 'agent-q-mcp)

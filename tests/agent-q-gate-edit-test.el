@@ -46,6 +46,7 @@
 
 (defvar agent-q-review--review-driver)
 (defvar agent-q-review--this-review)
+(defvar agent-q-ide--reviews)
 
 ;;;; The module's proposed text
 
@@ -275,6 +276,7 @@ The file holds `agent-q-gate-edit-test--old'."
     (let ((answers nil)
           (agent-q-audit-file (make-temp-file "agent-q-audit"))
           (agent-q-gate-edit--reviewed nil)
+          (agent-q-ide--reviews nil)
           (agent-q-review--review-driver (agent-q-gate-edit-test--driver '(accept reject))))
       (unwind-protect
           (cl-letf (((symbol-function 'agent-q--core-ide-answer)
