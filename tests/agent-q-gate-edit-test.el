@@ -309,6 +309,161 @@ The file holds `agent-q-gate-edit-test--old'."
               (should (equal accepted '(nil)))))
         (delete-file agent-q-audit-file)))))
 
+;;;; The real agents
+
+(defun agent-q-gate-edit-test--real-driver (buffer)
+  "Drive the review in BUFFER as the real-agent tests do.
+f.txt: accept the first hunk, reject the second; g.txt: reject all;
+any other file (the agent's settings): accept all."
+  (with-current-buffer buffer
+    (let* ((review agent-q-review--this-review)
+           (decisions (agent-q-review--review-decisions review))
+           (name (file-name-nondirectory (agent-q-review-file review))))
+      (push name agent-q-gate-edit-test--reviewed)
+      (dotimes (i (length decisions))
+        (aset decisions i (pcase name
+                            ("f.txt" (if (= i 0) 'accept 'reject))
+                            ("g.txt" 'reject)
+                            (_ 'accept))))
+      (agent-q-review--finish review))))
+
+(defvar agent-q-gate-edit-test--reviewed nil
+  "The names of the files reviewed, newest first.")
+
+(defconst agent-q-gate-edit-test--old-span
+  "two\nthree\nfour\nfive\nsix\nseven\neight\na\nb\nc\nd\ne\nf\ng\nh\nnine"
+  "The part of the test file an edit replaces.")
+
+(defconst agent-q-gate-edit-test--new-span
+  "TWO\nthree\nfour\nfive\nsix\nseven\neight\na\nb\nc\nd\ne\nf\ng\nh\nNINE"
+  "What the edit puts there: two changes, far apart.")
+
+(defun agent-q-gate-edit-test--settings (agent work)
+  "The settings file of AGENT in WORK that the test writes, and its text."
+  (pcase agent
+    ('claude (cons (expand-file-name ".claude/settings.json" work) "{\"permissions\":{}}\n"))
+    ('gemini (cons (expand-file-name ".gemini/settings.json" work) "{\"general\":{}}\n"))
+    ('codex (cons (expand-file-name ".codex/hooks.json" work) "{\"hooks\":{}}\n"))))
+
+(defun agent-q-gate-edit-test--steps (agent work)
+  "The scripted model's steps for AGENT in WORK."
+  (let ((f (expand-file-name "f.txt" work))
+        (g (expand-file-name "g.txt" work))
+        (settings (agent-q-gate-edit-test--settings agent work)))
+    (pcase agent
+      ('claude
+       `(((tool . "Read") (arguments (file_path . ,f)))
+         ((tool . "Edit") (arguments (file_path . ,f)
+                                     (old_string . ,agent-q-gate-edit-test--old-span)
+                                     (new_string . ,agent-q-gate-edit-test--new-span)))
+         ((tool . "Read") (arguments (file_path . ,g)))
+         ((tool . "Edit") (arguments (file_path . ,g)
+                                     (old_string . ,agent-q-gate-edit-test--old-span)
+                                     (new_string . ,agent-q-gate-edit-test--new-span)))
+         ((tool . "Write") (arguments (file_path . ,(car settings))
+                                      (content . ,(cdr settings))))
+         ((text . "Done."))))
+      ('gemini
+       `(((tool . "replace") (arguments (file_path . ,f)
+                                        (instruction . "Two changes")
+                                        (old_string . ,agent-q-gate-edit-test--old-span)
+                                        (new_string . ,agent-q-gate-edit-test--new-span)))
+         ((tool . "replace") (arguments (file_path . ,g)
+                                        (instruction . "Two changes")
+                                        (old_string . ,agent-q-gate-edit-test--old-span)
+                                        (new_string . ,agent-q-gate-edit-test--new-span)))
+         ((tool . "write_file") (arguments (file_path . ,(car settings))
+                                           (content . ,(cdr settings))))
+         ((text . "Done."))))
+      ('codex
+       (let ((patch (lambda (name)
+                      (format "*** Begin Patch\n*** Update File: %s\n@@\n one\n-two\n+TWO\n@@ h\n-nine\n+NINE\n*** End Patch\n"
+                              name))))
+         `(((tool . "apply_patch") (arguments (input . ,(funcall patch "f.txt"))))
+           ((tool . "apply_patch") (arguments (input . ,(funcall patch "g.txt"))))
+           ((tool . "apply_patch")
+            (arguments (input . ,(format "*** Begin Patch\n*** Add File: .codex/hooks.json\n+%s*** End Patch\n"
+                                         (cdr settings)))))
+           ((text . "Done."))))))))
+
+(defun agent-q-gate-edit-test--agent (agent)
+  "AGENT's own edits under -p, through its hook, reviewed in Emacs.
+f.txt: one hunk accepted, one rejected, and the file has exactly the
+accepted one; g.txt: all rejected, unchanged, the model told; the
+agent's settings file: reviewed although an allow rule covers its
+folder; the audit names the agent."
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-edit-agent" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (settings (agent-q-gate-edit-test--settings agent work))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-gate-test--deny-all)
+         (agent-q-approval-rules
+          `(("agent_edit" (:path ,(concat (file-name-directory (car settings)) "**")) allow)))
+         (agent-q-review--review-driver #'agent-q-gate-edit-test--real-driver)
+         (agent-q-gate-edit-test--reviewed nil)
+         (agent-q-gate-test--asked nil)
+         (agent-q-mcp-port 0)
+         (steps (agent-q-gate-edit-test--steps agent work))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory (file-name-directory (car settings)) t)
+          (agent-q-agents-test--write (expand-file-name "f.txt" work) agent-q-gate-edit-test--old)
+          (agent-q-agents-test--write (expand-file-name "g.txt" work) agent-q-gate-edit-test--old)
+          (let ((default-directory work))
+            (should (eq 0 (call-process "git" nil nil nil "init" "-q"))))
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect) steps))
+          (pcase-let ((`(,requests . ,why)
+                       (agent-q-gate-test--run agent home dir work model (length steps))))
+            (ert-info (why)
+              (should (equal (agent-q-agents-test--read (expand-file-name "f.txt" work))
+                             agent-q-gate-edit-test--first))
+              (should (equal (agent-q-agents-test--read (expand-file-name "g.txt" work))
+                             agent-q-gate-edit-test--old))
+              (let* ((results (alist-get 'results (car (last requests))))
+                     (rejected (nth (if (eq agent 'claude) 3 1) results)))
+                (should (string-match-p "rejected" (alist-get 'text rejected))))
+              (should (equal (reverse agent-q-gate-edit-test--reviewed)
+                             (list "f.txt" "g.txt" (file-name-nondirectory (car settings)))))
+              ;; Claude Code guards its own settings itself: even allowed by the
+              ;; hook, it asks, which -p refuses.  The others write the accepted text.
+              (if (eq agent 'claude)
+                  (should-not (file-exists-p (car settings)))
+                (should (equal (agent-q-agents-test--read (car settings)) (cdr settings))))
+              (let ((edits (cl-remove-if-not
+                            (lambda (r) (equal (alist-get 'tool r) "agent_edit"))
+                            (agent-q-agents-test--json-lines agent-q-audit-file))))
+                (should edits)
+                (dolist (record edits)
+                  (should (string-match-p (format "\\`%s (own tools)" agent)
+                                          (alist-get 'client record))))))))
+      (when (and model (process-live-p (car model)))
+        (delete-process (car model)))
+      (when model
+        (kill-buffer (process-buffer (car model))))
+      (agent-q-mcp-stop)
+      (agent-q-gate-mode -1)
+      (agent-q-cancel-pending)
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-gate-edit-test-claude ()
+  "Claude Code's own Edit and Write, reviewed.  See `agent-q-gate-edit-test--agent'."
+  (agent-q-gate-edit-test--agent 'claude))
+
+(ert-deftest agent-q-gate-edit-test-gemini ()
+  "Gemini CLI's own replace and write_file, reviewed.  See `agent-q-gate-edit-test--agent'."
+  (agent-q-gate-edit-test--agent 'gemini))
+
+(ert-deftest agent-q-gate-edit-test-codex ()
+  "Codex CLI's own apply_patch, reviewed.  See `agent-q-gate-edit-test--agent'."
+  (agent-q-gate-edit-test--agent 'codex))
+
 (provide 'agent-q-gate-edit-test)
 
 ;;; agent-q-gate-edit-test.el ends here

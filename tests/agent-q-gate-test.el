@@ -449,6 +449,11 @@ and Gemini's policy, then read from its user policies, not --policy."
                   "[[rule]]\ntoolName = \"web_fetch\"\ndecision = \"allow\"\n"
                   "priority = 900\n"
                   "[[rule]]\ntoolName = \"read_file\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  ;; Its edits: reviewed in Emacs (agent-q-gate-edit-test).
+                  "[[rule]]\ntoolName = \"replace\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  "[[rule]]\ntoolName = \"write_file\"\ndecision = \"allow\"\n"
                   "priority = 900\n"))
          (agent-q-agents-test--write
           (expand-file-name ".gemini/settings.json" home)
@@ -488,7 +493,7 @@ and Gemini's policy, then read from its user policies, not --policy."
             (json-encode
              `((hooks
 		(PreToolUse
-		 . [((matcher . "Bash")
+		 . [((matcher . "^(Bash|apply_patch)$")
                      (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
 				(timeout . 600))]))]))))))
          (list "exec_command"
