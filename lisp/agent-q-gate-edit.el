@@ -53,7 +53,9 @@
 ;; writes exactly the accepted text -- Claude's Edit and Gemini's
 ;; replace replace the whole current text by it, MultiEdit gets one
 ;; such edit, Write and write_file get it as their content, Codex a new
-;; patch of the accepted files (see `agent-q-gate-edit--rewrite'); none
+;; patch of the accepted files, as its apply_patch tool or as the
+;; "apply_patch <<EOF" command given to its shell (which the core
+;; recognizes as a patch) (see `agent-q-gate-edit--rewrite'); none
 ;; accepted, deny, telling the model that the user rejected the edit.
 ;;
 ;; When the gate has reviewed FILE to TEXT, the IDE companion's
@@ -372,7 +374,11 @@ files and leaving the others alone."
                                             (plist-get f :new-file))))
                         "")
                        "*** End Patch\n")))
-          (agent-q-gate-edit--put-patch input patch)))))))
+          (if (equal tool "apply_patch")
+              (agent-q-gate-edit--put-patch input patch)
+            ;; Given to Codex's shell as apply_patch <<EOF: the same form.
+            (plist-put input :command
+                       (concat "apply_patch <<'AGENT_Q_PATCH'\n" patch "AGENT_Q_PATCH\n")))))))))
 
 (defun agent-q-gate-edit--put-patch (input patch)
   "INPUT, a Codex apply_patch input, with its patch replaced by PATCH."

@@ -346,7 +346,10 @@ any other file (the agent's settings): accept all."
     ('codex (cons (expand-file-name ".codex/hooks.json" work) "{\"hooks\":{}}\n"))))
 
 (defun agent-q-gate-edit-test--steps (agent work)
-  "The scripted model's steps for AGENT in WORK."
+  "The scripted model's steps for AGENT in WORK.
+Codex offers its apply_patch tool only to models it knows: the scripted
+one gives the patch to its shell (apply_patch <<EOF), which Codex runs
+as its patch tool, and its hook sees as a Bash command."
   (let ((f (expand-file-name "f.txt" work))
         (g (expand-file-name "g.txt" work))
         (settings (agent-q-gate-edit-test--settings agent work)))
@@ -379,11 +382,12 @@ any other file (the agent's settings): accept all."
        (let ((patch (lambda (name)
                       (format "*** Begin Patch\n*** Update File: %s\n@@\n one\n-two\n+TWO\n@@ h\n-nine\n+NINE\n*** End Patch\n"
                               name))))
-         `(((tool . "apply_patch") (arguments (input . ,(funcall patch "f.txt"))))
-           ((tool . "apply_patch") (arguments (input . ,(funcall patch "g.txt"))))
-           ((tool . "apply_patch")
-            (arguments (input . ,(format "*** Begin Patch\n*** Add File: .codex/hooks.json\n+%s*** End Patch\n"
-                                         (cdr settings)))))
+         `(((tool . "exec_command") (arguments (cmd . ,(concat "apply_patch <<'EOF'\n" (funcall patch "f.txt") "EOF\n"))))
+           ((tool . "exec_command") (arguments (cmd . ,(concat "apply_patch <<'EOF'\n" (funcall patch "g.txt") "EOF\n"))))
+           ((tool . "exec_command")
+            (arguments
+             (cmd . ,(format "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: .codex/hooks.json\n+%s*** End Patch\nEOF\n"
+                             (cdr settings)))))
            ((text . "Done."))))))))
 
 (defun agent-q-gate-edit-test--agent (agent)
@@ -431,9 +435,10 @@ folder; the audit names the agent."
                 (should (string-match-p "rejected" (alist-get 'text rejected))))
               (should (equal (reverse agent-q-gate-edit-test--reviewed)
                              (list "f.txt" "g.txt" (file-name-nondirectory (car settings)))))
-              ;; Claude Code guards its own settings itself: even allowed by the
-              ;; hook, it asks, which -p refuses.  The others write the accepted text.
-              (if (eq agent 'claude)
+              ;; Claude Code and Codex guard their own settings themselves: even
+              ;; allowed by the hook, Claude asks (which -p refuses) and Codex
+              ;; refuses a write to .codex/.  Gemini writes the accepted text.
+              (if (memq agent '(claude codex))
                   (should-not (file-exists-p (car settings)))
                 (should (equal (agent-q-agents-test--read (car settings)) (cdr settings))))
               (let ((edits (cl-remove-if-not

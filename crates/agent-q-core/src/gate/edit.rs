@@ -379,6 +379,17 @@ mod tests {
     }
 
     #[test]
+    fn codex_heredoc_patch() {
+        use super::super::codex::heredoc_patch;
+        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n";
+        assert_eq!(heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\n")).as_deref(), Some(patch));
+        assert_eq!(heredoc_patch(&format!("apply_patch <<EOF\n{patch}EOF")).as_deref(), Some(patch));
+        assert_eq!(heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\nrm -rf x\n")), None);
+        assert_eq!(heredoc_patch("apply_patch <<'EOF'\nls\nEOF\n"), None);
+        assert_eq!(heredoc_patch("echo <<'EOF'\nx\nEOF\n"), None);
+    }
+
+    #[test]
     fn section_round_trips() {
         let old = "a\nb\nc\n";
         let new = "a\nB\nc\nd\n";
