@@ -53,7 +53,11 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
 pub(super) fn heredoc_patch(command: &str) -> Option<String> {
     let command = command.trim();
     let (first, rest) = command.split_once('\n')?;
-    let delimiter = first.trim().strip_prefix("apply_patch")?.trim_start().strip_prefix("<<")?;
+    let delimiter = first
+        .trim()
+        .strip_prefix("apply_patch")?
+        .trim_start()
+        .strip_prefix("<<")?;
     let delimiter = delimiter.trim();
     let delimiter = ['\'', '"']
         .iter()

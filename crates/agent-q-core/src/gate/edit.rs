@@ -382,9 +382,18 @@ mod tests {
     fn codex_heredoc_patch() {
         use super::super::codex::heredoc_patch;
         let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n";
-        assert_eq!(heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\n")).as_deref(), Some(patch));
-        assert_eq!(heredoc_patch(&format!("apply_patch <<EOF\n{patch}EOF")).as_deref(), Some(patch));
-        assert_eq!(heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\nrm -rf x\n")), None);
+        assert_eq!(
+            heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\n")).as_deref(),
+            Some(patch)
+        );
+        assert_eq!(
+            heredoc_patch(&format!("apply_patch <<EOF\n{patch}EOF")).as_deref(),
+            Some(patch)
+        );
+        assert_eq!(
+            heredoc_patch(&format!("apply_patch <<'EOF'\n{patch}EOF\nrm -rf x\n")),
+            None
+        );
         assert_eq!(heredoc_patch("apply_patch <<'EOF'\nls\nEOF\n"), None);
         assert_eq!(heredoc_patch("echo <<'EOF'\nx\nEOF\n"), None);
     }
