@@ -483,9 +483,7 @@ and Gemini's policy, then read from its user policies, not --policy."
        (let ((codex-home (expand-file-name ".codex" home)))
          (agent-q-agents-test--write
           (expand-file-name "config.toml" codex-home)
-          ;; apply_patch as Codex offers it to its own models: a freeform tool.
-          (string-replace "[features]\n" "[features]\napply_patch_freeform = true\n"
-                          (agent-q-agents-test--codex-config model)))
+          (agent-q-agents-test--codex-config model))
          ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
          ;; By the command, the hook is also trusted in config.toml: no bypass.
          (if agent-q-gate-test--by-command

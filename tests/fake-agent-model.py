@@ -23,8 +23,6 @@ request (one that offers tools) gets the Nth step, which is either
   {"tool": "NAME", "arguments": {...}}          a call of the tool NAME
   {"tool": "NAME", "namespace": "NS", ...}      (responses) a call inside a
                                                 namespace tool
-  {"tool": "NAME", "input": "TEXT"}             (responses) a call of the
-                                                freeform (custom) tool NAME
   {"text": "Some text"}                         a final answer
 
 A step's call id is "call_N" (N counts from 1).  Requests that offer no
@@ -101,12 +99,11 @@ def gemini_results(body):
 
 
 def responses_results(body):
-    """The function_call_output (and custom_tool_call_output) items in a Responses request."""
+    """The function_call_output items in a Responses request."""
     results = []
     items = body.get("input")
     for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and item.get("type") in ("function_call_output",
-                                                     "custom_tool_call_output"):
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
             results.append({"name": item.get("call_id"),
                             "text": text_of(item.get("output")),
                             "error": None})
@@ -200,10 +197,7 @@ def responses_events(step, number, model):
     response = {"id": f"resp_{number}", "object": "response", "created_at": 0,
                 "model": model, "status": "in_progress", "output": []}
     yield sse("response.created", {"type": "response.created", "response": response})
-    if "tool" in step and "input" in step:
-        item = {"type": "custom_tool_call", "id": f"ctc_{number}", "call_id": f"call_{number}",
-                "name": step["tool"], "input": step["input"]}
-    elif "tool" in step:
+    if "tool" in step:
         item = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
                 "name": step["tool"], "arguments": json.dumps(step.get("arguments", {}))}
         if step.get("namespace"):
