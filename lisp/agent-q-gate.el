@@ -58,11 +58,17 @@
 ;; agent_fetch, decided by the :domain approval rules, else asked; the
 ;; fetch itself is the agent's.
 ;;
+;; An edit (Claude's Edit, MultiEdit and Write, Gemini's replace and
+;; write_file, Codex's apply_patch) goes through agent-q's per-hunk
+;; review, one call of the private tool agent_edit for each file, and
+;; the agent writes exactly the hunks the user accepted: see
+;; lisp/agent-q-gate-edit.el.
+;;
 ;; When such a call starts waiting for the user, who may be looking at
 ;; the agent's terminal, Emacs says so (`agent-q-gate-notify').
 ;;
-;; The other tools (edits, writes, searches) are not decided here yet:
-;; they are left to the agent (`agent-q-gate-other-tools').
+;; The other tools (searches, notebooks, unknown tools) are not decided
+;; here: they are left to the agent (`agent-q-gate-other-tools').
 
 ;;; Code:
 
@@ -73,6 +79,7 @@
 (require 'agent-q-async)
 (require 'agent-q-rules)
 (require 'agent-q-guard)
+(require 'agent-q-gate-edit)
 
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
@@ -93,8 +100,9 @@
 
 (defcustom agent-q-gate-other-tools 'no-opinion
   "What Emacs answers about an agent's own tool it does not decide yet.
-Shell commands, reads and fetches are decided in Emacs; edits,
-writes, searches and unknown tools get this answer.  `no-opinion'
+Shell commands, reads, fetches and edits (with writes and patches)
+are decided in Emacs; searches, notebook edits and unknown tools get
+this answer.  `no-opinion'
 leaves them to the agent, exactly as without the hook (its own rules
 and prompt); `ask' makes the agent ask with its own prompt every time
 \(under a non-interactive run, such as claude -p, that refuses them)."
@@ -192,6 +200,7 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
           :categories '(:network)
           :handler #'agent-q-gate--approve-fetch)
          registry)
+        (agent-q-gate-edit-register registry)
         (setq agent-q-gate--registry registry))))
 
 (defun agent-q-gate-call-agent (context)
@@ -263,6 +272,7 @@ once with the answer instead of the server's hook."
                                   (agent-q-gate--read-paths props (plist-get kind :paths))))
       ("fetch" (agent-q-gate--each key props agent-q-gate-fetch-tool :url
                                    (agent-q-gate--strings (plist-get kind :urls))))
+      ((or "edit" "write" "patch") (agent-q-gate-edit-request key props kind))
       ("agent-q" (agent-q-gate--answer key 'no-opinion))
       (_ (agent-q-gate--answer key agent-q-gate-other-tools)))))
 
@@ -448,7 +458,7 @@ Not in batch Emacs, where the bell would go into its output."
 
 ;;;###autoload
 (define-minor-mode agent-q-gate-mode
-  "Decide the terminal agents' own shell commands, reads and fetches in Emacs.
+  "Decide in Emacs the terminal agents' own commands, reads, fetches, edits.
 While it is on and the MCP server runs (`agent-q-mcp-start'), the hook
 command `agent-q-mcp hook --agent AGENT', configured in an agent's
 settings, hands each of the agent's own tool calls to Emacs.  A shell
@@ -459,9 +469,13 @@ and audited under the name \"AGENT (own tools) SESSION\".  A read is
 a call of agent_read for each file, judged by the read guard with the
 agent's working directory as the allowed one; a fetch a call of
 agent_fetch for each URL, decided by the :domain rules, else asked.
-`agent-q-gate-notify' says when a call waits for the user.  The other
-tools get `agent-q-gate-other-tools'.  While it is off, the hook falls
-back to the agent's own prompt."
+An edit (Edit, MultiEdit, Write, replace, write_file, apply_patch) is
+a call of agent_edit for each file, whose approval is the per-hunk
+review (unless an allow rule with :path covers a file that is not
+protected): the agent writes exactly the accepted hunks, and is
+denied when none is accepted.  `agent-q-gate-notify' says when a call
+waits for the user.  The other tools get `agent-q-gate-other-tools'.
+While it is off, the hook falls back to the agent's own prompt."
   :global t
   :group 'agent-q-gate
   (require 'agent-q-mcp)

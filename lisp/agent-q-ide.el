@@ -59,7 +59,10 @@
 ;; changes neither the file nor its buffer; the agent gets the merged
 ;; text of the accepted hunks and writes it itself, after which a buffer
 ;; visiting the file is reverted (a 0.2 s timer watches the file's
-;; modification time until the buffer holds the text the agent got).  A deny rule of `agent-q-approval-rules' for the
+;; modification time until the buffer holds the text the agent got).
+;; An edit the gate (`agent-q-gate-mode') has just reviewed to exactly
+;; this text is accepted without a second review
+;; (`agent-q-gate-edit-take-reviewed').  A deny rule of `agent-q-approval-rules' for the
 ;; tool "write_file" (with :path, :mcp-client) rejects the edit without
 ;; showing it; every review and its outcome go to the audit log.
 
@@ -75,6 +78,7 @@
 (require 'agent-q-rules)
 (require 'agent-q-support)
 
+(declare-function agent-q-gate-edit-take-reviewed "agent-q-gate-edit" (file text))
 (declare-function agent-q--core-ide-start "agent-q-core" ())
 (declare-function agent-q--core-ide-stop "agent-q-core" ())
 (declare-function agent-q--core-ide-await-stopped "agent-q-core" ())
@@ -498,6 +502,13 @@ larger than `agent-q-ide--max-file-bytes'."
                             '(success . :json-false))
         (message "agent-q: rejected the edit of %s by %s without showing it: %s"
                  (abbreviate-file-name file) label why)))
+     ((and (fboundp 'agent-q-gate-edit-take-reviewed)
+           (agent-q-gate-edit-take-reviewed file content))
+      ;; The gate (`agent-q-gate-mode') has just reviewed this very edit.
+      (agent-q--core-ide-answer key (list :accepted content))
+      (agent-q-ide--watch file content)
+      (agent-q-ide--audit "result" id label file "gate" '(success . t)
+                          '(content . "reviewed already by the gate: not shown again")))
      (t
       (let* ((entry (list :key key :agent (plist-get event :agent) :path file
                           :tab (plist-get event :tab) :label label :id id

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod errors;
 pub mod exec;
 pub mod files;
+pub mod gate;
 pub mod ide;
 pub mod mcp;
 pub mod quit;

@@ -186,7 +186,7 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
     (should (equal (nth 1 (car (last agent-q-gate-test--asked)))
                    '(:command "echo ok" :directory "/tmp")))
     ;; Other tools are left to the agent; agent-q's own, always.
-    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "write" :path "/x")))
+    (agent-q-gate-request 4 (list :agent 'claude :kind '(:kind "other")))
     (agent-q-gate-request 5 (list :agent 'claude :kind '(:kind "agent-q" :tool "read_file")))
     (should (equal (agent-q-gate-test--answer 4) '(no-opinion nil)))
     (should (equal (agent-q-gate-test--answer 5) '(no-opinion nil)))
@@ -607,6 +607,11 @@ and Gemini's policy, then read from its user policies, not --policy."
                   "[[rule]]\ntoolName = \"web_fetch\"\ndecision = \"allow\"\n"
                   "priority = 900\n"
                   "[[rule]]\ntoolName = \"read_file\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  ;; Its edits: reviewed in Emacs (agent-q-gate-edit-test).
+                  "[[rule]]\ntoolName = \"replace\"\ndecision = \"allow\"\n"
+                  "priority = 900\n"
+                  "[[rule]]\ntoolName = \"write_file\"\ndecision = \"allow\"\n"
                   "priority = 900\n"))
          (agent-q-agents-test--write
           (expand-file-name ".gemini/settings.json" home)
@@ -646,7 +651,7 @@ and Gemini's policy, then read from its user policies, not --policy."
             (json-encode
              `((hooks
 		(PreToolUse
-		 . [((matcher . "Bash")
+		 . [((matcher . "^(Bash|apply_patch)$")
                      (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
 				(timeout . 600))]))]))))))
          (list "exec_command"

@@ -377,6 +377,10 @@ Every core function the module defines must be here (see the test
       (agent-q--core-diff-session-summary . ,(lambda () (list (agent-q-stress--session))))
       (agent-q--core-diff-hunks . ,(lambda () (list "a\nb\n" "a\nc\n")))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
+      (agent-q--core-gate-edit-text
+       . ,(lambda () (list "claude" "Edit" "{\"file_path\":\"/tmp/f\",\"old_string\":\"b\",\"new_string\":\"B\"}"
+                           "a\nb\n" nil)))
+      (agent-q--core-gate-patch-section . ,(lambda () (list "f.txt" "a\n" "b\n" nil)))
       (agent-q--core-execute . ,(lambda () (let ((args (agent-q-stress--call-args call)))
                                               (setf (nth 1 args) (list call))
                                               args)))

@@ -19,6 +19,13 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
     Ok(match tool {
         "Bash" | "shell" | "exec_command" | "local_shell" => {
             let (command, argv) = command_of(input, &["command", "cmd"])?;
+            // Codex runs `apply_patch <<'EOF' ... EOF` given to its shell as its patch tool.
+            if let Some(patch) = argv.is_none().then(|| heredoc_patch(&command)).flatten() {
+                return Ok(ToolKind::Patch {
+                    files: patch_files(&patch),
+                    patch,
+                });
+            }
             ToolKind::Shell {
                 command,
                 argv,
@@ -39,6 +46,39 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
         }
         _ => ToolKind::Other,
     })
+}
+
+/// The patch of COMMAND when it is exactly `apply_patch <<DELIM` (DELIM bare or quoted), the
+/// patch's lines and a line DELIM, and nothing else (a compound command stays a shell command).
+pub(super) fn heredoc_patch(command: &str) -> Option<String> {
+    let command = command.trim();
+    let (first, rest) = command.split_once('\n')?;
+    let delimiter = first
+        .trim()
+        .strip_prefix("apply_patch")?
+        .trim_start()
+        .strip_prefix("<<")?;
+    let delimiter = delimiter.trim();
+    let delimiter = ['\'', '"']
+        .iter()
+        .find_map(|q| delimiter.strip_prefix(*q).and_then(|d| d.strip_suffix(*q)))
+        .unwrap_or(delimiter);
+    if delimiter.is_empty() || delimiter.contains(char::is_whitespace) {
+        return None;
+    }
+    let mut patch = String::new();
+    let mut lines = rest.split('\n');
+    for line in lines.by_ref() {
+        if line == delimiter {
+            return lines
+                .all(|l| l.trim().is_empty())
+                .then_some(patch)
+                .filter(|p| p.starts_with("*** Begin Patch"));
+        }
+        patch.push_str(line);
+        patch.push('\n');
+    }
+    None
 }
 
 /// The first of NAMES in INPUT as a command line, and its argv when it came as an array.

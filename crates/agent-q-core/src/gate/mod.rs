@@ -9,7 +9,8 @@
 //! Emacs (see [`crate::mcp`]).
 //!
 //! Per agent: `claude.rs`, `gemini.rs`, `codex.rs` (field names and output shapes); the
-//! `apply_patch` format in `patch.rs`.
+//! `apply_patch` format in `patch.rs`; the text an edit leaves, and a patch writing a given
+//! text, in `edit.rs`.
 //!
 //! # What each answer becomes
 //!
@@ -33,6 +34,7 @@
 
 mod claude;
 mod codex;
+mod edit;
 mod gemini;
 mod patch;
 
@@ -40,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use thiserror::Error;
 
+pub use edit::{apply_patch_file, apply_text_edits, patch_section, EditError};
 pub use patch::{patch_files, PatchAction, PatchFile};
 
 /// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an
