@@ -342,7 +342,7 @@ The connection file is named when it is not the relay's default."
 agent-q's own MCP tools are left out (the server asks about them
 itself): by a lookahead for Claude Code and Gemini CLI, whose matchers
 are JavaScript regexps; Codex's matcher has no lookahead, so its shell
-tool is named."
+and patch tools are named."
   (let ((name (agent-q-connect--js-regexp-quote agent-q-connect--server-name))
         (command (agent-q-connect--hook-command agent)))
     (pcase agent
@@ -354,7 +354,7 @@ tool is named."
       ('gemini `((matcher . ,(format "^(?!mcp_%s_)" name))
                  (hooks . [((type . "command") (command . ,command)
                             (timeout . ,(* 1000 agent-q-mcp-agent-tool-timeout)))])))
-      ('codex `((matcher . "Bash")
+      ('codex `((matcher . "^(Bash|apply_patch)$")
                 (hooks . [((type . "command") (command . ,command)
                            (timeout . ,agent-q-mcp-agent-tool-timeout))]))))))
 
@@ -401,7 +401,8 @@ agent-q's hook made."
       (agent-q-connect--delete object 'hooks))))
 
 (defconst agent-q-connect--gemini-gated-tools
-  '("run_shell_command" "read_file" "read_many_files" "web_fetch")
+  '("run_shell_command" "read_file" "read_many_files" "web_fetch"
+    "write_file" "replace")
   "Gemini CLI's own tools that Emacs decides, which its policy then allows.")
 
 (defun agent-q-connect--gemini-policy-text ()

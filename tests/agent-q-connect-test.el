@@ -221,7 +221,8 @@
                                                             agent-q-mcp-connection-file))
                                         (timeout . 600000))]))])))))
       (let ((text (agent-q-connect-test--text policy)))
-        (dolist (tool '("run_shell_command" "read_file" "read_many_files" "web_fetch"))
+        (dolist (tool '("run_shell_command" "read_file" "read_many_files" "web_fetch"
+                        "write_file" "replace"))
           (should (string-match-p (format "^toolName = \"%s\"$" tool) text)))
         (should (string-match-p "^decision = \"allow\"$" text))
         (should (string-match-p "^allowRedirection = true$" text)))
@@ -243,7 +244,7 @@
       (let ((json (alist-get 'hooks (agent-q-connect-test--json hooks))))
         (should (equal (mapcar #'car json) '(PostToolUse PreToolUse)))
         (should (equal (alist-get 'PreToolUse json)
-                       `[((matcher . "Bash")
+                       `[((matcher . "^(Bash|apply_patch)$")
                           (hooks . [((type . "command")
                                      (command . ,(agent-q-connect-test--hook 'codex))
                                      (timeout . 600))]))])))
@@ -257,7 +258,7 @@
                  (concat "trusted_hash = \"sha256:"
                          (secure-hash
                           'sha256
-                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"Bash\"}"
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
                                   (agent-q-connect-test--hook 'codex)))
                          "\"")
                  text))
