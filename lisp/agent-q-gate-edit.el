@@ -247,11 +247,17 @@ protected; otherwise reviewed.  The outcome goes to
 (defun agent-q-gate-edit--files (props kind)
   "The files of the edit KIND of the request PROPS: a list of plists.
 Each has :path (as the call names it), :file (absolute) and :index
-\(the file's number in a patch).  Signal an error for a remote file or
-a relative name without a working directory."
+\(the file's number in a patch).  Signal an error for a remote file, a
+relative name without a working directory, or a patch that moves a
+file."
   (let ((cwd (agent-q-gate--cwd props))
         (paths (pcase (plist-get kind :kind)
-                 ("patch" (mapcar (lambda (f) (plist-get f :path))
+                 ("patch" (mapcar (lambda (f)
+                                    ;; The review shows one file's change; a move writes
+                                    ;; another file, which it would not show.
+                                    (when (plist-get f :move_to)
+                                      (error "The patch moves %s to %s; agent-q reviews no moves.  Move the file with a shell command, then patch it" (plist-get f :path) (plist-get f :move_to)))
+                                    (plist-get f :path))
                                   (append (plist-get kind :files) nil)))
                  (_ (list (plist-get kind :path))))))
     (cl-loop for path in paths

@@ -242,6 +242,26 @@ The file holds `agent-q-gate-edit-test--old'."
             (should (equal (agent-q-gate-edit-test--apply 'codex "apply_patch" new "" 1)
                            "hello\n"))))))))
 
+(ert-deftest agent-q-gate-edit-test-codex-move-is-denied ()
+  "Codex: a patch that moves a file is denied unshown, saying why.
+The review would show the change of the file named, not the file the
+move writes (which may be protected)."
+  (agent-q-gate-edit-test--with-file (root file)
+    (agent-q-gate-test--with-gate #'ignore
+      (let* ((patch "*** Begin Patch\n*** Update File: f.txt\n*** Move to: .git/hooks/pre-commit\n@@\n one\n-two\n+TWO\n*** End Patch\n")
+             (kind (list :kind "patch" :patch patch
+                         :files (vector (list :action "update" :path "f.txt"
+                                              :move_to ".git/hooks/pre-commit"))))
+             (reviewed nil))
+        (let ((agent-q-review--review-driver (lambda (&rest _) (setq reviewed t) nil)))
+          (agent-q-gate-edit-test--request 1 'codex "apply_patch" (list :command patch) kind root)
+          (let ((answer (agent-q-gate-test--answer 1)))
+            (should (eq (car answer) 'deny))
+            (should (string-match-p "moves f\\.txt to \\.git/hooks/pre-commit" (cadr answer)))
+            (should-not reviewed)
+            (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string))
+                           agent-q-gate-edit-test--old))))))))
+
 (ert-deftest agent-q-gate-edit-test-rules-and-protected ()
   "An allow rule lets an edit through unreviewed, never one of a protected file."
   (agent-q-gate-edit-test--with-file (root file)
