@@ -468,14 +468,7 @@ folder; the audit names the agent."
                 (dolist (record edits)
                   (should (string-match-p (format "\\`%s (own tools)" agent)
                                           (alist-get 'client record))))))))
-      (when (and model (process-live-p (car model)))
-        (delete-process (car model)))
-      (when model
-        (kill-buffer (process-buffer (car model))))
-      (agent-q-mcp-stop)
-      (agent-q-gate-mode -1)
-      (agent-q-cancel-pending)
-      (delete-directory dir t))))
+      (agent-q-gate-test--clean-up model dir))))
 
 (ert-deftest agent-q-gate-edit-test-claude ()
   "Claude Code's own Edit and Write, reviewed.  See `agent-q-gate-edit-test--agent'."

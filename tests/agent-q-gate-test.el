@@ -677,20 +677,10 @@ Its hooks and arguments are those of `agent-q-gate-test--setup'.  Fail
 unless it exits 0 after STEPS requests of the scripted model; return
 \(REQUESTS . WHY): the model's step requests, and a text saying what
 happened, for the test's messages."
-  (let* ((setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
-         (output (generate-new-buffer " *agent-q-gate-agent*"))
-         (default-directory work)
-         (process-environment
-          (agent-q-agents-test--environment
-           home (cons (concat "AGENT_Q_MCP_CONNECTION_FILE=" agent-q-mcp-connection-file)
-                      (nthcdr 2 setup))))
-         (process (make-process :name "agent-q-gate-agent" :noquery t
-                                :buffer output :connection-type 'pipe
-                                :command (cons (agent-q-agents-test--program agent)
-                                               (nth 1 setup)))))
+  (let* ((output (generate-new-buffer " *agent-q-gate-agent*"))
+         (process (agent-q-gate-test--start agent home dir work model output)))
     (unwind-protect
         (progn
-          (process-send-eof process)
           (agent-q-agents-test--wait (lambda () (not (process-live-p process)))
                                      agent-q-agents-test--timeout
                                      (format "%s to finish" agent))
@@ -790,14 +780,7 @@ unasked, while git status; touch x is asked (and denied here)."
                   (dolist (record outcomes)
                     (should (string-match-p (format "\\`%s (own tools) [-0-9a-f]+" agent)
                                             (alist-get 'client record)))))))))
-      (when (and model (process-live-p (car model)))
-        (delete-process (car model)))
-      (when model
-        (kill-buffer (process-buffer (car model))))
-      (agent-q-mcp-stop)
-      (agent-q-gate-mode -1)
-      (agent-q-cancel-pending)
-      (delete-directory dir t))))
+      (agent-q-gate-test--clean-up model dir))))
 
 (defun agent-q-gate-test--read-fetch (agent)
   "Run AGENT under -p; its own file and URL tools go through its hook to Emacs.
@@ -871,14 +854,7 @@ unasked, so it never reaches the network."
                                    '(("agent_read" "auto") ("agent_read" "denied")
                                      ("agent_fetch" "rule"))
                                  '(("agent_read" "auto") ("agent_fetch" "rule")))))))))
-      (when (and model (process-live-p (car model)))
-        (delete-process (car model)))
-      (when model
-        (kill-buffer (process-buffer (car model))))
-      (agent-q-mcp-stop)
-      (agent-q-gate-mode -1)
-      (agent-q-cancel-pending)
-      (delete-directory dir t))))
+      (agent-q-gate-test--clean-up model dir))))
 
 (ert-deftest agent-q-gate-test-claude-read-fetch ()
   "Claude Code's own Read and WebFetch.  See `agent-q-gate-test--read-fetch'."
@@ -931,9 +907,22 @@ Codex's own flow, which under approval_policy = never runs it.  See
 (defvar agent-q-gate-test--hook-args nil
   "Further arguments of the hook command the tests write, such as --unreachable deny.")
 
-(defmacro agent-q-gate-test--with-agent-dirs (agent &rest body)
-  "Run BODY with DIR, HOME, WORK and the MCP files of a run of AGENT; clean up."
-  (declare (indent 1))
+(defun agent-q-gate-test--clean-up (model dir)
+  "End a real agent's run in DIR, then delete DIR.
+Stop MODEL (the scripted model, (PROCESS ...)), the server and the
+gate, and cancel what waits."
+  (when (and model (process-live-p (car model)))
+    (delete-process (car model)))
+  (when model
+    (kill-buffer (process-buffer (car model))))
+  (agent-q-mcp-stop)
+  (agent-q-gate-mode -1)
+  (agent-q-cancel-pending)
+  (delete-directory dir t))
+
+(defmacro agent-q-gate-test--with-agent-dirs (&rest body)
+  "Run BODY with DIR, HOME, WORK and the MCP files of a run of an agent; clean up."
+  (declare (indent 0))
   `(let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
           (home (expand-file-name "home/" dir))
           (work (expand-file-name "work/" dir))
@@ -944,20 +933,12 @@ Codex's own flow, which under approval_policy = never runs it.  See
           (agent-q-prompt--session-approved nil)
           (agent-q-mcp-port 0)
           (model nil))
-     (ignore ,agent)
      (unwind-protect
          (progn
            (make-directory (expand-file-name "tmp" home) t)
            (make-directory work t)
            ,@body)
-       (when (and model (process-live-p (car model)))
-         (delete-process (car model)))
-       (when model
-         (kill-buffer (process-buffer (car model))))
-       (agent-q-mcp-stop)
-       (agent-q-gate-mode -1)
-       (agent-q-cancel-pending)
-       (delete-directory dir t))))
+       (agent-q-gate-test--clean-up model dir))))
 
 (defun agent-q-gate-test--unreachable (agent how)
   "AGENT's own shell tool while the Emacs its hook names cannot be asked.
@@ -970,7 +951,7 @@ Codex, which the hook cannot make ask, runs it as its own
 approval_policy (never) says.  With --unreachable deny, the hook
 refuses it for all three, saying why."
   (dolist (unreachable '(ask deny))
-    (agent-q-gate-test--with-agent-dirs agent
+    (agent-q-gate-test--with-agent-dirs
       (let* ((marker (format "unasked-%s-%d" unreachable (random 1000000)))
              (agent-q-gate-test--hook-args
               (and (eq unreachable 'deny) '("--unreachable" "deny")))
@@ -1096,7 +1077,7 @@ its child, is left behind, waiting for Emacs's answer."
   "AGENT killed while its own shell call waits in Emacs: the call is withdrawn.
 It leaves `agent-q--pending', the audit says the agent withdrew it, and
 a late answer harms nothing: the command never runs."
-  (agent-q-gate-test--with-agent-dirs agent
+  (agent-q-gate-test--with-agent-dirs
     (let* ((marker (format "late-%d" (random 1000000)))
            (agent-q-approval-function #'agent-q-gate-test--later)
            (output (generate-new-buffer " *agent-q-gate-agent*"))
