@@ -521,7 +521,7 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
 (defun agent-q-connect--gate-notes (agent)
   "What AGENT still asks of the user, once its hook is written."
   (pcase agent
-    ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and in its VS Code extension.")
+    ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and reportedly in its VS Code extension.")
     ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
     ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it (if you edit the hook, trust it again there).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.")))
 
