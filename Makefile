@@ -19,6 +19,11 @@ endif
 # The stdio relay to Emacs's MCP server, for MCP clients that only start a command.
 RELAY  := bin/agent-q-mcp
 LISP   := $(wildcard lisp/*.el)
+# The byte-compiled Lisp, beside the sources, which is what `(require 'agent-q)' loads. A
+# stamp stands for all of it: one Emacs compiles every file when any source changed, because
+# a file compiles in the macros and inline functions of those it requires. Native compilation
+# is left to Emacs (its deferred compilation of the loaded .elc files, see the manual).
+ELC    := target/lisp-compiled.stamp
 RUST   := Cargo.toml Cargo.lock $(wildcard src/*.rs src/*/*.rs crates/*/Cargo.toml crates/*/src/*.rs crates/*/src/*/*.rs crates/*/src/*/*/*.rs)
 # The Info manual, built from doc/agent-q.texi (C-h i m agent-q once agent-q is loaded).
 INFO   := doc/agent-q.info
@@ -36,7 +41,7 @@ help:  ## Show this help
 deps:  ## Install what is missing (emacs-nox, emacs-el, texinfo; tmux for tests) with apt-get
 	@scripts/ensure-deps.sh
 
-build: $(MODULE) $(RELAY) $(INFO)  ## Build the Rust module (lisp/agent-q-core.so; M-x agent-q-module-compile runs this), the MCP relay (bin/agent-q-mcp) and the manual
+build: $(MODULE) $(RELAY) $(ELC) $(INFO)  ## Build the Rust module (lisp/agent-q-core.so; M-x agent-q-module-compile runs this), the MCP relay (bin/agent-q-mcp), the byte-compiled Lisp and the manual
 
 info: $(INFO)  ## Build the Info manual doc/agent-q.info from doc/agent-q.texi
 
@@ -55,17 +60,23 @@ $(MODULE): $(RUST)
 $(RELAY): $(MODULE)
 	@test -x $(RELAY) || { mkdir -p bin && cp target/$(PROFILE)/agent-q-mcp $(RELAY).tmp && mv -f $(RELAY).tmp $(RELAY); }
 
+# Compiling loads agent-q (and so the module); load-prefer-newer, so that a file required while
+# compiling is the current source, never an older .elc. A compilation error stops make.
+$(ELC): $(LISP) | $(MODULE)
+	$(EMACS) --batch -Q -L lisp --eval '(setq load-prefer-newer t)' -f batch-byte-compile $(LISP)
+	@mkdir -p target && touch $@
+
 test: test-rust test-lisp test-lisp-30  ## Run every test: cargo test, then the ERT suites in emacs --batch -Q, on the system's Emacs and on Emacs 30
 
 test-rust:
 	@scripts/ensure-deps.sh --test
 	$(CARGO) test --workspace
 
-test-lisp: $(MODULE) $(INFO)
+test-lisp: $(MODULE) $(ELC) $(INFO)
 	@scripts/ensure-deps.sh --test
 	$(BATCH) -l tests/run-tests.el
 
-test-lisp-30: $(MODULE) $(INFO)
+test-lisp-30: $(MODULE) $(ELC) $(INFO)
 ifeq ($(EMACS30),)
 	@echo "make: the ERT suites were not run on Emacs 30 (EMACS30 is empty)"
 else
@@ -74,7 +85,7 @@ else
 	$(EMACS30) --batch -Q -L lisp -L tests -l tests/run-tests.el
 endif
 
-run: $(MODULE)  ## Start Emacs with agent-q loaded and a short demonstration
+run: $(MODULE) $(ELC)  ## Start Emacs with agent-q loaded and a short demonstration
 	$(EMACS) -Q -L lisp -l agent-q-demo -f agent-q-demo
 
 lint: $(MODULE) lint-30  ## clippy -D warnings, rustfmt --check, byte-compile (warnings are errors, on both Emacsen), checkdoc, package-lint, headers, makeinfo without warnings
@@ -95,7 +106,7 @@ else
 	$(EMACS30) --batch -Q -L lisp -L tests -l scripts/lint.el $(LISP)
 endif
 
-bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
+bench: $(MODULE) $(ELC)  ## Run the benchmarks and write bench/RESULTS.md (see bench/README.md)
 	@scripts/ensure-deps.sh --bench
 	@# The module with what only the benchmarks call (agent-q--core-diff-unified).
 	$(CARGO) build --profile $(PROFILE) -p agent-q --features bench
@@ -104,4 +115,4 @@ bench: $(MODULE)  ## Run the benchmarks and write bench/RESULTS.md (see bench/RE
 
 clean:  ## Remove build products
 	$(CARGO) clean
-	rm -f $(MODULE) $(RELAY) $(INFO) lisp/*.elc tests/*.elc
+	rm -f $(MODULE) $(RELAY) $(INFO) $(ELC) lisp/*.elc tests/*.elc

@@ -108,6 +108,8 @@ Return a plist (:session :url
                 ;; No compiler processes competing with the server for the CPU:
                 ;; the libraries are native-compiled once, then cached.
                 (setq native-comp-deferred-compilation nil)
+                ;; Never an .elc older than its source.
+                (setq load-prefer-newer t)
                 (require 'agent-q)      ; from source: it loads the module
                 (dolist (file ',(mapcar #'file-name-base
                                         (directory-files source t "\\`agent-q.*\\.el\\'")))

@@ -42,6 +42,10 @@
 
 (require 'bytecomp)
 
+;; The current sources, never an older .elc beside them: everything is
+;; compiled afresh below.
+(setq load-prefer-newer t)
+
 (let* ((dir (file-name-directory (or load-file-name buffer-file-name)))
        (out (make-temp-file "agent-q-bench" t))
        (lisp (directory-files (expand-file-name "../lisp" dir) t "\\`agent-q.*\\.el\\'"))

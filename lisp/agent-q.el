@@ -117,7 +117,7 @@ agent-q-core.dylib on macOS, agent-q-core.dll on Windows."
 
 ;;;###autoload
 (defun agent-q-module-compile ()
-  "Build the agent-q-core module and the MCP relay with `make build'.
+  "Build the module, the MCP relay and the compiled Lisp with `make build'.
 Runs make in agent-q's source directory, in a compilation buffer
 \(`*agent-q-build*').  This needs cargo (Rust 1.88 or later).  When
 the build is done, `(require \='agent-q)' loads the new module; a
@@ -153,6 +153,38 @@ Never builds anything, and never asks: loading a package must not."
     (error "The agent-q-core module is version %s but agent-q.el is %s; %s, then restart Emacs"
            agent-q-core-version agent-q-version (agent-q--module-build-advice))))
 
+(defun agent-q--stale-compiled-files (&optional directory)
+  "The byte-compiled files of agent-q older than their sources, a list.
+DIRECTORY is where agent-q's Lisp files are (default
+`agent-q--directory'); the names are relative to it."
+  (let ((directory (or directory agent-q--directory))
+        stale)
+    (dolist (elc (directory-files directory nil "\\`agent-q.*\\.elc\\'"))
+      (when (file-newer-than-file-p (expand-file-name (substring elc 0 -1) directory)
+                                    (expand-file-name elc directory))
+        (push elc stale)))
+    (nreverse stale)))
+
+(defun agent-q--check-compiled-files ()
+  "Signal an error if an old compiled file of agent-q would hide its source.
+`make build' compiles agent-q's Lisp beside the sources; a source
+edited or updated since would otherwise be shadowed by its .elc,
+silently, whenever agent-q loads it.  With `load-prefer-newer' on,
+Emacs loads the newer file itself, and nothing is checked."
+  (unless load-prefer-newer
+    (let ((stale (agent-q--stale-compiled-files)))
+      (when stale
+        (error "Agent-q's compiled %s older than %s source%s: %s; \
+compile %s with `make build' in %s (or delete %s)"
+               (if (cdr stale) "files are" "file is")
+               (if (cdr stale) "their" "its")
+               (if (cdr stale) "s" "")
+               (string-join stale ", ")
+               (if (cdr stale) "them" "it")
+               (abbreviate-file-name (or (agent-q--source-root) agent-q--directory))
+               (if (cdr stale) "them" "it"))))))
+
+(agent-q--check-compiled-files)
 (agent-q--load-module)
 
 (declare-function agent-q--core-audit-append "agent-q-core" (file line))

@@ -67,9 +67,14 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "agent-q: installing ${need[*]} with apt-get" >&2
+  # Only the packages named and what they depend on, never what they recommend: emacs-nox
+  # would bring mailutils and with it a mail server (exim4). Nothing agent-q or its tests use
+  # is only recommended: Emacs's native compilation needs libgccjit0, on which emacs-nox
+  # depends, and libgccjit0 depends on binutils, libc6-dev and libgcc-12-dev; the CA
+  # certificates that nodejs recommends come with npm, which depends on them.
+  echo "agent-q: installing ${need[*]} with apt-get (without recommended packages)" >&2
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
 fi
 
 # The MCP end-to-end tests (tests/agent-q-mcp-client-test.el) drive the server

@@ -60,7 +60,7 @@ done
 if [ ${#libs[@]} -gt 0 ]; then
   echo "agent-q: installing the libraries Emacs $release needs: ${libs[*]}" >&2
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${libs[@]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${libs[@]}" >&2
 fi
 
 # Emacs finds its dump file beside the executable; the data, the exec directory and the Lisp

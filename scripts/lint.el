@@ -46,6 +46,10 @@
 (require 'checkdoc)
 (require 'cl-lib)
 
+;; A file compiled here requires others: the current sources, never an
+;; older .elc that `make build' left beside them.
+(setq load-prefer-newer t)
+
 (defconst agent-q-lint-root
   (expand-file-name ".." (file-name-directory (or load-file-name buffer-file-name)))
   "The project's root directory.")

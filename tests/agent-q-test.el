@@ -169,6 +169,46 @@ the child asked the user anything)."
       (should (string-match-p "make build" output))
       (should (string-match-p "restart Emacs" output)))))
 
+(ert-deftest agent-q-test-stale-compiled-file-is-refused ()
+  "An .elc older than its source stops the load, naming it and `make build'.
+The stale file would otherwise be loaded instead of the newer source."
+  (let ((run (agent-q-test--loader-run
+              (lambda (lisp)
+                (let ((module (concat "agent-q-core" module-file-suffix))
+                      (elc (expand-file-name "agent-q-mcp.elc" lisp)))
+                  (copy-file (expand-file-name module (file-name-directory
+                                                       (locate-library "agent-q.el")))
+                             (expand-file-name module lisp))
+                  (with-temp-file elc
+                    (insert "(princ \"STALE LOADED\\n\")\n"))
+                  (set-file-times elc (time-subtract nil 3600)))))))
+    (should (equal (plist-get run :status) 3))
+    (should-not (plist-get run :asked))
+    (should-not (plist-get run :built))
+    (let ((output (plist-get run :output)))
+      (should (string-match-p "compiled file is older than its source: agent-q-mcp\\.elc" output))
+      (should (string-match-p "make build" output))
+      (should-not (string-match-p "STALE LOADED" output)))))
+
+(ert-deftest agent-q-test-stale-compiled-files-by-time ()
+  "Only an .elc older than its .el is stale; one without a source is not agent-q's."
+  (let ((dir (make-temp-file "agent-q-elc" t))
+        (old (time-subtract nil 3600)))
+    (unwind-protect
+        (cl-flet ((file (name time)
+                    (let ((file (expand-file-name name dir)))
+                      (write-region "" nil file nil 'silent)
+                      (set-file-times file time))))
+          (file "agent-q-a.el" nil)
+          (file "agent-q-a.elc" old)
+          (file "agent-q-b.el" old)
+          (file "agent-q-b.elc" nil)
+          (file "agent-q-c.el" nil)
+          (file "other.el" nil)
+          (file "other.elc" old)
+          (should (equal (agent-q--stale-compiled-files dir) '("agent-q-a.elc"))))
+      (delete-directory dir t))))
+
 (ert-deftest agent-q-test-module-compile-runs-make-build-in-the-root ()
   ;; The command the loader's errors name runs `make build' in the
   ;; source root, in a compilation buffer (here a `make' on PATH that

@@ -38,6 +38,13 @@
 
 (require 'ert)
 
+;; The tests run the current sources: each of agent-q's files is loaded
+;; from its .elc when `make build' compiled it after the last change (as
+;; a user runs it; `make test' compiles first), else from its .el.  The
+;; Emacsen that tests start are not told this: agent-q refuses to load
+;; beside an old .elc (`agent-q--check-compiled-files').
+(setq load-prefer-newer t)
+
 ;; By feature, not by file: some suites require others (their helpers),
 ;; and Emacs 29 and later refuse a test defined twice.
 (let ((dir (file-name-directory (or load-file-name buffer-file-name))))
