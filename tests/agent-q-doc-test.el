@@ -117,6 +117,47 @@
                              options)))
           (should-not missing))))))
 
+(declare-function agent-q-connect--hook-group "agent-q-connect" (agent))
+
+(ert-deftest agent-q-doc-hook-matchers-are-what-connect-writes ()
+  "The manual gives each agent's hook matcher as the connect command writes it.
+Every matcher the manual names is one the command writes, and each
+agent's appears in that agent's entry of the list of what it writes."
+  (require 'agent-q-connect)
+  (let* ((written (mapcar (lambda (agent)
+                            (cons agent (alist-get 'matcher (agent-q-connect--hook-group agent))))
+                          '(claude gemini codex)))
+         (texi (with-temp-buffer
+                 (insert-file-contents (expand-file-name "agent-q.texi" agent-q--doc-directory))
+                 (buffer-string)))
+         (named nil)
+         (start 0))
+    ;; As the manual writes them: in JSON ("matcher": "...") and in running text
+    ;; (matcher @code{...}).
+    (while (string-match "\\(?:\"matcher\": \"\\([^\"]+\\)\"\\|matcher[ \n]+@code{\\([^}]+\\)}\\)"
+                         texi start)
+      (push (or (match-string 1 texi) (match-string 2 texi)) named)
+      (setq start (match-end 0)))
+    ;; The manual names matchers (else this test would check nothing).
+    (should (>= (length named) 3))
+    (dolist (matcher named)
+      (should (member matcher (mapcar #'cdr written))))
+    ;; Each agent's entry in the table of what the gate's connect command writes.
+    (let* ((node-start (string-search "@node The agents' own tools\n" texi))
+           (node (substring texi node-start (string-search "\n@node " texi (1+ node-start)))))
+      (pcase-dolist (`(,agent . ,heading) '((claude . "@item Claude Code\n")
+                                            (gemini . "@item Gemini CLI\n")
+                                            (codex . "@item Codex CLI\n")))
+        (let* ((entry (string-search heading node))
+               (end (or (string-search "\n@item " node (1+ entry))
+                        (string-search "@end table" node entry))))
+          (should entry)
+          (should (string-search (format (if (eq agent 'claude)
+                                             "\"matcher\": \"%s\""
+                                           "matcher @code{%s}")
+                                         (alist-get agent written))
+                                 (substring node entry end))))))))
+
 (provide 'agent-q-doc-test)
 
 ;;; agent-q-doc-test.el ends here
