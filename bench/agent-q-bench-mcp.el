@@ -190,14 +190,16 @@ Return the client's JSON answer as a plist."
       (when (process-live-p process) (delete-process process))
       (kill-buffer out))))
 
-(defun agent-q-bench-mcp--reference ()
-  "Start the reference server; return (PROCESS . URL)."
+(defun agent-q-bench-mcp--reference (flag)
+  "Start a reference server, FLAG saying which; return (PROCESS . URL).
+FLAG is \"--serve-reference\" (the SDK's FastMCP) or \"--serve-lowlevel\"
+\(its low-level Server)."
   (let* ((port-file (make-temp-name (expand-file-name "agent-q-bench-port" temporary-file-directory)))
          (process (make-process :name "mcp-reference" :buffer (generate-new-buffer " *reference*")
                                 :noquery t :connection-type 'pipe :sentinel #'ignore
                                 :command (list (agent-q-bench-mcp--python)
                                                (agent-q-bench-mcp--script)
-                                               "--serve-reference" port-file)))
+                                               flag port-file)))
          (deadline (+ (float-time) 30)))
     (while (and (not (file-exists-p port-file)) (process-live-p process)
                 (< (float-time) deadline))
@@ -224,7 +226,8 @@ Return the client's JSON answer as a plist."
   "The medians of RESULTS, one plist, with the clients' errors."
   (append
    (cl-loop for key in '(:p50_ms :p90_ms :max_ms :calls_per_s :cpu_ms_per_call_sequential
-                                 :cpu_ms_per_call_concurrent :gcs_per_1000 :gc_ms_per_call)
+                                 :cpu_ms_per_call_concurrent :cpu_main_ms_per_call_concurrent
+                                 :cpu_others_ms_per_call_concurrent :gcs_per_1000 :gc_ms_per_call)
             append (list key (agent-q-bench-mcp--median results key)))
    (list :errors (apply #'vconcat (mapcar (lambda (r) (plist-get r :errors)) results)))))
 
@@ -234,13 +237,15 @@ Return the client's JSON answer as a plist."
 
 (defun agent-q-bench-mcp--row (label result)
   "A note line for LABEL's RESULT (medians)."
-  (agent-q-bench-note "| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s" label
+  (agent-q-bench-note "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s |%s" label
                       (agent-q-bench-mcp--cell (plist-get result :p50_ms) "%.2f")
                       (agent-q-bench-mcp--cell (plist-get result :p90_ms) "%.2f")
                       (agent-q-bench-mcp--cell (plist-get result :max_ms) "%.1f")
                       (agent-q-bench-mcp--cell (plist-get result :calls_per_s) "%.0f")
                       (agent-q-bench-mcp--cell (plist-get result :cpu_ms_per_call_sequential) "%.2f")
                       (agent-q-bench-mcp--cell (plist-get result :cpu_ms_per_call_concurrent) "%.2f")
+                      (agent-q-bench-mcp--cell (plist-get result :cpu_main_ms_per_call_concurrent) "%.2f")
+                      (agent-q-bench-mcp--cell (plist-get result :cpu_others_ms_per_call_concurrent) "%.2f")
                       (agent-q-bench-mcp--cell (plist-get result :gcs_per_1000) "%.0f")
                       (agent-q-bench-mcp--cell (plist-get result :gc_ms_per_call) "%.2f")
                       (let ((errors (plist-get result :errors)))
@@ -260,7 +265,7 @@ Return the client's JSON answer as a plist."
              (min 3 (string-to-number (or (getenv "AGENT_Q_BENCH_RUNS") "3")))))))
 
 (defun agent-q-bench-mcp ()
-  "Benchmark 7: safe MCP calls, agent-q against the SDK's reference server."
+  "Benchmark 7: safe MCP calls, agent-q against the SDK's two reference servers."
   (cond
    ((not (agent-q-bench-mcp--python))
     (agent-q-bench-pending "the MCP SDK's venv is missing (scripts/ensure-deps.sh --bench makes it)"))
@@ -269,7 +274,7 @@ Return the client's JSON answer as a plist."
    (t
     (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-bench-mcp" t))))
            (file (expand-file-name "two-lines.txt" dir))
-           (reference nil) (serving nil)
+           (references nil) (serving nil)
            (workloads `(("read_file" (:path ,file)) ("describe_symbol" (:symbol "car"))))
            (rounds (agent-q-bench-mcp--rounds))
            (total (+ 1 agent-q-bench-mcp--sequential
@@ -277,7 +282,8 @@ Return the client's JSON answer as a plist."
       (with-temp-file file (insert "first line\nsecond line\n"))
       (unwind-protect
           (let ((results nil))
-            (setq reference (agent-q-bench-mcp--reference)
+            (setq references (list (cons 'fastmcp (agent-q-bench-mcp--reference "--serve-reference"))
+                                   (cons 'lowlevel (agent-q-bench-mcp--reference "--serve-lowlevel")))
                   serving (agent-q-bench-mcp--interactive-start dir))
             ;; Rounds interleaved, agent-q then the reference, so that load
             ;; from elsewhere hits both alike.
@@ -292,43 +298,46 @@ Return the client's JSON answer as a plist."
                                       :gc_ms_per_call (/ (* 1000.0 (- (cdr after) (cdr before))) total))
                                 result)
                         (alist-get (cons 'agent-q tool) results nil nil #'equal)))
-                (push (agent-q-bench-mcp--run (cdr reference) nil tool arguments
-                                              (process-id (car reference)))
-                      (alist-get (cons 'reference tool) results nil nil #'equal))))
-            (agent-q-bench-note "Served by an interactive Emacs (`emacs -nw -Q` in tmux, agent-q byte-compiled, every call audited to a file and logged in *agent-q-log*) and by the MCP Python SDK's FastMCP, in the same run. The client (bench/mcp-load.py) makes %d calls one after the other on one keep-alive connection (TCP_NODELAY, each request written in one piece), then %d clients × %d calls at once. CPU: the serving process's user + system time per call (all its threads, from /proc), in each phase. GCs: the serving Emacs's collections over the whole run, per 1,000 calls, and their time per call. Medians of %d round(s)."
+                (pcase-dolist (`(,name . ,reference) references)
+                  (push (agent-q-bench-mcp--run (cdr reference) nil tool arguments
+                                                (process-id (car reference)))
+                        (alist-get (cons name tool) results nil nil #'equal)))))
+            (agent-q-bench-note "Served by an interactive Emacs (`emacs -nw -Q` in tmux, agent-q byte-compiled, every call audited to a file and logged in *agent-q-log*) and by the MCP Python SDK's servers, FastMCP and the low-level Server (bench/mcp-load.py --serve-lowlevel), in the same run, rounds interleaved. The client (bench/mcp-load.py) makes %d calls one after the other on one keep-alive connection (TCP_NODELAY, each request written in one piece), then %d clients × %d calls at once. CPU: the serving process's user + system time per call (all its threads, from /proc), in each phase; in the concurrent phase also the main thread's (Emacs's Lisp) and the other threads' apart. GCs: the serving Emacs's collections over the whole run, per 1,000 calls, and their time per call. Medians of %d round(s)."
                                 agent-q-bench-mcp--sequential agent-q-bench-mcp--clients
                                 agent-q-bench-mcp--calls rounds)
             (agent-q-bench-note "")
-            (agent-q-bench-note "| server, tool | p50 ms | p90 ms | max ms | calls/s (%d clients) | CPU ms/call, sequential | CPU ms/call, concurrent | GCs per 1000 calls | GC ms/call |"
+            (agent-q-bench-note "| server, tool | p50 ms | p90 ms | max ms | calls/s (%d clients) | CPU ms/call, sequential | CPU ms/call, concurrent | of which main / other threads | GCs per 1000 calls | GC ms/call |"
                                 agent-q-bench-mcp--clients)
-            (agent-q-bench-note "|---|---|---|---|---|---|---|---|---|")
+            (agent-q-bench-note "|---|---|---|---|---|---|---|---|---|---|")
             (let ((verdicts nil))
               (pcase-dolist (`(,tool ,_) workloads)
                 (let ((ours (agent-q-bench-mcp--summary
-                             (alist-get (cons 'agent-q tool) results nil nil #'equal)))
-                      (theirs (agent-q-bench-mcp--summary
-                               (alist-get (cons 'reference tool) results nil nil #'equal))))
+                             (alist-get (cons 'agent-q tool) results nil nil #'equal))))
                   (agent-q-bench-mcp--row (format "agent-q, %s" tool) ours)
-                  (agent-q-bench-mcp--row (format "MCP Python SDK (FastMCP), %s" tool) theirs)
-                  (push (format "- %s: throughput %s the reference's (target ≥ 1×); CPU per call %s (sequential) and %s (concurrent) the reference's (target ≤ 1×); p50 %.2f ms (target < 5 ms), %s the reference's."
-                                tool
-                                (agent-q-bench-mcp--ratio ours theirs :calls_per_s)
-                                (agent-q-bench-mcp--ratio ours theirs :cpu_ms_per_call_sequential)
-                                (agent-q-bench-mcp--ratio ours theirs :cpu_ms_per_call_concurrent)
-                                (or (plist-get ours :p50_ms) -1)
-                                (agent-q-bench-mcp--ratio ours theirs :p50_ms))
-                        verdicts)))
+                  (pcase-dolist (`(,name . ,label) '((lowlevel . "MCP SDK low-level Server")
+                                                     (fastmcp . "MCP SDK FastMCP")))
+                    (let ((theirs (agent-q-bench-mcp--summary
+                                   (alist-get (cons name tool) results nil nil #'equal))))
+                      (agent-q-bench-mcp--row (format "%s, %s" label tool) theirs)
+                      (push (format "- %s against the %s: throughput %s (target ≥ 1×); CPU per call %s (sequential) and %s (concurrent) (target ≤ 1×); p50 %.2f ms (target < 5 ms), %s."
+                                    tool label
+                                    (agent-q-bench-mcp--ratio ours theirs :calls_per_s)
+                                    (agent-q-bench-mcp--ratio ours theirs :cpu_ms_per_call_sequential)
+                                    (agent-q-bench-mcp--ratio ours theirs :cpu_ms_per_call_concurrent)
+                                    (or (plist-get ours :p50_ms) -1)
+                                    (agent-q-bench-mcp--ratio ours theirs :p50_ms))
+                            verdicts)))))
               (agent-q-bench-note "")
               (dolist (line (nreverse verdicts))
                 (agent-q-bench-note "%s" line))))
         (when serving (agent-q-bench-mcp--interactive-stop serving))
-        (when reference
+        (pcase-dolist (`(,_ . ,reference) references)
           (delete-process (car reference))
           (kill-buffer (process-buffer (car reference))))
         (delete-directory dir t))))))
 
 (agent-q-bench-define-section
- 7 "mcp" "7. MCP calls: latency and throughput against the SDK's reference server"
+ 7 "mcp" "7. MCP calls: latency and throughput against the SDK's reference servers"
  #'agent-q-bench-mcp)
 
 (provide 'agent-q-bench-mcp)

@@ -14,8 +14,13 @@ Client: mcp-load.py URL TOKEN TOOL ARGS-JSON SEQUENTIAL CLIENTS CALLS [PID]
   calls per second of CLIENTS concurrent clients making CALLS calls each.  With PID (the
   server's process, on Linux), also the server's CPU time (user + system, from /proc) per call
   in each phase: steadier than wall time on a busy machine.
-Reference server: mcp-load.py --serve-reference PORT-FILE
-  serves read_file and describe_symbol on 127.0.0.1 (a free port, written to PORT-FILE).
+  The server's CPU is also given per thread: the main thread's apart from the others' (for an
+  Emacs, the main thread is the one that runs Lisp).
+Reference servers: mcp-load.py --serve-reference PORT-FILE
+  serves read_file and describe_symbol on 127.0.0.1 (a free port, written to PORT-FILE) with the
+  SDK's FastMCP; --serve-lowlevel PORT-FILE serves the same two tools with the SDK's low-level
+  Server and its StreamableHTTPSessionManager (what FastMCP is built on, without its layer of
+  argument models), under uvicorn as FastMCP runs.
 """
 
 import json
@@ -143,10 +148,43 @@ def cpu_seconds(pid):
         return None
 
 
+def cpu_threads(pid):
+    """(main thread's, other threads') user + system CPU time of process PID so far, or None.
+
+    The main thread is the one whose id is PID.  A thread that ended between two readings takes
+    its time out of the others' sum: the process total (cpu_seconds) is the exact figure."""
+    if not pid:
+        return None
+    main, others = 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if int(tid) == pid:
+            main += seconds
+        else:
+            others += seconds
+    return main, others
+
+
 def cpu_ms_per_call(before, after, calls):
     if before is None or after is None or not calls:
         return None
     return (after - before) * 1000 / calls
+
+
+def threads_ms_per_call(before, after, calls):
+    if before is None or after is None or not calls:
+        return None, None
+    return tuple((b - a) * 1000 / calls for a, b in zip(before, after))
 
 
 def client(url, token, tool, arguments, sequential, clients, calls, pid=None):
@@ -173,6 +211,7 @@ def client(url, token, tool, arguments, sequential, clients, calls, pid=None):
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
     cpu_start = cpu_seconds(pid)
+    threads_start = cpu_threads(pid)
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -181,6 +220,7 @@ def client(url, token, tool, arguments, sequential, clients, calls, pid=None):
     elapsed = time.perf_counter() - start
     # The clients' initialize and notifications are in this phase's CPU too: 2 of 102 requests.
     cpu_concurrent = cpu_ms_per_call(cpu_start, cpu_seconds(pid), clients * calls)
+    cpu_main, cpu_others = threads_ms_per_call(threads_start, cpu_threads(pid), clients * calls)
     latencies.sort()
     print(json.dumps({
         "p50_ms": statistics.median(latencies),
@@ -189,6 +229,8 @@ def client(url, token, tool, arguments, sequential, clients, calls, pid=None):
         "calls_per_s": clients * calls / elapsed,
         "cpu_ms_per_call_sequential": cpu_sequential,
         "cpu_ms_per_call_concurrent": cpu_concurrent,
+        "cpu_main_ms_per_call_concurrent": cpu_main,
+        "cpu_others_ms_per_call_concurrent": cpu_others,
         "errors": errors,
     }))
 
@@ -222,9 +264,84 @@ def serve_reference(port_file):
     server.run(transport="streamable-http")
 
 
+def free_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def announce(port_file, port):
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(port))
+    os.rename(port_file + ".tmp", port_file)
+    timer = threading.Timer(DEADLINE, lambda: os._exit(0))
+    timer.daemon = True
+    timer.start()
+
+
+def serve_lowlevel(port_file):
+    """The same two tools on the SDK's low-level Server, its session manager and uvicorn.
+
+    As the SDK's own example of a Streamable HTTP server (simple-streamablehttp) is written: the
+    tools listed with their JSON Schemas, which the SDK validates each call's arguments against,
+    answers as server-sent events, sessions kept."""
+    import contextlib
+
+    import mcp.types as types
+    import uvicorn
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    app = Server("reference-lowlevel")
+
+    @app.list_tools()
+    async def list_tools():
+        return [
+            types.Tool(name="read_file", description="Read a text file.",
+                       inputSchema={"type": "object", "required": ["path"],
+                                    "properties": {"path": {"type": "string"}}}),
+            types.Tool(name="describe_symbol", description="Describe a symbol.",
+                       inputSchema={"type": "object", "required": ["symbol"],
+                                    "properties": {"symbol": {"type": "string"}}}),
+        ]
+
+    @app.call_tool()
+    async def call_tool(name, arguments):
+        if name == "read_file":
+            with open(arguments["path"], encoding="utf-8") as f:
+                text = f.read()
+        elif name == "describe_symbol":
+            text = f"{arguments['symbol']} is a function."
+        else:
+            raise ValueError(f"unknown tool {name}")
+        return [types.TextContent(type="text", text=text)]
+
+    manager = StreamableHTTPSessionManager(app=app, event_store=None, json_response=False)
+
+    class Handle:  # an ASGI app as a class instance: Starlette's Route passes it the request as is
+        async def __call__(self, scope, receive, send):
+            await manager.handle_request(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        async with manager.run():
+            yield
+
+    starlette = Starlette(routes=[Route("/mcp", endpoint=Handle())], lifespan=lifespan)
+    port = free_port()
+    announce(port_file, port)
+    uvicorn.run(starlette, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--serve-reference":
         serve_reference(sys.argv[2])
+    elif sys.argv[1] == "--serve-lowlevel":
+        serve_lowlevel(sys.argv[2])
     else:
         url, token, tool, args, sequential, clients, calls = sys.argv[1:8]
         pid = int(sys.argv[8]) if len(sys.argv) > 8 and sys.argv[8] else None
