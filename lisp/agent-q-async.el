@@ -73,6 +73,7 @@
 (defvar agent-q-confirm-safety-levels)
 (defvar agent-q-client)
 (defvar agent-q-call-context)
+(defvar agent-q-guard--run)
 (defvar agent-q-call-workspace)
 
 ;;;; Options
@@ -201,7 +202,10 @@ batch."
              do (agent-q--handle-step
                  batch index
                  (condition-case err
-                     (agent-q--core-call-start registry call options)
+                     ;; A token for this call: its handler may trust what its
+                     ;; guard has just found (`agent-q-guard--cleared-p').
+                     (let ((agent-q-guard--run (list index)))
+                       (agent-q--core-call-start registry call options))
                    (error (list :done (agent-q--core-failure
                                        call (agent-q--error-message err)))))))
     (agent-q--maybe-finish-batch batch)

@@ -620,16 +620,43 @@ Return REASON."
   (puthash key (cons reason identity) agent-q-guard--verdicts)
   reason)
 
+(defvar agent-q-guard--run nil
+  "A token for the one call the executor is starting, or nil.
+`agent-q--execute-async' binds it to a fresh cons around the start of
+each call, in which the module runs the call's guard and, when nothing
+needs asking, its handler.")
+
+(defvar agent-q-guard--cleared nil
+  "(RUN KEY IDENTITY): the guard found nothing to ask about KEY, in RUN.
+RUN is `agent-q-guard--run' then, IDENTITY what KEY designated.")
+
 (defun agent-q-guard-file-verdict (file)
   "Return why reading FILE needs approval, or nil; remember what was checked.
 FILE is what `agent-q-builtins--guarded-name' returns.  Never opens
 FILE (`file-attributes' only) and never touches a remote host."
   (if (agent-q-builtins--remote-p file)
       (agent-q-guard--remember file (agent-q-builtins--guard-reason file) nil)
-    (let ((identity (agent-q-guard--file-identity file)))
-      (agent-q-guard--remember
-       file (agent-q-builtins--guard-reason file (car identity) (nth 3 identity))
-       identity))))
+    (let* ((identity (agent-q-guard--file-identity file))
+           (reason (agent-q-builtins--guard-reason file (car identity) (nth 3 identity))))
+      (setq agent-q-guard--cleared
+            (and (null reason) agent-q-guard--run (list agent-q-guard--run file identity)))
+      (agent-q-guard--remember file reason identity))))
+
+(defun agent-q-guard--cleared-p (key identity)
+  "Non-nil when the guard has just cleared KEY as the very file IDENTITY.
+That is: in the call being started (`agent-q-guard--run'), without
+asking, the guard found no reason to ask about KEY, which designated
+the same true name, device, inode and link count as IDENTITY does now
+\(what the handler opened).  The reason, computed again from the same
+name, true name and link count within the same call, would be the
+same, so the handler need not compute it again."
+  (let ((cleared agent-q-guard--cleared))
+    (and agent-q-guard--run
+         (eq (car cleared) agent-q-guard--run)
+         (not (plist-get agent-q-call-context :approved))
+         (equal (nth 1 cleared) key)
+         (nth 1 identity) (nth 2 identity)
+         (equal (nth 2 cleared) identity))))
 
 (defun agent-q-guard-buffer-verdict (name)
   "Return why reading the buffer NAME needs approval, or nil; remember it.
@@ -677,15 +704,18 @@ Otherwise return a message: the file changed while it was being read.
 KEY is the name the guard checked (an expanded file name); INFO is
 what the descriptor says, from `agent-q--core-file-info'."
   (let* ((true (plist-get info :true))
-         (why (if (not (stringp true))
-                  "the system cannot say which file was opened (was it deleted?)"
+         (identity (list true (plist-get info :dev) (plist-get info :ino)
+                         (plist-get info :nlink)))
+         (why (cond
+               ((not (stringp true))
+                "the system cannot say which file was opened (was it deleted?)")
+               ((agent-q-guard--cleared-p key identity) nil)
+               (t
                 (agent-q-guard--verify
                  key
-                 (let ((reason (agent-q-builtins--guard-reason key true (plist-get info :nlink))))
-                   ;; A sensitive name given is a reason even when the true name is not.
-                   reason)
-                 (list true (plist-get info :dev) (plist-get info :ino)
-                       (plist-get info :nlink))))))
+                 ;; A sensitive name given is a reason even when the true name is not.
+                 (agent-q-builtins--guard-reason key true (plist-get info :nlink))
+                 identity)))))
     (and why (format "%s changed while it was being read (another process replaced it or a link in its path): %s. Nothing was read; call the tool again."
                      key why))))
 

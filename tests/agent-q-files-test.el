@@ -592,6 +592,89 @@ because the file changed while it was being read."
     (should (zerop unasked))
     (should (> asks 0))))
 
+;;;; The asynchronous executor: the handler trusts what its guard has just cleared
+
+(defun agent-q-files-test--async-reads (registry path count)
+  "Read PATH COUNT times with REGISTRY's read_file, in one batch.
+Through the asynchronous executor, the MCP server's and the bridges'.
+Calls the guard asks about are withdrawn unanswered.  Return the
+results."
+  (let* ((done nil)
+         (agent-q-audit-file nil)
+         (batch (agent-q--execute-async
+                 (cl-loop for i below count
+                          collect (list :id (format "a%d" i) :name "read_file"
+                                        :arguments (list :path path)))
+                 (lambda (results) (setq done results))
+                 registry)))
+    (agent-q-cancel-batch batch "the test answers no question")
+    (let ((deadline (+ (float-time) 120)))
+      (while (and (not done) (< (float-time) deadline))
+        (accept-process-output nil 0.05)))
+    (should done)
+    done))
+
+(ert-deftest agent-q-files-async-read-judges-a-cleared-file-once ()
+  "A read the guard has just cleared is not judged again by its handler.
+Through the asynchronous executor, the guard's reason is computed once
+per read of an ordinary file in the allowed directory (the handler
+checks that it opened the very file the guard judged); through the
+synchronous one, twice."
+  (agent-q-files-test--with-dir dir
+    (let* ((registry (agent-q-files-test--registry))
+           (judged 0)
+           (count-judgement (lambda (&rest _) (cl-incf judged))))
+      (agent-q-files-test--write (expand-file-name "plain.txt" dir) "plain text\n")
+      (advice-add 'agent-q-builtins--guard-reason :before count-judgement)
+      (unwind-protect
+          (progn
+            (dolist (r (agent-q-files-test--async-reads registry "plain.txt" 10))
+              (should (equal (agent-q-files-test--status r) "success"))
+              (should (string-suffix-p "\nplain text\n" (agent-q-files-test--content r))))
+            (should (= judged 10))
+            (setq judged 0)
+            (should (equal (agent-q-files-test--status
+                            (agent-q-files-test--call registry "read_file" '(:path "plain.txt")))
+                           "success"))
+            (should (= judged 2)))
+        (advice-remove 'agent-q-builtins--guard-reason count-judgement)))))
+
+(ert-deftest agent-q-files-async-symlink-race-never-reads-the-secret-unasked ()
+  "A link swapped to ~/.authinfo during 3,000 asynchronous reads is never read.
+The handler trusts its guard only for the very file the guard judged:
+a link flipped between the two is caught by the descriptor's identity."
+  (agent-q-files-test--with-dir dir
+    (let* ((registry (agent-q-files-test--registry))
+           (outside (file-name-as-directory (make-temp-file "agent-q-secret" t)))
+           (secret (expand-file-name ".authinfo" outside))
+           (harmless (expand-file-name "harmless.txt" dir))
+           (link (expand-file-name "link" dir))
+           (flipper nil))
+      (unwind-protect
+          (progn
+            (agent-q-files-test--write secret "machine x password SECRET-TOKEN\n")
+            (agent-q-files-test--write harmless "nothing to see\n")
+            (make-symbolic-link harmless link)
+            (setq flipper
+                  (start-process "agent-q-flipper" nil "sh" "-c"
+                                 (format "while :; do ln -sfn %s %s.tmp && mv -fT %s.tmp %s; ln -sfn %s %s.tmp && mv -fT %s.tmp %s; done"
+                                         (shell-quote-argument secret) (shell-quote-argument link)
+                                         (shell-quote-argument link) (shell-quote-argument link)
+                                         (shell-quote-argument harmless) (shell-quote-argument link)
+                                         (shell-quote-argument link) (shell-quote-argument link))))
+            (let* ((results (agent-q-files-test--async-reads registry "link" 3000))
+                   (contents (mapcar #'agent-q-files-test--content results)))
+              (should (= (length results) 3000))
+              ;; Nothing was approved: the secret is never in a result.
+              (should-not (cl-find-if (lambda (c) (string-search "SECRET-TOKEN" c)) contents))
+              ;; The race was real: reads of the harmless file went through the
+              ;; cleared path, and some opens differed from what the guard judged.
+              (should (cl-find-if (lambda (c) (string-search "nothing to see" c)) contents))
+              (should (cl-find-if (lambda (c) (string-search "changed while it was being read" c))
+                                  contents))))
+        (when flipper (delete-process flipper))
+        (delete-directory outside t)))))
+
 ;;;; Edited arguments are what runs
 
 (ert-deftest agent-q-files-edited-range-is-what-read-buffer-reads ()
