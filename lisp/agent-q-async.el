@@ -99,9 +99,10 @@ turn to be asked), `deferred' (the user said \"later\"), `asking' (its
 prompt is shown), `running' (its asynchronous handler, e.g. a review,
 is under way) or `done'.  REVIEW non-nil means its handler is an
 interactive review, which the queue waits for as for a prompt.
-CANCEL-FUNCTIONS are called if the call is withdrawn while running."
+CANCEL-FUNCTIONS are called if the call is withdrawn while running.
+DEFERRED is when the user last deferred it with \"l\", or nil."
   core batch index tool args context state review cancel-functions
-  (time (current-time)))
+  (time (current-time)) deferred)
 
 (defvar agent-q--indicator-timer)
 
@@ -426,11 +427,16 @@ is idle again."
   (let* ((waiting (cl-count-if (lambda (p) (memq (agent-q--pending-state p) '(queued deferred)))
                                agent-q--pending))
          (held (truncate (float-time (time-since (agent-q--pending-time pending)))))
+         (deferred (agent-q--pending-deferred pending))
          (context (append (agent-q--pending-context pending)
                           (list :async t :waiting waiting)
-                          ;; A call held back while the user was busy says so.
-                          (and (> held (+ agent-q-approval-idle-delay 1))
-                               (list :held held))))
+                          (cond
+                           ;; A call the user deferred says so, and since when.
+                           (deferred
+                            (list :deferred (truncate (float-time (time-since deferred)))))
+                           ;; A call held back while the user was busy says so.
+                           ((> held (+ agent-q-approval-idle-delay 1))
+                            (list :held held)))))
          (answer
           (unwind-protect
               (catch 'agent-q--withdrawn
@@ -446,7 +452,8 @@ is idle again."
     (pcase answer
       ('nil nil)                        ; withdrawn while asked: already cancelled
       (:later
-       (setf (agent-q--pending-state pending) 'deferred)
+       (setf (agent-q--pending-state pending) 'deferred
+             (agent-q--pending-deferred pending) (current-time))
        (agent-q--update-indicator)
        (agent-q--schedule))
       (_
@@ -613,26 +620,79 @@ Also run `agent-q-pending-change-hook'."
 
 ;;;; M-x agent-q-pending
 
+(declare-function agent-q-grants "agent-q-prompt" ())
+(defvar agent-q-prompt--session-approved)
+
 (defvar agent-q-pending-mode-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'agent-q-pending-answer)
     (define-key map "c" #'agent-q-pending-cancel)
     (define-key map "C" #'agent-q-pending-cancel-all)
     (define-key map "g" #'agent-q-pending-refresh)
+    (define-key map "a" #'agent-q-grants)
     map)
   "Keymap of `agent-q-pending-mode'.")
+
+(defvar-local agent-q--pending-timer nil
+  "The timer that keeps the waiting times of this list current, or nil.")
 
 (define-derived-mode agent-q-pending-mode tabulated-list-mode "agent-q-pending"
   "The tool calls waiting for a decision or a review.
 \\<agent-q-pending-mode-map>\\[agent-q-pending-answer] answers the call at point \
 \(or shows its review),
 \\[agent-q-pending-cancel] withdraws it, \\[agent-q-pending-cancel-all] withdraws them all,
-\\[agent-q-pending-refresh] refreshes."
-  (setq tabulated-list-format
-        [("#" 3 nil) ("Client" 16 t) ("Tool" 18 t)
-         ("State" 10 t) ("Waiting" 8 nil) ("Arguments" 0 nil)])
+\\[agent-q-pending-refresh] refreshes, \\[agent-q-grants] lists what the prompt's \"a\"
+approved (and withdraws it).  The waiting times count up each second
+while the list is on screen."
+  (agent-q--pending-format nil)
   (setq tabulated-list-padding 1)
-  (tabulated-list-init-header))
+  (add-hook 'window-buffer-change-functions #'agent-q--pending-shown nil t)
+  (add-hook 'kill-buffer-hook #'agent-q--pending-stop-timer nil t))
+
+(defun agent-q--pending-format (entries)
+  "Set the columns of the pending list, its client column as wide as ENTRIES need."
+  (let ((width (cl-loop for entry in entries
+                        maximize (string-width (aref (cadr entry) 1)))))
+    (setq tabulated-list-format
+          (vector '("#" 3 nil) (list "Client" (max 16 (or width 0)) t) '("Tool" 18 t)
+                  '("State" 10 t) '("Waiting" 8 nil) '("Arguments" 0 nil)))
+    (tabulated-list-init-header)
+    (setq header-line-format (list "" header-line-format '(:eval (agent-q--pending-grants-note))))))
+
+(defun agent-q--pending-grants-note ()
+  "The note on the grants of \"a\" in the header line of the pending list."
+  (let ((grants (and (boundp 'agent-q-prompt--session-approved)
+                     (length agent-q-prompt--session-approved))))
+    (if (and grants (> grants 0))
+        (propertize (format "  [%d approved by the prompt's \"a\": press a to see or withdraw]"
+                            grants)
+                    'face 'warning)
+      "")))
+
+(defun agent-q--pending-shown (&rest _)
+  "Keep the waiting times current while the pending list is shown."
+  (agent-q--pending-start-timer (current-buffer)))
+
+(defun agent-q--pending-start-timer (buffer)
+  "Count the waiting times of the pending list BUFFER up, while it is on screen."
+  (with-current-buffer buffer
+    (unless (and agent-q--pending-timer (memq agent-q--pending-timer timer-list))
+      (setq agent-q--pending-timer
+            (run-at-time 1 1 #'agent-q--pending-tick buffer)))))
+
+(defun agent-q--pending-stop-timer ()
+  "Stop counting the waiting times of the current pending list."
+  (when agent-q--pending-timer
+    (cancel-timer agent-q--pending-timer)
+    (setq agent-q--pending-timer nil)))
+
+(defun agent-q--pending-tick (buffer)
+  "Refresh the pending list BUFFER; stop once it is no longer on screen."
+  (if (not (and (buffer-live-p buffer) (get-buffer-window buffer t)))
+      (when (buffer-live-p buffer)
+        (with-current-buffer buffer (agent-q--pending-stop-timer)))
+    (agent-q-pending-refresh)))
+
 
 (defun agent-q--pending-entries ()
   "The rows of `agent-q-pending-mode'."
@@ -641,7 +701,9 @@ Also run `agent-q-pending-change-hook'."
            unless (eq (agent-q--pending-state p) 'done)
            collect (list p (vector (number-to-string i)
                                    (agent-q--visible
-                                    (or (plist-get (agent-q--pending-context p) :client) ""))
+                                    (or (plist-get (agent-q--pending-context p) :client)
+                                        (plist-get (agent-q--pending-context p) :mcp-client)
+                                        ""))
                                    (agent-q--visible (or (agent-q--pending-tool p) ""))
                                    (symbol-name (agent-q--pending-state p))
                                    (format "%ds" (truncate (float-time
@@ -660,6 +722,7 @@ Also run `agent-q-pending-change-hook'."
     (when buffer
       (with-current-buffer buffer
         (setq tabulated-list-entries (agent-q--pending-entries))
+        (agent-q--pending-format tabulated-list-entries)
         (tabulated-list-print t)))))
 
 (defun agent-q-pending ()
@@ -670,8 +733,10 @@ RET on one asks it now (or shows its review), c withdraws it."
     (with-current-buffer buffer
       (agent-q-pending-mode)
       (setq tabulated-list-entries (agent-q--pending-entries))
+      (agent-q--pending-format tabulated-list-entries)
       (tabulated-list-print))
-    (pop-to-buffer buffer)))
+    (pop-to-buffer buffer)
+    (agent-q--pending-start-timer buffer)))
 
 (defun agent-q--pending-at-point ()
   "The pending call at point, or a user error."

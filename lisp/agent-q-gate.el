@@ -84,6 +84,8 @@
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
 (declare-function agent-q--visible "agent-q-prompt" (text))
+(declare-function agent-q-prompt-unasked-p "agent-q-prompt" (tool-name args context))
+(declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-mcp-running-p "agent-q-mcp" ())
 (declare-function notifications-notify "notifications" (&rest params))
 
@@ -298,6 +300,25 @@ left as given (expanding it may connect)."
                 (expand-file-name path cwd)))
             (agent-q-gate--strings paths))))
 
+(defvar agent-q-gate--calls (make-hash-table :test #'equal)
+  "Call id -> what the prompt shows of the agent's call, until it is decided.
+A plist: :agent (its name, \"claude\"...), :session (the agent's
+session id, whole), :description (the agent's own words for the call,
+such as Claude's Bash description) and :cwd.")
+
+(defun agent-q-gate-call-info (context)
+  "What the agent said of the call CONTEXT describes, or nil.
+CONTEXT is an `agent-q-approval-context'; the answer a plist (see
+`agent-q-gate--calls'), only for a call of the gate's own registry."
+  (and (agent-q-gate-call-agent context)
+       (gethash (plist-get context :id) agent-q-gate--calls)))
+
+(defun agent-q-gate--description (props)
+  "The agent's own description of the call in PROPS, or nil."
+  (let* ((input (plist-get props :input))
+         (text (and (listp input) (plist-get input :description))))
+    (and (stringp text) (not (string-empty-p (string-trim text))) text)))
+
 (defun agent-q-gate--start (key props call-list callback what)
   "Hand the executor CALL-LIST, the tool call plists of the request KEY (PROPS).
 CALLBACK gets their results.  Their workspace is the agent's
@@ -307,15 +328,28 @@ working directory.  WHAT describes the request for a notification."
          (label (or (plist-get props :label)
                     (agent-q-gate--label agent (plist-get props :session))))
          (cwd (agent-q-gate--cwd props))
-         (batch (agent-q--execute-async
-                 call-list callback (agent-q-gate--registry)
-                 :client (list :client label
-                               :mcp-client (agent-q-rules-agent-client (symbol-name agent))
-                               :channel (format "gate %s %s" agent (plist-get props :session)))
-                 :confirm '(:dangerous)
-                 :audit-all t
-                 :workspace (list :directories (and cwd (list cwd))
-                                  :source (format "the working directory of %s" label)))))
+         (ids (mapcar (lambda (call) (plist-get call :id)) call-list))
+         (info (list :agent (symbol-name agent)
+                     :session (let ((session (plist-get props :session)))
+                                (and (stringp session) (not (string-empty-p session))
+                                     session))
+                     :description (agent-q-gate--description props)
+                     :cwd cwd))
+         (batch (progn
+                  (dolist (id ids) (puthash id info agent-q-gate--calls))
+                  (agent-q--execute-async
+                   call-list
+                   (lambda (results)
+                     (dolist (id ids) (remhash id agent-q-gate--calls))
+                     (funcall callback results))
+                   (agent-q-gate--registry)
+                   :client (list :client label
+                                 :mcp-client (agent-q-rules-agent-client (symbol-name agent))
+                                 :channel (format "gate %s %s" agent (plist-get props :session)))
+                   :confirm '(:dangerous)
+                   :audit-all t
+                   :workspace (list :directories (and cwd (list cwd))
+                                    :source (format "the working directory of %s" label))))))
     (puthash key batch agent-q-gate--requests)
     (agent-q-gate--notify-if-waiting batch label what)))
 
@@ -396,17 +430,28 @@ COMMAND is the command the agent asked to run, PROPS the request."
 ;;;; Telling the user
 
 (defun agent-q-gate--notify-if-waiting (batch label what)
-  "Tell the user when a call of BATCH waits for them: LABEL would WHAT."
+  "Tell the user when a call of BATCH waits for their decision: LABEL would WHAT.
+Only a call queued for the prompt counts: not one a rule or a grant
+of the prompt's \"a\" decides unasked (see `agent-q-prompt-unasked-p'),
+nor an edit under review, whose review says so itself (see
+`agent-q-gate-edit--handler'), so that each call is told once."
   (when (and agent-q-gate-notify
              (cl-some (lambda (p)
                         (and (eq (agent-q--pending-batch p) batch)
-                             (agent-q--deciding-p p)
+                             (memq (agent-q--pending-state p) '(queued deferred asking))
                              ;; Queued, but a rule will decide it unasked.
                              (not (memq (car (agent-q-rules-decide
                                               (agent-q--pending-tool p)
                                               (agent-q--pending-args p)
                                               (agent-q--pending-context p)))
-                                        '(allow deny)))))
+                                        '(allow deny)))
+                             ;; Queued, but the prompt approves it unasked (a).
+                             (not (and (eq agent-q-approval-function
+                                           #'agent-q-approve-in-minibuffer)
+                                       (agent-q-prompt-unasked-p
+                                        (agent-q--pending-tool p)
+                                        (agent-q--pending-args p)
+                                        (agent-q--pending-context p))))))
                       agent-q--pending))
     (agent-q-gate--notify
      (format "%s waits for your decision in Emacs: %s"

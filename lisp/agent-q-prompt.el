@@ -29,7 +29,7 @@
 ;;
 ;; `agent-q-approve-in-minibuffer' is the default value of
 ;; `agent-q-approval-function': it shows a tool call in the minibuffer and
-;; reads a single deliberate key (y, n, r, e, v, a, s; C-g denies), never a
+;; reads a single deliberate key (y, n, r, e, v, a, s, ? for help; C-g denies), never a
 ;; typed-ahead one.  `e' edits the arguments in a buffer before approving.
 ;;
 ;; It approves "propose_file_edit" without asking, because that tool's
@@ -40,6 +40,7 @@
 (require 'cl-lib)
 (require 'pp)
 (require 'subr-x)
+(require 'tabulated-list)
 
 ;;;; Module and agent-q.el functions (loaded by agent-q.el)
 
@@ -49,6 +50,11 @@
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
 (declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
 (declare-function agent-q--core-visible "agent-q-core" (text))
+(declare-function agent-q--core-command-decide "agent-q-core" (line deny ask allow))
+(declare-function agent-q--core-fetch-decide "agent-q-core" (url deny ask allow))
+(declare-function agent-q--core-command-suggest "agent-q-core" (line allow))
+(declare-function agent-q--core-fetch-suggest "agent-q-core" (url))
+(declare-function agent-q-gate-call-info "agent-q-gate" (context))
 (declare-function agent-q-gate-call-agent "agent-q-gate" (context))
 (declare-function agent-q-rules-agent-client "agent-q-rules" (agent))
 
@@ -78,27 +84,66 @@ A file name given as :path is never shortened."
 
 ;;;; Minibuffer approval
 
+(defconst agent-q-prompt--help-buffer "*agent-q prompt help*"
+  "The buffer in which the prompt's ? says what each key does.")
+
+(defconst agent-q-prompt--call-buffer "*agent-q call*"
+  "The buffer in which the prompt's v shows the whole call.")
+
 (defvar agent-q-prompt--session-approved nil
-  "What the user approved for the rest of the session with \"a\".
-Each entry is (TOOL-ID ORIGIN CLIENT): one registration of one tool,
-called by one client.  TOOL-ID names one registration of one tool in
-one registry: a tool replaced or re-registered with another handler
-has a new id, so it is asked about again.  ORIGIN is the approval
-context's :origin (`emacs' or `mcp', as the driver that received the
-call says), so that no MCP client, whatever it calls itself, holds
-what was approved for a bridge inside Emacs.  CLIENT is the context's
-:client (such as \"gptel\" or \"claude-code 2.1.0 (MCP)\"), or nil for
-calls that name no client: approving write_file for one coding agent
-approves it for no other.  For a terminal agent's own tool call (see
-`agent-q-gate-call-agent'), CLIENT is the agent's name for the rules,
-such as \"claude (own tools)\": \"a\" then covers every session of that
-agent, and no other agent.")
+  "What the user approved with \"a\" for the rest of a session: the grants.
+Each entry is a plist.  :tool-id names one registration of one tool
+in one registry (a tool replaced or re-registered with another handler
+has a new id, so it is asked about again); :tool is its name, :time
+when it was granted.
+
+For a client's call, :origin is the approval context's :origin
+\(`emacs' or `mcp', as the driver that received the call says), so
+that no MCP client, whatever it calls itself, holds what was approved
+for a bridge inside Emacs, and :client its :client (such as \"gptel\"
+or \"claude-code 2.1.0 (MCP)\"), or nil for calls that name no client:
+the grant covers that tool for that client.
+
+For a terminal agent's own call (see `agent-q-gate-call-agent'),
+:agent and :session name the agent and its session: the grant covers
+no other session and no other agent.  A shell command's grant holds
+:command, the command rules that the module proposes for the line
+\(`agent-q--core-command-suggest', as \"s\" does), and covers a later
+command only when the module finds every part of it covered by them
+\(`agent-q--core-command-decide'); a fetch's holds :domain, its host,
+judged by `agent-q--core-fetch-decide'.
+
+`agent-q-grants' lists them and withdraws them;
+`agent-q-forget-session-rules' forgets them all.")
 
 (defun agent-q-prompt--gate-agent ()
   "The terminal agent whose own tool call is being approved, or nil."
   (and (boundp 'agent-q-approval-context)
        (fboundp 'agent-q-gate-call-agent)
        (agent-q-gate-call-agent agent-q-approval-context)))
+
+(defun agent-q-prompt--gate-info ()
+  "What the terminal agent said of its call being approved, or nil.
+See `agent-q-gate-call-info'."
+  (and (boundp 'agent-q-approval-context)
+       (fboundp 'agent-q-gate-call-info)
+       (agent-q-gate-call-info agent-q-approval-context)))
+
+(defconst agent-q-prompt--short-session-chars 8
+  "How many characters of an agent's session id the prompt shows.")
+
+(defun agent-q-prompt--short-session (session)
+  "The short form of the agent's SESSION id, for the prompt."
+  (and (stringp session)
+       (agent-q--visible (truncate-string-to-width
+                          session agent-q-prompt--short-session-chars))))
+
+(defun agent-q-prompt--agent-label (info)
+  "How the prompt names the agent of the call INFO describes.
+INFO is a plist of `agent-q-gate-call-info'."
+  (let ((session (agent-q-prompt--short-session (plist-get info :session))))
+    (format "%s%s" (plist-get info :agent)
+            (if session (format " (session %s)" session) ""))))
 
 (defun agent-q-prompt--always-client ()
   "Whom \"a\" approves the call's tool for: the context's client, or its agent."
@@ -107,12 +152,126 @@ agent, and no other agent.")
         (agent-q-rules-agent-client agent)
       (agent-q-prompt--context-get :client))))
 
-(defun agent-q-prompt--session-key ()
-  "The key of the call being approved in `agent-q-prompt--session-approved'.
-Nil when the call's tool has no id."
-  (let ((id (agent-q-prompt--context-get :tool-id)))
-    (and id (list id (or (agent-q-prompt--context-get :origin) 'emacs)
-                  (agent-q-prompt--always-client)))))
+(defconst agent-q-prompt--max-grant-rules 16
+  "The most command rules one grant of \"a\" holds.")
+
+(defun agent-q-prompt--command-rules (line)
+  "The command rules that cover every part of the shell command LINE, or nil.
+Each is proposed by the module, as the prompt's \"s\" proposes one
+\(`agent-q--core-command-suggest'): the first part not yet covered,
+then the next...  Nil when some part cannot be covered by a plain
+rule (a substitution, a redirection...)."
+  (let ((rules nil)
+        (covered nil))
+    (while (and (not covered)
+                (< (length rules) agent-q-prompt--max-grant-rules)
+                (let ((next (ignore-errors (agent-q--core-command-suggest line rules))))
+                  (and (stringp next) (not (member next rules))
+                       (setq rules (append rules (list next))))))
+      (setq covered (agent-q-prompt--covers-command-p rules line)))
+    (and covered rules)))
+
+(defun agent-q-prompt--covers-command-p (rules line)
+  "Non-nil when every part of LINE is covered by the command RULES.
+The module judges it (`agent-q--core-command-decide')."
+  (eq (car-safe (ignore-errors (agent-q--core-command-decide line nil nil rules))) 'allow))
+
+(defun agent-q-prompt--covers-domain-p (domain url)
+  "Non-nil when the fetch of URL is covered by the DOMAIN rule.
+The module judges it (`agent-q--core-fetch-decide')."
+  (eq (car-safe (ignore-errors (agent-q--core-fetch-decide url nil nil (list domain)))) 'allow))
+
+(defun agent-q-prompt--grant-proposal (tool-name args)
+  "The grant that \"a\" proposes for TOOL-NAME's call with ARGS, or a reason.
+Return (GRANT . WORDS), WORDS describing what GRANT covers; or (nil .
+WHY) when the call can be approved only alone.  The call is the one
+of `agent-q-approval-context'."
+  (let* ((id (agent-q-prompt--context-get :tool-id))
+         (agent (agent-q-prompt--gate-agent))
+         (info (agent-q-prompt--gate-info))
+         (base (list :tool-id id :tool tool-name :time (current-time)))
+         (command (and (listp args) (plist-get args :command)))
+         (url (and (listp args) (plist-get args :url))))
+    (cond
+     ((null id) (cons nil "the tool has no registration to remember"))
+     ((agent-q-prompt--context-get :protected)
+      (cons nil "it writes a protected file, which is asked about every time"))
+     ((not agent)
+      (let ((client (agent-q-prompt--context-get :client)))
+        (cons (append base (list :origin (or (agent-q-prompt--context-get :origin) 'emacs)
+                                 :client client))
+              (format "%s%s" (agent-q--visible tool-name)
+                      (if client (format " for %s" (agent-q--visible client)) "")))))
+     ((stringp command)
+      (let ((rules (agent-q-prompt--command-rules command)))
+        (if (null rules)
+            (cons nil "no plain command rule covers every part of this command")
+          (cons (append base (list :agent agent :session (plist-get info :session)
+                                   :command rules))
+                (format "%s for %s"
+                        (mapconcat (lambda (r) (format "`%s`" (agent-q--visible r))) rules ", ")
+                        (agent-q-prompt--agent-label (or info (list :agent agent))))))))
+     ((stringp url)
+      (let ((domain (ignore-errors (agent-q--core-fetch-suggest url))))
+        (if (not (stringp domain))
+            (cons nil "the host of this URL cannot be told for certain")
+          (cons (append base (list :agent agent :session (plist-get info :session)
+                                   :domain domain))
+                (format "fetches from %s for %s" (agent-q--visible domain)
+                        (agent-q-prompt--agent-label (or info (list :agent agent))))))))
+     (t
+      (cons (append base (list :agent agent :session (plist-get info :session)))
+            (format "%s for %s" (agent-q--visible tool-name)
+                    (agent-q-prompt--agent-label (or info (list :agent agent)))))))))
+
+(defun agent-q-prompt--grant-covers-p (grant args)
+  "Non-nil when GRANT covers the call with ARGS of `agent-q-approval-context'.
+Whether a command or a URL is covered, the module decides, as it does
+for the approval rules."
+  (and (equal (plist-get grant :tool-id) (agent-q-prompt--context-get :tool-id))
+       (if (plist-get grant :agent)
+           (let ((info (agent-q-prompt--gate-info)))
+             (and (equal (plist-get grant :agent) (agent-q-prompt--gate-agent))
+                  info
+                  (equal (plist-get grant :session) (plist-get info :session))
+                  (cond
+                   ((plist-get grant :command)
+                    (let ((line (and (listp args) (plist-get args :command))))
+                      (and (stringp line)
+                           (agent-q-prompt--covers-command-p (plist-get grant :command) line))))
+                   ((plist-get grant :domain)
+                    (let ((url (and (listp args) (plist-get args :url))))
+                      (and (stringp url)
+                           (agent-q-prompt--covers-domain-p (plist-get grant :domain) url))))
+                   (t t))))
+         (and (not (agent-q-prompt--gate-agent))
+              (equal (plist-get grant :origin)
+                     (or (agent-q-prompt--context-get :origin) 'emacs))
+              (equal (plist-get grant :client) (agent-q-prompt--context-get :client))))))
+
+(defun agent-q-prompt--granted (args)
+  "The grant of \"a\" that covers the call with ARGS being approved, or nil."
+  (cl-find-if (lambda (grant) (agent-q-prompt--grant-covers-p grant args))
+              agent-q-prompt--session-approved))
+
+(defun agent-q-prompt-unasked-p (tool-name args context)
+  "Non-nil when the prompt approves TOOL-NAME's call with ARGS without asking.
+CONTEXT is the call's `agent-q-approval-context'.  See
+`agent-q-approve-in-minibuffer'."
+  (ignore tool-name)
+  (let ((agent-q-approval-context context))
+    (and (not (plist-get context :reason))
+         (not (plist-get context :protected))
+         ;; An ask rule asks; a line that no command or domain rule covers
+         ;; (:uncovered) is asked as without rules.
+         (or (not (plist-get context :rule))
+             (plist-get context :uncovered))
+         (or (plist-get context :review)
+             (and (agent-q-prompt--granted args) t)))))
+
+(defun agent-q-prompt-forget-grants ()
+  "Forget every grant of the prompt's \"a\"."
+  (setq agent-q-prompt--session-approved nil))
 
 (defun agent-q-prompt--shorten (value)
   "Return VALUE with long strings shortened, and whether any was.
@@ -216,7 +375,7 @@ dropped.  Everything agent-q shows of what a model or a client chose
 (defun agent-q-prompt--show-call (tool-name args)
   "Show the whole call of TOOL-NAME with ARGS in a help buffer.
 Each line shows hidden characters as escapes (see `agent-q--visible')."
-  (with-help-window (get-buffer-create "*agent-q call*")
+  (with-help-window (get-buffer-create agent-q-prompt--call-buffer)
     (princ (format "Tool: %s\nSafety level: %s\n" (agent-q--visible tool-name)
                    (or (agent-q-prompt--context-get :safety-level) "unknown")))
     (when-let ((client (agent-q-prompt--context-get :client)))
@@ -297,40 +456,100 @@ cannot confirm: a second, deliberate key must.  \\[keyboard-quit] denies the cal
                   (window-height window))))
     (1- (* width (max 1 lines)))))
 
+(defun agent-q-prompt--notes ()
+  "The notes of the prompt, after \"agent-q\": a list of strings.
+What else waits, how long this call did; from `agent-q-approval-context'."
+  (let ((waiting (agent-q-prompt--context-get :waiting))
+        (held (agent-q-prompt--context-get :held))
+        (deferred (agent-q-prompt--context-get :deferred)))
+    (delq nil (list (and waiting (> waiting 0) (format "%d more waiting" waiting))
+                    (cond (deferred (format "you deferred it with l %ds ago" deferred))
+                          (held (format "held %ds until you paused" held)))))))
+
+(defun agent-q-prompt--gate-main-argument (args)
+  "The argument of a terminal agent's call, for the prompt: a string, or nil.
+The command of a shell command, the URL of a fetch, the file of a
+read (ARGS' :command, :url or :path)."
+  (and (listp args)
+       (cl-loop for key in '(:command :url :path)
+                for value = (plist-get args key)
+                when (stringp value) return value)))
+
+(defun agent-q-prompt--parts (tool-name args level reason)
+  "The parts of the prompt for TOOL-NAME's call with ARGS, at LEVEL, for REASON.
+A plist: :who (who asks, or nil), :what (the words before the
+arguments), :printed (the arguments as shown, one line), :cut (non-nil
+when they were shortened) and :tail (what follows them: the folder,
+the file, the rule that asks).  Every part a model or a client chose
+shows its hidden characters as escapes (see `agent-q--visible').  A
+terminal agent's own call shows the agent and its session's short
+form, the agent's own description of the call, the command (or URL,
+or file) and the folder it runs in: `v' shows all its arguments."
+  (let* ((info (agent-q-prompt--gate-info))
+         (main (and info (agent-q-prompt--gate-main-argument args)))
+         (level-text (if level (string-remove-prefix ":" (format "%s" level)) "unknown"))
+         (reason-text (if reason (format " (%s)" (agent-q--visible reason)) ""))
+         (rule (agent-q-prompt--context-get :rule))
+         (rule-text (if rule (format " [asked by the rule: %s]" (agent-q--visible rule)) "")))
+    (if main
+        (let* ((description (plist-get info :description))
+               (directory (and (listp args) (plist-get args :directory))))
+          (list :who (agent-q-prompt--agent-label info)
+                :what (format "%s [%s]%s: %s"
+                              (cond ((plist-get args :command) "run a command")
+                                    ((plist-get args :url) "fetch")
+                                    (t (agent-q--visible tool-name)))
+                              level-text reason-text
+                              (if description
+                                  (format "%s: " (agent-q--visible description))
+                                ""))
+                :printed (agent-q--visible main)
+                :cut nil
+                :tail (concat (if (stringp directory)
+                                  (format " [in %s]" (agent-q--visible
+                                                      (abbreviate-file-name directory)))
+                                "")
+                              (if (plist-get args :command)
+                                  ""
+                                (agent-q--visible (agent-q-prompt--path-note args)))
+                              rule-text)))
+      (let ((short (agent-q-prompt--shorten args))
+            (client (agent-q-prompt--context-get :client)))
+        (list :who (and client (agent-q--visible client))
+              :what (format "run %s [%s]%s " (agent-q--visible tool-name) level-text reason-text)
+              :printed (agent-q--visible (agent-q-prompt--print (car short)))
+              :cut (cdr short)
+              :tail (concat (agent-q--visible (agent-q-prompt--path-note args)) rule-text))))))
+
+(defun agent-q-prompt--keys-text ()
+  "The key list of the prompt for the call of `agent-q-approval-context'."
+  (let ((always (and (not (agent-q-prompt--gate-agent)) (agent-q-prompt--always-client))))
+    (format "  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s (?)help: "
+            (if always (format " for %s" (agent-q--visible always)) "")
+            (if (agent-q-prompt--context-get :async) " (l)ater" ""))))
+
 (defun agent-q-prompt--prompt (tool-name args level reason &optional complaint)
   "The approval prompt for TOOL-NAME with ARGS, at LEVEL, asked for REASON.
 COMPLAINT, when non-nil, says why the prompt is shown again.  The
-prompt is one line: every part a model or a client chose shows its
-hidden characters as escapes (see `agent-q--visible').  The key list
-comes last and always fits in the echo area
-\(`agent-q-prompt--prompt-columns'): the arguments are cut to make room,
-saying so, never the keys."
-  (let* ((short (agent-q-prompt--shorten args))
-         (printed (agent-q--visible (agent-q-prompt--print (car short))))
-         (client (agent-q-prompt--context-get :client))
-         (later (agent-q-prompt--context-get :async))
-         (waiting (agent-q-prompt--context-get :waiting))
-         (held (agent-q-prompt--context-get :held))
-         (rule (agent-q-prompt--context-get :rule))
-         (notes (delq nil (list (and waiting (> waiting 0) (format "%d more waiting" waiting))
-                                (and held (format "held %ds until you paused" held)))))
-         (head (format "%sagent-q%s: %srun %s [%s]%s "
+prompt is one line, made of `agent-q-prompt--notes' and
+`agent-q-prompt--parts'.  The key list comes last and always fits in
+the echo area (`agent-q-prompt--prompt-columns'): the arguments are
+cut to make room, saying so, never the keys."
+  (let* ((parts (agent-q-prompt--parts tool-name args level reason))
+         (notes (agent-q-prompt--notes))
+         (who (plist-get parts :who))
+         (printed (plist-get parts :printed))
+         (head (format "%sagent-q%s: %s%s"
                        (if complaint (concat complaint "  ") "")
                        (if notes (format " (%s)" (string-join notes "; ")) "")
-                       (if client (format "%s wants to " (agent-q--visible client)) "")
-                       (agent-q--visible tool-name)
-                       (if level (string-remove-prefix ":" (format "%s" level)) "unknown")
-                       (if reason (format " (%s)" (agent-q--visible reason)) "")))
-         (tail (concat (agent-q--visible (agent-q-prompt--path-note args))
-                       (if rule (format " [asked by the rule: %s]" (agent-q--visible rule)) "")))
-         (always (agent-q-prompt--always-client))
-         (keys (format "  (y)es (n)o (r)eason (e)dit (v)iew (a)lways%s (s)ave rule%s: "
-                       (if always (format " for %s" (agent-q--visible always)) "")
-                       (if later " (l)ater" "")))
+                       (if who (format "%s wants to " who) "")
+                       (plist-get parts :what)))
+         (tail (plist-get parts :tail))
+         (keys (agent-q-prompt--keys-text))
          (shortened " [long arguments shortened; v shows all]")
          (columns (agent-q-prompt--prompt-columns))
          (room (- columns (string-width head) (string-width tail) (string-width keys)))
-         (cut (or (cdr short) (> (string-width printed) room)))
+         (cut (or (plist-get parts :cut) (> (string-width printed) room)))
          (args-text (if (not cut)
                         printed
                       (truncate-string-to-width
@@ -341,6 +560,52 @@ saying so, never the keys."
       (setq text (truncate-string-to-width
                   text (max 10 (- columns (string-width keys))) nil nil "...")))
     (concat text keys)))
+
+(defun agent-q-prompt--help-lines (tool-name args)
+  "One line for each key of the prompt about TOOL-NAME's call with ARGS.
+A list of strings."
+  (let* ((agent (agent-q-prompt--gate-agent))
+         (who (if agent (format "%s (the agent)" agent) "the model"))
+         (grant (agent-q-prompt--grant-proposal tool-name args)))
+    (delq nil
+          (list
+           (format "y    approve this call: %s"
+                   (if agent (format "%s runs it itself" agent) "it runs"))
+           (format "n    deny it: nothing runs, and %s is told you denied it" who)
+           (format "r    deny it with a reason you type, which %s reads" who)
+           (if agent
+               "e    edit the call (its command) first: what you leave is what the agent runs"
+             "e    edit the arguments first: the call runs with your edit")
+           "v    view the whole call, every argument, in a window; then answer"
+           (if (car grant)
+               (format "a    approve it, and from now on, unasked, %s (press ! to confirm; M-x agent-q-grants takes it back)"
+                       (cdr grant))
+             (format "a    approve this call only (%s)" (cdr grant)))
+           (format "s    save an approval rule about %s (press ! to confirm), for this session or for good"
+                   (agent-q--visible tool-name))
+           (and (agent-q-prompt--context-get :async)
+                "l    later: leave it waiting, listed by M-x agent-q-pending, and answer it from there")
+           "C-g  deny it, as n does"
+           "?    this help"))))
+
+(defun agent-q-prompt--show-help (tool-name args)
+  "Show a one-line help for each key of the prompt.
+The prompt is about TOOL-NAME's call with ARGS."
+  (with-help-window (get-buffer-create agent-q-prompt--help-buffer)
+    (princ (format "The keys that answer agent-q's prompt about %s:\n\n"
+                   (agent-q--visible tool-name)))
+    (princ (mapconcat #'identity (agent-q-prompt--help-lines tool-name args) "\n"))
+    (princ "\n\nOnly a key typed after the prompt appeared answers it.\n")))
+
+(defun agent-q-prompt--close-windows ()
+  "Close the windows of the prompt's help and of its view of a call.
+Called when a prompt ends, so that neither stays on screen with the
+words of an earlier call while the next one is asked."
+  (dolist (name (list agent-q-prompt--help-buffer agent-q-prompt--call-buffer))
+    (let ((buffer (get-buffer name)))
+      (when buffer
+        (dolist (window (get-buffer-window-list buffer nil t))
+          (ignore-errors (quit-window nil window)))))))
 
 (defun agent-q-approve-in-minibuffer (tool-name args)
   "Ask the user in the minibuffer whether to run TOOL-NAME with ARGS.
@@ -354,10 +619,16 @@ shortened with a note.  Keys:
   r  deny with a reason, typed    -> (:denied REASON)
   e  edit the arguments           -> (:modified NEW-ARGS)
   v  view the whole call, then ask again
-  a  approve, and approve TOOL-NAME for the rest of the session,
-     for calls from the same client only (confirmed with !; a
-     protected call, :protected in the context, is approved alone,
-     without confirmation: it is asked about every time)
+  a  approve, and approve such calls unasked for the rest of the
+     session (confirmed with !): TOOL-NAME for the same client only;
+     for a terminal agent's own call, for that session of the agent
+     only, and a shell command's or a fetch's grant only as narrow
+     as the call (see `agent-q-prompt--session-approved').  A call
+     that no grant can cover (a protected call, :protected in the
+     context; a command no plain rule covers) is approved alone,
+     without confirmation: it is asked about every time
+  ?  a one-line help for each key (also the help character), then
+     ask again
   s  save an approval rule about TOOL-NAME, confirmed with ! (see
      `agent-q-rules-save-from-prompt'); when it decides this call,
      that is the answer -> (:rule :approved TEXT) or (:rule :denied TEXT)
@@ -371,7 +642,10 @@ choice beeps, says which keys answer, and the prompt comes back once
 the typing has paused.  \"a\" and \"s\" ask for a second, deliberate
 key in a fresh prompt (see `agent-q-prompt--confirm').  The prompt is
 one line, keys last: arguments, file names and the client's name
-show hidden characters as escapes (see `agent-q--visible').  When
+show hidden characters as escapes (see `agent-q--visible').  A
+terminal agent's own call shows the agent's description of it, the
+command and its folder (see `agent-q-prompt--parts').  The windows
+that v and ? open close when the prompt ends.  When
 there is no terminal to ask on (batch mode, a daemon with no frame),
 the call is denied at once, saying so.
 
@@ -393,11 +667,12 @@ exceptions, neither of which applies when the context has a :reason
 asked) or a :rule (an approval rule that says to ask; the prompt names
 it):
 
-- a tool the user approved for the session with \"a\" (the approval
-  belongs to that registration of the tool, its :tool-id, and to the
-  client that called it, the context's :client -- for a terminal
-  agent's own tool call, to the agent, every session of it: see
-  `agent-q-gate-call-agent');
+- a call that a grant of \"a\" covers (see
+  `agent-q-prompt--session-approved': it belongs to that registration
+  of the tool, its :tool-id, and to the client that called it, the
+  context's :client -- for a terminal agent's own tool call, to that
+  session of the agent, see `agent-q-gate-call-agent'); `agent-q-grants'
+  lists them and withdraws them;
 - a tool whose own review is the approval (:review in the context,
   which the executor sets only for the built-in handler of
   \"propose_file_edit\", never for a tool that merely has its name):
@@ -406,17 +681,11 @@ it):
 A :path argument is never shortened, and the prompt names the file it
 really designates (resolving links)."
   (let ((level (agent-q-prompt--context-get :safety-level))
-        (reason (agent-q-prompt--context-get :reason))
-        (key (agent-q-prompt--session-key)))
+        (reason (agent-q-prompt--context-get :reason)))
     (cond
-     ((and (not reason)
-           (not (agent-q-prompt--context-get :protected))
-           ;; An ask rule asks; a line that no command or domain rule covers
-           ;; (:uncovered) is asked as without rules.
-           (or (not (agent-q-prompt--context-get :rule))
-               (agent-q-prompt--context-get :uncovered))
-           (or (agent-q-prompt--context-get :review)
-               (and key (member key agent-q-prompt--session-approved))))
+     ((agent-q-prompt-unasked-p tool-name args
+                                (and (boundp 'agent-q-approval-context)
+                                     agent-q-approval-context))
       :approved)
      (t
       (condition-case nil
@@ -432,9 +701,44 @@ no terminal (the call is then denied at once).  A key that is not a
 choice beeps and says which keys answer, and the prompt comes back
 once the typing has paused; \"a\" and \"s\" must be confirmed (see
 `agent-q-prompt--confirm')."
+  (unwind-protect
+      (agent-q-prompt--ask-loop tool-name args level reason)
+    (agent-q-prompt--close-windows)))
+
+(defvar agent-q-prompt--args nil
+  "The arguments of the call whose prompt is being answered.")
+
+(defun agent-q-prompt--always (tool-name)
+  "The answer of \"a\" to the prompt about TOOL-NAME's call; nil to ask again.
+The grant that \"a\" proposes (`agent-q-prompt--grant-proposal') is
+confirmed with ! and remembered in `agent-q-prompt--session-approved';
+a call that no grant can cover is approved alone, saying why."
+  (let* ((args (and (boundp 'agent-q-prompt--args) agent-q-prompt--args))
+         (proposal (agent-q-prompt--grant-proposal tool-name args))
+         (grant (car proposal)))
+    (cond
+     ((null grant)
+      ;; Only the user approves such a call, each time.
+      (message "agent-q: approved this %s call only: %s"
+               (agent-q--visible tool-name) (cdr proposal))
+      :approved)
+     ((agent-q-prompt--confirm
+       (if (plist-get grant :agent)
+           (format "Approve %s, unasked, for the rest of this session?" (cdr proposal))
+         (format "Approve %s for the rest of this session?" (cdr proposal))))
+      (cl-pushnew grant agent-q-prompt--session-approved
+                  :test (lambda (a b) (equal (cl-remove-if (lambda (x) (memq x '(:time)))
+                                                           a)
+                                             (cl-remove-if (lambda (x) (memq x '(:time)))
+                                                           b))))
+      :approved))))
+
+(defun agent-q-prompt--ask-loop (tool-name args level reason)
+  "The loop of `agent-q-prompt--ask' for TOOL-NAME, ARGS, LEVEL and REASON."
   (let ((answer nil)
         (complaint nil)
-        (settle nil))
+        (settle nil)
+        (agent-q-prompt--args args))
     (while (not answer)
       (let* ((later (agent-q-prompt--context-get :async))
              (choices (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))
@@ -448,9 +752,11 @@ once the typing has paused; \"a\" and \"s\" must be confirmed (see
           (message "agent-q: %s denied: %s" (agent-q--visible tool-name)
                    agent-q-prompt--no-terminal-reason))
          ((eql key ?\C-g) (signal 'quit nil))
+         ((memq key '(?? ?\C-h))
+          (agent-q-prompt--show-help tool-name args))
          ((not (memq key choices))
           (ding)
-          (setq complaint (format "%s is not an answer: press %s, or C-g to deny."
+          (setq complaint (format "%s is not an answer: press %s, ? for help, or C-g to deny."
                                   (agent-q--visible (single-key-description key))
                                   (mapconcat #'string choices " "))
                 settle agent-q-prompt--settle-seconds)
@@ -459,24 +765,7 @@ once the typing has paused; \"a\" and \"s\" must be confirmed (see
           (pcase key
             (?y (setq answer :approved))
             (?n (setq answer :denied))
-            (?a (cond
-                 ((agent-q-prompt--context-get :protected)
-                  ;; Only the user approves a protected call, each time.
-                  (message "agent-q: approved this %s call only: it writes a protected file, which is asked about every time"
-                           (agent-q--visible tool-name))
-                  (setq answer :approved))
-                 ((agent-q-prompt--confirm
-                   (format "Approve %s%s for the rest of this session?"
-                           (agent-q--visible tool-name)
-                           (let ((client (agent-q-prompt--always-client)))
-                             (cond ((agent-q-prompt--gate-agent)
-                                    (format " for %s, every session of it"
-                                            (agent-q--visible client)))
-                                   (client (format " for %s" (agent-q--visible client)))
-                                   (t "")))))
-                  (let ((key (agent-q-prompt--session-key)))
-                    (when key (cl-pushnew key agent-q-prompt--session-approved :test #'equal)))
-                  (setq answer :approved))))
+            (?a (setq answer (agent-q-prompt--always tool-name)))
             (?r (let ((text (read-string (format "Reason for denying %s: "
                                                  (agent-q--visible tool-name)))))
                   (setq answer (if (string-empty-p (string-trim text))
@@ -492,6 +781,98 @@ once the typing has paused; \"a\" and \"s\" must be confirmed (see
             (?e (when-let ((new (agent-q-prompt--edit-arguments tool-name args)))
                   (setq answer (list :modified new)))))))))
     answer))
+
+;;;; Grants: what "a" approved, listed and withdrawn
+
+(defvar agent-q-grants-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "d" #'agent-q-grants-withdraw)
+    (define-key map "D" #'agent-q-grants-withdraw-all)
+    (define-key map "g" #'agent-q-grants-refresh)
+    map)
+  "Keymap of `agent-q-grants-mode'.")
+
+(define-derived-mode agent-q-grants-mode tabulated-list-mode "agent-q-grants"
+  "What the approval prompt's \"a\" approved without asking, for now.
+\\<agent-q-grants-mode-map>\\[agent-q-grants-withdraw] withdraws the grant at \
+point: the calls it covered are asked about again,
+\\[agent-q-grants-withdraw-all] withdraws them all, \\[agent-q-grants-refresh] \
+refreshes."
+  (setq tabulated-list-format
+        [("For" 30 t) ("Tool" 14 t) ("Approved unasked" 40 nil) ("Since" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (tabulated-list-init-header))
+
+(defun agent-q-prompt--grant-who (grant)
+  "Whom GRANT is for, in the grants list."
+  (if (plist-get grant :agent)
+      (agent-q-prompt--agent-label grant)
+    (agent-q--visible (or (plist-get grant :client)
+                          (format "calls from %s that name no client"
+                                  (if (eq (plist-get grant :origin) 'mcp) "MCP" "Emacs"))))))
+
+(defun agent-q-prompt--grant-what (grant)
+  "What GRANT approves, in the grants list."
+  (cond
+   ((plist-get grant :command)
+    (concat "commands made of "
+            (mapconcat (lambda (r) (format "`%s`" (agent-q--visible r)))
+                       (plist-get grant :command) ", ")))
+   ((plist-get grant :domain)
+    (format "fetches from %s" (agent-q--visible (plist-get grant :domain))))
+   (t (format "every call of %s" (agent-q--visible (plist-get grant :tool))))))
+
+(defun agent-q--grant-entries ()
+  "The rows of `agent-q-grants-mode'."
+  (mapcar (lambda (grant)
+            (list grant
+                  (vector (agent-q-prompt--grant-who grant)
+                          (agent-q--visible (or (plist-get grant :tool) ""))
+                          (agent-q-prompt--grant-what grant)
+                          (format-time-string "%H:%M:%S" (plist-get grant :time)))))
+          agent-q-prompt--session-approved))
+
+(defun agent-q-grants-refresh ()
+  "Refresh the list of what \"a\" approved."
+  (interactive)
+  (let ((buffer (get-buffer "*agent-q-grants*")))
+    (when buffer
+      (with-current-buffer buffer
+        (setq tabulated-list-entries (agent-q--grant-entries))
+        (tabulated-list-print t)))))
+
+;;;###autoload
+(defun agent-q-grants ()
+  "List what the approval prompt's \"a\" approved without asking, for now.
+Each line is one grant: whom it is for (a client, or one session of
+a terminal agent), the tool and what it covers.
+\\<agent-q-grants-mode-map>\\[agent-q-grants-withdraw] withdraws the
+grant at point.  `agent-q-forget-session-rules' withdraws them all,
+with the rules saved for the session."
+  (interactive)
+  (let ((buffer (get-buffer-create "*agent-q-grants*")))
+    (with-current-buffer buffer
+      (agent-q-grants-mode)
+      (setq tabulated-list-entries (agent-q--grant-entries))
+      (tabulated-list-print))
+    (pop-to-buffer buffer)))
+
+(defun agent-q-grants-withdraw ()
+  "Withdraw the grant at point.
+The calls it covered are asked about again."
+  (interactive)
+  (let ((grant (or (tabulated-list-get-id) (user-error "No grant here"))))
+    (setq agent-q-prompt--session-approved (delq grant agent-q-prompt--session-approved))
+    (message "agent-q: withdrawn: %s for %s" (agent-q-prompt--grant-what grant)
+             (agent-q-prompt--grant-who grant))
+    (agent-q-grants-refresh)))
+
+(defun agent-q-grants-withdraw-all ()
+  "Withdraw every grant of the prompt's \"a\"."
+  (interactive)
+  (agent-q-prompt-forget-grants)
+  (message "agent-q: every approval of \"a\" withdrawn")
+  (agent-q-grants-refresh))
 
 ;;;; Editing arguments
 

@@ -257,6 +257,8 @@ The rules then judge TRUE, the file the prompt shows and the call
 writes, rather than resolving PATH again (a link flipped meanwhile
 would make them judge another file).")
 
+(declare-function agent-q-prompt-forget-grants "agent-q-prompt" ())
+
 (defconst agent-q-rules-agents '("claude" "gemini" "codex")
   "The terminal agents whose own tools agent-q gates, as an :agent rule names them.")
 
@@ -844,9 +846,15 @@ again (the user gave up, the rule was refused, or it asks)."
              nil)))))))
 
 (defun agent-q-forget-session-rules ()
-  "Forget the approval rules saved from the prompt for this session."
+  "Forget the approval rules saved from the prompt for this session.
+Also withdraw what the prompt's \"a\" approved (see `agent-q-grants'):
+the calls those covered are asked about again."
   (interactive)
-  (setq agent-q-rules--session nil))
+  (setq agent-q-rules--session nil)
+  (when (fboundp 'agent-q-prompt-forget-grants)
+    (agent-q-prompt-forget-grants))
+  (when (called-interactively-p 'interactive)
+    (message "agent-q: the session's rules and the approvals of \"a\" are forgotten")))
 
 (provide 'agent-q-rules)
 

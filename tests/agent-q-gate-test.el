@@ -427,32 +427,88 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
                                   :kind (list :kind "shell" :command command))))
 
 (ert-deftest agent-q-gate-test-a-is-for-the-agent ()
-  "`a', confirmed with !, approves the tool for the agent: every session of it, no other agent."
-  (agent-q-gate-test--keys "a x n a ! n n" nil
+  "`a', confirmed with !, approves this command's rule for this session of the agent only."
+  (agent-q-gate-test--keys "a x n a ! n n n n" nil
     ;; Without !, nothing is remembered: the prompt comes back, n denies.
-    (agent-q-gate-test--request-from 1 "touch one" 'claude "s1")
+    (agent-q-gate-test--request-from 1 "git diff HEAD~1" 'claude "s1")
     (should (eq (car (agent-q-gate-test--answer 1)) 'deny))
     (should-not agent-q-prompt--session-approved)
-    (agent-q-gate-test--request-from 2 "touch two" 'claude "s1")
+    (agent-q-gate-test--request-from 2 "git diff HEAD~2" 'claude "s1")
     (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
-    (let ((prompt (car (last agent-q-test-prompts 4))))
-      (should (string-match-p "(a)lways for claude (own tools) (s)ave" prompt)))
-    (should (string-match-p "for claude (own tools), every session of it"
-                            (car agent-q-test-prompts)))
-    ;; Another session of Claude: unasked.  A command rule that covers no part
-    ;; of the line does not undo it; an ask rule does.
-    (setq agent-q-approval-rules '(("shell_command" (:command "git status") allow)))
-    (agent-q-gate-test--request-from 3 "git status; touch three" 'claude "s2")
+    ;; The confirmation said what is approved, and for whom.
+    (should (string-match-p
+             "\\`Approve `git diff \\*` for claude (session s1), unasked, for the rest of this session\\?"
+             (car agent-q-test-prompts)))
+    (should (= (length agent-q-prompt--session-approved) 1))
+    (should (equal (plist-get (car agent-q-prompt--session-approved) :command) '("git diff *")))
+    ;; The same command rule in the same session: unasked.
+    (setq agent-q-test-prompts nil)
+    (agent-q-gate-test--request-from 3 "git diff --stat" 'claude "s1")
     (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
-    ;; Gemini: asked (n denies), as is another tool of Claude's.
-    (agent-q-gate-test--request-from 4 "touch four" 'gemini "s1")
+    (should-not agent-q-test-prompts)
+    ;; Another command, a compound line with an uncovered part, another
+    ;; session of Claude, Gemini: each asked (n denies).
+    (agent-q-gate-test--request-from 4 "touch x" 'claude "s1")
     (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
-    (should (string-match-p "(a)lways for gemini (own tools)" (car agent-q-test-prompts)))
-    (setq agent-q-approval-rules '(("shell_command" (:command "touch *") ask)))
-    (agent-q-gate-test--request-from 5 "touch five" 'claude "s3")
+    (agent-q-gate-test--request-from 5 "git diff; rm -f precious" 'claude "s1")
     (should (eq (car (agent-q-gate-test--answer 5)) 'deny))
-    (should (string-match-p "asked by the rule" (car agent-q-test-prompts)))
-    (should (= (length agent-q-test-prompts) 7))))
+    (agent-q-gate-test--request-from 6 "git diff" 'claude "s2")
+    (should (eq (car (agent-q-gate-test--answer 6)) 'deny))
+    (agent-q-gate-test--request-from 7 "git diff" 'gemini "s1")
+    (should (eq (car (agent-q-gate-test--answer 7)) 'deny))
+    (should (= (length agent-q-test-prompts) 4))))
+
+(ert-deftest agent-q-gate-test-a-covers-a-compound-command-whole ()
+  "`a' on a compound command grants a rule for each part; one a plain rule cannot cover is approved alone."
+  (agent-q-gate-test--keys "a ! a n" nil
+    (agent-q-gate-test--request-from 1 "git status && ls -la /tmp" 'claude "s1")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    (should (equal (plist-get (car agent-q-prompt--session-approved) :command)
+                   '("git status" "ls *")))
+    (agent-q-gate-test--request-from 2 "ls /etc; git status" 'claude "s1")
+    (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
+    ;; A substitution: no grant can cover it; a approves this call alone, unconfirmed.
+    (agent-q-gate-test--request-from 3 "echo $(cat /etc/passwd)" 'claude "s1")
+    (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+    (should (= (length agent-q-prompt--session-approved) 1))
+    (agent-q-gate-test--request-from 4 "echo $(cat /etc/passwd)" 'claude "s1")
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))))
+
+(ert-deftest agent-q-gate-test-a-can-be-taken-back ()
+  "What `a' approved is listed by `agent-q-grants' and the pending list, and withdrawn."
+  (agent-q-gate-test--keys "a ! n a ! n" nil
+    (agent-q-gate-test--request-from 1 "git log -3" 'claude "3f2a1b9c-aaaa-bbbb-cccc-dddddddddddd")
+    (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+    ;; The pending list points to it; the grants list shows it.
+    (agent-q-pending)
+    (with-current-buffer "*agent-q-pending*"
+      ;; (format-mode-line draws nothing in batch Emacs: the header's parts.)
+      (should (member '(:eval (agent-q--pending-grants-note)) header-line-format))
+      (should (string-match-p "1 approved by the prompt's \"a\": press a"
+                              (agent-q--pending-grants-note)))
+      (should (eq (key-binding "a") #'agent-q-grants)))
+    (agent-q-grants)
+    (with-current-buffer "*agent-q-grants*"
+      (goto-char (point-min))
+      (should (search-forward "claude (session 3f2a1b9c)" nil t))
+      (should (search-forward "commands made of `git log *`" nil t))
+      ;; d withdraws it.
+      (beginning-of-line)
+      (agent-q-grants-withdraw)
+      (should-not agent-q-prompt--session-approved)
+      (should-not (search-forward "git log" nil t)))
+    (agent-q-gate-test--request-from 2 "git log" 'claude "3f2a1b9c-aaaa-bbbb-cccc-dddddddddddd")
+    (should (eq (car (agent-q-gate-test--answer 2)) 'deny))
+    ;; Granted again, then forgotten with the session's rules.
+    (agent-q-gate-test--request-from 3 "git log" 'claude "3f2a1b9c-aaaa-bbbb-cccc-dddddddddddd")
+    (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+    (should agent-q-prompt--session-approved)
+    (agent-q-forget-session-rules)
+    (should-not agent-q-prompt--session-approved)
+    (agent-q-gate-test--request-from 4 "git log" 'claude "3f2a1b9c-aaaa-bbbb-cccc-dddddddddddd")
+    (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+    (kill-buffer "*agent-q-grants*")
+    (kill-buffer "*agent-q-pending*")))
 
 (ert-deftest agent-q-gate-test-s-saves-a-command-rule ()
   "`s' proposes the command's words as a :command rule for the agent; it decides the call."

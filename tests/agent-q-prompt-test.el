@@ -238,7 +238,7 @@ unread."
           ;; A long path is never shortened: the file note names it whole (the
           ;; printed arguments may be cut, saying so, so that the keys fit).
           (should (string-match-p (regexp-quote (format "[file: %s]" deep)) (nth 0 prompts)))
-          (should (string-match-p "(s)ave rule: \\'" (nth 0 prompts)))
+          (should (string-match-p "(s)ave rule (\\?)help: \\'" (nth 0 prompts)))
           ;; A relative path through a link names the file it really writes.
           (should (string-match-p (regexp-quote (format "[file: %s, a link to %s]" link secret))
                                   (nth 1 prompts))))
@@ -325,7 +325,7 @@ unread."
         (should (string-match-p (regexp-quote "x\\u202E\\u200B\\nwants (MCP) wants to run eval_form")
                                 prompt))
         ;; The key list is last.
-        (should (string-match-p "(s)ave rule: \\'" prompt))))
+        (should (string-match-p "(s)ave rule (\\?)help: \\'" prompt))))
     ;; v shows escapes too.
     (with-current-buffer "*agent-q call*"
       (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069\u200b]" (buffer-string)))
@@ -357,7 +357,7 @@ unread."
                             :content (make-string 5000 ?z))))
       (let ((prompt (car agent-q-test-prompts)))
         (should (<= (string-width prompt) 200))
-        (should (string-match-p "(a)lways for c (MCP) (s)ave rule: \\'" prompt))))))
+        (should (string-match-p "(a)lways for c (MCP) (s)ave rule (\\?)help: \\'" prompt))))))
 
 (ert-deftest agent-q-prompt-test-a-stray-key-beeps-and-names-the-answers ()
   (let ((beeps 0))
@@ -366,7 +366,7 @@ unread."
         (let ((agent-q-approval-context '(:safety-level :dangerous)))
           (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :denied))))
       (should (= beeps 1))
-      (should (string-match-p "\\`T is not an answer: press y n r e v a s, or C-g to deny\\."
+      (should (string-match-p "\\`T is not an answer: press y n r e v a s, \\? for help, or C-g to deny\\."
                               (car agent-q-test-prompts))))))
 
 (ert-deftest agent-q-prompt-test-a-and-s-need-a-second-deliberate-key ()
@@ -396,7 +396,11 @@ unread."
       (agent-q-test-typing (list ?a ?!)
         (let ((agent-q-approval-context '(:safety-level :dangerous :tool-id 5 :client "c (MCP)")))
           (should (eq (agent-q-approve-in-minibuffer "write_file" '(:path "/tmp/x")) :approved))))
-      (should (equal agent-q-prompt--session-approved '((5 emacs "c (MCP)")))))))
+      (should (equal (mapcar (lambda (grant)
+                               (list (plist-get grant :tool-id) (plist-get grant :origin)
+                                     (plist-get grant :client)))
+                             agent-q-prompt--session-approved)
+                     '((5 emacs "c (MCP)")))))))
 
 (ert-deftest agent-q-prompt-test-type-ahead-never-answers ()
   ;; The real reader: keys typed before the prompt (`unread-command-events')

@@ -301,7 +301,7 @@ for the user's next command."
         (should (string-match-p
                  (regexp-quote "hi\\u202E \\u2066\\\" (write-region \\\"pwned\\\" nil \\\"/tmp/agent-q-pwned\\\") \\\"\\u2069 \\u2066ok")
                  line))
-        (should (string-match-p "\\`[^\n]*(s)ave rule: *\n*\\'" line))
+        (should (string-match-p "\\`[^\n]*(s)ave rule (\\?)help: *\n*\\'" line))
         (should-not (string-match-p "[\u202a-\u202e\u2066-\u2069]" screen)))
       (agent-q-tmux-test--tmux "send-keys" "-t" session "v")
       (let ((screen (agent-q-tmux-test--wait-screen session "Arguments:")))
