@@ -140,8 +140,10 @@ edit is reviewed once."
       (setq agent-q-gate-edit--reviewed (delq entry agent-q-gate-edit--reviewed))
       t)))
 
-(defun agent-q-gate-edit-review (file old new label callback)
+(defun agent-q-gate-edit-review (file old new label callback &optional protected)
   "Review replacing OLD, the text of FILE, by NEW, proposed by LABEL.
+PROTECTED, when non-nil, says why FILE is protected: the review's
+header says so, which is why it is reviewed whatever the rules say.
 The per-hunk review of `agent-q-review-merge-async': Emacs changes
 neither FILE nor a buffer visiting it.  CALLBACK is called once with
 the text of FILE with exactly the accepted hunks (edited hunks as the
@@ -160,8 +162,12 @@ the review, or nil when none opened."
            (funcall callback text))
        (funcall callback nil)))
    label
-   (format "%s will write this edit itself: only the accepted hunks (C-c C-c answers, C-c C-k rejects all)."
-           label)))
+   (concat
+    (if protected
+        (format "Protected, so reviewed whatever the approval rules say: %s.  " protected)
+      "")
+    (format "%s will write this edit itself: only the accepted hunks (C-c C-c answers, C-c C-k rejects all)."
+            label))))
 
 (defun agent-q-gate-edit--mark-review ()
   "Count the call whose handler is starting as waiting for a review."
@@ -217,7 +223,8 @@ protected; otherwise reviewed.  The outcome goes to
                                        file (if protected
                                                 " (the file is protected: only the user may approve writing it)"
                                               ""))
-                               :denied))))))
+                               :denied)))
+                  protected)))
             (when review
               (agent-q-when-cancelled (lambda () (agent-q-review-close review))))))))))
 

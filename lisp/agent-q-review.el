@@ -201,8 +201,11 @@ review is finished.  Production code leaves this nil.")
 \\[agent-q-review-quit]: finish, asking first when hunks are pending
 \\[agent-q-review-help]: help
 
-Nothing is applied before finishing; then exactly the accepted hunks
-are applied to the buffer visiting the file, as one undo step.
+Nothing is applied before finishing.  Then, for an edit Emacs makes,
+exactly the accepted hunks are applied to the buffer visiting the
+file, as one undo step; for a terminal agent's own edit (reviewed for
+`agent-q-gate-mode'), Emacs changes nothing: the agent writes exactly
+the accepted hunks itself.  \\[agent-q-review-help] says which this review is.
 
 A review may open while you type elsewhere: the keys that decide (not
 those that move, show or reject everything) work only once it has been
@@ -610,9 +613,20 @@ A pending or rejected hunk becomes accepted, an accepted one rejected."
           (with-selected-window window (recenter)))))))
 
 (defun agent-q-review-help ()
-  "Show the keys of the review buffer."
+  "Show the keys of the review buffer, and who writes the accepted hunks."
   (interactive)
-  (describe-function 'agent-q-review-mode))
+  (let ((review agent-q-review--this-review))
+    (describe-function 'agent-q-review-mode)
+    (when (agent-q-review--review-p review)
+      (with-current-buffer (help-buffer)
+        (let ((inhibit-read-only t))
+          (goto-char (point-min))
+          (insert
+           (if (agent-q-review--review-merge review)
+               (format "In this review, Emacs changes nothing: %s writes exactly the hunks you accept, itself.\n\n"
+                       (agent-q--visible (or (agent-q-review--review-client review) "the agent")))
+             (format "In this review, Emacs applies exactly the hunks you accept to %s, as one undo step.\n\n"
+                     (agent-q--visible (agent-q-review--review-file review))))))))))
 
 ;;;;; Editing a hunk
 

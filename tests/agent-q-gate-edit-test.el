@@ -290,6 +290,55 @@ move writes (which may be protected)."
           (should (eq (car (agent-q-gate-test--answer 3)) 'deny))
           (should (= (car seen) 1)))))))
 
+(defun agent-q-gate-edit-test--open-review ()
+  "The buffer of the review open now, its header and its help: a list."
+  (let* ((review (car agent-q-review--open-reviews))
+         (buffer (and review (agent-q-review--review-buffer review))))
+    (should (buffer-live-p buffer))
+    (with-current-buffer buffer
+      (list buffer
+            (buffer-substring-no-properties (point-min) (point-max))
+            (progn (agent-q-review-help)
+                   (with-current-buffer (help-buffer) (buffer-string)))))))
+
+(ert-deftest agent-q-gate-edit-test-told-once-protected-said ()
+  "An edit is told once, as waiting for a review; a protected file's review says why it is reviewed."
+  (agent-q-gate-edit-test--with-file (root file)
+    (let ((said nil))
+      (cl-letf (((symbol-function 'agent-q-gate--bell) #'ignore)
+                ((symbol-function 'display-graphic-p) (lambda (&rest _) nil)))
+        (agent-q-gate-test--with-gate #'ignore
+          (let* ((agent-q-gate-notify t)
+                 (agent-q-review--review-driver nil)
+                 (mcp (expand-file-name ".mcp.json" root)))
+            ;; The review stays open, as for a user who has not answered yet.
+            (cl-letf (((symbol-function 'message)
+                       (lambda (format &rest args) (push (apply #'format format args) said))))
+              (agent-q-gate-edit-test--request
+               1 'claude "Write" (list :file_path file :content agent-q-gate-edit-test--new)
+               (list :kind "write" :path file :content agent-q-gate-edit-test--new) root))
+            ;; Told once: that it waits for a review, nothing else.
+            (should (equal (cl-remove-if-not (lambda (m) (string-match-p "waits for your" m)) said)
+                           (list (format "agent-q: claude (own tools) s1 waits for your review in Emacs: %s"
+                                         (abbreviate-file-name file)))))
+            (let ((open (agent-q-gate-edit-test--open-review)))
+              ;; The help says that the agent writes the hunks, not Emacs.
+              (should (string-match-p "\\`In this review, Emacs changes nothing: claude (own tools) s1 writes exactly the hunks you accept, itself\\."
+                                      (nth 2 open)))
+              (should-not (string-match-p "Protected" (nth 1 open)))
+              (with-current-buffer (car open) (agent-q-review-cancel)))
+            (should (eq (car (agent-q-gate-test--answer 1)) 'deny))
+            ;; .mcp.json, though an allow rule covers the folder: reviewed, saying why.
+            (let ((agent-q-approval-rules `(("agent_edit" (:path ,(concat root "**")) allow))))
+              (agent-q-gate-edit-test--request
+               2 'claude "Write" (list :file_path mcp :content "{\"mcpServers\":{}}\n")
+               (list :kind "write" :path mcp :content "{\"mcpServers\":{}}\n") root)
+              (let ((open (agent-q-gate-edit-test--open-review)))
+                (should (string-match-p "Protected, so reviewed whatever the approval rules say: .*\\.mcp\\.json governs what agents or programs may do, or runs code on its own"
+                                        (nth 1 open)))
+                (with-current-buffer (car open) (agent-q-review-cancel)))
+              (should (eq (car (agent-q-gate-test--answer 2)) 'deny)))))))))
+
 (ert-deftest agent-q-gate-edit-test-ide-once ()
   "An openDiff of exactly the text the gate let through is accepted without a review."
   (agent-q-gate-edit-test--with-file (_dir file)

@@ -441,10 +441,14 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
              (car agent-q-test-prompts)))
     (should (= (length agent-q-prompt--session-approved) 1))
     (should (equal (plist-get (car agent-q-prompt--session-approved) :command) '("git diff *")))
-    ;; The same command rule in the same session: unasked.
+    ;; The same command rule in the same session: unasked, and not told as waiting.
     (setq agent-q-test-prompts nil)
-    (agent-q-gate-test--request-from 3 "git diff --stat" 'claude "s1")
-    (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+    (let ((said nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (format &rest args) (push (apply #'format format args) said))))
+        (agent-q-gate-test--request-from 3 "git diff --stat" 'claude "s1"))
+      (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+      (should-not (cl-find-if (lambda (m) (string-match-p "waits for your" m)) said)))
     (should-not agent-q-test-prompts)
     ;; Another command, a compound line with an uncovered part, another
     ;; session of Claude, Gemini: each asked (n denies).
