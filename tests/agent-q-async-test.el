@@ -252,6 +252,65 @@
         (kill-buffer "*agent-q-pending*")
         (when (file-exists-p file) (delete-file file))))))
 
+(ert-deftest agent-q-async-test-a-deferred-call-says-it-was-deferred ()
+  "A call deferred with l and asked again from the list says so, not that it was held."
+  (agent-q-async-test--with reg
+    (let* ((file (agent-q-async-test--temp-name))
+           (answers (list :later :denied))
+           (prompts nil)
+           (agent-q-approval-function
+            (lambda (tool args)
+              (push (agent-q-prompt--prompt tool args :dangerous nil) prompts)
+              (pop answers)))
+           (results :none))
+      (agent-q-execute-tool-calls-async
+       `((:id "l" :name "touch" :arguments (:path ,file))) (lambda (r) (setq results r)) reg)
+      (agent-q-async-test--wait (lambda () (= (length answers) 1)))
+      ;; It arrived 40 s ago and was deferred 32 s ago.
+      (let ((pending (car agent-q--pending)))
+        (setf (agent-q--pending-time pending) (time-subtract nil 40)
+              (agent-q--pending-deferred pending) (time-subtract nil 32)))
+      (agent-q-pending)
+      (with-current-buffer "*agent-q-pending*"
+        (goto-char (point-min))
+        (search-forward "touch")
+        (agent-q-pending-answer))
+      (agent-q-async-test--wait (lambda () (not (eq results :none))))
+      (kill-buffer "*agent-q-pending*")
+      (should (string-match-p "\\`agent-q (you deferred it with l 3[2-9]s ago): run touch"
+                              (car prompts)))
+      (should-not (string-match-p "held" (car prompts))))))
+
+(ert-deftest agent-q-async-test-the-pending-list-names-the-client-and-counts ()
+  "The pending list names the client in full, and its times count up while it is shown."
+  (agent-q-async-test--with reg
+    (let* ((client "claude (own tools) 3f2a1b9c-1111-2222-3333-444455556666")
+           (agent-q-approval-function (lambda (&rest _) :later))
+           (results :none))
+      (agent-q--execute-async
+       '((:id "l" :name "touch" :arguments (:path "/nonexistent/x")))
+       (lambda (r) (setq results r)) reg :client client)
+      (agent-q-async-test--wait (lambda () (eq (agent-q--pending-state (car agent-q--pending))
+                                               'deferred)))
+      (unwind-protect
+          (progn
+            (agent-q-pending)
+            (with-current-buffer "*agent-q-pending*"
+              (should (search-forward client nil t))
+              ;; Shown: a timer keeps the waiting time current.
+              (should (memq agent-q--pending-timer timer-list))
+              (setf (agent-q--pending-time (car agent-q--pending)) (time-subtract nil 100))
+              (agent-q--pending-tick (current-buffer))
+              (goto-char (point-min))
+              (should (re-search-forward " 10[0-9]s " nil t))
+              ;; No longer shown: the next tick stops the timer.
+              (let ((timer agent-q--pending-timer))
+                (switch-to-buffer "*scratch*")
+                (agent-q--pending-tick (get-buffer "*agent-q-pending*"))
+                (should-not agent-q--pending-timer)
+                (should-not (memq timer timer-list)))))
+        (kill-buffer "*agent-q-pending*")))))
+
 (ert-deftest agent-q-async-test-a-tool-changed-while-waiting-does-not-run ()
   (agent-q-async-test--with reg
     (let* ((file (agent-q-async-test--temp-name))

@@ -462,6 +462,67 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
     (should (eq (car (agent-q-gate-test--answer 7)) 'deny))
     (should (= (length agent-q-test-prompts) 4))))
 
+(ert-deftest agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it ()
+  "The prompt shows the agent's description, the command, the folder and the session's short form.
+? gives a line of help for each key; v shows every argument; both windows
+close when the prompt ends, so that the next call's prompt never shows them."
+  (let ((session "3f2a1b9c-1111-2222-3333-444455556666")
+        (shown nil))
+    (agent-q-gate-test--keys "v ? y C-h n" nil
+      (cl-letf* ((real (symbol-function 'agent-q-prompt--read-key))
+                 ((symbol-function 'agent-q-prompt--read-key)
+                  (lambda (prompt &rest rest)
+                    (push (list (and (get-buffer "*agent-q call*")
+                                     (get-buffer-window "*agent-q call*" t)
+                                     (with-current-buffer "*agent-q call*" (buffer-string)))
+                                (and (get-buffer "*agent-q prompt help*")
+                                     (get-buffer-window "*agent-q prompt help*" t)
+                                     (with-current-buffer "*agent-q prompt help*"
+                                       (buffer-string))))
+                          shown)
+                    (apply real prompt rest))))
+        (agent-q-gate-request
+         1 (list :agent 'claude :event 'pre-tool :session session :cwd "/tmp/work"
+                 :tool "Bash" :tool-use-id "toolu_1"
+                 :input (list :command "ls -la" :description "List the files in the work folder")
+                 :kind (list :kind "shell" :command "ls -la" :argv nil :dir nil)))
+        (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+        (agent-q-gate-request
+         2 (list :agent 'claude :event 'pre-tool :session session :cwd "/tmp/work"
+                 :tool "Bash" :tool-use-id "toolu_2"
+                 :input (list :command "rm -f notes")
+                 :kind (list :kind "shell" :command "rm -f notes" :argv nil :dir nil)))
+        (should (eq (car (agent-q-gate-test--answer 2)) 'deny)))
+      (agent-q-gate-test--check-shown (reverse agent-q-test-prompts) (reverse shown)))))
+
+(defun agent-q-gate-test--check-shown (prompts shown)
+  "Check PROMPTS and SHOWN of `agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it'."
+    (let ((prompts prompts)
+          (shown shown))
+      (should (= (length prompts) 5))
+      (should (string-match-p
+               (concat "\\`agent-q: claude (session 3f2a1b9c) wants to run a command \\[dangerous\\]: "
+                       "List the files in the work folder: ls -la \\[in /tmp/work\\]  (y)es")
+               (nth 0 prompts)))
+      (should-not (string-match-p "1111-2222\\|:command\\|own tools" (nth 0 prompts)))
+      ;; After v: the whole call, every argument, in its window.
+      (should (string-match-p ":command \"ls -la\"" (car (nth 1 shown))))
+      (should (string-match-p ":directory \"/tmp/work\"" (car (nth 1 shown))))
+      ;; After ?: a line for each key; a's says what it would approve.
+      (let ((help (cadr (nth 2 shown))))
+        (dolist (re '("^y    approve this call: claude runs it itself$"
+                      "^n    deny it" "^r    deny it with a reason" "^e    edit the call"
+                      "^v    view the whole call"
+                      "^a    approve it, and from now on, unasked, `ls \\*` for claude (session 3f2a1b9c)"
+                      "^s    save an approval rule" "^l    later" "^\\?    this help"))
+          (should (string-match-p re help))))
+      ;; The next call's prompt: neither window is left from the last one; C-h is help too.
+      (should (equal (nth 3 shown) '(nil nil)))
+      (should (string-match-p "wants to run a command \\[dangerous\\]: rm -f notes \\[in /tmp/work\\]"
+                              (nth 3 prompts)))
+      (should (cadr (nth 4 shown)))
+      (should-not (cl-find-if (lambda (p) (string-match-p "is not an answer" p)) prompts))))
+
 (ert-deftest agent-q-gate-test-a-covers-a-compound-command-whole ()
   "`a' on a compound command grants a rule for each part; one a plain rule cannot cover is approved alone."
   (agent-q-gate-test--keys "a ! a n" nil
