@@ -601,11 +601,14 @@ The prompt is about TOOL-NAME's call with ARGS."
   "Close the windows of the prompt's help and of its view of a call.
 Called when a prompt ends, so that neither stays on screen with the
 words of an earlier call while the next one is asked."
-  (dolist (name (list agent-q-prompt--help-buffer agent-q-prompt--call-buffer))
-    (let ((buffer (get-buffer name)))
-      (when buffer
-        (dolist (window (get-buffer-window-list buffer nil t))
-          (ignore-errors (quit-window nil window)))))))
+  ;; Quitting one may bring back the other in the window it reused: again,
+  ;; a bounded number of times.
+  (dotimes (_ 3)
+    (dolist (name (list agent-q-prompt--call-buffer agent-q-prompt--help-buffer))
+      (let ((buffer (get-buffer name)))
+        (when buffer
+          (dolist (window (get-buffer-window-list buffer nil t))
+            (ignore-errors (quit-window nil window))))))))
 
 (defun agent-q-approve-in-minibuffer (tool-name args)
   "Ask the user in the minibuffer whether to run TOOL-NAME with ARGS.

@@ -313,6 +313,78 @@ for the user's next command."
         (should (equal (plist-get result :content) "User denied tool execution"))
         (should-not (file-exists-p "/tmp/agent-q-pwned"))))))
 
+;;;; A terminal agent's own calls, as the user meets them
+
+(defun agent-q-prompt-tmux-test--gate-calls (out)
+  "A setup form: F5 hands the gate two of Claude's shell commands, a second later.
+As the agent's hook hands them: each answer is recorded, and once both
+are answered they are written to OUT and Emacs exits."
+  `(progn
+     (require 'agent-q-gate)
+     (setq agent-q-gate-notify nil)
+     (defvar agent-q-prompt-tmux-answers nil)
+     (defun agent-q-prompt-tmux-gate (key command description)
+       (agent-q-gate-request
+        key
+        (list :agent 'claude :event 'pre-tool
+              :session "3f2a1b9c-1111-2222-3333-444455556666" :cwd "/tmp/work"
+              :tool "Bash" :tool-use-id key
+              :input (append (list :command command)
+                             (and description (list :description description)))
+              :kind (list :kind "shell" :command command :argv nil :dir nil))
+        ;; (The setup is loaded with dynamic binding: no closure.)
+        (apply-partially #'agent-q-prompt-tmux-answer key)))
+     (defun agent-q-prompt-tmux-answer (key decision _detail)
+       (push (list key decision) agent-q-prompt-tmux-answers)
+       (when (= 2 (length agent-q-prompt-tmux-answers))
+         (with-temp-file ,out (prin1 agent-q-prompt-tmux-answers (current-buffer)))
+         (kill-emacs 0)))
+     (global-set-key
+      (kbd "<f5>")
+      (lambda ()
+        (interactive)
+        (run-at-time 1.0 nil
+                     (lambda ()
+                       (agent-q-prompt-tmux-gate "one" "ls -la" "List the files in the work folder")
+                       (agent-q-prompt-tmux-gate "two" "rm -f notes" nil)))))))
+
+(defun agent-q-prompt-tmux-test--joined (screen)
+  "SCREEN's lines joined where Emacs continued them (a backslash in the last column)."
+  (replace-regexp-in-string "\\\\\n" "" screen))
+
+(ert-deftest agent-q-prompt-tmux-test-an-agents-call-as-the-user-meets-it ()
+  "Claude's command in a real terminal: its description, command and folder; ? and v.
+The prompt names the session by its short form; ? shows a line of help
+for each key; v the whole call; answering closes both windows, so the
+next call's prompt shows no earlier call."
+  (agent-q-prompt-tmux-test--with-emacs session
+      (agent-q-prompt-tmux-test--gate-calls out)
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "F5")
+    (let ((screen (agent-q-prompt-tmux-test--joined
+                   (agent-q-tmux-test--wait-screen session "(\\?)help:"))))
+      (should (string-match-p
+               (regexp-quote "claude (session 3f2a1b9c) wants to run a command [dangerous]: List the files in the work folder: ls -la [in /tmp/work]  (y)es (n)o")
+               screen))
+      (should-not (string-match-p "1111-2222\\|:command" screen)))
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "?")
+    (let ((screen (agent-q-tmux-test--wait-screen session "this help")))
+      (should (string-match-p "y    approve this call: claude runs it itself" screen))
+      (should (string-match-p (regexp-quote "a    approve it, and from now on, unasked, `ls *` for claude (session 3f2a1b9c)")
+                              screen))
+      (should (string-match-p "l    later" screen))
+      (should-not (string-match-p "is not an answer" screen)))
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "v")
+    (let ((screen (agent-q-tmux-test--wait-screen session "Arguments:")))
+      (should (string-match-p (regexp-quote ":command \"ls -la\"") screen)))
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "y")
+    (let ((screen (agent-q-prompt-tmux-test--joined
+                   (agent-q-tmux-test--wait-screen session "run a command \\[dangerous\\]: rm -f notes"))))
+      ;; The windows of the answered call are gone.
+      (should-not (string-match-p "Arguments:\\|this help\\|ls -la" screen)))
+    (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+    (should (equal (car (read-from-string (agent-q-tmux-test--wait-file out)))
+                   '(("two" deny) ("one" allow))))))
+
 (provide 'agent-q-prompt-tmux-test)
 
 ;;; agent-q-prompt-tmux-test.el ends here
