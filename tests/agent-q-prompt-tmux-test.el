@@ -45,6 +45,8 @@
 (require 'cl-lib)
 (require 'agent-q)
 (require 'agent-q-tmux-test)
+(require 'agent-q-agents-test)
+(require 'agent-q-ide-test)
 
 (defun agent-q-prompt-tmux-test--screen (session)
   "The text on SESSION's screen."
@@ -384,6 +386,123 @@ next call's prompt shows no earlier call."
     (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
     (should (equal (car (read-from-string (agent-q-tmux-test--wait-file out)))
                    '(("two" deny) ("one" allow))))))
+
+;;;; Claude Code's own terminal beside Emacs
+
+(defun agent-q-prompt-tmux-test--claude-setup (dir work)
+  "The init code of the Emacs in which Claude Code runs, its hooks gated.
+DIR is the test's directory, WORK the agent's working directory."
+  `(progn
+     (setq inhibit-startup-screen t
+           agent-q-audit-file ,(expand-file-name "audit.jsonl" dir)
+           agent-q-gate-notify t)
+     (require 'agent-q)
+     (require 'agent-q-mcp)
+     (require 'agent-q-gate)
+     (agent-q-gate-mode 1)
+     (agent-q-mcp-start)
+     (split-window-below 6)
+     (other-window 1)
+     (let ((default-directory ,(file-name-as-directory work)))
+       (ansi-term "/bin/bash"))))
+
+(defun agent-q-prompt-tmux-test--claude-steps (work)
+  "The scripted model's answers: three shell commands in WORK, then a text."
+  `(((tool . "Bash")
+     (arguments (command . "ls -la") (description . "List the files in the work folder")))
+    ((tool . "Bash") (arguments (command . "ls") (description . "List the names only")))
+    ((tool . "Bash")
+     (arguments (command . ,(format "touch %s/made-by-agent" work))
+                (description . "Create a file")))
+    ((text . "All done."))))
+
+(ert-deftest agent-q-prompt-tmux-test-claude-a-is-this-command-for-this-session ()
+  "Claude Code's TUI beside Emacs: a approves `ls *' for its session, no more.
+The real Claude Code runs in a terminal in an `emacs -nw'; its hook asks
+that Emacs.  The first command is answered with a and !, the second
+(covered) runs unasked, the third (another command) is asked and denied;
+Claude's screen shows the denial, and the grants list what a approved."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((program (agent-q-agents-test--program 'claude))
+         (dir (file-name-as-directory (make-temp-file "agent-q-prompt-claude" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work" dir))
+         (session (format "agent-q-prompt-claude-%d" (emacs-pid)))
+         (setup (expand-file-name "setup.el" dir))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (setq model (agent-q-agents-test--start-model
+                       dir "anthropic" (agent-q-prompt-tmux-test--claude-steps work)))
+          (agent-q-agents-test--write
+           (expand-file-name ".claude/settings.json" home)
+           (json-encode
+            `((hooks
+               (PreToolUse
+                . [((matcher . "^(?!mcp__agent-q__)")
+                    (hooks . [((type . "command")
+                               (command . ,(concat agent-q-agents-test--relay
+                                                   " hook --agent claude"))
+                               (timeout . 600))]))])))))
+          (with-temp-file setup
+            (prin1 (agent-q-prompt-tmux-test--claude-setup dir work) (current-buffer)))
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment
+                               home (cons (agent-q-ide-test--model-variable 'claude (nth 1 model))
+                                          (agent-q-ide-test--configure 'claude home work)))
+                              (agent-q-tmux-test--emacs-variables)
+                              (list (concat "PATH=" (file-name-directory program) ":"
+                                            (agent-q-agents-test--path))
+                                    "TERM=xterm-256color"
+                                    emacs "-nw" "-Q" "-L" lisp-dir "-l" setup))
+                      " "))
+          (agent-q-ide-test--wait-screen session "(Term: char run)")
+          (sleep-for 1)
+          (agent-q-ide-test--type session (file-name-nondirectory program))
+          (agent-q-ide-test--wait-screen session "for shortcuts\\|? for")
+          (sleep-for 2)
+          (agent-q-ide-test--type session "List the files")
+          ;; Emacs asks, showing Claude's own description, the command, the folder.
+          (let ((screen (agent-q-prompt-tmux-test--joined
+                         (agent-q-ide-test--wait-screen session "(\\?)help:"))))
+            (should (string-match-p
+                     (concat "claude (session [0-9a-f]\\{8\\}) wants to run a command \\[dangerous\\]: "
+                             "List the files in the work folder: ls -la \\[in ")
+                     screen)))
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "a")
+          (agent-q-ide-test--wait-screen session "Approve `ls \\*` for claude (session [0-9a-f]\\{8\\}), unasked")
+          (sleep-for 1)
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "!")
+          ;; ls ran unasked (the grant covers it); touch is asked.
+          (let ((screen (agent-q-prompt-tmux-test--joined
+                         (agent-q-ide-test--wait-screen session "Create a file: touch"))))
+            (should-not (string-match-p "List the names only" screen)))
+          (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
+          ;; Claude's own screen: both listings ran, touch was denied in Emacs.
+          (let ((screen (agent-q-ide-test--wait-screen session "All done\\.")))
+            (should (string-match-p "Listed 2 directories" screen))
+            (should (string-match-p "Bash(touch [^\n]*made-by-agent)\n *⎿ *Error: User +denied tool execution"
+                                    screen)))
+          (should-not (file-exists-p (expand-file-name "made-by-agent" work)))
+          ;; The audit: the first by the user, the second without asking, the third denied.
+          (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
+            (should (equal (mapcar (lambda (r) (alist-get 'command (alist-get 'arguments r)))
+                                   (cl-remove-if-not
+                                    (lambda (r) (member (alist-get 'event r) '("result" "denied")))
+                                    audit))
+                           (list "ls -la" "ls" (format "touch %s/made-by-agent" work))))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir session)
+        (call-process "tmux" nil nil nil "kill-session" "-t" session)
+        (when model (ignore-errors (delete-process (car model))))
+        (ignore-errors (delete-directory dir t))))))
 
 (provide 'agent-q-prompt-tmux-test)
 
