@@ -406,48 +406,71 @@ DIR is the test's directory, WORK the agent's working directory."
      (let ((default-directory ,(file-name-as-directory work)))
        (ansi-term "/bin/bash"))))
 
-(defun agent-q-prompt-tmux-test--claude-steps (work)
-  "The scripted model's answers: three shell commands in WORK, then a text."
-  `(((tool . "Bash")
-     (arguments (command . "ls -la") (description . "List the files in the work folder")))
-    ((tool . "Bash") (arguments (command . "ls") (description . "List the names only")))
-    ((tool . "Bash")
-     (arguments (command . ,(format "touch %s/made-by-agent" work))
-                (description . "Create a file")))
-    ((text . "All done."))))
+(defun agent-q-prompt-tmux-test--agent-steps (agent work)
+  "The scripted model's answers for AGENT: three shell commands in WORK, then a text."
+  (let ((tool (if (eq agent 'gemini) "run_shell_command" "Bash")))
+    `(((tool . ,tool)
+       (arguments (command . "ls -la") (description . "List the files in the work folder")))
+      ((tool . ,tool) (arguments (command . "ls") (description . "List the names only")))
+      ((tool . ,tool)
+       (arguments (command . ,(format "touch %s/made-by-agent" work))
+                  (description . "Create a file")))
+      ((text . "All done.")))))
 
-(ert-deftest agent-q-prompt-tmux-test-claude-a-is-this-command-for-this-session ()
-  "Claude Code's TUI beside Emacs: a approves `ls *' for its session, no more.
-The real Claude Code runs in a terminal in an `emacs -nw'; its hook asks
-that Emacs.  The first command is answered with a and !, the second
-(covered) runs unasked, the third (another command) is asked and denied;
-Claude's screen shows the denial, and the grants list what a approved."
+(defun agent-q-prompt-tmux-test--agent-configure (agent dir home work)
+  "Write AGENT's configuration in HOME (DIR for other files), its hook gated, for WORK.
+Return (ARGUMENTS . ENVIRONMENT): the arguments to start it with, and
+its environment variables besides the model's URL."
+  (let ((env (agent-q-ide-test--configure agent home work))
+        (hook (concat agent-q-agents-test--relay (format " hook --agent %s" agent))))
+    (pcase agent
+      ('claude
+       (agent-q-agents-test--write
+        (expand-file-name ".claude/settings.json" home)
+        (json-encode
+         `((hooks
+            (PreToolUse
+             . [((matcher . "^(?!mcp__agent-q__)")
+                 (hooks . [((type . "command") (command . ,hook) (timeout . 600))]))])))))
+       (cons nil env))
+      ('gemini
+       (let ((policy (expand-file-name "policy.toml" dir))
+             (settings (expand-file-name ".gemini/settings.json" home)))
+         ;; Gemini's own policy lets the shell run: Emacs is the only prompt.
+         (agent-q-agents-test--write
+          policy "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\npriority = 900\n")
+         (agent-q-agents-test--write
+          settings
+          (json-encode
+           (append (json-read-file settings)
+                   `((hooks
+                      (BeforeTool
+                       . [((matcher . "^(?!mcp_agent-q_)")
+                           (hooks . [((type . "command") (command . ,hook)
+                                      (timeout . 600000))]))]))))))
+         (cons (list "--policy" policy) env))))))
+
+(defun agent-q-prompt-tmux-test--agent-a (agent)
+  "AGENT's TUI beside Emacs: a approves `ls *' for its session, no more.
+See `agent-q-prompt-tmux-test-claude-a-is-this-command-for-this-session'."
   (agent-q-tmux-test--ensure-tmux)
-  (let* ((program (agent-q-agents-test--program 'claude))
-         (dir (file-name-as-directory (make-temp-file "agent-q-prompt-claude" t)))
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-prompt-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work" dir))
-         (session (format "agent-q-prompt-claude-%d" (emacs-pid)))
+         (session (format "agent-q-prompt-%s-%d" agent (emacs-pid)))
          (setup (expand-file-name "setup.el" dir))
          (lisp-dir (file-name-directory (locate-library "agent-q")))
          (emacs (expand-file-name invocation-name invocation-directory))
          model)
     (unwind-protect
-        (progn
+        (let ((configured nil))
           (make-directory (expand-file-name "tmp" home) t)
           (make-directory work t)
           (setq model (agent-q-agents-test--start-model
-                       dir "anthropic" (agent-q-prompt-tmux-test--claude-steps work)))
-          (agent-q-agents-test--write
-           (expand-file-name ".claude/settings.json" home)
-           (json-encode
-            `((hooks
-               (PreToolUse
-                . [((matcher . "^(?!mcp__agent-q__)")
-                    (hooks . [((type . "command")
-                               (command . ,(concat agent-q-agents-test--relay
-                                                   " hook --agent claude"))
-                               (timeout . 600))]))])))))
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (agent-q-prompt-tmux-test--agent-steps agent work)))
+          (setq configured (agent-q-prompt-tmux-test--agent-configure agent dir home work))
           (with-temp-file setup
             (prin1 (agent-q-prompt-tmux-test--claude-setup dir work) (current-buffer)))
           (agent-q-tmux-test--tmux
@@ -455,8 +478,8 @@ Claude's screen shows the denial, and the grants list what a approved."
            (mapconcat #'shell-quote-argument
                       (append (list "env" "-i")
                               (agent-q-agents-test--environment
-                               home (cons (agent-q-ide-test--model-variable 'claude (nth 1 model))
-                                          (agent-q-ide-test--configure 'claude home work)))
+                               home (cons (agent-q-ide-test--model-variable agent (nth 1 model))
+                                          (cdr configured)))
                               (agent-q-tmux-test--emacs-variables)
                               (list (concat "PATH=" (file-name-directory program) ":"
                                             (agent-q-agents-test--path))
@@ -465,19 +488,26 @@ Claude's screen shows the denial, and the grants list what a approved."
                       " "))
           (agent-q-ide-test--wait-screen session "(Term: char run)")
           (sleep-for 1)
-          (agent-q-ide-test--type session (file-name-nondirectory program))
-          (agent-q-ide-test--wait-screen session "for shortcuts\\|? for")
+          (agent-q-ide-test--type session (mapconcat #'shell-quote-argument
+                                                     (cons (file-name-nondirectory program)
+                                                           (car configured))
+                                                     " "))
+          (agent-q-ide-test--wait-screen session (if (eq agent 'gemini)
+                                                     "Type your message"
+                                                   "for shortcuts\\|? for"))
           (sleep-for 2)
           (agent-q-ide-test--type session "List the files")
-          ;; Emacs asks, showing Claude's own description, the command, the folder.
+          ;; Emacs asks, showing the agent's own description, the command, the folder.
           (let ((screen (agent-q-prompt-tmux-test--joined
                          (agent-q-ide-test--wait-screen session "(\\?)help:"))))
             (should (string-match-p
-                     (concat "claude (session [0-9a-f]\\{8\\}) wants to run a command \\[dangerous\\]: "
-                             "List the files in the work folder: ls -la \\[in ")
+                     (format (concat "%s (session [0-9a-f]\\{8\\}) wants to run a command \\[dangerous\\]: "
+                                     "List the files in the work folder: ls -la \\[in ")
+                             agent)
                      screen)))
           (agent-q-tmux-test--tmux "send-keys" "-t" session "a")
-          (agent-q-ide-test--wait-screen session "Approve `ls \\*` for claude (session [0-9a-f]\\{8\\}), unasked")
+          (agent-q-ide-test--wait-screen
+           session (format "Approve `ls \\*` for %s (session [0-9a-f]\\{8\\}), unasked" agent))
           (sleep-for 1)
           (agent-q-tmux-test--tmux "send-keys" "-t" session "!")
           ;; ls ran unasked (the grant covers it); touch is asked.
@@ -485,11 +515,17 @@ Claude's screen shows the denial, and the grants list what a approved."
                          (agent-q-ide-test--wait-screen session "Create a file: touch"))))
             (should-not (string-match-p "List the names only" screen)))
           (agent-q-tmux-test--tmux "send-keys" "-t" session "n")
-          ;; Claude's own screen: both listings ran, touch was denied in Emacs.
+          ;; The agent's own screen: the listings ran, touch was denied in Emacs.
           (let ((screen (agent-q-ide-test--wait-screen session "All done\\.")))
-            (should (string-match-p "Listed 2 directories" screen))
-            (should (string-match-p "Bash(touch [^\n]*made-by-agent)\n *⎿ *Error: User +denied tool execution"
-                                    screen)))
+            (if (eq agent 'claude)
+                (progn
+                  (should (string-match-p "Listed 2 directories" screen))
+                  (should (string-match-p "Bash(touch [^\n]*made-by-agent)\n *⎿ *Error: User +denied tool execution"
+                                          screen)))
+              (should (string-match-p "✓ +Shell ls -la" screen))))
+          ;; What the model was told of touch: denied in Emacs.
+          (let ((last (json-encode (car (last (agent-q-ide-test--step-requests (nth 2 model)))))))
+            (should (string-match-p "[Dd]enied" last)))
           (should-not (file-exists-p (expand-file-name "made-by-agent" work)))
           ;; The audit: the first by the user, the second without asking, the third denied.
           (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
@@ -503,6 +539,18 @@ Claude's screen shows the denial, and the grants list what a approved."
         (call-process "tmux" nil nil nil "kill-session" "-t" session)
         (when model (ignore-errors (delete-process (car model))))
         (ignore-errors (delete-directory dir t))))))
+
+(ert-deftest agent-q-prompt-tmux-test-claude-a-is-this-command-for-this-session ()
+  "Claude Code's TUI beside Emacs: a approves `ls *' for its session, no more.
+The real Claude Code runs in a terminal in an `emacs -nw'; its hook asks
+that Emacs.  The first command is answered with a and !, the second
+\(covered) runs unasked, the third (another command) is asked and denied;
+Claude's screen shows the denial."
+  (agent-q-prompt-tmux-test--agent-a 'claude))
+
+(ert-deftest agent-q-prompt-tmux-test-gemini-a-is-this-command-for-this-session ()
+  "Gemini CLI's TUI beside Emacs: as for Claude Code."
+  (agent-q-prompt-tmux-test--agent-a 'gemini))
 
 (provide 'agent-q-prompt-tmux-test)
 
