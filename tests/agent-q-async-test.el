@@ -285,11 +285,10 @@
   "The pending list names the client in full, and its times count up while it is shown."
   (agent-q-async-test--with reg
     (let* ((client "claude (own tools) 3f2a1b9c-1111-2222-3333-444455556666")
-           (agent-q-approval-function (lambda (&rest _) :later))
-           (results :none))
+           (agent-q-approval-function (lambda (&rest _) :later)))
       (agent-q--execute-async
        '((:id "l" :name "touch" :arguments (:path "/nonexistent/x")))
-       (lambda (r) (setq results r)) reg :client client)
+       #'ignore reg :client client)
       (agent-q-async-test--wait (lambda () (eq (agent-q--pending-state (car agent-q--pending))
                                                'deferred)))
       (unwind-protect

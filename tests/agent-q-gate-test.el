@@ -496,7 +496,8 @@ close when the prompt ends, so that the next call's prompt never shows them."
       (agent-q-gate-test--check-shown (reverse agent-q-test-prompts) (reverse shown)))))
 
 (defun agent-q-gate-test--check-shown (prompts shown)
-  "Check PROMPTS and SHOWN of `agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it'."
+  "Check PROMPTS and SHOWN: the prompts, and the windows shown at each.
+See `agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it'."
     (let ((prompts prompts)
           (shown shown))
       (should (= (length prompts) 5))

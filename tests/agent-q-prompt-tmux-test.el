@@ -351,7 +351,8 @@ are answered they are written to OUT and Emacs exits."
                        (agent-q-prompt-tmux-gate "two" "rm -f notes" nil)))))))
 
 (defun agent-q-prompt-tmux-test--joined (screen)
-  "SCREEN's lines joined where Emacs continued them (a backslash in the last column)."
+  "SCREEN's lines joined where Emacs continued them.
+Emacs continues a line with a backslash in the last column."
   (replace-regexp-in-string "\\\\\n" "" screen))
 
 (ert-deftest agent-q-prompt-tmux-test-an-agents-call-as-the-user-meets-it ()
@@ -407,7 +408,8 @@ DIR is the test's directory, WORK the agent's working directory."
        (ansi-term "/bin/bash"))))
 
 (defun agent-q-prompt-tmux-test--agent-steps (agent work)
-  "The scripted model's answers for AGENT: three shell commands in WORK, then a text."
+  "The scripted model's answers for AGENT.
+Three shell commands in WORK, then a text."
   (let ((tool (if (eq agent 'gemini) "run_shell_command" "Bash")))
     `(((tool . ,tool)
        (arguments (command . "ls -la") (description . "List the files in the work folder")))
@@ -418,7 +420,8 @@ DIR is the test's directory, WORK the agent's working directory."
       ((text . "All done.")))))
 
 (defun agent-q-prompt-tmux-test--agent-configure (agent dir home work)
-  "Write AGENT's configuration in HOME (DIR for other files), its hook gated, for WORK.
+  "Write AGENT's configuration in HOME (DIR for other files) for WORK.
+Its hook goes to Emacs.
 Return (ARGUMENTS . ENVIRONMENT): the arguments to start it with, and
 its environment variables besides the model's URL."
   (let ((env (agent-q-ide-test--configure agent home work))
