@@ -52,7 +52,7 @@
 (declare-function agent-q--core-visible "agent-q-core" (text))
 (declare-function agent-q--core-command-decide "agent-q-core" (line deny ask allow))
 (declare-function agent-q--core-fetch-decide "agent-q-core" (url deny ask allow))
-(declare-function agent-q--core-command-suggest "agent-q-core" (line allow))
+(declare-function agent-q--core-command-grant "agent-q-core" (line))
 (declare-function agent-q--core-fetch-suggest "agent-q-core" (url))
 (declare-function agent-q-gate-call-info "agent-q-gate" (context))
 (declare-function agent-q-gate-call-agent "agent-q-gate" (context))
@@ -108,8 +108,9 @@ For a terminal agent's own call (see `agent-q-gate-call-agent'),
 :agent and :session name the agent and its session: the grant covers
 no other session and no other agent.  A shell command's grant holds
 :command, the command rules that the module proposes for the line
-\(`agent-q--core-command-suggest', as \"s\" does), and covers a later
-command only when the module finds every part of it covered by them
+\(`agent-q--core-command-grant', one for each part, as \"s\" proposes
+one), and covers a later command only when the module finds every
+part of it covered by them
 \(`agent-q--core-command-decide'); a fetch's holds :domain, its host,
 judged by `agent-q--core-fetch-decide'.
 
@@ -152,24 +153,13 @@ INFO is a plist of `agent-q-gate-call-info'."
         (agent-q-rules-agent-client agent)
       (agent-q-prompt--context-get :client))))
 
-(defconst agent-q-prompt--max-grant-rules 16
-  "The most command rules one grant of \"a\" holds.")
-
 (defun agent-q-prompt--command-rules (line)
   "The command rules that cover every part of the shell command LINE, or nil.
-Each is proposed by the module, as the prompt's \"s\" proposes one
-\(`agent-q--core-command-suggest'): the first part not yet covered,
-then the next...  Nil when some part cannot be covered by a plain
-rule (a substitution, a redirection...)."
-  (let ((rules nil)
-        (covered nil))
-    (while (and (not covered)
-                (< (length rules) agent-q-prompt--max-grant-rules)
-                (let ((next (ignore-errors (agent-q--core-command-suggest line rules))))
-                  (and (stringp next) (not (member next rules))
-                       (setq rules (append rules (list next))))))
-      (setq covered (agent-q-prompt--covers-command-p rules line)))
-    (and covered rules)))
+The module proposes them (`agent-q--core-command-grant'), one for each
+part, as the prompt's \"s\" proposes one; nil when some part cannot be
+covered by a plain rule (a substitution, a redirection...)."
+  (let ((rules (ignore-errors (agent-q--core-command-grant line))))
+    (and (consp rules) (cl-every #'stringp rules) rules)))
 
 (defun agent-q-prompt--covers-command-p (rules line)
   "Non-nil when every part of LINE is covered by the command RULES.

@@ -11,7 +11,7 @@ use super::ide::string_items;
 use agent_q_core::command::domain::{DomainRule, MAX_URL_BYTES};
 use agent_q_core::command::rule::CommandRule;
 use agent_q_core::command::shell::MAX_COMMAND_BYTES;
-use agent_q_core::command::suggest::{suggest_command_rule, suggest_domain_rule};
+use agent_q_core::command::suggest::{grant_command_rules, suggest_command_rule, suggest_domain_rule};
 use agent_q_core::command::{decide, decide_fetch, Decision, Rules, Verdict};
 
 fn parsed<R, E: std::fmt::Display>(
@@ -97,6 +97,25 @@ fn command_suggest<'e>(env: &'e Env, line: Value<'e>, allow: Value<'e>) -> Resul
     let line = args::string(env, line, "LINE", 2 * MAX_COMMAND_BYTES)?;
     let allow = parsed(env, allow, "ALLOW", CommandRule::parse)?;
     suggest_command_rule(&line, &allow).into_lisp(env)
+}
+
+/// The command rules that the approval prompt's `a` grants for the shell command LINE, a list of
+/// strings: the proposal of `agent-q--core-command-suggest' for each part in turn, until they
+/// cover every part (`agent-q--core-command-decide' allows LINE by them alone). Return nil when
+/// some part cannot be covered by a plain rule: the call is then approved alone.
+#[defun]
+fn command_grant<'e>(env: &'e Env, line: Value<'e>) -> Result<Value<'e>> {
+    let line = args::string(env, line, "LINE", 2 * MAX_COMMAND_BYTES)?;
+    match grant_command_rules(&line) {
+        Some(texts) => {
+            let items = texts
+                .iter()
+                .map(|t| t.as_str().into_lisp(env))
+                .collect::<Result<Vec<_>>>()?;
+            env.list(&items)
+        }
+        None => env.intern("nil"),
+    }
 }
 
 /// The domain rule to propose for a fetch of URL: its host ("docs.example.org"), or nil when

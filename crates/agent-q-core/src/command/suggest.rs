@@ -21,6 +21,7 @@
 use super::domain::{host_of, DomainRule};
 use super::rule::CommandRule;
 use super::shell::{analyze, Part, Within, Word};
+use super::{decide, Rules, Verdict};
 
 /// Whether WORD can stand in a rule as written: plain characters only, nothing the shell or
 /// the rule reader would read otherwise.
@@ -84,6 +85,47 @@ pub fn suggest_command_rule(line: &str, allow: &[CommandRule]) -> Option<String>
         .find_map(proposal)
 }
 
+/// The most command rules that one grant of the approval prompt's `a` holds.
+pub const MAX_GRANT_RULES: usize = 16;
+
+/// The command rules that the approval prompt's `a` grants for LINE: the proposal of
+/// [`suggest_command_rule`] for its first part, then for the next part not yet covered..., until
+/// the rules cover every part ([`super::decide`] allows LINE by them alone). `None` when some part
+/// cannot be covered by a plain rule (a substitution, a redirection to a file, a wrapper...), or
+/// more than [`MAX_GRANT_RULES`] would be needed: such a line is approved alone, never granted.
+///
+/// ```
+/// use agent_q_core::command::suggest::grant_command_rules;
+/// assert_eq!(grant_command_rules("git diff HEAD~1"), Some(vec!["git diff *".to_string()]));
+/// assert_eq!(
+///     grant_command_rules("git status && ls -la /tmp"),
+///     Some(vec!["git status".to_string(), "ls *".to_string()])
+/// );
+/// assert_eq!(grant_command_rules("echo $(cat /etc/passwd)"), None);
+/// ```
+pub fn grant_command_rules(line: &str) -> Option<Vec<String>> {
+    let mut texts = Vec::new();
+    let mut rules = Vec::new();
+    loop {
+        if !rules.is_empty() {
+            let granted = Rules {
+                deny: Vec::new(),
+                ask: Vec::new(),
+                allow: rules.clone(),
+            };
+            if decide(line, &granted).verdict == Verdict::Allow {
+                return Some(texts);
+            }
+        }
+        if texts.len() >= MAX_GRANT_RULES {
+            return None;
+        }
+        let next = suggest_command_rule(line, &rules)?;
+        rules.push(CommandRule::parse(&next).ok()?);
+        texts.push(next);
+    }
+}
+
 /// The domain rule to propose for a fetch of URL: its host exactly; `None` when the host cannot
 /// be told for certain.
 pub fn suggest_domain_rule(url: &str) -> Option<String> {
@@ -94,7 +136,6 @@ pub fn suggest_domain_rule(url: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decide, Rules, Verdict};
     use super::*;
 
     fn suggest(line: &str) -> Option<String> {
@@ -169,6 +210,39 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(decide("git status; rm FILE", &rules).verdict, Verdict::NoRule);
+    }
+
+    #[test]
+    fn a_grant_covers_every_part_or_nothing() {
+        let grant = |line: &str| grant_command_rules(line);
+        assert_eq!(grant("ls"), Some(vec!["ls".to_string()]));
+        assert_eq!(grant("git status; git status"), Some(vec!["git status".to_string()]));
+        assert_eq!(
+            grant("cd /tmp && make -j4 | tail -3"),
+            Some(vec!["cd *".to_string(), "make *".to_string(), "tail *".to_string()])
+        );
+        // A part no plain rule covers: no grant, whatever the other parts.
+        assert_eq!(grant("git status; echo hi > out.txt"), None);
+        assert_eq!(grant("sudo ls"), None);
+        assert_eq!(grant(""), None);
+        // What it grants covers the line, by the matcher, and no other command.
+        let texts = grant("git diff HEAD~1 --stat; npm test").unwrap();
+        let rules = Rules {
+            allow: texts.iter().map(|t| CommandRule::parse(t).unwrap()).collect(),
+            ..Rules::default()
+        };
+        assert_eq!(
+            decide("git diff HEAD~1 --stat; npm test", &rules).verdict,
+            Verdict::Allow
+        );
+        assert_eq!(decide("npm test && git diff", &rules).verdict, Verdict::Allow);
+        assert_eq!(decide("npm test; rm -rf /", &rules).verdict, Verdict::NoRule);
+        // Too many parts: nothing granted.
+        let long = (0..MAX_GRANT_RULES + 1)
+            .map(|i| format!("cmd{i}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert_eq!(grant(&long), None);
     }
 
     #[test]
