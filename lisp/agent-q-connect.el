@@ -401,7 +401,7 @@ agent-q's hook made."
       (agent-q-connect--delete object 'hooks))))
 
 (defconst agent-q-connect--gemini-gated-tools
-  '("run_shell_command" "read_file" "read_many_files" "web_fetch"
+  '("run_shell_command" "read_file" "read_many_files" "grep_search" "glob" "web_fetch"
     "write_file" "replace")
   "Gemini CLI's own tools that Emacs decides, which its policy then allows.")
 

@@ -67,7 +67,16 @@
 ;; When such a call starts waiting for the user, who may be looking at
 ;; the agent's terminal, Emacs says so (`agent-q-gate-notify').
 ;;
-;; The other tools (searches, notebooks, unknown tools) are not decided
+;; A search (Claude's Grep and Glob, Gemini's grep_search and glob)
+;; becomes one call of the private safe tool agent_search, whose guard
+;; is the read guard on the folder (or file) searched, the agent's
+;; working directory being the workspace: a search inside it whose
+;; globs cannot reach a sensitive file runs unasked; a search outside
+;; it, of a sensitive file, or whose globs may reach one (the core
+;; decides: a glob such as **/*, *.env* or .e*, or no glob at all) is
+;; asked.
+;;
+;; The other tools (notebooks, unknown tools) are not decided
 ;; here: they are left to the agent (`agent-q-gate-other-tools').
 
 ;;; Code:
@@ -102,8 +111,8 @@
 
 (defcustom agent-q-gate-other-tools 'no-opinion
   "What Emacs answers about an agent's own tool it does not decide yet.
-Shell commands, reads, fetches and edits (with writes and patches)
-are decided in Emacs; searches, notebook edits and unknown tools get
+Shell commands, reads, searches, fetches and edits (with writes and
+patches) are decided in Emacs; notebook edits and unknown tools get
 this answer.  `no-opinion'
 leaves them to the agent, exactly as without the hook (its own rules
 and prompt); `ask' makes the agent ask with its own prompt every time
@@ -124,6 +133,9 @@ sent, else a message in the echo area and `ding'."
 
 (defconst agent-q-gate-read-tool "agent_read"
   "The tool name of an agent's own reads, one file a call.")
+
+(defconst agent-q-gate-search-tool "agent_search"
+  "The tool name of an agent's own searches, one folder (or file) a call.")
 
 (defconst agent-q-gate-fetch-tool "agent_fetch"
   "The tool name of an agent's own fetches, one URL a call.")
@@ -149,6 +161,11 @@ when they were."
   (puthash (plist-get agent-q-call-context :id) (gethash "path" args) agent-q-gate--approved)
   "Approved in Emacs: the agent reads the file itself.")
 
+(defun agent-q-gate--approve-search (args)
+  "The handler of agent_search: record ARGS' path as approved; search nothing."
+  (puthash (plist-get agent-q-call-context :id) (gethash "path" args) agent-q-gate--approved)
+  "Approved in Emacs: the agent searches itself.")
+
 (defun agent-q-gate--approve-fetch (args)
   "The handler of agent_fetch: record ARGS' URL as approved; fetch nothing."
   (puthash (plist-get agent-q-call-context :id) (gethash "url" args) agent-q-gate--approved)
@@ -165,6 +182,42 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
      ((and (string-match-p "[*?[]" path) (not (file-remote-p path)) (not (file-exists-p path)))
       (format "%s is a glob: the files it reads are not known before they are read" path))
      (t (agent-q-guard-file-verdict (agent-q-builtins--guarded-name path))))))
+
+(defun agent-q-gate--emacs-directory-reason (directory)
+  "Why searching DIRECTORY needs asking because of Emacs's own directory, or nil.
+In or above `user-emacs-directory', a glob of ordinary names (*.el)
+can reach Emacs's private files (transient/history.el, no-littering's
+var/), which the core's catalogue of sensitive names leaves out."
+  (let ((dir (file-name-as-directory (file-truename directory))))
+    (cl-some (lambda (emacs)
+               (and (or (string-prefix-p dir emacs) (string-prefix-p emacs dir))
+                    (format "%s is in or above Emacs's own directory %s, which holds its private files"
+                            dir emacs)))
+             (agent-q-guard--emacs-directories))))
+
+(defun agent-q-gate--search-guard (args)
+  "The guard of agent_search: why the search ARGS describe needs asking, or nil.
+Its path, a folder or a file, is judged by agent-q's read guard with
+the agent's working directory as the workspace: outside it, remote or
+sensitive, it is asked; so is a folder in or above
+`user-emacs-directory'.  Searching a folder (or a name that does not
+exist yet) is asked too when the core found that the search's globs
+may reach a sensitive file (ARGS' reach, from the core's
+`search_reach': a search with no glob reaches every file)."
+  (let* ((path (gethash "path" args))
+         (reach (gethash "reach" args))
+         (name (agent-q-builtins--guarded-name path))
+         (local (and name (not (agent-q-builtins--remote-p name))))
+         (directory-p (and local (file-directory-p name))))
+    (or (cond
+         ((not name) "the agent names no folder to search")
+         ;; A folder has several links (its entries' ..): judged without them.
+         (directory-p (or (agent-q-builtins--guard-reason (file-name-as-directory name))
+                          (agent-q-gate--emacs-directory-reason name)))
+         (t (agent-q-guard-file-verdict name)))
+        (and (or directory-p (and local (not (file-exists-p name))))
+             (stringp reach) (not (string-empty-p reach))
+             (format "the search of %s may read sensitive files: %s" path reach)))))
 
 (defun agent-q-gate--registry ()
   "The gate's registry, made on first use."
@@ -191,6 +244,20 @@ workspace (see `agent-q-gate--start'); a glob is always asked."
           :categories '(:filesystem)
           :guard #'agent-q-gate--read-guard
           :handler #'agent-q-gate--approve-read)
+         registry)
+        (agent-q-register-tool
+         (agent-q-define-tool
+          agent-q-gate-search-tool
+          "A search of files' names or contents that a terminal agent is about to run with its own tool.  Approving it lets the agent search."
+          '((:name "path" :type :string :description "The folder (or file) searched")
+            (:name "glob" :type :string :description "The globs choosing the files searched")
+            (:name "reach" :type :string
+                   :description "Why agent-q found that the globs may reach a sensitive file"))
+          :required '("path")
+          :safety-level :safe
+          :categories '(:filesystem)
+          :guard #'agent-q-gate--search-guard
+          :handler #'agent-q-gate--approve-search)
          registry)
         (agent-q-register-tool
          (agent-q-define-tool
@@ -272,6 +339,7 @@ once with the answer instead of the server's hook."
       ("shell" (agent-q-gate--shell key props kind))
       ("read" (agent-q-gate--each key props agent-q-gate-read-tool :path
                                   (agent-q-gate--read-paths props (plist-get kind :paths))))
+      ("search" (agent-q-gate--search key props kind))
       ("fetch" (agent-q-gate--each key props agent-q-gate-fetch-tool :url
                                    (agent-q-gate--strings (plist-get kind :urls))))
       ((or "edit" "write" "patch") (agent-q-gate-edit-request key props kind))
@@ -369,6 +437,30 @@ is; else denied with the words of the first call that was not."
        (lambda (results) (agent-q-gate--decided-each key ids results))
        (format "%s %s" (if (eq arg :url) "fetch" "read") (string-join values ", "))))))
 
+(defun agent-q-gate--search (key props kind)
+  "Decide the search of the gate request KEY (PROPS, its KIND): one agent_search.
+Its path is the one KIND names, else the agent's working directory,
+expanded from that directory."
+  (let* ((given (plist-get kind :path))
+         (path (car (agent-q-gate--read-paths
+                     props (list (if (and (stringp given) (not (string-empty-p given)))
+                                     given
+                                   (or (agent-q-gate--cwd props) ""))))))
+         (globs (agent-q-gate--strings (plist-get kind :globs)))
+         (reach (plist-get kind :reach))
+         (id (format "gate-%s-%s-0" agent-q-gate--run key)))
+    (if (not path)
+        (agent-q-gate--answer key 'ask "agent-q found no folder to search in the call")
+      (agent-q-gate--start
+       key props
+       (list (list :id id :name agent-q-gate-search-tool
+                   :arguments (append (list :path path)
+                                      (and globs (list :glob (string-join globs " ")))
+                                      (and (stringp reach) (list :reach reach)))))
+       (lambda (results) (agent-q-gate--decided-each key (list id) results))
+       (format "search %s%s" path
+               (if globs (format " (%s)" (string-join globs " ")) ""))))))
+
 (defun agent-q-gate--denial (result)
   "The reason given to the agent for the call that ended with RESULT."
   (let ((content (plist-get result :content)))
@@ -422,9 +514,16 @@ COMMAND is the command the agent asked to run, PROPS the request."
     (remhash id agent-q-gate--approved)
     (cond
      ((and (plist-get result :success) (stringp approved))
-      (agent-q-gate--answer key 'allow
-                            (and (not (equal approved command))
-                                 (agent-q-gate--updated-input props approved))))
+      (let ((edited (not (equal approved command))))
+        (agent-q-gate--answer key 'allow
+                              (and edited (agent-q-gate--updated-input props approved)))
+        (when edited
+          (message "agent-q: %s runs your edited command: %s.  The agent still displays its own command, not your edit; %s"
+                   (agent-q-gate--label (plist-get props :agent) nil)
+                   (truncate-string-to-width (agent-q--visible approved) 200 nil nil "...")
+                   (if (eq (plist-get props :agent) 'gemini)
+                       "its model is told only that a hook changed the call"
+                     "its model is told what ran")))))
      (t (agent-q-gate--answer key 'deny (agent-q-gate--denial result))))))
 
 ;;;; Telling the user
@@ -512,7 +611,9 @@ rules (with :command and :agent, see `agent-q-approval-rules'), else
 by the prompt, counted in the mode line, listed by `agent-q-pending'
 and audited under the name \"AGENT (own tools) SESSION\".  A read is
 a call of agent_read for each file, judged by the read guard with the
-agent's working directory as the allowed one; a fetch a call of
+agent's working directory as the allowed one; a search a call of
+agent_search, judged so too, and asked when its globs may reach a
+sensitive file; a fetch a call of
 agent_fetch for each URL, decided by the :domain rules, else asked.
 An edit (Edit, MultiEdit, Write, replace, write_file, apply_patch) is
 a call of agent_edit for each file, whose approval is the per-hunk

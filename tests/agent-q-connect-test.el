@@ -221,7 +221,7 @@
                                                             agent-q-mcp-connection-file))
                                         (timeout . 600000))]))])))))
       (let ((text (agent-q-connect-test--text policy)))
-        (dolist (tool '("run_shell_command" "read_file" "read_many_files" "web_fetch"
+        (dolist (tool '("run_shell_command" "read_file" "read_many_files" "grep_search" "glob" "web_fetch"
                         "write_file" "replace"))
           (should (string-match-p (format "^toolName = \"%s\"$" tool) text)))
         (should (string-match-p "^decision = \"allow\"$" text))

@@ -171,8 +171,19 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
   (agent-q-gate-test--with-gate #'agent-q-gate-test--record
     (agent-q-gate-test--request 1 "echo ok")
     (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
-    (agent-q-gate-test--request 2 "echo edit-me")
-    (let ((answer (agent-q-gate-test--answer 2)))
+    (let* ((shown nil)
+           (answer (cl-letf* ((message (symbol-function 'message))
+                              ((symbol-function 'message)
+                               (lambda (format &rest args)
+                                 (when format (push (apply #'format-message format args) shown))
+                                 (apply message format args))))
+                     (agent-q-gate-test--request 2 "echo edit-me")
+                     (agent-q-gate-test--answer 2))))
+      ;; The user is told that the agent's display does not show the edit.
+      (should (cl-some (lambda (m)
+                         (string-match-p "runs your edited command: echo edited\\.  The agent still displays its own command, not your edit; its model is told what ran"
+                                         m))
+                       shown))
       (should (eq (car answer) 'allow))
       (should (equal (json-parse-string (cadr answer) :object-type 'alist)
                      '((command . "echo edited") (description . "d")))))
@@ -309,6 +320,56 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
                              ("agent_read" "denied"))))))
       (delete-directory work t)
       (delete-file outside))))
+
+(defun agent-q-gate-test--grep (key cwd path globs reach)
+  "Hand the gate a Claude Grep KEY in CWD of PATH with GLOBS; the core found REACH."
+  (agent-q-gate-request key (list :agent 'claude :event 'pre-tool :session "session-1"
+                                  :cwd cwd :tool "Grep" :tool-use-id "toolu_1"
+                                  :input (list :pattern "x")
+                                  :kind (list :kind "search" :path path
+                                              :globs (vconcat globs) :reach reach))))
+
+(ert-deftest agent-q-gate-test-searches ()
+  "Searches in the agent's directory with narrow globs run unasked; the rest is asked."
+  (let* ((work (file-name-as-directory (make-temp-file "agent-q-gate-work" t)))
+         (outside (file-name-as-directory (make-temp-file "agent-q-gate-outside" t)))
+         (reach "the glob \".e*\" can match .env, a sensitive name"))
+    (unwind-protect
+        (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+          (agent-q-agents-test--write (expand-file-name "a.txt" work) "a\n")
+          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET=1\n")
+          (make-directory (expand-file-name "sub/.ssh" work) t)
+          ;; Its directory (by default, or named), globs that cannot reach: unasked.
+          (agent-q-gate-test--grep 1 work nil '("*.txt") nil)
+          (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+          (agent-q-gate-test--grep 2 work "sub" '("*.el") nil)
+          (should (equal (agent-q-gate-test--answer 2) '(allow nil)))
+          ;; An ordinary file, named: its glob does not matter.
+          (agent-q-gate-test--grep 3 work "a.txt" nil "it searches every file")
+          (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+          (should-not agent-q-gate-test--asked)
+          ;; A folder with a glob that may reach a sensitive file: asked, saying why.
+          (agent-q-gate-test--grep 4 work nil '(".e*") reach)
+          (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+          (should (equal (nth 0 (car agent-q-gate-test--asked)) "agent_search"))
+          (should (string-match-p (regexp-quote reach)
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          ;; A sensitive file or folder named, a folder outside: asked.
+          (agent-q-gate-test--grep 5 work ".env" nil nil)
+          (should (eq (car (agent-q-gate-test--answer 5)) 'deny))
+          (should (string-match-p "sensitive file pattern"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          (agent-q-gate-test--grep 6 work "sub/.ssh" '("*.txt") nil)
+          (should (eq (car (agent-q-gate-test--answer 6)) 'deny))
+          (should (string-match-p "sensitive file pattern"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          (agent-q-gate-test--grep 7 work outside '("*.txt") nil)
+          (should (eq (car (agent-q-gate-test--answer 7)) 'deny))
+          (should (string-match-p "outside the allowed directories"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          (should (= (length agent-q-gate-test--asked) 4)))
+      (delete-directory work t)
+      (delete-directory outside t))))
 
 (ert-deftest agent-q-gate-test-fetches ()
   "Fetches are decided by the :domain rules, else asked."
@@ -686,6 +747,10 @@ See `agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it'."
                      agent-q-gate-test--hook-args)
              " "))
 
+(defvar agent-q-gate-test--claude-tools nil
+  "Non-nil: the tools Claude Code is started with (--allowedTools).
+Under -p it offers its model Grep and Glob only when named so.")
+
 (defvar agent-q-gate-test--by-command nil
   "Non-nil: `agent-q-gate-connect-agent' writes the hooks, not the test.")
 
@@ -715,7 +780,9 @@ and Gemini's policy, then read from its user policies, not --policy."
                    (hooks . [((type . "command") (command . ,(agent-q-gate-test--hook agent))
                               (timeout . 600)
                               (statusMessage . "Waiting for Emacs (agent-q)..."))]))]))))))
-       (list "Bash" (list "-p" "Run the commands." "--output-format" "json")
+       (list "Bash" (append (list "-p" "Run the commands." "--output-format" "json")
+                            (and agent-q-gate-test--claude-tools
+                                 (list "--allowedTools" agent-q-gate-test--claude-tools)))
              (concat "ANTHROPIC_BASE_URL=" model) "ANTHROPIC_API_KEY=scripted"
              "DISABLE_TELEMETRY=1" "DISABLE_AUTOUPDATER=1" "DISABLE_ERROR_REPORTING=1"
              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"))
@@ -986,6 +1053,139 @@ unasked, so it never reaches the network."
   "Gemini CLI's own read_file and web_fetch.  See `agent-q-gate-test--read-fetch'.
 Its policy allows them, so that Emacs is the only prompt."
   (agent-q-gate-test--read-fetch 'gemini))
+
+(defun agent-q-gate-test--search (agent)
+  "Run AGENT under -p; its own searches go through its hook to Emacs.
+A search of its directory whose glob chooses ordinary files runs
+unasked; one that can reach a sensitive file is asked (denied here),
+and the model gets no secret: for Claude, a Grep at ~/.authinfo
+\(outside its directory) and a Glob *.env*; for Gemini (which refuses
+paths outside its workspace itself), a grep_search with
+include_pattern .env.  The hooks and Gemini's policy are the connect
+command's."
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-gate-test--deny-all)
+         (agent-q-approval-rules nil)
+         (agent-q-gate-test--asked nil)
+         (agent-q-gate-test--by-command t)
+         (agent-q-gate-test--claude-tools "Grep Glob")
+         (agent-q-prompt--session-approved nil)
+         (agent-q-mcp-port 0)
+         (marker (format "findable-%d" (random 1000000)))
+         (authinfo (expand-file-name ".authinfo" home))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (agent-q-agents-test--write (expand-file-name "notes.txt" work) (concat marker "\n"))
+          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET_TOKEN=hunter2\n")
+          (agent-q-agents-test--write
+           authinfo "machine example.com login me password SECRET_hunter3\n")
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (if (eq agent 'claude)
+                           `(((tool . "Grep")
+                              (arguments (pattern . "findable") (path . ,work)
+                                         (glob . "*.txt") (output_mode . "content")))
+                             ((tool . "Grep")
+                              (arguments (pattern . "SECRET") (path . ,authinfo)
+                                         (output_mode . "content")))
+                             ((tool . "Glob") (arguments (pattern . "*.env*")))
+                             ((text . "Done.")))
+                         `(((tool . "grep_search")
+                            (arguments (pattern . "findable") (include_pattern . "*.txt")))
+                           ((tool . "grep_search")
+                            (arguments (pattern . "SECRET") (include_pattern . ".env")))
+                           ((text . "Done."))))))
+          (pcase-let* ((claude (eq agent 'claude))
+                       (`(,steps . ,why)
+                        (agent-q-gate-test--run agent home dir work model (if claude 4 3))))
+            (let* ((results (alist-get 'results (car (last steps))))
+                   (ordinary (nth 0 results))
+                   (secret (nth 1 results)))
+              (ert-info (why)
+                ;; The ordinary search: run unasked, its match reaches the model.
+                (should (string-match-p (regexp-quote marker) (alist-get 'text ordinary)))
+                ;; The sensitive one: asked, denied; the model is told, without the secret.
+                (should (string-match-p "denied" (alist-get 'text secret)))
+                (dolist (result results)
+                  (should-not (string-match-p "hunter[23]" (alist-get 'text result))))
+                (when claude
+                  (should (string-match-p "denied" (alist-get 'text (nth 2 results))))
+                  (should-not (string-match-p "\\.env" (alist-get 'text (nth 2 results)))))
+                (should (equal (mapcar (lambda (a) (list (nth 0 a) (plist-get (nth 1 a) :path)))
+                                       (reverse agent-q-gate-test--asked))
+                               (append
+                                (list (list "agent_search" (if claude authinfo
+                                                             (directory-file-name work))))
+                                (and claude
+                                     (list (list "agent_search" (directory-file-name work)))))))
+                (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
+                                                         (alist-get 'decision r)))
+                                       (cl-remove-if-not
+                                        (lambda (r) (member (alist-get 'event r)
+                                                            '("result" "denied")))
+                                        (agent-q-agents-test--json-lines agent-q-audit-file)))
+                               (append '(("agent_search" "auto") ("agent_search" "denied"))
+                                       (and claude '(("agent_search" "denied"))))))))))
+      (agent-q-gate-test--clean-up model dir))))
+
+(ert-deftest agent-q-gate-test-claude-search ()
+  "Claude Code's own Grep and Glob.  See `agent-q-gate-test--search'."
+  (agent-q-gate-test--search 'claude))
+
+(ert-deftest agent-q-gate-test-gemini-search ()
+  "Gemini CLI's own grep_search.  See `agent-q-gate-test--search'.
+The connect command's policy allows it, so that Emacs is the only prompt."
+  (agent-q-gate-test--search 'gemini))
+
+(defun agent-q-gate-test--edit-command (tool args)
+  "Record TOOL and ARGS; answer as `e' does, the command replaced by one that writes edited."
+  (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
+  (list :modified (plist-put (copy-sequence args) :command "echo ran-edited > edited.txt")))
+
+(ert-deftest agent-q-gate-test-claude-edited-command ()
+  "Claude Code's Bash edited at the prompt: the edited command runs, the model is told.
+Claude's own result says only what the edited command printed; the
+hook's additional context tells its model the command that ran."
+  (let* ((agent 'claude)
+         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-gate-test--edit-command)
+         (agent-q-approval-rules nil)
+         (agent-q-gate-test--asked nil)
+         (agent-q-gate-test--by-command t)
+         (agent-q-prompt--session-approved nil)
+         (agent-q-mcp-port 0)
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (list (agent-q-gate-test--shell-step agent "touch original.txt")
+                             '((text . "Done.")))))
+          (pcase-let ((`(,steps . ,why) (agent-q-gate-test--run agent home dir work model 2)))
+            (ert-info (why)
+              (should (file-exists-p (expand-file-name "edited.txt" work)))
+              (should-not (file-exists-p (expand-file-name "original.txt" work)))
+              (let ((body (json-encode (alist-get 'body (nth 1 steps)))))
+                (should (string-match-p
+                         (regexp-quote "What ran is:\\necho ran-edited > edited.txt\\nnot the command you wrote:\\ntouch original.txt")
+                         body))))))
+      (agent-q-gate-test--clean-up model dir))))
 
 (ert-deftest agent-q-gate-test-claude ()
   "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.

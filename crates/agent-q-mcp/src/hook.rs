@@ -19,7 +19,8 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use agent_q_core::gate::{
-    format_answer, parse_hook_input, Agent, GateAnswer, GateRequest, HookEvent, HookOutput, MAX_HOOK_INPUT_BYTES,
+    format_answer, format_answer_to, parse_hook_input, Agent, GateAnswer, GateRequest, HookEvent, HookOutput,
+    MAX_HOOK_INPUT_BYTES,
 };
 use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT};
 use thiserror::Error;
@@ -90,7 +91,7 @@ pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
     }
     match ask_emacs(options, &request) {
         Ok(answer) => HookResult {
-            output: format_answer(options.agent, request.event, &answer),
+            output: format_answer_to(&request, &answer),
             message: None,
         },
         Err(error) => fallback(options, request.event, &error),

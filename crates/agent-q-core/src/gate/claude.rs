@@ -3,13 +3,15 @@
 //! Tool inputs: `Bash` {command, description?, timeout?, run_in_background?}; `Edit`
 //! {file_path, old_string, new_string, replace_all?}; `MultiEdit` {file_path, edits: [{old_string,
 //! new_string, replace_all?}]}; `Write` {file_path, content}; `Read` {file_path, offset?,
-//! limit?}; `WebFetch` {url, prompt}. Every other tool (`NotebookEdit`, `Grep`, `Glob`,
-//! `WebSearch`, `Task`...) is [`ToolKind::Other`].
+//! limit?}; `WebFetch` {url, prompt}; `Grep` {pattern, path?, glob?, type?, output_mode?...};
+//! `Glob` {pattern, path?}. Every other tool (`NotebookEdit`, `WebSearch`, `Task`...) is
+//! [`ToolKind::Other`].
 
 use serde_json::{Map, Value as Json};
 
 use super::{
-    permission_request, pre_tool_use, text_edit, tool_string, GateAnswer, HookEvent, HookOutput, ToolKind, ALLOWED,
+    permission_request, pre_tool_use, search_kind, split_globs, text_edit, tool_optional_string, tool_string,
+    GateAnswer, HookEvent, HookOutput, ToolKind, ALLOWED,
 };
 
 pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind, String> {
@@ -36,6 +38,17 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
         "Read" => ToolKind::Read {
             paths: vec![tool_string(input, &["file_path"])?],
         },
+        // Grep's `pattern` is a regexp over the files' text; its `glob` chooses the files.
+        "Grep" => search_kind(
+            tool_optional_string(input, "path")?,
+            tool_optional_string(input, "glob")?
+                .map(|glob| split_globs(&glob))
+                .unwrap_or_default(),
+        ),
+        "Glob" => search_kind(
+            tool_optional_string(input, "path")?,
+            vec![tool_string(input, &["pattern"])?],
+        ),
         "WebFetch" => ToolKind::Fetch {
             urls: vec![tool_string(input, &["url"])?],
         },

@@ -4,13 +4,16 @@
 //! `write_file` {file_path, content}; `replace` {file_path, old_string, new_string,
 //! expected_replacements?}; `read_file` {file_path, or absolute_path in older versions};
 //! `read_many_files` {paths, or include}; `web_fetch` {url, or prompt with the URLs in its
-//! text}. Both spellings are accepted where versions differ. Every other tool (`glob`,
-//! `search_file_content`, `list_directory`, `google_web_search`...) is [`ToolKind::Other`].
+//! text}; `grep_search` {pattern, dir_path?, include_pattern?...} (older: `search_file_content`
+//! with `path`, `include`); `glob` {pattern, dir_path?}. Both spellings are accepted where
+//! versions differ. Every other tool (`list_directory`, `google_web_search`...) is
+//! [`ToolKind::Other`].
 
 use serde_json::{Map, Value as Json};
 
 use super::{
-    text_edit, tool_optional_string, tool_string, type_name, GateAnswer, HookOutput, ToolKind, MAX_FETCH_URLS,
+    search_kind, text_edit, tool_optional_string, tool_string, type_name, GateAnswer, HookOutput, ToolKind,
+    MAX_FETCH_URLS,
 };
 
 pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind, String> {
@@ -38,6 +41,19 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
         "read_many_files" => ToolKind::Read {
             paths: string_list(input, &["paths", "include"])?,
         },
+        // grep_search's `pattern` is a regexp over the files' text; `include_pattern` (before:
+        // `include`) chooses the files.
+        "grep_search" | "search_file_content" => search_kind(
+            search_dir(input)?,
+            match tool_optional_string(input, "include_pattern")? {
+                Some(glob) => vec![glob],
+                None => tool_optional_string(input, "include")?.into_iter().collect(),
+            }
+            .into_iter()
+            .filter(|glob| !glob.is_empty())
+            .collect(),
+        ),
+        "glob" => search_kind(search_dir(input)?, vec![tool_string(input, &["pattern"])?]),
         "web_fetch" => ToolKind::Fetch {
             urls: match tool_optional_string(input, "url")? {
                 Some(url) => vec![url],
@@ -46,6 +62,14 @@ pub(super) fn classify(tool: &str, input: &Map<String, Json>) -> Result<ToolKind
         },
         _ => ToolKind::Other,
     })
+}
+
+/// The folder a search names: `dir_path` (before: `path`).
+fn search_dir(input: &Map<String, Json>) -> Result<Option<String>, String> {
+    match tool_optional_string(input, "dir_path")? {
+        Some(dir) => Ok(Some(dir)),
+        None => tool_optional_string(input, "path"),
+    }
 }
 
 /// The first of NAMES that INPUT has, as a list of strings.

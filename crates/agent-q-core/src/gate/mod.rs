@@ -37,6 +37,7 @@ mod codex;
 mod edit;
 mod gemini;
 mod patch;
+mod search;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -44,6 +45,7 @@ use thiserror::Error;
 
 pub use edit::{apply_patch_file, apply_text_edits, patch_section, EditError};
 pub use patch::{patch_files, PatchAction, PatchFile};
+pub use search::{glob_reach, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES, SENSITIVE_NAMES};
 
 /// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an
 /// agent sends; the MCP server accepts requests up to [`crate::mcp::MAX_REQUEST_BODY_BYTES`].
@@ -243,6 +245,18 @@ pub enum ToolKind {
     Read {
         /// The files (or, for `read_many_files`, the paths and globs) read.
         paths: Vec<String>,
+    },
+    /// A search of files' names or contents under a folder: Claude `Grep` and `Glob`, Gemini
+    /// `grep_search` (`search_file_content` before) and `glob`.
+    Search {
+        /// The folder (or file) searched, when the input names one; else the agent's `cwd`.
+        path: Option<String>,
+        /// The globs that choose the files searched (Claude Grep's `glob`, split; Glob's
+        /// `pattern`; Gemini's `include_pattern` or `pattern`); none: every file.
+        globs: Vec<String>,
+        /// Why the globs may reach a sensitive file under the folder ([`search_reach`]), or
+        /// `None` when they cannot.
+        reach: Option<String>,
     },
     /// A web fetch: Claude `WebFetch`, Gemini `web_fetch`.
     Fetch {
@@ -500,6 +514,97 @@ pub fn format_answer(agent: Agent, event: HookEvent, answer: &GateAnswer) -> Hoo
     }
 }
 
+/// The most bytes of a diff put in what the model is told; a longer one is cut, saying so.
+pub const MAX_CONTEXT_DIFF_BYTES: usize = 16 * 1024;
+
+/// What the model of REQUEST's agent must be told besides the call's own result when ANSWER
+/// changed the call, or `None`: the command that really ran when the user edited it; the
+/// changes the user rejected when an edit (Claude `Edit`, `MultiEdit`, `Write`, Gemini
+/// `replace`, `write_file`) was accepted in part, as a diff from the text the model proposed to
+/// the text written. The agents' own result messages say otherwise ("has been updated
+/// successfully", "completed with no output").
+pub fn model_context(request: &GateRequest, answer: &GateAnswer) -> Option<String> {
+    let GateAnswer::Allow {
+        updated_input: Some(Json::Object(input)),
+    } = answer
+    else {
+        return None;
+    };
+    let text = |names: &[&str]| names.iter().find_map(|n| input.get(*n).and_then(Json::as_str));
+    match &request.kind {
+        ToolKind::Shell { command, .. } => {
+            let ran = text(&["command", "cmd"])?;
+            (ran != command).then(|| {
+                format!(
+                    "The user edited this command in Emacs (agent-q) before approving it. What ran is:\n{ran}\n\
+                     not the command you wrote:\n{command}\nThe result is that of the edited command. The \
+                     agent's display still shows your command, not the one that ran."
+                )
+            })
+        }
+        ToolKind::Edit { path, edits, .. } => {
+            // The accepted text replaces the whole current text (lisp/agent-q-gate-edit.el).
+            let (current, written) = match input.get("edits").and_then(Json::as_array) {
+                Some(list) => {
+                    let first = list.first()?;
+                    (first.get("old_string")?.as_str()?, first.get("new_string")?.as_str()?)
+                }
+                None => (text(&["old_string"])?, text(&["new_string"])?),
+            };
+            let proposed = apply_text_edits(current, edits).ok()?;
+            partial_edit(path, &proposed, written)
+        }
+        ToolKind::Write { path, content } => partial_edit(path, content, text(&["content"])?),
+        _ => None,
+    }
+}
+
+/// What the model is told when the user accepted only part of its edit of PATH: the diff from
+/// PROPOSED, its text, to WRITTEN, the file's text after the call.
+fn partial_edit(path: &str, proposed: &str, written: &str) -> Option<String> {
+    if proposed == written {
+        return None;
+    }
+    let mut diff = crate::diff::unified(proposed, written, "what you proposed", "what the file holds").ok()?;
+    if diff.len() > MAX_CONTEXT_DIFF_BYTES {
+        let mut cut = MAX_CONTEXT_DIFF_BYTES;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        diff.truncate(cut);
+        diff.push_str("\n[the diff is cut here: read the file]\n");
+    }
+    Some(format!(
+        "The user reviewed your edit of {path} in Emacs (agent-q) and accepted only part of it: the \
+         file was written with the accepted changes only, so it does not hold the text you proposed. \
+         The changes the user rejected, as a diff from the text you proposed to the text the file \
+         now holds (its - lines are your rejected text, its + lines what the file has there \
+         instead, with the lines around them):\n{diff}\nDo not assume the rejected changes were \
+         made; read the file again before editing it further."
+    ))
+}
+
+/// What REQUEST's agent reads for ANSWER: [`format_answer`], with [`model_context`] added where
+/// the agent passes a hook's additional context to its model (Claude's and Codex's
+/// `PreToolUse`: `hookSpecificOutput.additionalContext`). Gemini CLI reads additional context
+/// only from its `AfterTool` hook: its model is not told here.
+pub fn format_answer_to(request: &GateRequest, answer: &GateAnswer) -> HookOutput {
+    let output = format_answer(request.agent, request.event, answer);
+    let passes = matches!(request.agent, Agent::Claude | Agent::Codex) && request.event == HookEvent::PreTool;
+    let Some(context) = passes.then(|| model_context(request, answer)).flatten() else {
+        return output;
+    };
+    match serde_json::from_str::<Json>(output.stdout.trim()) {
+        Ok(Json::Object(mut value)) => {
+            if let Some(Json::Object(specific)) = value.get_mut("hookSpecificOutput") {
+                specific.insert("additionalContext".into(), context.into());
+            }
+            HookOutput::json(Json::Object(value))
+        }
+        _ => output,
+    }
+}
+
 /// Claude's (and Codex's) `PreToolUse` answer.
 fn pre_tool_use(decision: &str, reason: Option<&str>, updated_input: Option<&Json>) -> HookOutput {
     let mut output = Map::new();
@@ -585,6 +690,12 @@ fn tool_bool(input: &Map<String, Json>, name: &str) -> Result<bool, String> {
         Some(Json::Bool(b)) => Ok(*b),
         Some(other) => Err(format!("has {name} as {}, not a boolean", type_name(other))),
     }
+}
+
+/// A [`ToolKind::Search`] under PATH with GLOBS, its reach judged.
+fn search_kind(path: Option<String>, globs: Vec<String>) -> ToolKind {
+    let reach = search_reach(&globs);
+    ToolKind::Search { path, globs, reach }
 }
 
 /// One replacement from OBJECT's `old_string`, `new_string`, `replace_all` and

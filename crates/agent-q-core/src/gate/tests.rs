@@ -92,7 +92,33 @@ fn claude_tools_are_classified() {
                 urls: vec!["https://example.com/x".into()],
             },
         ),
-        ("Grep", json!({"pattern": "x"}), ToolKind::Other),
+        (
+            "Grep",
+            json!({"pattern": "SECRET", "path": "/home/u/.authinfo"}),
+            ToolKind::Search {
+                path: Some("/home/u/.authinfo".into()),
+                globs: vec![],
+                reach: Some("it searches every file under its folder, .env and other sensitive files included".into()),
+            },
+        ),
+        (
+            "Grep",
+            json!({"pattern": "x", "glob": "*.rs *.md"}),
+            ToolKind::Search {
+                path: None,
+                globs: vec!["*.rs".into(), "*.md".into()],
+                reach: None,
+            },
+        ),
+        (
+            "Glob",
+            json!({"pattern": "**/*.env*", "path": "/p"}),
+            ToolKind::Search {
+                path: Some("/p".into()),
+                globs: vec!["**/*.env*".into()],
+                reach: Some("the glob \"**/*.env*\" can match .env, a sensitive name".into()),
+            },
+        ),
         ("NotebookEdit", json!({"notebook_path": "/n"}), ToolKind::Other),
         (
             "mcp__agent-q__read_file",
@@ -193,7 +219,33 @@ fn gemini_tools_are_classified_under_both_spellings() {
             json!({"prompt": "no link"}),
             ToolKind::Fetch { urls: vec![] },
         ),
-        ("glob", json!({"pattern": "*"}), ToolKind::Other),
+        (
+            "glob",
+            json!({"pattern": "src/**/*.ts", "dir_path": "/w"}),
+            ToolKind::Search {
+                path: Some("/w".into()),
+                globs: vec!["src/**/*.ts".into()],
+                reach: None,
+            },
+        ),
+        (
+            "grep_search",
+            json!({"pattern": "SECRET", "include_pattern": ".env"}),
+            ToolKind::Search {
+                path: None,
+                globs: vec![".env".into()],
+                reach: Some("the glob \".env\" can match .env, a sensitive name".into()),
+            },
+        ),
+        (
+            "search_file_content",
+            json!({"pattern": "x", "path": "/w/src", "include": "*.py"}),
+            ToolKind::Search {
+                path: Some("/w/src".into()),
+                globs: vec!["*.py".into()],
+                reach: None,
+            },
+        ),
         (
             "mcp_agent-q_eval_form",
             json!({}),
@@ -601,4 +653,85 @@ fn urls_are_cut_at_the_right_places() {
         gemini::urls_in("été https://é.example/ü été"),
         vec!["https://é.example/ü"]
     );
+}
+
+#[test]
+fn the_model_is_told_the_command_that_ran() {
+    let request = hook(Agent::Claude, "Bash", json!({"command": "git status; touch x"}));
+    let edited = GateAnswer::Allow {
+        updated_input: Some(json!({"command": "touch edited-by-user"})),
+    };
+    let told = model_context(&request, &edited).expect("told");
+    assert!(told.contains("What ran is:\ntouch edited-by-user\n"), "{told}");
+    assert!(
+        told.contains("not the command you wrote:\ngit status; touch x\n"),
+        "{told}"
+    );
+    let output: Json = serde_json::from_str(&format_answer_to(&request, &edited).stdout).unwrap();
+    assert_eq!(output["hookSpecificOutput"]["additionalContext"], json!(told));
+    assert_eq!(output["hookSpecificOutput"]["permissionDecision"], json!("allow"));
+    // Unchanged, plain allow, deny: nothing more to tell.
+    let same = GateAnswer::Allow {
+        updated_input: Some(json!({"command": "git status; touch x"})),
+    };
+    assert_eq!(model_context(&request, &same), None);
+    assert_eq!(
+        model_context(&request, &GateAnswer::Allow { updated_input: None }),
+        None
+    );
+    // Codex reads it too (exec_command's cmd); Gemini's BeforeTool does not: its output is as before.
+    let codex = hook(Agent::Codex, "exec_command", json!({"cmd": "ls"}));
+    let edited = GateAnswer::Allow {
+        updated_input: Some(json!({"cmd": "ls -a"})),
+    };
+    let output: Json = serde_json::from_str(&format_answer_to(&codex, &edited).stdout).unwrap();
+    assert!(output["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("What ran is:\nls -a\n"));
+    let gemini = hook(Agent::Gemini, "run_shell_command", json!({"command": "ls"}));
+    let edited = GateAnswer::Allow {
+        updated_input: Some(json!({"command": "ls -a"})),
+    };
+    assert_eq!(
+        format_answer_to(&gemini, &edited),
+        format_answer(Agent::Gemini, HookEvent::PreTool, &edited)
+    );
+}
+
+#[test]
+fn the_model_is_told_which_changes_were_rejected() {
+    let current = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
+    let request = hook(
+        Agent::Claude,
+        "Edit",
+        json!({"file_path": "/p/f.txt", "old_string": "two\nthree\nfour\nfive\nsix\nseven\neight\nnine",
+               "new_string": "TWO\nthree\nfour\nfive\nsix\nseven\neight\nNINE"}),
+    );
+    // The user accepted the first hunk only: the whole text replaced by the accepted one.
+    let accepted = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
+    let answer = GateAnswer::Allow {
+        updated_input: Some(json!({"file_path": "/p/f.txt", "old_string": current, "new_string": accepted})),
+    };
+    let told = model_context(&request, &answer).expect("told");
+    assert!(told.contains("edit of /p/f.txt"), "{told}");
+    assert!(told.contains("accepted only part of it"), "{told}");
+    assert!(told.contains("\n-NINE\n+nine\n"), "{told}");
+    assert!(!told.contains("-TWO"), "{told}");
+    // Every change accepted: the input is unchanged, nothing to tell.
+    let all = GateAnswer::Allow {
+        updated_input: Some(json!({"file_path": "/p/f.txt", "old_string": current,
+                                   "new_string": "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nNINE\nten\n"})),
+    };
+    assert_eq!(model_context(&request, &all), None);
+    // A Write accepted in part.
+    let write = hook(
+        Agent::Claude,
+        "Write",
+        json!({"file_path": "/p/g.txt", "content": "a\nB\n"}),
+    );
+    let answer = GateAnswer::Allow {
+        updated_input: Some(json!({"file_path": "/p/g.txt", "content": "a\nb\n"})),
+    };
+    assert!(model_context(&write, &answer).unwrap().contains("\n-B\n+b\n"));
 }
