@@ -1150,12 +1150,11 @@ The connect command's policy allows it, so that Emacs is the only prompt."
   (push (list tool args agent-q-approval-context) agent-q-gate-test--asked)
   (list :modified (plist-put (copy-sequence args) :command "echo ran-edited > edited.txt")))
 
-(ert-deftest agent-q-gate-test-claude-edited-command ()
-  "Claude Code's Bash edited at the prompt: the edited command runs, the model is told.
-Claude's own result says only what the edited command printed; the
+(defun agent-q-gate-test--edited-command (agent)
+  "AGENT's own shell command edited at the prompt: the edited command runs.
+The agent's own result says only what the edited command printed; the
 hook's additional context tells its model the command that ran."
-  (let* ((agent 'claude)
-         (dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
          (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
@@ -1186,6 +1185,14 @@ hook's additional context tells its model the command that ran."
                          (regexp-quote "What ran is:\\necho ran-edited > edited.txt\\nnot the command you wrote:\\ntouch original.txt")
                          body))))))
       (agent-q-gate-test--clean-up model dir))))
+
+(ert-deftest agent-q-gate-test-claude-edited-command ()
+  "Claude Code's Bash edited at the prompt.  See `agent-q-gate-test--edited-command'."
+  (agent-q-gate-test--edited-command 'claude))
+
+(ert-deftest agent-q-gate-test-codex-edited-command ()
+  "Codex CLI's shell edited at the prompt.  See `agent-q-gate-test--edited-command'."
+  (agent-q-gate-test--edited-command 'codex))
 
 (ert-deftest agent-q-gate-test-claude ()
   "Claude Code's own Bash under -p, through its PreToolUse hook, decided in Emacs.
