@@ -520,8 +520,8 @@ pub const MAX_CONTEXT_DIFF_BYTES: usize = 16 * 1024;
 /// What the model of REQUEST's agent must be told besides the call's own result when ANSWER
 /// changed the call, or `None`: the command that really ran when the user edited it; the
 /// changes the user rejected when an edit (Claude `Edit`, `MultiEdit`, `Write`, Gemini
-/// `replace`, `write_file`) was accepted in part, as a diff from the text the model proposed to
-/// the text written. The agents' own result messages say otherwise ("has been updated
+/// `replace`, `write_file`, Codex `apply_patch`) was accepted in part, as a diff from the text
+/// the model proposed to the text written (and, for a patch, each file rejected whole). The agents' own result messages say otherwise ("has been updated
 /// successfully", "completed with no output").
 pub fn model_context(request: &GateRequest, answer: &GateAnswer) -> Option<String> {
     let GateAnswer::Allow {
@@ -555,8 +555,57 @@ pub fn model_context(request: &GateRequest, answer: &GateAnswer) -> Option<Strin
             partial_edit(path, &proposed, written)
         }
         ToolKind::Write { path, content } => partial_edit(path, content, text(&["content"])?),
+        ToolKind::Patch { patch, files } => {
+            let ToolKind::Patch { patch: written, .. } = classify(request.agent, &request.tool, input).ok()? else {
+                return None;
+            };
+            partial_patch(patch, files, &written)
+        }
         _ => None,
     }
+}
+
+/// What the model is told when the user accepted only part of its Codex PATCH (touching
+/// FILES): WRITTEN is the patch that ran, one section per accepted file whose one hunk turns
+/// the file's current lines (`-`) into the accepted ones (`+`), see [`patch_section`].
+fn partial_patch(patch: &str, files: &[PatchFile], written: &str) -> Option<String> {
+    // (path, current, accepted) of each section of WRITTEN.
+    let mut sections: Vec<(String, String, String)> = Vec::new();
+    for line in written.lines() {
+        let header = line
+            .strip_prefix("*** Update File: ")
+            .or_else(|| line.strip_prefix("*** Add File: "))
+            .or_else(|| line.strip_prefix("*** Delete File: "));
+        if let Some(path) = header {
+            sections.push((path.trim().to_string(), String::new(), String::new()));
+        } else if let Some((_, current, accepted)) = sections.last_mut() {
+            if let Some(old) = line.strip_prefix('-') {
+                current.push_str(old);
+                current.push('\n');
+            } else if let Some(new) = line.strip_prefix('+') {
+                accepted.push_str(new);
+                accepted.push('\n');
+            }
+        }
+    }
+    let mut told = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        match sections.iter().find(|(path, ..)| *path == file.path) {
+            None => told.push(format!(
+                "The user rejected your whole change to {} in Emacs (agent-q): the patch that ran left that file as it was.",
+                file.path
+            )),
+            Some((path, current, accepted)) => {
+                if let Some(words) = apply_patch_file(patch, index, current)
+                    .ok()
+                    .and_then(|proposed| partial_edit(path, &proposed, accepted))
+                {
+                    told.push(words);
+                }
+            }
+        }
+    }
+    (!told.is_empty()).then(|| told.join("\n\n"))
 }
 
 /// What the model is told when the user accepted only part of its edit of PATH: the diff from

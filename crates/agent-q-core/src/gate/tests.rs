@@ -735,3 +735,24 @@ fn the_model_is_told_which_changes_were_rejected() {
     };
     assert!(model_context(&write, &answer).unwrap().contains("\n-B\n+b\n"));
 }
+
+#[test]
+fn the_model_is_told_which_changes_of_a_patch_were_rejected() {
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@\n one\n-two\n+TWO\n@@ h\n-nine\n+NINE\n*** Update File: g.txt\n@@\n-a\n+A\n*** End Patch\n";
+    let request = hook(Agent::Codex, "apply_patch", json!({"command": patch}));
+    let current = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nh\nnine\nten\n";
+    let accepted = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nh\nnine\nten\n";
+    let written = format!(
+        "*** Begin Patch\n{}*** End Patch\n",
+        patch_section("f.txt", current, accepted, false)
+    );
+    let answer = GateAnswer::Allow {
+        updated_input: Some(json!({ "command": written })),
+    };
+    let told = model_context(&request, &answer).expect("told");
+    assert!(told.contains("edit of f.txt"), "{told}");
+    assert!(told.contains("\n-NINE\n+nine\n"), "{told}");
+    assert!(told.contains("rejected your whole change to g.txt"), "{told}");
+    let output: Json = serde_json::from_str(&format_answer_to(&request, &answer).stdout).unwrap();
+    assert_eq!(output["hookSpecificOutput"]["additionalContext"], json!(told));
+}
