@@ -118,8 +118,6 @@ Agents prefix the tools with it (Claude: mcp__agent-q__read_file)."
 (defconst agent-q-acp-call-tool "agent_acp_call"
   "The tool name, in rules, prompt and audit, of an ACP call of another kind.")
 
-(defconst agent-q-acp-edit-tool "agent_edit"
-  "The tool name, in the audit, of an ACP agent's edit decided by the review.")
 
 ;;;; Reading agent-shell's PERMISSION argument
 
@@ -244,8 +242,9 @@ SESSION\" for the prompt, pending list and audit), :session, :cwd and
 
 (defvar agent-q-acp--pending (make-hash-table :test #'equal)
   "Key -> (SESSION PROCESS WITHDRAW ANSWER): the questions not answered yet.
-WITHDRAW is a function that takes the question away unanswered;
-ANSWER the function that answers the agent (t or nil).")
+WITHDRAW is a function of one argument, why, that takes the question
+away unanswered; ANSWER the function that answers the agent (t or
+nil).")
 
 (defvar agent-q-acp--counter 0
   "What makes the keys of `agent-q-acp--pending' unique.")
@@ -278,18 +277,19 @@ ANSWER answers the agent."
       (apply function args)
     (error (message "agent-q: withdrawing an ACP question: %s" (error-message-string err)))))
 
-(defun agent-q-acp--withdraw-all (functions)
-  "Call each of FUNCTIONS, even when one exits non-locally.
+(defun agent-q-acp--withdraw-all (functions why)
+  "Call each of FUNCTIONS with WHY, even when one exits non-locally.
 Withdrawing a question whose prompt is on screen ends that prompt with
 a non-local exit, which may pass through here."
   (when functions
-    (unwind-protect (agent-q-acp--safely (car functions))
-      (agent-q-acp--withdraw-all (cdr functions)))))
+    (unwind-protect (agent-q-acp--safely (car functions) why)
+      (agent-q-acp--withdraw-all (cdr functions) why))))
 
-(defun agent-q-acp--withdraw-if (predicate &optional reject)
+(defun agent-q-acp--withdraw-if (predicate why &optional reject)
   "Withdraw each pending question whose (SESSION PROCESS) satisfy PREDICATE.
-REJECT non-nil first answers the agent reject, which it is still
-waiting for.  Return how many were withdrawn."
+WHY says why, for the audit.  REJECT non-nil first answers the agent
+reject, which it is still waiting for.  Return how many were
+withdrawn."
   (let (entries)
     (maphash (lambda (key entry)
                (when (funcall predicate (nth 0 entry) (nth 1 entry))
@@ -300,7 +300,7 @@ waiting for.  Return how many were withdrawn."
     (when reject
       (dolist (entry entries)
         (agent-q-acp--safely (nth 4 entry) nil)))
-    (agent-q-acp--withdraw-all (mapcar (lambda (entry) (nth 3 entry)) entries))
+    (agent-q-acp--withdraw-all (mapcar (lambda (entry) (nth 3 entry)) entries) why)
     (length entries)))
 
 (defun agent-q-acp-withdraw-session (session)
@@ -308,12 +308,13 @@ waiting for.  Return how many were withdrawn."
 Their prompts and reviews go away and nothing is answered: the agent
 cancelled the turn (`session/cancel'), and the client answers
 `cancelled' for it.  Return how many were withdrawn."
-  (agent-q-acp--withdraw-if (lambda (s _p) (equal s session))))
+  (agent-q-acp--withdraw-if (lambda (s _p) (equal s session))
+                            "the agent cancelled its turn (session/cancel)"))
 
 (defun agent-q-acp-withdraw-process (process)
   "Withdraw the pending questions of the agent running as PROCESS.
 Return how many were withdrawn."
-  (agent-q-acp--withdraw-if (lambda (_s p) (eq p process))))
+  (agent-q-acp--withdraw-if (lambda (_s p) (eq p process)) "the agent exited"))
 
 (defun agent-q-acp--sentinel (process _event)
   "Withdraw PROCESS's questions when the agent has exited."
@@ -346,7 +347,7 @@ WHAT names the call in a message when an edited command is refused."
 (defun agent-q-acp--gate (key props context answer)
   "Hand the question KEY (gate PROPS, from CONTEXT) to the gate.
 ANSWER gets t (allow) or nil (reject)."
-  (agent-q-acp--register key context (lambda () (agent-q-gate-withdraw key)) answer)
+  (agent-q-acp--register key context (lambda (why) (agent-q-gate-withdraw key why)) answer)
   (agent-q-gate-request
    key props
    (let ((inner (agent-q-acp--answerer key answer (plist-get props :tool))))
@@ -519,10 +520,7 @@ KEY names the question."
          (label (plist-get context :label))
          (batch nil))
     (agent-q-acp--register key context
-                           (lambda ()
-                             (when batch
-                               (agent-q-cancel-batch
-                                batch "the agent withdrew the call (the turn was cancelled)")))
+                           (lambda (why) (when batch (agent-q-cancel-batch batch why)))
                            answer)
     (setq batch
           (agent-q--execute-async
@@ -572,75 +570,69 @@ not found once in the file is reviewed alone."
               nil)))
      (t (list old new "the agent's change, shown alone: its old text is not found once in the file")))))
 
-(defun agent-q-acp--audit-edit (context file allowed summary)
-  "Audit the ACP edit of FILE from CONTEXT: ALLOWED or not, SUMMARY."
-  (agent-q--audit
-   (json-encode `((time . ,(format-time-string "%FT%T%z"))
-                  (event . ,(if allowed "result" "denied"))
-                  (tool . ,agent-q-acp-edit-tool)
-                  (client . ,(plist-get context :label))
-                  (decision . ,(if allowed "approved" "denied"))
-                  (arguments (path . ,file))
-                  (summary . ,(or summary ""))))
-   (format "%s %s %s" agent-q-acp-edit-tool (if allowed "approved" "denied") file)))
-
-(defun agent-q-acp-review-edit (file old new context callback)
-  "Review an ACP agent's edit of FILE, OLD to NEW; CALLBACK gets t or nil.
-This is agent-q's hunk review (`agent-q-review-merge-async'), which
-changes nothing: the agent writes the file.  A deny rule for
-write_file (with :path) rejects it without showing it.  CALLBACK
-gets t only when every hunk was accepted as proposed.  CONTEXT names
-the agent.  Return the review, or nil when none opened (CALLBACK was
-called already)."
-  (pcase-let* ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new))
-               (rule (agent-q-rules-decide
-                      "write_file" (list :path file :content proposal)
-                      (append (agent-q-acp--rule-context context "write_file")
-                              (list :review t)))))
-    (if (eq (car rule) 'deny)
-        ;; As for the IDE companions' edits: a deny rule rejects it unshown.
-        (let ((why (agent-q-rules-ruling-text rule)))
-          (agent-q-acp--audit-edit context file nil why)
-          (message "agent-q: rejected the edit of %s by %s without showing it: %s"
-                   (abbreviate-file-name file) (plist-get context :label) why)
-          (funcall callback nil)
-          nil)
-      (agent-q-acp--review-open file current proposal note context callback))))
-
-(defun agent-q-acp--review-open (file current proposal note context callback)
-  "Open the review of FILE from CURRENT to PROPOSAL for CONTEXT (see above).
-NOTE, when non-nil, is added to the header; CALLBACK gets t or nil.
-Return the review, or nil when none opened."
-  (agent-q-review-merge-async
-   file current proposal
-   (lambda (status plist)
-     (let ((allowed (and (eq status :success) (equal (plist-get plist :text) proposal))))
-       (agent-q-acp--audit-edit context file allowed (plist-get plist :summary))
-       (funcall callback allowed)))
-   (plist-get context :label)
-   (concat (plist-get context :name) " " agent-q-acp--review-note
-           (if note (concat "; " note) ""))))
-
 (defun agent-q-acp--review (key diffs tool-call context answer)
-  "Review DIFFS of TOOL-CALL from CONTEXT one after another; ANSWER gets t or nil.
-KEY names the question.  The first diff not accepted rejects all."
+  "Decide DIFFS of TOOL-CALL from CONTEXT; ANSWER gets t or nil.
+KEY names the question.  Each diff (FILE OLD NEW) becomes a call of
+the gate's agent_edit (lisp/agent-q-gate-edit.el), run by the
+executor like the terminal agents' own edits: a deny rule rejects it
+unshown, an allow rule covering a file that is not protected allows
+it unreviewed, otherwise the per-hunk review is its approval; the
+pending list, the mode line and the audit count it, and withdrawing
+the question (`session/cancel', the agent exiting) withdraws the calls
+and closes their reviews, audited as withdrawn.  ANSWER gets t only
+when every file's edit was accepted as proposed: ACP carries neither
+a partial edit nor a reason."
   (ignore tool-call)
-  (let ((current nil))
-    (agent-q-acp--register key context (lambda () (when current (agent-q-review-close current)))
+  (let* ((label (plist-get context :label))
+         (cwd (plist-get context :cwd))
+         (agent (plist-get context :agent))
+         (client (agent-q-rules-agent-client (symbol-name agent)))
+         (files nil) (calls nil))
+    (cl-loop for (file old new) in diffs
+             for index from 0
+             do (let* ((file (expand-file-name file cwd))
+                       (id (format "%s-edit-%d" key index)))
+                  (pcase-let ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new)))
+                    (puthash id (list :current current :proposal proposal :label label
+                                      :mcp-client client
+                                      :description
+                                      (concat (plist-get context :name) " " agent-q-acp--review-note
+                                              (if note (concat "; " note) "")))
+                             agent-q-gate-edit--proposals)
+                    (push (list id proposal) files)
+                    (push (list :id id :name agent-q-gate-edit-tool :arguments (list :path file))
+                          calls))))
+    (setq files (nreverse files) calls (nreverse calls))
+    (agent-q-acp--register key context
+                           ;; By the calls' ids: a withdrawal may come while
+                           ;; the batch starts (a review opening).
+                           (lambda (why)
+                             (let ((ids (mapcar #'car files)))
+                               (agent-q-cancel-pending
+                                (lambda (call) (member (plist-get call :id) ids))
+                                why)))
                            answer)
-    (cl-labels ((next (rest)
-                  (if (null rest)
-                      (when (agent-q-acp--done key) (funcall answer t))
-                    (pcase-let ((`(,file ,old ,new) (car rest)))
-                      (setq current
-                            (agent-q-acp-review-edit
-                             (expand-file-name file (plist-get context :cwd)) old new context
-                             (lambda (allowed)
-                               (setq current nil)
-                               (if allowed
-                                   (next (cdr rest))
-                                 (when (agent-q-acp--done key) (funcall answer nil))))))))))
-      (next diffs))))
+    (agent-q--execute-async
+           calls
+           (lambda (results)
+             (let ((allowed
+                    (and (= (length results) (length files))
+                         (cl-every (lambda (r) (plist-get r :success)) results)
+                         (cl-every (lambda (f) (equal (gethash (car f) agent-q-gate-edit--outcomes)
+                                                      (cadr f)))
+                                   files))))
+               (dolist (f files)
+                 (remhash (car f) agent-q-gate-edit--outcomes)
+                 (remhash (car f) agent-q-gate-edit--proposals))
+               (when (agent-q-acp--done key)
+                 (funcall answer allowed))))
+           (agent-q-gate--registry)
+           :client (list :client label :mcp-client client
+                         :channel (format "acp %s" (plist-get context :session)))
+           :confirm '(:dangerous)
+           :audit-all t
+           :workspace (list :directories (and cwd (list cwd))
+                            :source (format "the working directory of %s" label)))))
 
 ;;;; agent-q's MCP server for the agents
 
@@ -730,7 +722,7 @@ still waiting for an answer in agent-q."
     (setq agent-q-acp--added-entry nil)
     (advice-remove 'acp-send-notification #'agent-q-acp--notification-sent)
     ;; The agents still wait for these: they are rejected, not left hanging.
-    (agent-q-acp--withdraw-if (lambda (_s _p) t) t)))
+    (agent-q-acp--withdraw-if (lambda (_s _p) t) "agent-q-agent-shell-mode was turned off" t)))
 
 (provide 'agent-q-acp)
 

@@ -60,6 +60,7 @@
 (declare-function agent-q--core-call-decide "agent-q-core" (pending decision))
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
+(declare-function agent-q--core-call-reviewed "agent-q-core" (pending accepted edited rejected))
 (declare-function agent-q--core-channel-open "agent-q-core" (process))
 (declare-function agent-q--core-channel-close "agent-q-core" ())
 (declare-function agent-q--core-channel-drained "agent-q-core" ())
@@ -236,8 +237,11 @@ PENDING is the call's pending record when it already has one."
          (agent-q--queue-ask batch index core context args pending))))
     (`(:run ,core ,handler ,table ,context)
      (let ((pending (or pending
+                        ;; Not asked: its client and arguments, for the pending list.
                         (agent-q--pending-create :core core :batch batch :index index
-                                                 :tool (plist-get context :tool)))))
+                                                 :tool (plist-get context :tool)
+                                                 :context context
+                                                 :args (agent-q--table-plist table)))))
        (setf (agent-q--pending-core pending) core
              (agent-q--pending-state pending) 'running)
        (unless (memq pending agent-q--pending)
@@ -246,6 +250,16 @@ PENDING is the call's pending record when it already has one."
     (_ (agent-q--store batch index
                        (agent-q--core-failure
                         nil (format "agent-q: unexpected executor step %S" (car-safe step)))))))
+
+(defun agent-q--table-plist (table)
+  "The arguments in the hash TABLE as a plist, for display; nil if not a table."
+  (when (hash-table-p table)
+    (let ((plist nil))
+      (maphash (lambda (key value)
+                 (push (if (stringp key) (intern (concat ":" key)) key) plist)
+                 (push value plist))
+               table)
+      (nreverse plist))))
 
 (defun agent-q--queue-ask (batch index core context args pending)
   "Queue call INDEX of BATCH, the module's pending CORE, for a decision.
@@ -317,13 +331,16 @@ A handler whose call is the review of its own changes holds the queue
 until it answers, like a prompt."
   (let* ((answered nil)
          (callback
-          (lambda (value &optional status)
+          (lambda (value &optional status review)
             (unless answered
               (setq answered t)
-              (agent-q--finish-handler pending value status)))))
-    (when (plist-get (agent-q--pending-context pending) :review)
+              (agent-q--finish-handler pending value status review)))))
+    (when (or (plist-get (agent-q--pending-context pending) :review)
+              ;; Not asked: the review is its approval.
+              (equal (plist-get context :decision) "review"))
       (setf (agent-q--pending-review pending) t)
-      (setq agent-q--asking pending))
+      (unless agent-q--asking
+        (setq agent-q--asking pending)))
     (agent-q--update-indicator)
     (condition-case err
         (let ((agent-q-call-context context)
@@ -332,8 +349,18 @@ until it answers, like a prompt."
           (funcall handler callback table))
       (error (funcall callback (agent-q--error-message err) :error)))))
 
-(defun agent-q--finish-handler (pending value status)
-  "Finish PENDING, whose handler answered VALUE with STATUS."
+(defun agent-q--finish-handler (pending value status &optional review)
+  "Finish PENDING, whose handler answered VALUE with STATUS.
+REVIEW, when the handler's review decided, is the plist of
+`agent-q-review-hunks': the audit says which hunks."
+  (when (and review (not (eq (agent-q--pending-state pending) 'done)))
+    (condition-case err
+        (agent-q--core-call-reviewed (agent-q--pending-core pending)
+                                     (plist-get review :accepted)
+                                     (plist-get review :edited)
+                                     (plist-get review :rejected))
+      (agent-q-error
+       (message "agent-q: cannot record the review's hunks: %s" (agent-q--error-message err)))))
   (let ((step (condition-case nil
                   (agent-q--core-call-finish (agent-q--pending-core pending) status value)
                 ;; Already cancelled: the late answer is dropped.

@@ -187,7 +187,7 @@ and this is non-nil."
       (:name "description" :type :string :description "A short explanation of the change, shown to the user."))
      ("path" "original" "modified" "description") :dangerous (:diff :buffer)
      agent-q-builtins--propose-file-edit
-     (:async t :guard agent-q-builtins--propose-file-edit-guard)))
+     (:async t :guard agent-q-builtins--propose-file-edit-guard :approval :review)))
   "The built-in tools.
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary

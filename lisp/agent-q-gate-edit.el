@@ -109,7 +109,8 @@ second review (see `agent-q-gate-edit-take-reviewed')."
 (defvar agent-q-gate-edit--proposals (make-hash-table :test #'equal)
   "Call id -> the plist of the file edit the call is about.
 Keys :current (the file's text now), :proposal (its text after the
-agent's call), :label and :mcp-client (who asks).")
+agent's call), :label and :mcp-client (who asks), and :description
+\(the review's header, when not the gate's own).")
 
 (defvar agent-q-gate-edit--outcomes (make-hash-table :test #'equal)
   "Call id -> the text the user accepted for its file, or `rejected'.")
@@ -140,18 +141,22 @@ edit is reviewed once."
       (setq agent-q-gate-edit--reviewed (delq entry agent-q-gate-edit--reviewed))
       t)))
 
-(defun agent-q-gate-edit-review (file old new label callback &optional protected)
+(defun agent-q-gate-edit-review (file old new label callback &optional protected description)
   "Review replacing OLD, the text of FILE, by NEW, proposed by LABEL.
 PROTECTED, when non-nil, says why FILE is protected: the review's
 header says so, which is why it is reviewed whatever the rules say.
+DESCRIPTION, when non-nil, heads the review instead of the words for
+an agent that writes the accepted hunks itself.
 The per-hunk review of `agent-q-review-merge-async': Emacs changes
 neither FILE nor a buffer visiting it.  CALLBACK is called once with
 the text of FILE with exactly the accepted hunks (edited hunks as the
 user edited them), or nil when the user accepted none (rejected all,
 cancelled, killed the review).  When NEW equals OLD no review opens
 and CALLBACK gets NEW at once.  The accepted text is remembered for
-the IDE companion (see `agent-q-gate-edit-take-reviewed').  Return
-the review, or nil when none opened."
+the IDE companion (see `agent-q-gate-edit-take-reviewed').  CALLBACK
+gets a second argument: the hunks accepted, edited and rejected (see
+`agent-q-review-hunks'), nil when no review opened.  Return the
+review, or nil when none opened."
   (require 'agent-q-review)
   (agent-q-review-merge-async
    file old new
@@ -159,15 +164,16 @@ the review, or nil when none opened."
      (if (eq status :success)
          (let ((text (plist-get plist :text)))
            (agent-q-gate-edit--remember file text)
-           (funcall callback text))
-       (funcall callback nil)))
+           (funcall callback text (plist-get plist :hunks)))
+       (funcall callback nil (plist-get plist :hunks))))
    label
    (concat
     (if protected
         (format "Protected, so reviewed whatever the approval rules say: %s.  " protected)
       "")
-    (format "%s will write this edit itself: only the accepted hunks (C-c C-c answers, C-c C-k rejects all)."
-            label))))
+    (or description
+        (format "%s will write this edit itself: only the accepted hunks (C-c C-c answers, C-c C-k rejects all)."
+                label)))))
 
 (defun agent-q-gate-edit--mark-review ()
   "Count the call whose handler is starting as waiting for a review."
@@ -175,11 +181,21 @@ the review, or nil when none opened."
     (setf (agent-q--pending-review agent-q--starting) t)
     (agent-q--update-indicator)))
 
+(defun agent-q-gate-edit--guard (args)
+  "The guard of agent_edit: ARGS' path is protected, or nil.
+A protected file (`agent-q-protected-file-patterns') is the user's to
+approve, each time: no allow rule lets its edit through unreviewed."
+  (let* ((file (gethash "path" args))
+         (protected (and (stringp file) (agent-q-guard-protected-reason file))))
+    (and protected (list :reason protected :protected t :file file))))
+
 (defun agent-q-gate-edit--handler (callback args)
   "The handler of agent_edit: review the edit of ARGS' path; CALLBACK answers.
-Allowed unreviewed when an allow rule covers the file and it is not
-protected; otherwise reviewed.  The outcome goes to
-`agent-q-gate-edit--outcomes'; the agent writes the file."
+The executor decided the call (see `agent-q-gate-edit-register'): an
+allow rule approved it unreviewed (`agent-q-call-context' has
+:decision \"rule\"), or the review is its approval.  The outcome goes
+to `agent-q-gate-edit--outcomes' (the text the user accepted, or
+`rejected'); the agent writes the file."
   (let* ((id (plist-get agent-q-call-context :id))
          (edit (gethash id agent-q-gate-edit--proposals))
          (file (gethash "path" args)))
@@ -188,18 +204,13 @@ protected; otherwise reviewed.  The outcome goes to
         (funcall callback "agent-q no longer knows this edit; nothing was written." :failure)
       (let* ((label (plist-get edit :label))
              (proposal (plist-get edit :proposal))
-             (protected (agent-q-guard-protected-reason file))
-             (rule (and (not protected)
-                        (agent-q-rules-decide
-                         agent-q-gate-edit-tool (list :path file)
-                         (list :client label :mcp-client (plist-get edit :mcp-client)
-                               :origin 'mcp :safety-level :cautious)))))
-        (if (eq (car rule) 'allow)
+             (protected (plist-get agent-q-call-context :reason)))
+        (if (equal (plist-get agent-q-call-context :decision) "rule")
             (progn
               (puthash id proposal agent-q-gate-edit--outcomes)
               (agent-q-gate-edit--remember file proposal)
               (funcall callback (format "Allowed unreviewed by the approval rule %s"
-                                        (agent-q-rules-describe (cadr rule)))
+                                        (plist-get agent-q-call-context :rule))
                        :success))
           (agent-q-gate-edit--mark-review)
           (when agent-q-gate-notify
@@ -208,7 +219,7 @@ protected; otherwise reviewed.  The outcome goes to
           (let ((review
                  (agent-q-gate-edit-review
                   file (plist-get edit :current) proposal label
-                  (lambda (text)
+                  (lambda (text &optional hunks)
                     (if text
                         (progn
                           (puthash id text agent-q-gate-edit--outcomes)
@@ -216,29 +227,35 @@ protected; otherwise reviewed.  The outcome goes to
                                    (if (equal text proposal)
                                        "The user accepted the whole edit."
                                      "The user accepted part of the edit.")
-                                   :success))
+                                   :success hunks))
                       (puthash id 'rejected agent-q-gate-edit--outcomes)
                       (funcall callback
                                (format "The user rejected the edit of %s in Emacs (agent-q); nothing was written. Do not retry it unchanged%s."
                                        file (if protected
                                                 " (the file is protected: only the user may approve writing it)"
                                               ""))
-                               :denied)))
-                  protected)))
+                               :denied hunks)))
+                  protected (plist-get edit :description))))
             (when review
               (agent-q-when-cancelled (lambda () (agent-q-review-close review))))))))))
 
 (defun agent-q-gate-edit-register (registry)
-  "Register the tool agent_edit in REGISTRY, the gate's private one."
+  "Register the tool agent_edit in REGISTRY, the gate's private one.
+A dangerous tool whose review is its approval (:approval
+:review-or-rule): no prompt before the review; a deny rule refuses
+it unshown; an allow rule covering the file approves it unreviewed,
+never for a protected file (its guard says which)."
   (agent-q-register-tool
    (agent-q-define-tool
     agent-q-gate-edit-tool
-    "A file that a terminal agent is about to change with its own tool.  Its per-hunk review is its approval: the agent writes only the hunks the user accepts."
+    "A file that an agent is about to change with its own tool.  Its per-hunk review is its approval: the agent writes only the hunks the user accepts."
     '((:name "path" :type :string :description "The file changed"))
     :required '("path")
-    :safety-level :cautious
+    :safety-level :dangerous
+    :approval :review-or-rule
     :categories '(:diff :filesystem)
     :async t
+    :guard #'agent-q-gate-edit--guard
     :handler #'agent-q-gate-edit--handler)
    registry))
 

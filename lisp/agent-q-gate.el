@@ -573,13 +573,15 @@ Not in batch Emacs, where the bell would go into its output."
   (unless noninteractive
     (ding t)))
 
-(defun agent-q-gate-withdraw (key)
-  "Withdraw the gate request KEY: its agent was interrupted."
+(defun agent-q-gate-withdraw (key &optional why)
+  "Withdraw the gate request KEY: its agent was interrupted.
+WHY says why, for the model and the audit (default: the agent was
+interrupted)."
   (let ((batch (gethash key agent-q-gate--requests)))
     (remhash key agent-q-gate--requests)
     (remhash key agent-q-gate--answerers)
     (when batch
-      (agent-q-cancel-batch batch "the agent withdrew the call (it was interrupted)"))))
+      (agent-q-cancel-batch batch (or why "the agent withdrew the call (it was interrupted)")))))
 
 (defun agent-q-gate--event (event)
   "Act on EVENT, a gate item of `agent-q--core-mcp-take'."

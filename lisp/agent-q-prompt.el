@@ -480,7 +480,11 @@ or file) and the folder it runs in: `v' shows all its arguments."
          (level-text (if level (string-remove-prefix ":" (format "%s" level)) "unknown"))
          (reason-text (if reason (format " (%s)" (agent-q--visible reason)) ""))
          (rule (agent-q-prompt--context-get :rule))
-         (rule-text (if rule (format " [asked by the rule: %s]" (agent-q--visible rule)) "")))
+         (rule-text (cond ((not rule) "")
+                          ;; No rule asks: asked because none allows it.
+                          ((agent-q-prompt--context-get :uncovered)
+                           (format " [asked: %s]" (agent-q--visible rule)))
+                          (t (format " [asked by the rule: %s]" (agent-q--visible rule))))))
     (if main
         (let* ((description (plist-get info :description))
                (directory (and (listp args) (plist-get args :directory))))
@@ -667,9 +671,13 @@ it):
   session of the agent, see `agent-q-gate-call-agent'); `agent-q-grants'
   lists them and withdraws them;
 - a tool whose own review is the approval (:review in the context,
-  which the executor sets only for the built-in handler of
-  \"propose_file_edit\", never for a tool that merely has its name):
-  its per-hunk review applies nothing unless the user accepts hunks.
+  which the executor sets only for a tool registered with :approval
+  :review or :review-or-rule, such as \"propose_file_edit\", never
+  for a tool that merely has its name): its per-hunk review applies
+  nothing unless the user accepts hunks.
+
+The answer for a tool approved with \"a\" is (:granted GRANT), which
+the audit records as such (decision \"granted\").
 
 A :path argument is never shortened, and the prompt names the file it
 really designates (resolving links)."
@@ -679,7 +687,14 @@ really designates (resolving links)."
      ((agent-q-prompt-unasked-p tool-name args
                                 (and (boundp 'agent-q-approval-context)
                                      agent-q-approval-context))
-      :approved)
+      (if (agent-q-prompt--context-get :review)
+          :approved
+        ;; The audit tells a standing grant from the user's answer now.
+        (list :granted
+              (format "\"a\" for %s%s, this Emacs session"
+                      (agent-q--visible tool-name)
+                      (let ((client (agent-q-prompt--always-client)))
+                        (if client (concat " from " (agent-q--visible client)) ""))))))
      (t
       (condition-case nil
           (agent-q-prompt--ask tool-name args level reason)

@@ -1060,19 +1060,36 @@ pending hunks count as PENDING says: `accept' or, when nil, `reject'."
    (mapcar (lambda (d) (or d pending 'reject))
            (agent-q-review--review-decisions review))))
 
+(defun agent-q-review-hunks (review)
+  "Which hunks of REVIEW were decided how: a plist of hunk numbers, from 1.
+\(:accepted NUMBERS :edited NUMBERS :rejected NUMBERS); a hunk left
+undecided counts as rejected (it is not applied)."
+  (let ((decisions (agent-q-review--review-decisions review))
+        accepted edited rejected)
+    (dotimes (i (length decisions))
+      (pcase (aref decisions i)
+        ((pred stringp) (push (1+ i) edited))
+        ('accept (push (1+ i) accepted))
+        (_ (push (1+ i) rejected))))
+    (list :accepted (nreverse accepted) :edited (nreverse edited)
+          :rejected (nreverse rejected))))
+
 (defun agent-q-review--merge-outcome (review)
   "The outcome of the merge REVIEW: (STATUS . PLIST).
 STATUS is `:success' when hunks were accepted, then PLIST is (:text
-MERGED :summary WORDS); `:denied' when none was (rejected, cancelled,
-or all left pending), then PLIST is (:summary WORDS)."
+MERGED :summary WORDS :hunks HUNKS); `:denied' when none was (rejected,
+cancelled, or all left pending), then PLIST is (:summary WORDS :hunks
+HUNKS).  HUNKS is what `agent-q-review-hunks' says."
   (let* ((decisions (append (agent-q-review--review-decisions review) nil))
          (summary (if (agent-q-review--review-cancelled review)
                       "the user rejected the whole edit"
-                    (agent-q-review--decisions-summary review))))
+                    (agent-q-review--decisions-summary review)))
+         (hunks (agent-q-review-hunks review)))
     (if (and (not (agent-q-review--review-cancelled review))
              (cl-some (lambda (d) (and d (not (eq d 'reject)))) decisions))
-        (cons :success (list :text (agent-q-review-merged-text review) :summary summary))
-      (cons :denied (list :summary summary)))))
+        (cons :success (list :text (agent-q-review-merged-text review) :summary summary
+                             :hunks hunks))
+      (cons :denied (list :summary summary :hunks hunks)))))
 
 (defun agent-q-review-open-reviews ()
   "The reviews shown and not yet finished, newest first."
@@ -1094,10 +1111,11 @@ The review is the hunk review of `agent-q-review-edit', headed with
 CLIENT (who proposes) and DESCRIPTION, but finishing it changes
 nothing in Emacs, neither FILE nor a buffer visiting it: the agent
 writes the file.  CALLBACK is called once, with STATUS and PLIST:
-`:success' and (:text MERGED :summary WORDS), MERGED being CURRENT with
-exactly the accepted hunks, edited ones as the user edited them;
-`:denied' and (:summary WORDS) when no hunk was accepted (rejected
-each, rejected all, cancelled, killed the buffer).  When PROPOSAL
+`:success' and (:text MERGED :summary WORDS :hunks HUNKS), MERGED being
+CURRENT with exactly the accepted hunks, edited ones as the user edited
+them; `:denied' and (:summary WORDS :hunks HUNKS) when no hunk was
+accepted (rejected each, rejected all, cancelled, killed the buffer).
+HUNKS is what `agent-q-review-hunks' says.  When PROPOSAL
 changes nothing, no review opens and CALLBACK gets `:success' with
 PROPOSAL at once.  Return the review, or nil when none opened."
   (unless (fboundp 'agent-q--core-diff-session)

@@ -563,7 +563,9 @@ and :mcp-client count).  Allow rules match strictly (see
   "Non-nil when the allow RULE may decide a call with ARGS in CONTEXT."
   (let ((paths (agent-q-rules--path-arguments args))
         (glob (plist-get (nth 1 rule) :path)))
-    (and (not (plist-get context :review))
+    (and (or (not (plist-get context :review))
+             ;; An allow rule stands for this tool's review (agent_edit).
+             (plist-get context :review-rule))
          ;; Only the user approves a protected call (a write to a file that
          ;; governs agents or runs code): see `agent-q-protected-file-patterns'.
          (not (plist-get context :protected))
@@ -603,7 +605,8 @@ no decision at once, as fast as ever."
 (defun agent-q-rules-decide (tool-name args context)
   "Return the rule deciding TOOL-NAME's call with ARGS, as (DECISION RULE), or nil.
 CONTEXT is the call's `agent-q-approval-context' (its :client,
-:safety-level, :reason, :protected and :review count, and its :file,
+:safety-level, :reason, :protected, :review and :review-rule
+count, and its :file,
 the file the guard pinned for the :path argument, is what the rules
 judge for it).  DECISION is `deny', `ask'
 or `allow': deny rules win over ask rules, which win over allow
@@ -646,7 +649,10 @@ other error means no rule decides (so the user is asked)."
        (deny (list 'deny deny))
        ((eq (car command) 'deny) command)
        ((eq (car domain) 'deny) domain)
-       ((plist-get context :review) nil)
+       ;; The review is the ask; an allow rule stands for it only where
+       ;; the tool says so (:review-rule).
+       ((plist-get context :review)
+        (and (plist-get context :review-rule) allow (list 'allow allow)))
        (ask (list 'ask ask))
        ((eq (car command) 'ask) command)
        ((eq (car domain) 'ask) domain)
@@ -693,9 +699,12 @@ function and WHAT the rules' name in the text."
                             lists))
              (answer (apply decide line texts))
              (verdict (car answer))
-             (text (format "%s %s by the %s rules: %s"
-                           (if (eq verdict 'no-rule) "ask about" verdict)
-                           (cl-first (car rules)) what (cdr answer))))
+             (text (if (eq verdict 'no-rule)
+                       ;; No rule asks: the call is asked because none allows it.
+                       (format "no %s rule allows %s: %s"
+                               what (cl-first (car rules)) (cdr answer))
+                     (format "%s %s by the %s rules: %s"
+                             verdict (cl-first (car rules)) what (cdr answer)))))
         (pcase verdict
           ('deny (list 'deny (car (nth 0 lists)) text))
           ('ask (list 'ask (car (nth 1 lists)) text))

@@ -348,7 +348,7 @@ JSON Schema (as a plist) and ENABLED, CREATED-AT, SOURCE and ID are
 set."
   name description parameters required (safety-level :safe) categories
   handler version tags output-schema source enabled created-at
-  guard async id annotations)
+  guard async id annotations approval)
 
 (defun agent-q-make-registry ()
   "Return a new, empty tool registry, independent of the global one.
@@ -358,7 +358,7 @@ Pass it as the REGISTRY argument of the other agent-q functions."
 (cl-defun agent-q-define-tool (name description parameters
                                     &key required safety-level categories handler
                                     version tags output-schema source guard async
-                                    annotations)
+                                    annotations approval)
   "Return a tool named NAME (snake_case) described by DESCRIPTION.
 PARAMETERS is a list of parameter plists such as
   (:name \"symbol\" :type :string :description \"...\")
@@ -391,14 +391,25 @@ by it: a plist of :read-only, :destructive, :idempotent and
 :open-world, each t or nil.  An unset hint follows from the level: a
 safe tool only reads this Emacs and its files; a cautious one changes
 things the user can see and undo; a dangerous one is destructive.  A
-cautious tool that runs arbitrary code, say, gives (:destructive t)."
+cautious tool that runs arbitrary code, say, gives (:destructive t).
+
+APPROVAL says what approves a call: nil or :prompt, the prompt (as
+the safety level and the guard say); :review, HANDLER's own review,
+which shows the user what the call would change and changes nothing
+the user did not accept (no prompt is asked before it, unless the
+guard gives a reason other than a protected file; an allow rule does
+not stand for it); :review-or-rule, the review, or an allow rule
+covering the call (never a protected one), which then approves it
+unreviewed: `agent-q-call-context' then has :decision \"rule\".  A
+deny rule refuses either without a review."
   (agent-q-tool--create :name name :description description
                         :parameters parameters :required required
                         :safety-level (or safety-level :safe)
                         :categories categories :handler handler
                         :version version :tags tags
                         :output-schema output-schema :source source
-                        :guard guard :async async :annotations annotations))
+                        :guard guard :async async :annotations annotations
+                        :approval approval))
 
 (defun agent-q--tool-definition (tool)
   "Return the definition plist of TOOL, in the form the module takes."
@@ -413,7 +424,10 @@ cautious tool that runs arbitrary code, say, gives (:destructive t)."
           (and (agent-q-tool-output-schema tool)
                (list :output-schema (agent-q-tool-output-schema tool)))
           (and (agent-q-tool-annotations tool)
-               (list :annotations (agent-q-tool-annotations tool)))))
+               (list :annotations (agent-q-tool-annotations tool)))
+          (and (agent-q-tool-approval tool)
+               (not (eq (agent-q-tool-approval tool) :prompt))
+               (list :approval (agent-q-tool-approval tool)))))
 
 (defun agent-q--keywordize (name)
   "The keyword named NAME (a string)."
@@ -446,6 +460,9 @@ module."
      :tags (append (plist-get spec :tags) nil)
      :output-schema (plist-get spec :output_schema)
      :annotations (agent-q--annotations-from-hints (plist-get spec :hints))
+     :approval (let ((approval (plist-get spec :approval)))
+                 (and (stringp approval)
+                      (agent-q--keywordize (string-replace "_" "-" approval))))
      :handler (plist-get functions :handler)
      :guard (plist-get functions :guard)
      :async (plist-get functions :async)
@@ -744,7 +761,9 @@ RULING is what `agent-q-rules-decide' returned.  A deny rule gives
 \(:rule :denied TEXT); an allow rule (:rule :approved TEXT), except for
 an optional call (CONTEXT's :optional: one that needs no decision),
 which, like an optional call no rule decides, gets `:auto': it runs as
-it would have run without rules, audited as before.  An ask rule, or
+it would have run without rules, audited as before -- unless an allow
+rule stands for the call's review (CONTEXT's :review-rule), which then
+approves it unreviewed.  An ask rule, or
 no rule for a call that needs a decision, gives nil: the user is to
 be asked."
   (let ((optional (plist-get context :optional)))
@@ -753,7 +772,7 @@ be asked."
                (message "agent-q: %s denied without asking, by the rule: %s" tool-name text)
                (list :rule :denied text)))
       ('ask nil)
-      ('allow (if optional
+      ('allow (if (and optional (not (plist-get context :review-rule)))
                   :auto
                 (let ((text (agent-q-rules-ruling-text ruling)))
                   (message "agent-q: %s ran without asking, by the rule: %s" tool-name text)
@@ -931,6 +950,8 @@ An error in one is reported and does not stop the others."
 The buffer keeps its last `agent-q-log-max-chars' characters or so:
 when it grows past that by a tenth, its oldest whole lines go."
   (with-current-buffer (get-buffer-create agent-q-log-buffer-name)
+    (unless (derived-mode-p 'agent-q-log-mode)
+      (agent-q-log-mode))
     ;; A log is not edited: undo records of every line (and of the
     ;; lines cut) would only feed the garbage collector.
     (unless (eq buffer-undo-list t)
@@ -948,10 +969,16 @@ when it grows past that by a tenth, its oldest whole lines go."
 (defvar agent-q--audit-file-warned nil
   "Non-nil once a failure to write `agent-q-audit-file' was reported.")
 
-(defun agent-q--audit (json-line summary)
+(defun agent-q--audit (json-line summary &optional event)
   "Log SUMMARY to the log buffer and append JSON-LINE to `agent-q-audit-file'.
-The file is created readable by the user only (mode 0600)."
-  (agent-q--log-line (concat summary "  " json-line))
+EVENT is the record's event: a \"run\" record (a call about to run)
+goes to the file only, so that the log shows one line per call, when
+it ends.  RET or a click on the line shows the whole record.  The file
+is created readable by the user only (mode 0600)."
+  (unless (equal event "run")
+    (agent-q--log-line (propertize summary 'agent-q-record json-line
+                                   'mouse-face 'highlight
+                                   'help-echo "RET or mouse-2: the whole audit record")))
   (when agent-q-audit-file
     (condition-case err
         (let ((file (expand-file-name agent-q-audit-file)))
@@ -974,10 +1001,52 @@ The file is created readable by the user only (mode 0600)."
          (message "agent-q: cannot write the audit file %s: %s"
                   agent-q-audit-file (error-message-string err)))))))
 
+(declare-function json-pretty-print-buffer "json" (&optional minimize))
+
+(defvar agent-q-log-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-q-log-show-record)
+    (define-key map [mouse-2] #'agent-q-log-show-record)
+    map)
+  "Keymap of `agent-q-log-mode'.")
+
+(define-derived-mode agent-q-log-mode special-mode "agent-q-log"
+  "The log of agent-q's tool calls: one line per call, as it ended.
+Each line says the tool, what it was about, how it ended, who decided
+and how, and the client.
+\\<agent-q-log-mode-map>\\[agent-q-log-show-record] shows the whole audit record of the line."
+  (setq truncate-lines t))
+
+(defun agent-q-log-show-record (&optional event)
+  "Show the whole audit record of the log line at point (or of mouse EVENT)."
+  (interactive (list last-nonmenu-event))
+  (when (and event (mouse-event-p event))
+    (mouse-set-point event))
+  (let* ((start (line-beginning-position))
+         (at (if (get-text-property start 'agent-q-record)
+                 start
+               (next-single-property-change start 'agent-q-record nil (line-end-position))))
+         (record (get-text-property at 'agent-q-record)))
+    (unless record
+      (user-error "No audit record on this line"))
+    (require 'json)
+    (with-current-buffer (get-buffer-create "*agent-q record*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert record)
+        (ignore-errors (json-pretty-print-buffer))
+        (goto-char (point-min))
+        (special-mode)))
+    (display-buffer "*agent-q record*")))
+
 (defun agent-q-show-log ()
-  "Show the log of cautious and dangerous tool executions."
+  "Show agent-q's log, one line per tool call (see `agent-q-log-mode')."
   (interactive)
-  (pop-to-buffer (get-buffer-create agent-q-log-buffer-name)))
+  (let ((buffer (get-buffer-create agent-q-log-buffer-name)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'agent-q-log-mode)
+        (agent-q-log-mode)))
+    (pop-to-buffer buffer)))
 
 ;;;; The client bridges and the IDE companion (loaded on first use)
 

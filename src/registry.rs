@@ -19,40 +19,51 @@ use agent_q_core::spec::{SafetyLevel, ToolSpec};
 /// A handler as the binding stores it: a Lisp function, kept alive by a global reference.
 pub type LispHandler = Arc<GlobalRef>;
 
-/// The handler whose per-hunk review is the approval of what it changes (the built-in
-/// propose_file_edit). Trust attaches to this function, never to a tool's name, which anyone may
-/// register.
-const SELF_REVIEWING_HANDLER: &str = "agent-q-builtins--propose-file-edit";
-
 thread_local! {
-    /// The definition [`SELF_REVIEWING_HANDLER`] had when a tool was first registered with it.
-    static REVIEW_DEFINITION: std::cell::OnceCell<&'static GlobalRef> = const { std::cell::OnceCell::new() };
+    /// The named handlers of the tools whose review is their approval
+    /// ([`agent_q_core::spec::Approval`]), each with the definition it had when a tool was first
+    /// registered with it (the built-in propose_file_edit's, the gate's agent_edit's...).
+    static REVIEW_DEFINITIONS: std::cell::RefCell<Vec<(String, &'static GlobalRef)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Remember the self-reviewing handler's definition, the first time it is registered (when
-/// agent-q-builtins registers the built-in tools). Kept in the module, out of Lisp's reach.
+/// The most named review handlers remembered: each costs a comparison per batch.
+const MAX_REVIEW_HANDLERS: usize = 64;
+
+/// Remember the definition of SYMBOL, the handler of a tool whose review is its approval, the
+/// first time a tool is registered with it. Kept in the module, out of Lisp's reach.
 fn capture_review_definition(env: &Env, symbol: Value<'_>) -> Result<()> {
-    if REVIEW_DEFINITION.with(|d| d.get().is_some()) {
+    let name: String = env.call("symbol-name", (symbol,))?.into_rust()?;
+    if REVIEW_DEFINITIONS.with(|d| d.borrow().iter().any(|(n, _)| *n == name)) {
         return Ok(());
+    }
+    if REVIEW_DEFINITIONS.with(|d| d.borrow().len()) >= MAX_REVIEW_HANDLERS {
+        return errors::signal(
+            env,
+            Kind::InvalidTool,
+            format!("more than {MAX_REVIEW_HANDLERS} named handlers whose review is the approval"),
+        );
     }
     let definition = env.call("symbol-function", (symbol,))?;
     // One reference for the session: leaked to have the static lifetime.
     let global: &'static GlobalRef = Box::leak(Box::new(definition.make_global_ref()));
-    REVIEW_DEFINITION.with(|d| {
-        let _ = d.set(global);
-    });
+    REVIEW_DEFINITIONS.with(|d| d.borrow_mut().push((name, global)));
     Ok(())
 }
 
-/// Whether the self-reviewing handler still has the definition it was registered with. Its
-/// symbol's function can be redefined or advised by any code in Emacs; its review is then no
-/// longer known to be the approval, and the call is asked about as any dangerous call.
+/// Whether every named handler of a tool whose review is its approval still has the definition
+/// it was registered with. A symbol's function can be redefined or advised by any code in
+/// Emacs; its review is then no longer known to be the approval, and the calls of such tools
+/// are asked about as any dangerous call.
 pub fn review_definition_intact(env: &Env) -> Result<bool> {
-    let Some(captured) = REVIEW_DEFINITION.with(|d| d.get().copied()) else {
-        return Ok(false);
-    };
-    let now = env.call("symbol-function", (env.intern(SELF_REVIEWING_HANDLER)?,))?;
-    Ok(now == captured.bind(env))
+    let captured: Vec<(String, &'static GlobalRef)> = REVIEW_DEFINITIONS.with(|d| d.borrow().clone());
+    for (name, definition) in captured {
+        let now = env.call("symbol-function", (env.intern(&name)?,))?;
+        if now != definition.bind(env) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A registry shared between Lisp and the executor.
@@ -190,13 +201,10 @@ fn register<'e>(
         } else {
             None
         };
-        let trusted = env.intern(SELF_REVIEWING_HANDLER)?;
-        let reviews_itself = handler == trusted;
-        if reviews_itself {
-            capture_review_definition(env, trusted)?;
+        if spec.approval.by_review() && env.call("symbolp", (handler,))?.is_not_nil() {
+            capture_review_definition(env, handler)?;
         }
         Some(Handler::Lisp(LispTool {
-            reviews_itself,
             run,
             guard,
             asynchronous: asynchronous.is_not_nil(),
@@ -609,7 +617,9 @@ fn decide<'e>(
     };
     let denied = |env: &'e Env, msg: String| env.list((env.intern(":denied")?, msg));
     match d {
-        Decision::Approved | Decision::Rule { allow: true, .. } => env.list((env.intern(":approved")?, args)),
+        Decision::Approved | Decision::Granted(_) | Decision::Rule { allow: true, .. } => {
+            env.list((env.intern(":approved")?, args))
+        }
         Decision::Modified(new_args) => {
             let entry = lock(resolve(registry)?).entry(&name);
             if let Some(entry) = entry {

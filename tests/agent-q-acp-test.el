@@ -395,14 +395,31 @@ The record's steps count again from 1 with each new script."
       :approved
     :denied))
 
+(defvar agent-q-acp-test--on-review nil
+  "A function called with the review buffer of a file named withdrawn*, or nil.
+It withdraws the review while it is open; the driver then leaves it.")
+
 (defun agent-q-acp-test--review-driver (buffer)
-  "Accept every hunk of the review in BUFFER for a file named approved*, else reject all."
-  (with-current-buffer buffer
-    (let ((file (agent-q-review-file (car (agent-q-review-open-reviews)))))
-      (if (string-prefix-p "approved" (file-name-nondirectory file))
-          (agent-q-review-accept-all)
-        (agent-q-review-reject-all))
-      (agent-q-review-finish))))
+  "Accept every hunk of the review in BUFFER for a file named approved*, else reject all.
+A file named withdrawn* goes to `agent-q-acp-test--on-review' instead."
+  (let ((file (with-current-buffer buffer
+                (agent-q-review-file (car (agent-q-review-open-reviews))))))
+    (if (and agent-q-acp-test--on-review
+             (string-prefix-p "withdrawn" (file-name-nondirectory file)))
+        (funcall agent-q-acp-test--on-review buffer)
+      (with-current-buffer buffer
+        (if (string-prefix-p "approved" (file-name-nondirectory file))
+            (agent-q-review-accept-all)
+          (agent-q-review-reject-all))
+        (agent-q-review-finish)))))
+
+(defun agent-q-acp-test--pending-edits ()
+  "The rows of `agent-q-pending' that are agent_edit calls, as (CLIENT TOOL STATE)."
+  (delq nil (mapcar (lambda (row)
+                      (let ((cells (cadr row)))
+                        (and (equal (aref cells 2) "agent_edit")
+                             (list (aref cells 1) (aref cells 2) (aref cells 3)))))
+                    (agent-q--pending-entries))))
 
 ;;;; The conversation
 
@@ -476,10 +493,12 @@ The record's steps count again from 1 with each new script."
             (agent-q-acp-test--check-options run)
             ;; 4. session/cancel while the prompt is up withdraws it.
             (agent-q-acp-test--withdrawn run agent dir work)
+            ;; 5. session/cancel while an edit's review is open withdraws it.
+            (agent-q-acp-test--review-withdrawn run agent dir work label nil)
             ;; The audit names the agent for each decision of agent-q's.
             (agent-q-acp-test--check-audit label)
-            ;; 5. The agent exits while a command waits: withdrawn.
-            (agent-q-acp-test--exited run agent dir)))
+            ;; 6. The agent exits while an edit's review is open: withdrawn.
+            (agent-q-acp-test--review-withdrawn run agent dir work label t)))
       (agent-q-agent-shell-mode -1)
       (when run
         (let ((process (map-elt (agent-q-acp-test--run-client run) :process)))
@@ -542,12 +561,24 @@ DIR holds the model's record; SECRET is what agent-q's read_file returned."
     (should ours)
     (dolist (record ours)
       (should (string-prefix-p label (alist-get 'client record))))
-    (should (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "agent_edit")
-                                         (equal (alist-get 'event r) "result")))
-                        ours))
-    (should (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "agent_edit")
-                                         (equal (alist-get 'event r) "denied")))
-                        ours))
+    ;; The accepted edit: decided by the review, every hunk accepted.
+    (let ((accepted (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "agent_edit")
+                                                 (equal (alist-get 'event r) "result")
+                                                 (equal (alist-get 'status r) "success")))
+                                ours)))
+      (should accepted)
+      (should (equal (alist-get 'decision accepted) "review"))
+      (should (alist-get 'accepted (alist-get 'review accepted)))
+      (should-not (alist-get 'rejected (alist-get 'review accepted)))
+      (should (string-prefix-p "the user's review: " (alist-get 'how accepted))))
+    ;; The rejected edit: the review's rejection, which hunks.
+    (let ((rejected (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "agent_edit")
+                                                 (equal (alist-get 'status r) "denied")))
+                                ours)))
+      (should rejected)
+      (should (equal (alist-get 'decision rejected) "review"))
+      (should (alist-get 'rejected (alist-get 'review rejected)))
+      (should-not (alist-get 'accepted (alist-get 'review rejected))))
     (should (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "shell_command")
                                          (equal (alist-get 'event r) "denied")))
                         ours))))
@@ -584,37 +615,66 @@ DIR holds the model's script; WORK is the session's directory."
     (let ((record (car (last (agent-q-agents-test--json-lines agent-q-audit-file)))))
       (should (equal (alist-get 'event record) "cancelled")))))
 
-(defun agent-q-acp-test--exited (run agent dir)
-  "Prompt AGENT's RUN to run a command, and end the agent while it is asked.
-DIR holds the model's script."
-  (let* ((process (map-elt (agent-q-acp-test--run-client run) :process))
+(defun agent-q-acp-test--review-withdrawn (run agent dir work label exit)
+  "Prompt AGENT's RUN to write a file, and withdraw its review while it is open.
+By session/cancel, or, when EXIT, by ending the agent's process.  DIR
+holds the model's script, WORK is the session's directory and LABEL
+names the agent.  While the review is open the pending list shows it;
+afterwards it does not, nothing was written, and the audit's last
+agent_edit record says it was withdrawn, and why."
+  (let* ((client (agent-q-acp-test--run-client run))
+         (process (map-elt client :process))
+         (session (agent-q-acp-test--run-session run))
+         (file (expand-file-name (if exit "withdrawn-exit.txt" "withdrawn-cancel.txt") work))
+         (shown nil)
          (withdrawn nil)
-         (agent-q-acp-test--on-ask
-          (lambda (_command)
-            ;; Withdrawing the question takes this prompt away (a non-local exit).
-            (unwind-protect
-                (progn
-                  (delete-process process)
-                  (agent-q-agents-test--wait
-                   (lambda () (zerop (hash-table-count agent-q-acp--pending)))
-                   10 "the exited agent's question to be withdrawn"))
-              (setq withdrawn (zerop (hash-table-count agent-q-acp--pending)))))))
-    (ignore agent)
+         (agent-q-acp-test--on-review
+          (lambda (_buffer)
+            (setq shown (agent-q-acp-test--pending-edits))
+            (if exit
+                (delete-process process)
+              (acp-send-notification
+               :client client
+               :notification (acp-make-session-cancel-notification :session-id session))
+              (dolist (request (agent-q-acp-test--run-asked run))
+                (agent-q-acp-test--answer run request 'cancelled)))
+            (agent-q-agents-test--wait
+             (lambda () (zerop (hash-table-count agent-q-acp--pending)))
+             10 "the review's question to be withdrawn")
+            (setq withdrawn t))))
     (agent-q-acp-test--script
-     dir (list (agent-q-acp-test--step agent 'command "touch ok-marker-exited")
-               '((text . "Fifth prompt done."))))
-    (acp-send-request :client (agent-q-acp-test--run-client run)
+     dir (list (agent-q-acp-test--step agent 'write file "withdrawn text\n")
+               '((text . "Done."))))
+    (acp-send-request :client client
                       :on-success #'ignore
                       ;; Not &rest (nor #'ignore): acp.el compares the arity's maximum with 2.
                       :on-failure (lambda (_error &optional _message))
                       :request (acp-make-session-prompt-request
-                                :session-id (agent-q-acp-test--run-session run)
-                                :prompt (vector '((type . "text") (text . "Run it.")))))
+                                :session-id session
+                                :prompt (vector '((type . "text") (text . "Write it.")))))
     (agent-q-agents-test--wait (lambda () withdrawn) agent-q-agents-test--timeout
-                               "the agent's exit to withdraw its question")
-    (should-not (process-live-p process))
-    (should (zerop (hash-table-count agent-q-acp--pending)))
-    (should-not agent-q--pending)))
+                               "the review to be withdrawn")
+    ;; While it was open, M-x agent-q-pending listed it, naming the agent.
+    (should (= (length shown) 1))
+    (should (string-prefix-p label (car (car shown))))
+    ;; Withdrawn: no longer listed, nothing pending, nothing written.
+    (agent-q-agents-test--wait (lambda () (null (agent-q-acp-test--pending-edits)))
+                               10 "the pending list to forget the review")
+    (should-not agent-q--pending)
+    (should-not (file-exists-p file))
+    (when exit
+      (should-not (process-live-p process)))
+    (let ((record (car (last (cl-remove-if-not
+                              (lambda (r) (equal (alist-get 'tool r) "agent_edit"))
+                              (agent-q-agents-test--json-lines agent-q-audit-file))))))
+      ;; It ran (its review was open), and ended withdrawn.
+      (should (equal (alist-get 'event record) "result"))
+      (should (equal (alist-get 'status record) "cancelled"))
+      (should (equal (alist-get 'path (alist-get 'arguments record)) file))
+      (should (string-prefix-p label (alist-get 'client record)))
+      (should (equal (alist-get 'withdrawn record)
+                     (if exit "the agent exited" "the agent cancelled its turn (session/cancel)")))
+      (should (string-match-p "withdrawn while its review was open" (alist-get 'how record))))))
 
 ;;;; The responder alone, on requests as the agents send them
 
@@ -678,11 +738,11 @@ agent-q's own tools are allowed; a request without reject_once is left to agent-
                            (:options ((:kind . "allow_once") (:option-id . "y")))
                            (:respond . ,#'ignore))))
             (should (= (length answers) 3))
-            ;; A deny rule for write_file rejects an edit without showing it, audited.
+            ;; A deny rule for agent_edit rejects an edit without showing it, audited.
             (let* ((locked (expand-file-name "locked" dir))
                    (file (expand-file-name "x.txt" locked))
                    (agent-q-acp-unruled 'agent-q)
-                   (agent-q-approval-rules `(("write_file" (:path ,locked) deny)))
+                   (agent-q-approval-rules `(("agent_edit" (:path ,locked) deny)))
                    (agent-q-review--review-driver (lambda (_) (error "No review should open"))))
               (make-directory locked)
               (should (agent-q-acp-respond
@@ -697,9 +757,11 @@ agent-q's own tools are allowed; a request without reject_once is left to agent-
                                                          (oldText . "") (newText . "x\n"))])
                                             (locations . [((path . ,file))]))))
                         calls (lambda (option) (push (cons 6 option) answers)))))
+              (agent-q-agents-test--wait (lambda () (assq 6 answers)) 10 "the answer to 6")
               (should (equal (assq 6 answers) '(6 . "cancel")))
               (should (cl-find-if (lambda (r) (and (equal (alist-get 'tool r) "agent_edit")
-                                                   (equal (alist-get 'event r) "denied")))
+                                                   (equal (alist-get 'event r) "denied")
+                                                   (equal (alist-get 'decision r) "rule")))
                                   (agent-q-agents-test--json-lines agent-q-audit-file))))
             ;; Turning the mode off while a question waits answers it reject, not never.
             (let ((agent-q-acp-unruled 'agent-q)

@@ -353,7 +353,7 @@ move writes (which may be protected)."
             (let ((accepted nil))
               (agent-q-gate-edit-review file agent-q-gate-edit-test--old
                                         agent-q-gate-edit-test--new "claude (own tools) s1"
-                                        (lambda (text) (setq accepted text)))
+                                        (lambda (text &rest _) (setq accepted text)))
               (should (equal accepted agent-q-gate-edit-test--first))
               (let ((agent-q-review--review-driver (lambda (_) (ert-fail "reviewed twice"))))
                 (agent-q-ide--open-diff (list :key 7 :agent 'claude :path file
@@ -373,7 +373,7 @@ move writes (which may be protected)."
                      (agent-q-gate-edit-test--driver '(reject reject))))
                 (agent-q-gate-edit-review file agent-q-gate-edit-test--old
                                           agent-q-gate-edit-test--new "x"
-                                          (lambda (text) (setq accepted (list text)))))
+                                          (lambda (text &rest _) (setq accepted (list text)))))
               (should-not agent-q-gate-edit--reviewed)
               (should (equal accepted '(nil)))))
         (delete-file agent-q-audit-file)))))

@@ -386,7 +386,8 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
     (agent-q-gate-test--fetch 3 "https://other.example/")
     (should (eq (car (agent-q-gate-test--answer 3)) 'deny))
     (should (equal (cadr (car agent-q-gate-test--asked)) '(:url "https://other.example/")))
-    (should (string-match-p "domain rules"
+    ;; Asked because no rule allows it (no rule asks), which it says.
+    (should (string-match-p "\\`no domain rule allows agent_fetch: "
                             (plist-get (nth 2 (car agent-q-gate-test--asked)) :rule)))
     ;; No rule: asked.
     (setq agent-q-approval-rules nil agent-q-gate-test--asked nil)

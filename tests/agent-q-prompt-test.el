@@ -132,10 +132,11 @@ unread."
     (should (equal (agent-q-prompt-test--approve (list ?a ?!) :dangerous nil
                                                 "run_shell" '(:command "ls") :tool-id 41)
                    '(:approved)))
-    ;; Second call: not asked, the pending "n" stays unread.
+    ;; Second call: not asked, the pending "n" stays unread; the answer
+    ;; names the grant, for the audit.
     (should (equal (agent-q-prompt-test--approve (list ?n) :dangerous nil
                                                 "run_shell" '(:command "rm x") :tool-id 41)
-                   (list :approved ?n)))
+                   (list '(:granted "\"a\" for run_shell, this Emacs session") ?n)))
     ;; Another tool is still asked.
     (should (equal (agent-q-prompt-test--approve (list ?n) :dangerous nil
                                                 "write_file" '(:path "x") :tool-id 42)
@@ -174,7 +175,8 @@ unread."
       (should (equal (agent-q-prompt-test--approve (list ?n) :dangerous nil
                                                   "write_file" '(:path "y") :tool-id 7
                                                   :client "claude-code 2.1.0 (MCP)")
-                     (list :approved ?n)))
+                     (list '(:granted "\"a\" for write_file from claude-code 2.1.0 (MCP), this Emacs session")
+                           ?n)))
       (should-not prompts)
       ;; Another client, a bridge, or a call with no client: each is asked.
       (dolist (client '("gemini-cli-mcp-client 0.61.0 (MCP)" "gptel" nil))

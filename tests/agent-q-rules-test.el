@@ -166,7 +166,7 @@ request and denies; the audit goes to a fresh file."
           (should (equal "rule" (alist-get 'decision record)))
           (should (equal text (alist-get 'rule record)))))
       (with-current-buffer agent-q-log-buffer-name
-        (should (string-match-p (regexp-quote (format "by the rule: allow write_file under %s" dir))
+        (should (string-match-p (regexp-quote (format "allowed by the approval rule: allow write_file under %s" dir))
                                 (buffer-string)))))))
 
 (ert-deftest agent-q-rules-test-deny-wins-over-allow-in-any-order ()

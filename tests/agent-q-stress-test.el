@@ -354,6 +354,8 @@ Every core function the module defines must be here (see the test
       (agent-q--core-call-decide . ,(lambda () (list (agent-q-stress--pending "stress_danger") :denied)))
       (agent-q--core-call-finish . ,(lambda () (list (agent-q-stress--pending "stress_async") :success "ok")))
       (agent-q--core-call-info . ,(lambda () (list (agent-q-stress--pending "stress_danger"))))
+      (agent-q--core-call-reviewed
+       . ,(lambda () (list (agent-q-stress--pending "stress_async") '(1) nil '(2))))
       (agent-q--core-call-start . ,(lambda () (agent-q-stress--call-args call)))
       (agent-q--core-channel-close . ,(lambda () nil))
       (agent-q--core-channel-drained . ,(lambda () nil))

@@ -750,10 +750,18 @@ must be autoloaded by agent-q.el."
                                lines)
                        '(("run" "tweak" "auto") ("result" "tweak" "auto") ("denied" "zap" "denied"))))
         (should (equal (alist-get 'id (car lines)) "c1")))
+      ;; One line per call, as it ended: who decided and how.
       (with-current-buffer agent-q-log-buffer-name
-        (should (string-match-p "run tweak \\[cautious\\] auto" (buffer-string)))
-        (should (string-match-p "denied zap \\[dangerous\\] denied" (buffer-string)))
-        (should-not (string-match-p "greet" (buffer-string)))))))
+        (should (string-match-p "tweak: done; not asked: a cautious call needs no decision"
+                                (buffer-string)))
+        (should (string-match-p "zap /x: denied; the user denied it at the prompt" (buffer-string)))
+        (should (= (count-lines (point-min) (point-max)) 2))
+        (should-not (string-match-p "greet" (buffer-string)))
+        ;; RET shows the whole record.
+        (goto-char (point-min))
+        (agent-q-log-show-record)
+        (with-current-buffer "*agent-q record*"
+          (should (equal (alist-get 'tool (json-read-from-string (buffer-string))) "tweak")))))))
 
 (ert-deftest agent-q-test-execution-hooks ()
   (agent-q-test--with-registry reg

@@ -217,6 +217,55 @@ fn call_finish<'e>(env: &'e Env, pending: Value<'e>, status: Value<'e>, value: V
     }
 }
 
+/// Record what the review of PENDING's running handler decided: ACCEPTED, EDITED and REJECTED
+/// are lists of hunk numbers, from 1. The audit's `result` record then says which hunks. Return
+/// nil; an `agent-q-error` when PENDING is not running.
+#[defun]
+fn call_reviewed<'e>(
+    env: &'e Env,
+    pending: Value<'e>,
+    accepted: Value<'e>,
+    edited: Value<'e>,
+    rejected: Value<'e>,
+) -> Result<Value<'e>> {
+    let numbers = |list: Value<'e>, what: &str| -> Result<Vec<u32>> {
+        let mut out = Vec::new();
+        let mut rest = list;
+        while rest.is_not_nil() {
+            if out.len() >= executor::MAX_REVIEW_HUNKS {
+                return errors::signal(env, Kind::Generic, format!("{what}: too many hunk numbers"));
+            }
+            let head = env.call("car", (rest,))?;
+            let n: i64 = match head.into_rust() {
+                Ok(n) => n,
+                Err(_) => return errors::signal(env, Kind::Generic, format!("{what} must be a list of integers")),
+            };
+            out.push(u32::try_from(n).unwrap_or(0));
+            rest = env.call("cdr", (rest,))?;
+        }
+        Ok(out)
+    };
+    for list in [accepted, edited, rejected] {
+        if !env.call("proper-list-p", (list,))?.is_not_nil() {
+            return errors::signal(env, Kind::Generic, "the hunk numbers must be proper lists");
+        }
+    }
+    let outcome = executor::ReviewOutcome {
+        accepted: numbers(accepted, "ACCEPTED")?,
+        edited: numbers(edited, "EDITED")?,
+        rejected: numbers(rejected, "REJECTED")?,
+    };
+    let cell = pending_cell(env, pending)?;
+    let result = match cell.borrow_mut().call.as_mut() {
+        Some(call) => call.reviewed(outcome).map_err(|e| e.to_string()),
+        None => Err("agent-q: this tool call is finished or being processed".to_string()),
+    };
+    match result {
+        Ok(()) => env.intern("nil"),
+        Err(message) => errors::signal(env, Kind::Generic, message),
+    }
+}
+
 /// Cancel PENDING with REASON (nothing more of it runs). Return `(:done RESULT)`, or nil when it
 /// is finished or Lisp is working on it at this moment.
 #[defun]

@@ -144,9 +144,10 @@ impl<'e> EmacsHost<'e> {
     }
 
     /// The context a handler runs in, bound to `agent-q-call-context':
-    /// (:id ID :tool NAME :client C :origin O :approved BOOL :reason R :file F :channel CH), F the
-    /// file the guard pinned (see [`executor::GuardAnswer::file`]), CH the call's channel (see
-    /// [`executor::channel_of`]).
+    /// (:id ID :tool NAME :client C :origin O :approved BOOL :reason R :file F :channel CH
+    /// :decision D :rule RULE), F the file the guard pinned (see [`executor::GuardAnswer::file`]),
+    /// CH the call's channel (see [`executor::channel_of`]), D how it was decided (the audit's
+    /// `decision`: "review", "rule"...), RULE the approval rule that allowed it.
     pub(super) fn handler_context(&self, call: &Call) -> Result<Value<'e>> {
         let env = self.env;
         env.list(&[
@@ -166,6 +167,10 @@ impl<'e> EmacsHost<'e> {
             opt_string(env, call.file())?,
             keyword(env, "channel")?,
             opt_string(env, call.channel())?,
+            keyword(env, "decision")?,
+            call.decision().into_lisp(env)?,
+            keyword(env, "rule")?,
+            opt_string(env, call.rule())?,
         ])
     }
 
@@ -188,6 +193,8 @@ impl<'e> EmacsHost<'e> {
             opt_string(env, ask.file.as_deref())?,
             keyword(env, "review")?,
             ask.review.into_lisp(env)?,
+            keyword(env, "review-rule")?,
+            ask.review_rule.into_lisp(env)?,
             keyword(env, "tool-id")?,
             i64::try_from(ask.tool_id).unwrap_or(i64::MAX).into_lisp(env)?,
             keyword(env, "client")?,
@@ -240,37 +247,9 @@ impl<'e> Effects for EmacsHost<'e> {
     fn audit(&mut self, record: &AuditRecord) {
         let env = self.env;
         let line = record.to_json_line();
-        let summary = format!(
-            "{} {} [{}] {}{}{}{}",
-            record.event,
-            record.tool,
-            record
-                .safety_level
-                .map_or_else(|| "no such tool".to_string(), |level| level.to_string()),
-            record.decision,
-            record
-                .status
-                .map(|s| match s {
-                    executor::Status::Success => " ok",
-                    executor::Status::Failure => " failed",
-                    executor::Status::Denied => " denied",
-                    executor::Status::Cancelled => " cancelled",
-                })
-                .unwrap_or(""),
-            record
-                .client
-                .as_deref()
-                .map(|c| format!(" (from {c})"))
-                .unwrap_or_default(),
-            record
-                .rule
-                .as_deref()
-                .map(|r| format!(" by the rule: {r}"))
-                .unwrap_or_default()
-        );
-        // The tool's name, the client and the rule may come from a client: one visible line.
-        let summary = agent_q_core::visible::visible(&summary);
-        let _ = env.call("agent-q--audit", (line, summary));
+        let summary = record.summary();
+        let event = record.event;
+        let _ = env.call("agent-q--audit", (line, summary, event));
     }
 }
 

@@ -70,10 +70,6 @@ pub struct LispTool<L> {
     pub guard: Option<L>,
     /// Whether the handler answers through a callback rather than by returning.
     pub asynchronous: bool,
-    /// Whether this handler's own review is the approval of its changes (the built-in
-    /// `propose_file_edit`, whose per-hunk review applies nothing the user did not accept). Set
-    /// by the binding from the handler itself, never from the tool's name.
-    pub reviews_itself: bool,
 }
 
 impl<L: Clone> Clone for Handler<L> {
@@ -142,8 +138,9 @@ pub struct Options {
     /// optional [`Step::Ask`] all the same, so that a deny or ask rule applies to it too. Without
     /// rules, such calls run at once.
     pub consult_rules: bool,
-    /// Whether a self-reviewing handler ([`LispTool::reviews_itself`]) is still what it was when
-    /// registered; when not, its calls are asked about as any other.
+    /// Whether the handlers of the tools whose review is their approval
+    /// ([`crate::spec::Approval`]) are still what they were when registered (the binding checks
+    /// the definitions of named handlers); when not, their calls are asked about as any other.
     pub review_intact: bool,
 }
 
@@ -219,6 +216,59 @@ impl ToolResult {
     }
 }
 
+/// What a handler's review decided, hunk by hunk: the hunks' numbers, from 1.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReviewOutcome {
+    /// The hunks accepted as proposed.
+    pub accepted: Vec<u32>,
+    /// The hunks accepted with the user's edits.
+    pub edited: Vec<u32>,
+    /// The hunks rejected (or left undecided, which applies nothing).
+    pub rejected: Vec<u32>,
+}
+
+/// The most hunk numbers a review outcome keeps in each list.
+pub const MAX_REVIEW_HUNKS: usize = 10_000;
+
+impl ReviewOutcome {
+    /// NUMBERS as words: "1, 3 and 4".
+    fn phrase(numbers: &[u32]) -> String {
+        let shown: Vec<String> = numbers.iter().take(20).map(u32::to_string).collect();
+        let mut text = match shown.len() {
+            0 => String::new(),
+            1 => shown[0].clone(),
+            n => format!("{} and {}", shown[..n - 1].join(", "), shown[n - 1]),
+        };
+        if numbers.len() > shown.len() {
+            text.push_str(&format!(" (and {} more)", numbers.len() - shown.len()));
+        }
+        text
+    }
+
+    /// The outcome in words: "hunks 1 and 3 accepted, 2 rejected".
+    pub fn words(&self) -> String {
+        let total = self.accepted.len() + self.edited.len() + self.rejected.len();
+        let mut parts = Vec::new();
+        for (numbers, what) in [
+            (&self.accepted, "accepted"),
+            (&self.edited, "accepted with the user's edits"),
+            (&self.rejected, "rejected"),
+        ] {
+            if !numbers.is_empty() {
+                parts.push(format!("{} {what}", Self::phrase(numbers)));
+            }
+        }
+        if parts.is_empty() {
+            return "no hunk to review".into();
+        }
+        format!(
+            "{} of {total}: {}",
+            if total == 1 { "hunk" } else { "hunks" },
+            parts.join(", ")
+        )
+    }
+}
+
 /// One line of the audit log.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditRecord {
@@ -237,13 +287,23 @@ pub struct AuditRecord {
     /// Its safety level; absent when no such tool exists (a client called an unknown tool).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety_level: Option<SafetyLevel>,
-    /// `auto` (not asked), `approved`, `modified`, `review` (its own review decides), `denied`,
-    /// `rule` (one of the user's approval rules allowed or denied it: see `rule`), or `none`
-    /// (cancelled before a decision).
+    /// `auto` (not asked), `approved`, `modified` (the user at the prompt), `granted` (the
+    /// user's earlier "always" answer for the session), `review` (its own review decides: see
+    /// `review`), `denied`, `rule` (one of the user's approval rules allowed or denied it: see
+    /// `rule`), or `none` (withdrawn before a decision: see `withdrawn`).
     pub decision: &'static str,
     /// The approval rule that decided, when `decision` is `rule`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// Who decided and how, in words: the user at the prompt, a grant for the session, a rule
+    /// (which), the review (which hunks), a withdrawal (why), or no decision needed.
+    pub how: String,
+    /// What the handler's review decided, hunk by hunk, when it reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewOutcome>,
+    /// Why the call was withdrawn (by the user, the client or the agent), when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withdrawn: Option<String>,
     /// Why approval was needed, when a guard said so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -270,6 +330,31 @@ impl AuditRecord {
         crate::visible::to_json_line(self)
             .unwrap_or_else(|e| format!("{{\"error\":\"cannot serialize audit record: {e}\"}}"))
     }
+
+    /// The record as one line a person scans: the tool, what it was about (its file, command or
+    /// URL), how it ended, who decided and how, and the client. Hidden characters are made
+    /// visible; the whole record is the JSON line.
+    pub fn summary(&self) -> String {
+        let about = ["path", "file", "command", "url", "title", "name"]
+            .iter()
+            .find_map(|k| self.arguments.get(k).and_then(Json::as_str))
+            .map(|a| format!(" {}", shorten(a.replace('\n', " "), 80)))
+            .unwrap_or_default();
+        let outcome = match (self.event, self.status) {
+            ("run", _) => "running",
+            (_, Some(Status::Success)) => "done",
+            (_, Some(Status::Failure)) => "failed",
+            (_, Some(Status::Denied)) => "denied",
+            (_, Some(Status::Cancelled)) => "withdrawn",
+            (_, None) => self.event,
+        };
+        let client = self
+            .client
+            .as_deref()
+            .map(|c| format!(" (from {})", shorten(c.to_string(), 60)))
+            .unwrap_or_default();
+        crate::visible::visible(&format!("{}{about}: {outcome}; {}{client}", self.tool, self.how))
+    }
 }
 
 /// What an approval function's answer means.
@@ -289,6 +374,9 @@ pub enum Decision {
         /// The rule, as text.
         rule: String,
     },
+    /// `(:granted GRANT)`: the user's standing approval for the session (the prompt's "always"
+    /// answer given earlier) allows it, without a prompt. GRANT describes it, for the audit log.
+    Granted(String),
     /// `:auto`: for an optional ask ([`Ask::optional`]) only, run the call as it would have run
     /// without rules (no rule stops it). For a call that needs a decision it is not one, so a
     /// denial.
@@ -352,6 +440,10 @@ pub fn parse_decision(v: &Sexp) -> Decision {
             other => Decision::Denied(Some(sexp::describe(other))),
         },
         Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified(args.clone()),
+        Some([head, grant]) if head.as_keyword() == Some("granted") => match grant {
+            Sexp::Str(g) if !g.trim().is_empty() => Decision::Granted(shorten(g.clone(), MAX_RULE_CHARS)),
+            _ => Decision::Invalid("the approval function returned a grant that names no grant".into()),
+        },
         Some([head, verdict, rule]) if head.as_keyword() == Some("rule") => {
             let allow = match verdict.as_keyword() {
                 Some("approved") => true,
@@ -389,7 +481,9 @@ pub fn denial_message(decision: &Decision) -> String {
         Decision::Auto => {
             "Tool execution denied: the approval function answered :auto, which only a call that needs no decision may take".into()
         }
-        Decision::Approved | Decision::Modified(_) | Decision::Rule { allow: true, .. } => String::new(),
+        Decision::Approved | Decision::Modified(_) | Decision::Granted(_) | Decision::Rule { allow: true, .. } => {
+            String::new()
+        }
     }
 }
 
@@ -851,6 +945,9 @@ pub struct Ask {
     pub file: Option<String>,
     /// Whether the tool's own review is the approval of what it changes.
     pub review: bool,
+    /// Whether an allow rule that covers the call approves it in the review's stead
+    /// ([`crate::spec::Approval::ReviewOrRule`]).
+    pub review_rule: bool,
     /// The client the call comes from.
     pub client: Option<String>,
     /// Where the call comes from, as its driver said.
@@ -985,6 +1082,14 @@ pub struct Call {
     protected: bool,
     file: Option<String>,
     review: bool,
+    review_rule: bool,
+    /// What the handler's review decided, as it reported ([`Call::finish_reviewed`]).
+    reviewed: Option<ReviewOutcome>,
+    /// Why the call was withdrawn, when it was.
+    withdrawn: Option<String>,
+    /// How the decision was made, in words, when `decision` alone does not say it all (a
+    /// denial's reason, the rule's verdict).
+    verdict: Option<String>,
     started: Option<Instant>,
     audited: bool,
 }
@@ -1016,6 +1121,10 @@ impl Call {
             protected: false,
             file: None,
             review: false,
+            review_rule: false,
+            reviewed: None,
+            withdrawn: None,
+            verdict: None,
             started: None,
             audited: false,
         }
@@ -1089,8 +1198,9 @@ impl Call {
         this.tool_id = entry.id;
         this.level = spec.safety_level;
         this.stage = Stage::Guard;
-        if let Some(Handler::Lisp(tool)) = &entry.handler {
-            this.review = tool.reviews_itself && opts.review_intact;
+        if let Some(Handler::Lisp(_)) = &entry.handler {
+            this.review = spec.approval.by_review() && opts.review_intact;
+            this.review_rule = this.review && spec.approval == crate::spec::Approval::ReviewOrRule;
         }
         if !entry.registration.enabled {
             let message = format!("Tool {} is disabled", this.name);
@@ -1218,7 +1328,14 @@ impl Call {
             reason => reason,
         };
         if !self.approved {
-            let needed = self.reason.is_some() || opts.needs_approval(self.level);
+            // A tool whose review is its approval asks nothing before the review, unless a guard
+            // gives a reason other than a protected file (which the review, the user's own
+            // answer each time, settles): its level does not call for a prompt.
+            let needed = if self.review {
+                self.reason.is_some() && !self.protected
+            } else {
+                self.reason.is_some() || opts.needs_approval(self.level)
+            };
             if needed || opts.consult_rules {
                 self.stage = Stage::Asking;
                 self.asked = needed;
@@ -1231,6 +1348,7 @@ impl Call {
                     protected: self.protected,
                     file: self.file.clone(),
                     review: self.review,
+                    review_rule: self.review_rule,
                     client: self.client.clone(),
                     origin: self.origin.clone(),
                     optional: !needed,
@@ -1238,6 +1356,9 @@ impl Call {
             }
         }
         self.approved = true;
+        if self.review {
+            self.decision = "review";
+        }
         self.run(registry, opts, fx)
     }
 
@@ -1317,8 +1438,12 @@ impl Call {
         self.expect(Stage::Asking, "a decision")?;
         if std::mem::take(&mut self.optional) {
             if decision == Decision::Auto {
-                // No rule stops it: on as without rules (not asked, decision `auto`).
+                // No rule stops it: on as without rules (not asked, decision `auto`; `review`
+                // for a tool whose review is its approval).
                 self.approved = true;
+                if self.review {
+                    self.decision = "review";
+                }
                 return Ok(self.run(registry, opts, fx));
             }
             // A rule denied it, or asked and the user answered: it was decided like any other.
@@ -1338,10 +1463,32 @@ impl Call {
                 self.approved = true;
                 Ok(self.run(registry, opts, fx))
             }
+            Decision::Granted(grant) if self.protected => {
+                // Defence in depth, as for a rule: the host does not consult grants for it.
+                self.decision = "denied";
+                self.verdict = Some(format!(
+                    "denied: the standing approval \"{grant}\" cannot approve a protected call"
+                ));
+                let message = format!(
+                    "Tool {} did not run: {}. Only the user may approve such a call, when asked.",
+                    self.name,
+                    self.reason.as_deref().unwrap_or("it is protected")
+                );
+                Ok(Step::Done(self.end(registry, message, Status::Denied, opts, fx)))
+            }
+            Decision::Granted(grant) => {
+                self.decision = "granted";
+                self.verdict = Some(format!("allowed by the user's standing approval: {grant}"));
+                self.approved = true;
+                Ok(self.run(registry, opts, fx))
+            }
             Decision::Rule { allow: true, rule } if self.protected => {
                 // Defence in depth: the host does not consult allow rules for such a call.
                 self.decision = "rule";
                 self.rule = Some(rule.clone());
+                self.verdict = Some(format!(
+                    "denied: the approval rule \"{rule}\" cannot approve a protected call"
+                ));
                 let message = format!(
                     "Tool {} did not run: the approval rule \"{rule}\" cannot approve it, because {}. Only the user may approve such a call, when asked.",
                     self.name,
@@ -1351,6 +1498,11 @@ impl Call {
             }
             Decision::Rule { allow: true, rule } => {
                 self.decision = "rule";
+                self.verdict = Some(if self.review {
+                    format!("allowed unreviewed by the approval rule: {rule}")
+                } else {
+                    format!("allowed by the approval rule: {rule}")
+                });
                 self.rule = Some(rule);
                 self.approved = true;
                 Ok(self.run(registry, opts, fx))
@@ -1378,6 +1530,15 @@ impl Call {
             }
             denied => {
                 self.decision = "denied";
+                self.verdict = Some(match &denied {
+                    Decision::Denied(None) => "the user denied it at the prompt".to_string(),
+                    Decision::Denied(Some(reason)) => {
+                        format!("the user denied it at the prompt: {}", shorten(reason.clone(), 200))
+                    }
+                    Decision::Rule { rule, .. } => format!("denied by the approval rule: {rule}"),
+                    Decision::Invalid(why) => format!("denied: {why}"),
+                    _ => "denied: not a decision".to_string(),
+                });
                 if let Decision::Rule { rule, .. } = &denied {
                     self.decision = "rule";
                     self.rule = Some(rule.clone());
@@ -1437,12 +1598,65 @@ impl Call {
         if self.stage != Stage::Running {
             self.decision = "none";
         }
+        self.withdrawn = Some(shorten(reason.to_string(), MAX_RULE_CHARS));
         // An optional ask is withdrawn only while it waits for the user (a rule asked).
         if std::mem::take(&mut self.optional) {
             self.asked = true;
         }
         let message = format!("Tool call cancelled: {reason}; {} did not run", self.name);
         Ok(self.end(registry, message, Status::Cancelled, opts, fx))
+    }
+
+    /// Record what the handler's review decided, hunk by hunk (see [`ReviewOutcome`]): the
+    /// audit's `result` says so. Only while the handler runs.
+    pub fn reviewed(&mut self, outcome: ReviewOutcome) -> Result<(), StageError> {
+        self.expect(Stage::Running, "a review's outcome")?;
+        self.reviewed = Some(outcome);
+        Ok(())
+    }
+
+    /// How the call was decided, as the audit log's `decision` says it.
+    pub fn decision(&self) -> &'static str {
+        self.decision
+    }
+
+    /// The approval rule that decided, when one did.
+    pub fn rule(&self) -> Option<&str> {
+        self.rule.as_deref()
+    }
+
+    /// Who decided and how, in words, for the audit (its `how`), at EVENT with STATUS.
+    fn how(&self, event: &str, status: Option<Status>) -> String {
+        let reviewed = self.reviewed.as_ref().map(ReviewOutcome::words);
+        let base = match self.decision {
+            "none" => "not decided".to_string(),
+            "auto" if self.tool_id == 0 => "not decided: no such tool".to_string(),
+            "auto" => format!("not asked: a {} call needs no decision", self.level),
+            "review" => match (&reviewed, event, status) {
+                (Some(words), _, _) => format!("the user's review: {words}"),
+                (None, "run", _) => "its review is its approval: the user reviews it".to_string(),
+                (None, _, Some(Status::Denied)) => "the user's review: nothing accepted".to_string(),
+                (None, _, _) => "its review is its approval".to_string(),
+            },
+            "approved" if self.review || reviewed.is_some() => match &reviewed {
+                Some(words) => format!("the user approved it at the prompt, then reviewed it: {words}"),
+                None => "the user approved it at the prompt; its review follows".to_string(),
+            },
+            "approved" => "the user approved it at the prompt".to_string(),
+            "modified" => "the user edited the arguments at the prompt and approved them".to_string(),
+            _ => self
+                .verdict
+                .clone()
+                .unwrap_or_else(|| format!("decided: {}", self.decision)),
+        };
+        match &self.withdrawn {
+            Some(why) if self.decision == "none" => format!("withdrawn before a decision: {why}"),
+            Some(why) if self.review || self.reviewed.is_some() => {
+                format!("{base}; withdrawn while its review was open: {why}")
+            }
+            Some(why) => format!("{base}; withdrawn while it ran: {why}"),
+            None => base,
+        }
     }
 
     fn record(&self, event: &'static str, result: Option<&ToolResult>) -> AuditRecord {
@@ -1455,6 +1669,9 @@ impl Call {
             safety_level: (self.tool_id != 0).then_some(self.level),
             decision: self.decision,
             rule: self.rule.clone(),
+            how: self.how(event, result.map(|r| r.status)),
+            review: self.reviewed.clone(),
+            withdrawn: self.withdrawn.clone(),
             reason: self.reason.clone(),
             arguments: audit_arguments(&self.args),
             success: result.map(|r| r.success),

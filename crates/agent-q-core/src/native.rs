@@ -182,6 +182,7 @@ pub(crate) mod tests {
                 tags: vec![],
                 output_schema: None,
                 hints: Default::default(),
+                approval: Default::default(),
             }
         }
 

@@ -477,6 +477,7 @@ mod tests {
             tags: vec![],
             output_schema: None,
             hints: Default::default(),
+            approval: Default::default(),
         }
     }
 

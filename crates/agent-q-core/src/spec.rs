@@ -58,6 +58,36 @@ impl FromStr for SafetyLevel {
     }
 }
 
+/// What approves a call of a tool, besides a deny rule, which always applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// The user's answer at the prompt (or an allow rule, or a grant for the session), as its
+    /// safety level and its guard say.
+    #[default]
+    Prompt,
+    /// Its handler's review: the handler shows the user what the call would change and applies
+    /// nothing the user did not accept (the built-in `propose_file_edit`). No prompt is asked
+    /// before it unless a guard gives a reason other than a protected file; an allow rule does
+    /// not stand for the review.
+    Review,
+    /// Its handler's review, as for [`Approval::Review`]; or an allow rule that covers the call
+    /// (never for a protected file), which then approves it unreviewed (`agent_edit`, an agent's
+    /// own edit, which the agent writes).
+    ReviewOrRule,
+}
+
+impl Approval {
+    /// Whether the tool's review is its approval.
+    pub fn by_review(self) -> bool {
+        self != Approval::Prompt
+    }
+
+    fn is_prompt(&self) -> bool {
+        *self == Approval::Prompt
+    }
+}
+
 /// A tool's specification. Two specs are the same tool definition exactly when they are equal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -86,6 +116,9 @@ pub struct ToolSpec {
     /// What the tool can do, stated beyond its safety level (see [`Hints`]).
     #[serde(default, skip_serializing_if = "Hints::is_empty")]
     pub hints: Hints,
+    /// What approves its calls: the prompt, or its handler's review (see [`Approval`]).
+    #[serde(default, skip_serializing_if = "Approval::is_prompt")]
+    pub approval: Approval,
 }
 
 /// What a tool can do, for clients that choose or approve tools by it (MCP's tool
@@ -425,6 +458,7 @@ impl ToolSpec {
                 "output-schema",
                 "output_schema",
                 "annotations",
+                "approval",
             ];
             if !known.contains(k) {
                 return Err(SpecError::new(*k, "unknown key in tool definition"));
@@ -487,6 +521,24 @@ impl ToolSpec {
                 .map(Hints::from_sexp)
                 .transpose()?
                 .unwrap_or_default();
+            let approval = match get("approval") {
+                None => Approval::Prompt,
+                Some(x) if x.is_nil() => Approval::Prompt,
+                Some(x) => match name_of(x) {
+                    Some("prompt") => Approval::Prompt,
+                    Some("review") => Approval::Review,
+                    Some("review-or-rule") | Some("review_or_rule") => Approval::ReviewOrRule,
+                    _ => {
+                        return Err(SpecError::new(
+                            "approval",
+                            format!(
+                                "expected :prompt, :review or :review-or-rule, got {}",
+                                sexp::describe(x)
+                            ),
+                        ))
+                    }
+                },
+            };
             let spec = ToolSpec {
                 name: name.clone(),
                 description,
@@ -497,6 +549,7 @@ impl ToolSpec {
                 tags,
                 output_schema,
                 hints,
+                approval,
             };
             spec.validate()?;
             Ok(spec)

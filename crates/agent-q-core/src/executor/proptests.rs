@@ -108,10 +108,11 @@ const TOOLS: [(&str, &str, bool, bool); 4] = [
     ("review_tool", ":dangerous", false, true),
 ];
 
-fn spec_of(name: &str, level: &str, version: u32) -> ToolSpec {
+fn spec_of(name: &str, level: &str, version: u32, review: bool) -> ToolSpec {
+    let approval = if review { ":review" } else { ":prompt" };
     let text = format!(
         r#"(:name "{name}" :description "A tool." :version "{version}" :safety-level {level}
-           :parameters ((:name "path" :type :string :description "P")))"#
+           :approval {approval} :parameters ((:name "path" :type :string :description "P")))"#
     );
     ToolSpec::from_sexp(&Sexp::parse(&text).expect("spec reads")).expect("spec is valid")
 }
@@ -122,10 +123,15 @@ fn register(reg: &Shared, i: usize, version: u32) {
         run: 1,
         guard: guarded.then_some(2),
         asynchronous: false,
-        reviews_itself: review,
     });
     let mut r = reg.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = r.register(spec_of(name, level, version), None, Some(handler), "t", |_, _| false);
+    let _ = r.register(
+        spec_of(name, level, version, review),
+        None,
+        Some(handler),
+        "t",
+        |_, _| false,
+    );
 }
 
 fn registry() -> Shared {

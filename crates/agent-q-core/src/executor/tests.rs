@@ -26,12 +26,11 @@ fn guard_fn(f: impl Fn(&Map<String, Json>) -> Result<Option<String>, String> + S
     Arc::new(Fake::Guard(Box::new(f)))
 }
 
-fn lisp(run: F, guard: Option<F>, reviews_itself: bool) -> Handler<F> {
+fn lisp(run: F, guard: Option<F>) -> Handler<F> {
     Handler::Lisp(LispTool {
         run,
         guard,
         asynchronous: false,
-        reviews_itself,
     })
 }
 
@@ -129,17 +128,17 @@ fn registry() -> Reg {
         r#"(:name "read_it" :description "d" :parameters ((:name "path" :type :string) (:name "n" :type :integer)
             (:name "mode" :type :string :enum ("a" "b")) (:name "all" :type :boolean)
             (:name "list" :type :array :items (:type :integer))) :required ("path"))"#,
-        Some(lisp(echo(), None, false)),
+        Some(lisp(echo(), None)),
     );
     add(
         &r,
         r#"(:name "eval_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :cautious)"#,
-        Some(lisp(echo(), None, false)),
+        Some(lisp(echo(), None)),
     );
     add(
         &r,
         r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
-        Some(lisp(echo(), None, false)),
+        Some(lisp(echo(), None)),
     );
     add(
         &r,
@@ -147,13 +146,12 @@ fn registry() -> Reg {
         Some(lisp(
             run_fn(|_| HandlerOutcome::Failure("Tool error: boom".into())),
             None,
-            false,
         )),
     );
     add(
         &r,
         r#"(:name "big" :description "d")"#,
-        Some(lisp(run_fn(|_| HandlerOutcome::Success("x".repeat(50))), None, false)),
+        Some(lisp(run_fn(|_| HandlerOutcome::Success("x".repeat(50))), None)),
     );
     add(&r, r#"(:name "orphan" :description "d")"#, None);
     add(
@@ -166,19 +164,17 @@ fn registry() -> Reg {
                 Some("/broken") => Err("cannot tell".into()),
                 _ => Ok(None),
             })),
-            false,
         )),
     );
     add(
         &r,
-        r#"(:name "review_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
+        r#"(:name "review_it" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous :approval :review)"#,
         Some(lisp(
             run_fn(|a| match a.get("path").and_then(Json::as_str) {
                 Some("reject") => HandlerOutcome::Denied("Applied 0 of 2 hunks: the user rejected the edit".into()),
                 _ => HandlerOutcome::Success("Applied 2 of 2 hunks".into()),
             }),
             None,
-            true,
         )),
     );
     let sleepy = Sleepy {
@@ -718,7 +714,7 @@ fn a_tool_changed_while_the_user_decides_does_not_run() {
                 add(
                     r,
                     r#"(:name "write_it" :version "2" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
-                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None, false)),
+                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None)),
                 );
             },
         ),
@@ -734,7 +730,7 @@ fn a_tool_changed_while_the_user_decides_does_not_run() {
                 add(
                     r,
                     r#"(:name "write_it" :description "d" :parameters ((:name "path" :type :string)) :required ("path") :safety-level :dangerous)"#,
-                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None, false)),
+                    Some(lisp(run_fn(|_| HandlerOutcome::Success("DELETED".into())), None)),
                 );
             },
         ),
@@ -831,16 +827,18 @@ fn modified_arguments_are_guarded_again_but_not_asked_again() {
 #[test]
 fn a_review_decides_for_itself_and_its_rejection_is_a_denial() {
     let reg = registry();
-    let mut host = approving();
+    // No prompt before the review: its review is its approval.
+    let mut host = MockHost::default();
     let r = run(
         &reg,
         &mut host,
         r#"(:id "p" :name "review_it" :arguments (:path "ok"))"#,
     );
     assert!(r.success);
-    assert!(host.asked[0].review);
+    assert!(host.asked.is_empty(), "asked before its review: {:?}", host.asked);
     assert_eq!(events(&host), vec![("run", "review"), ("result", "review")]);
-    let mut host = approving();
+    assert_eq!(host.audit[0].how, "its review is its approval: the user reviews it");
+    let mut host = MockHost::default();
     let r = run(
         &reg,
         &mut host,
@@ -850,16 +848,233 @@ fn a_review_decides_for_itself_and_its_rejection_is_a_denial() {
     assert_eq!(r.content, "Applied 0 of 2 hunks: the user rejected the edit");
     assert_eq!(events(&host), vec![("run", "review"), ("result", "review")]);
     assert_eq!(host.audit[1].status, Some(Status::Denied));
+    assert_eq!(host.audit[1].how, "the user's review: nothing accepted");
     assert_eq!(reg.lock().unwrap().metrics()["review_it"].denials, 1);
-    // Another tool under the same name is not trusted with a review.
+    // With rules, it stops where a deny rule may refuse it, marked a review.
+    let mut host = MockHost {
+        decision: Some(Ok(Sexp::keyword("auto"))),
+        ..Default::default()
+    };
+    let o = Options {
+        consult_rules: true,
+        ..opts()
+    };
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "p" :name "review_it" :arguments (:path "ok"))"#,
+        &o,
+    );
+    assert!(r.success);
+    assert!(host.asked[0].optional && host.asked[0].review && !host.asked[0].review_rule);
+    assert_eq!(events(&host), vec![("run", "review"), ("result", "review")]);
+    // A handler redefined since it was registered: asked as any dangerous call.
+    let mut host = approving();
+    let o = Options {
+        review_intact: false,
+        ..opts()
+    };
+    run_with(
+        &reg,
+        &mut host,
+        r#"(:id "p" :name "review_it" :arguments (:path "ok"))"#,
+        &o,
+    );
+    assert!(!host.asked[0].review);
+    // Another tool under the same name, without the property, is not trusted with a review.
     add(
         &reg,
         r#"(:name "review_it" :version "9" :description "d" :parameters ((:name "path" :type :string)) :safety-level :dangerous)"#,
-        Some(lisp(echo(), None, false)),
+        Some(lisp(echo(), None)),
     );
     let mut host = approving();
     run(&reg, &mut host, r#"(:id "p" :name "review_it" :arguments (:path "x"))"#);
     assert!(!host.asked[0].review);
+}
+
+/// A tool whose review or an allow rule approves it (agent_edit), guarded for protected files.
+fn review_or_rule_registry() -> Reg {
+    let reg = registry();
+    add(
+        &reg,
+        r#"(:name "edit_it" :description "d" :parameters ((:name "path" :type :string))
+            :safety-level :dangerous :approval :review-or-rule)"#,
+        Some(lisp(
+            run_fn(|_| HandlerOutcome::Success("reviewed".into())),
+            Some(Arc::new(Fake::Guard(Box::new(|a| {
+                Ok(a.get("path")
+                    .and_then(Json::as_str)
+                    .filter(|p| p.ends_with(".mcp.json"))
+                    .map(|p| format!("{p} is protected")))
+            })))),
+        )),
+    );
+    reg
+}
+
+#[test]
+fn an_allow_rule_may_stand_for_the_review_but_never_for_a_protected_file() {
+    let reg = review_or_rule_registry();
+    let o = Options {
+        consult_rules: true,
+        ..opts()
+    };
+    // The rule allows it: run unreviewed, audited as the rule's decision.
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:rule :approved "allow edit_it under /w/")"#))),
+        ..Default::default()
+    };
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "e" :name "edit_it" :arguments (:path "/w/f"))"#,
+        &o,
+    );
+    assert!(r.success);
+    assert!(host.asked[0].optional && host.asked[0].review_rule);
+    assert_eq!(events(&host), vec![("run", "rule"), ("result", "rule")]);
+    assert_eq!(
+        host.audit[1].how,
+        "allowed unreviewed by the approval rule: allow edit_it under /w/"
+    );
+    // A deny rule refuses it unshown.
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:rule :denied "deny edit_it under /w/")"#))),
+        ..Default::default()
+    };
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "e" :name "edit_it" :arguments (:path "/w/f"))"#,
+        &o,
+    );
+    assert_eq!(r.status, Status::Denied);
+    assert!(host.ran.is_empty());
+    assert_eq!(host.audit[0].how, "denied by the approval rule: deny edit_it under /w/");
+}
+
+#[test]
+fn a_protected_file_is_reviewed_without_a_prompt_and_no_rule_approves_it() {
+    let reg = registry();
+    add(
+        &reg,
+        r#"(:name "edit_it" :description "d" :parameters ((:name "path" :type :string))
+            :safety-level :dangerous :approval :review-or-rule)"#,
+        Some(lisp(
+            run_fn(|_| HandlerOutcome::Success("reviewed".into())),
+            Some(guard_fn(|_| Ok(None))),
+        )),
+    );
+    // A guard that marks the file protected.
+    let mut host = MockHost::default();
+    let o = opts();
+    let call = read(r#"(:id "e" :name "edit_it" :arguments (:path "/w/.mcp.json"))"#);
+    let (mut c, step) = Call::start(&reg, &call, &CallContext::default(), &o, &mut host);
+    assert!(matches!(step, Step::Guard(_)));
+    let answer = GuardAnswer {
+        reason: Some("/w/.mcp.json can start commands".into()),
+        protected: true,
+        file: None,
+    };
+    let step = c.guarded(&reg, Ok(answer.clone()), &o, &mut host).unwrap();
+    assert!(matches!(step, Step::Run(_)), "protected, yet reviewed without a prompt");
+    assert_eq!(c.decision(), "review");
+    // With rules, an allow rule that comes all the same is refused.
+    let o = Options {
+        consult_rules: true,
+        ..opts()
+    };
+    let (mut c, _) = Call::start(&reg, &call, &CallContext::default(), &o, &mut host);
+    let step = c.guarded(&reg, Ok(answer), &o, &mut host).unwrap();
+    let Step::Ask(ask) = step else {
+        panic!("no optional ask")
+    };
+    assert!(ask.protected && ask.optional);
+    let step = c
+        .decide(
+            &reg,
+            Decision::Rule {
+                allow: true,
+                rule: "allow edit_it".into(),
+            },
+            &o,
+            &mut host,
+        )
+        .unwrap();
+    let Step::Done(r) = step else { panic!("ran") };
+    assert_eq!(r.status, Status::Denied);
+}
+
+#[test]
+fn the_audit_says_which_hunks_and_who_withdrew_a_review() {
+    let reg = registry();
+    let mut host = MockHost::default();
+    let o = opts();
+    let call = read(r#"(:id "p" :name "review_it" :arguments (:path "ok"))"#);
+    let (mut c, step) = Call::start(&reg, &call, &CallContext::default(), &o, &mut host);
+    assert!(matches!(step, Step::Run(_)));
+    c.reviewed(ReviewOutcome {
+        accepted: vec![1, 3],
+        edited: vec![],
+        rejected: vec![2],
+    })
+    .unwrap();
+    c.finish(&reg, HandlerOutcome::Success("applied".into()), &o, &mut host)
+        .unwrap();
+    let record = &host.audit[1];
+    assert_eq!(
+        record.how,
+        "the user's review: hunks of 3: 1 and 3 accepted, 2 rejected"
+    );
+    assert_eq!(record.review.as_ref().unwrap().rejected, vec![2]);
+    let json: Json = serde_json::from_str(&record.to_json_line()).unwrap();
+    assert_eq!(json["review"]["accepted"], json!([1, 3]));
+    assert_eq!(
+        record.summary(),
+        "review_it ok: done; the user's review: hunks of 3: 1 and 3 accepted, 2 rejected"
+    );
+    // Withdrawn while its review is open: the record says so, and why.
+    let mut host = MockHost::default();
+    let (mut c, _) = Call::start(&reg, &call, &CallContext::default(), &o, &mut host);
+    c.cancel(&reg, "the agent exited", &o, &mut host).unwrap();
+    let record = &host.audit[1];
+    assert_eq!((record.event, record.status), ("result", Some(Status::Cancelled)));
+    assert_eq!(record.withdrawn.as_deref(), Some("the agent exited"));
+    assert_eq!(
+        record.how,
+        "its review is its approval; withdrawn while its review was open: the agent exited"
+    );
+    // A review's outcome is taken only while the handler runs.
+    assert!(c.reviewed(ReviewOutcome::default()).is_err());
+}
+
+#[test]
+fn the_audit_says_who_decided() {
+    let reg = registry();
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:granted "write_it for gptel, this session")"#))),
+        ..Default::default()
+    };
+    let r = run(&reg, &mut host, r#"(:id "d" :name "write_it" :arguments (:path "/x"))"#);
+    assert!(r.success, "{r:?}");
+    assert_eq!(host.audit[0].decision, "granted");
+    assert_eq!(
+        host.audit[0].how,
+        "allowed by the user's standing approval: write_it for gptel, this session"
+    );
+    let mut host = approving();
+    run(&reg, &mut host, r#"(:id "d" :name "write_it" :arguments (:path "/x"))"#);
+    assert_eq!(host.audit[1].how, "the user approved it at the prompt");
+    let mut host = MockHost {
+        decision: Some(Ok(read(r#"(:denied "not now")"#))),
+        ..Default::default()
+    };
+    run(&reg, &mut host, r#"(:id "d" :name "write_it" :arguments (:path "/x"))"#);
+    assert_eq!(host.audit[0].how, "the user denied it at the prompt: not now");
+    assert_eq!(
+        host.audit[0].summary(),
+        "write_it /x: denied; the user denied it at the prompt: not now"
+    );
 }
 
 #[test]
@@ -1313,7 +1528,7 @@ fn undeclared_arguments_are_refused_by_name_before_any_decision() {
     add(
         &reg,
         r#"(:name "open_schema" :description "d" :parameters "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}")"#,
-        Some(lisp(echo(), None, false)),
+        Some(lisp(echo(), None)),
     );
     let mut host = MockHost::default();
     let r = run(
