@@ -987,6 +987,8 @@ pub struct Call {
     review: bool,
     started: Option<Instant>,
     audited: bool,
+    /// Ended by its agent's hook timeout ([`Call::time_out`]).
+    timed_out: bool,
 }
 
 /// The registry the executor works with.
@@ -1018,6 +1020,7 @@ impl Call {
             review: false,
             started: None,
             audited: false,
+            timed_out: false,
         }
     }
 
@@ -1445,6 +1448,38 @@ impl Call {
         Ok(self.end(registry, message, Status::Cancelled, opts, fx))
     }
 
+    /// End the call because the agent that made it stopped waiting: its hook timeout of
+    /// SECONDS ran out before anyone answered (see [`crate::gate::timed_out_reason`]). As a
+    /// cancellation, but audited as the event `timed-out`, with the decision `timeout`.
+    pub fn time_out<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        seconds: u64,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<ToolResult, StageError> {
+        if self.stage == Stage::Done {
+            return Err(StageError {
+                call: self.label(),
+                stage: self.stage,
+                what: "a timeout",
+            });
+        }
+        if self.stage != Stage::Running {
+            self.decision = "timeout";
+        }
+        if std::mem::take(&mut self.optional) {
+            self.asked = true;
+        }
+        self.timed_out = true;
+        let message = format!(
+            "Tool call timed out: {} {} did not run",
+            crate::gate::timed_out_reason(seconds),
+            self.name
+        );
+        Ok(self.end(registry, message, Status::Cancelled, opts, fx))
+    }
+
     fn record(&self, event: &'static str, result: Option<&ToolResult>) -> AuditRecord {
         AuditRecord {
             time: crate::registry::now_iso8601(),
@@ -1495,6 +1530,7 @@ impl Call {
             };
             lock(registry).record(&self.name, outcome, elapsed);
             let event = match status {
+                _ if self.timed_out => "timed-out",
                 _ if ran => "result",
                 Status::Denied => "denied",
                 Status::Cancelled => "cancelled",
@@ -1502,7 +1538,10 @@ impl Call {
             };
             // Every call that was asked about, audited when it ran, or refused is audited; a
             // safe call that failed validation is not (nothing was decided or done).
-            if ran && self.audited || !ran && (self.asked || opts.audit_all || self.level != SafetyLevel::Safe) {
+            if self.timed_out
+                || ran && self.audited
+                || !ran && (self.asked || opts.audit_all || self.level != SafetyLevel::Safe)
+            {
                 fx.audit(&self.record(event, Some(&result)));
             }
             if opts.hooks && ran {
