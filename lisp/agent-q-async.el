@@ -61,6 +61,7 @@
 (declare-function agent-q--core-call-finish "agent-q-core" (pending status value))
 (declare-function agent-q--core-call-cancel "agent-q-core" (pending reason))
 (declare-function agent-q--core-call-reviewed "agent-q-core" (pending accepted edited rejected))
+(declare-function agent-q--core-call-time-out "agent-q-core" (pending seconds))
 (declare-function agent-q--core-channel-open "agent-q-core" (process))
 (declare-function agent-q--core-channel-close "agent-q-core" ())
 (declare-function agent-q--core-channel-drained "agent-q-core" ())
@@ -502,8 +503,10 @@ is idle again."
 
 ;;;; Cancelling
 
-(defun agent-q--cancel (pending reason)
-  "Withdraw PENDING with REASON: close its prompt or review, run nothing."
+(defun agent-q--cancel (pending reason &optional timeout)
+  "Withdraw PENDING with REASON: close its prompt or review, run nothing.
+With TIMEOUT, the seconds of its agent's hook timeout that ran out:
+the core words and audits it as a timeout, not a withdrawal."
   (let ((asked (eq agent-q--asking pending))
         (state (agent-q--pending-state pending)))
     (cond
@@ -513,12 +516,12 @@ is idle again."
       (let ((functions (agent-q--pending-cancel-functions pending)))
         (setf (agent-q--pending-cancel-functions pending) nil)
         (mapc (lambda (f) (ignore-errors (funcall f))) functions))
-      (let ((step (ignore-errors (agent-q--core-call-cancel (agent-q--pending-core pending) reason))))
+      (let ((step (ignore-errors (agent-q--core-end-call pending reason timeout))))
         (when step
           (agent-q--handle-step (agent-q--pending-batch pending)
                                 (agent-q--pending-index pending) step pending))))
      (t
-      (let ((step (ignore-errors (agent-q--core-call-cancel (agent-q--pending-core pending) reason))))
+      (let ((step (ignore-errors (agent-q--core-end-call pending reason timeout))))
         (setf (agent-q--pending-state pending) 'done)
         (when step
           (agent-q--handle-step (agent-q--pending-batch pending)
@@ -529,16 +532,23 @@ is idle again."
           (throw 'agent-q--withdrawn nil)))))
     (agent-q--forget pending)))
 
-(defun agent-q--cancel-all (pendings reason)
+(defun agent-q--core-end-call (pending reason timeout)
+  "End PENDING in the core: cancelled with REASON, or timed out (TIMEOUT)."
+  (if timeout
+      (agent-q--core-call-time-out (agent-q--pending-core pending) timeout)
+    (agent-q--core-call-cancel (agent-q--pending-core pending) reason)))
+
+(defun agent-q--cancel-all (pendings reason &optional timeout)
   "Withdraw PENDINGS with REASON; return how many were withdrawn.
 The one being asked, if any, goes last: withdrawing it leaves its
-prompt, and with it whatever code called this from inside the prompt."
+prompt, and with it whatever code called this from inside the prompt.
+TIMEOUT: see `agent-q--cancel'."
   (let* ((chosen (cl-remove-if (lambda (p) (eq (agent-q--pending-state p) 'done)) pendings))
          (current (and (memq agent-q--asking chosen) agent-q--asking)))
     (dolist (p (remq current chosen))
-      (agent-q--cancel p reason))
+      (agent-q--cancel p reason timeout))
     (when current
-      (agent-q--cancel current reason))
+      (agent-q--cancel current reason timeout))
     (length chosen)))
 
 (defun agent-q-cancel-pending (&optional predicate reason)
@@ -561,14 +571,17 @@ cancelled them).  Return the number of calls withdrawn."
       (message "agent-q: %d pending call%s withdrawn" count (if (= count 1) "" "s")))
     (agent-q--cancel-all chosen (or reason "the user cancelled the pending tool calls"))))
 
-(defun agent-q-cancel-batch (batch &optional reason)
+(defun agent-q-cancel-batch (batch &optional reason timeout)
   "Withdraw what BATCH (from `agent-q-execute-tool-calls-async') still waits for.
 For a client's abort: BATCH's callback still gets every result, the
 withdrawn ones saying they were cancelled (REASON, default: the client
-cancelled them).  Return how many were withdrawn."
+cancelled them).  With TIMEOUT, the seconds its agent waited: they
+say, and the audit records, that the agent's hook timed out.  Return
+how many were withdrawn."
   (agent-q--cancel-all (cl-remove-if-not (lambda (p) (eq (agent-q--pending-batch p) batch))
                                          agent-q--pending)
-                       (or reason "the client cancelled the request")))
+                       (or reason "the client cancelled the request")
+                       timeout))
 
 ;;;; The mode line
 

@@ -325,16 +325,54 @@ it is started with --policy, which replaces that directory.")
 (defconst agent-q-connect--status-message "Waiting for Emacs (agent-q)..."
   "What the agent's terminal shows while a call waits for Emacs.")
 
+(defcustom agent-q-gate-when-emacs-away 'ask
+  "What an agent's hook does when no Emacs gate can be asked.
+`ask': the agent's own prompt (Claude Code, Gemini CLI).  Codex CLI's
+hook cannot make Codex ask: it leaves the call to Codex only where
+Codex's own approval policy asks (\"untrusted\"), and denies it
+otherwise, saying why.  `deny': every agent is refused the call,
+saying why.  `agent-q-gate-connect-agent' writes the choice into the
+hook's command (and Codex's trust of it): connect the agent again after
+changing it."
+  :type '(choice (const :tag "Leave it to the agent's own prompt" ask)
+                 (const :tag "Deny it" deny))
+  :group 'agent-q)
+
+(defcustom agent-q-gate-hook-timeout 600
+  "Seconds an agent waits for its hook, so for your answer in Emacs.
+`agent-q-gate-connect-agent' writes it into the agent's hook
+configuration and passes it to the hook: the prompt shows the time
+left, and when it runs out the call is denied, saying so, in Emacs,
+to the agent and in the audit.  Connect the agent again after
+changing it."
+  :type 'natnum
+  :group 'agent-q)
+
 (defun agent-q-connect--js-regexp-quote (string)
   "STRING with the special characters of a JavaScript regexp escaped."
   (replace-regexp-in-string "[][\\\\^$.|?*+(){}]" "\\\\\\&" string))
 
+(defun agent-q-connect--hook-timeout ()
+  "`agent-q-gate-hook-timeout', checked: a positive number of seconds."
+  (unless (and (natnump agent-q-gate-hook-timeout) (> agent-q-gate-hook-timeout 0))
+    (user-error "`agent-q-gate-hook-timeout' must be a positive number of seconds, not %S"
+                agent-q-gate-hook-timeout))
+  agent-q-gate-hook-timeout)
+
 (defun agent-q-connect--hook-command (agent)
   "The shell command of AGENT's hook: the relay's `hook' mode.
-The connection file is named when it is not the relay's default."
+The connection file is named when it is not the relay's default; the
+hook timeout and, when it is `deny', `agent-q-gate-when-emacs-away'
+are passed on."
   (let ((file (cdr (assq 'AGENT_Q_MCP_CONNECTION_FILE (agent-q-connect--environment)))))
     (concat (shell-quote-argument (agent-q-connect--relay))
             " hook --agent " (symbol-name agent)
+            (format " --timeout %d" (agent-q-connect--hook-timeout))
+            (pcase agent-q-gate-when-emacs-away
+              ('ask "")
+              ('deny " --unreachable deny")
+              (other (user-error "`agent-q-gate-when-emacs-away' must be ask or deny, not %S"
+                                 other)))
             (if file (concat " --connection-file " (shell-quote-argument file)) ""))))
 
 (defun agent-q-connect--hook-group (agent)
@@ -348,15 +386,15 @@ and patch tools are named."
     (pcase agent
       ('claude `((matcher . ,(format "^(?!mcp__%s__)" name))
                  (hooks . [((type . "command") (command . ,command)
-                            (timeout . ,agent-q-mcp-agent-tool-timeout)
+                            (timeout . ,(agent-q-connect--hook-timeout))
                             (statusMessage . ,agent-q-connect--status-message))])))
       ;; Gemini's timeout is in milliseconds.
       ('gemini `((matcher . ,(format "^(?!mcp_%s_)" name))
                  (hooks . [((type . "command") (command . ,command)
-                            (timeout . ,(* 1000 agent-q-mcp-agent-tool-timeout)))])))
+                            (timeout . ,(* 1000 (agent-q-connect--hook-timeout))))])))
       ('codex `((matcher . "^(Bash|apply_patch)$")
                 (hooks . [((type . "command") (command . ,command)
-                           (timeout . ,agent-q-mcp-agent-tool-timeout))]))))))
+                           (timeout . ,(agent-q-connect--hook-timeout)))]))))))
 
 (defun agent-q-connect--own-hook-p (hook)
   "Whether HOOK (one handler, an alist) is agent-q's own."
@@ -523,7 +561,7 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
   (pcase agent
     ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and reportedly in its VS Code extension.")
     ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
-    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it (if you edit the hook, trust it again there).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.")))
+    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it: change it with this command, not by hand (an edited hook is no longer trusted).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.  With Emacs away, a call is left to Codex only where its approval policy asks (untrusted); otherwise it is denied.")))
 
 (defun agent-q-connect--apply (plan)
   "Carry out PLAN, a list of (FILE . TEXT).
@@ -545,7 +583,7 @@ that is left empty."
     (princ (concat notes "\n"))))
 
 ;;;###autoload
-(defun agent-q-gate-connect-agent (agent &optional show)
+(defun agent-q-gate-connect-agent (agent &optional show when-away timeout)
   "Route AGENT's own tools through Emacs: write its hook and what it needs.
 AGENT is `claude' (Claude Code: PreToolUse in
 ~/.claude/settings.json), `gemini' (Gemini CLI: BeforeTool in
@@ -557,12 +595,25 @@ which asks this Emacs when `agent-q-gate-mode' is on; agent-q's own
 MCP tools are left out.
 Existing files are merged (the user's hooks kept, agent-q's replaced,
 the old file kept as FILE.agent-q.bak); a second run changes nothing.
-With SHOW (interactively, a prefix argument), write nothing and show
-the text instead.  `agent-q-gate-disconnect-agent' undoes it.  Return
-the files written."
-  (interactive (list (agent-q-connect--read-agent) current-prefix-arg))
-  (let ((plan (agent-q-connect--gate-plan agent t))
-        (notes (agent-q-connect--gate-notes agent)))
+With SHOW (interactively, \\[universal-argument]), write nothing and show
+the text instead.  WHEN-AWAY (`ask' or `deny') and TIMEOUT (seconds)
+stand for `agent-q-gate-when-emacs-away' and
+`agent-q-gate-hook-timeout'; interactively, with two
+\\[universal-argument], they are asked for.  `agent-q-gate-disconnect-agent' undoes
+it.  Return the files written."
+  (interactive
+   (let ((agent (agent-q-connect--read-agent)))
+     (if (equal current-prefix-arg '(16))
+         (list agent nil
+               (intern (completing-read "When no Emacs can be asked: " '("ask" "deny") nil t
+                                        nil nil (symbol-name agent-q-gate-when-emacs-away)))
+               (read-number "Seconds the agent waits for your answer: "
+                            agent-q-gate-hook-timeout))
+       (list agent current-prefix-arg))))
+  (let* ((agent-q-gate-when-emacs-away (or when-away agent-q-gate-when-emacs-away))
+         (agent-q-gate-hook-timeout (or timeout agent-q-gate-hook-timeout))
+         (plan (agent-q-connect--gate-plan agent t))
+         (notes (agent-q-connect--gate-notes agent)))
     (if show
         (progn (agent-q-connect--show plan notes) nil)
       (agent-q-connect--apply plan)

@@ -99,6 +99,7 @@
 (declare-function notifications-notify "notifications" (&rest params))
 
 (defvar agent-q-mcp-gate-function)
+(defvar agent-q-prompt-deadline-function)
 (defvar agent-q-mcp-start-hook)
 (defvar agent-q-mcp-stop-hook)
 
@@ -297,6 +298,9 @@ saves a rule limited by :agent."
   "Key -> the function that answers a request that did not come from the server.
 See `agent-q-gate-request'.")
 
+(defvar agent-q-gate--deadlines (make-hash-table :test #'eq :weakness 'key)
+  "Batch of a gate request -> when its agent stops waiting (`float-time').")
+
 (defvar agent-q-gate--run "0"
   "What makes the gate's call ids unique across the server's starts.")
 
@@ -419,7 +423,16 @@ working directory.  WHAT describes the request for a notification."
                    :workspace (list :directories (and cwd (list cwd))
                                     :source (format "the working directory of %s" label))))))
     (puthash key batch agent-q-gate--requests)
+    (let ((wait (plist-get props :wait-secs)))
+      (when (natnump wait)
+        (puthash batch (+ (float-time) wait) agent-q-gate--deadlines)))
     (agent-q-gate--notify-if-waiting batch label what)))
+
+(defun agent-q-gate--deadline ()
+  "When the agent of the call being asked stops waiting, or nil.
+See `agent-q-prompt-deadline-function'."
+  (and agent-q--asking
+       (gethash (agent-q--pending-batch agent-q--asking) agent-q-gate--deadlines)))
 
 (defun agent-q-gate--each (key props tool arg values)
   "Decide the gate request KEY (PROPS): one call of TOOL for each of VALUES.
@@ -583,11 +596,23 @@ interrupted)."
     (when batch
       (agent-q-cancel-batch batch (or why "the agent withdrew the call (it was interrupted)")))))
 
+(defun agent-q-gate-time-out (key seconds reason)
+  "End the gate request KEY: its agent's hook timeout of SECONDS ran out.
+The core has denied it to the agent, saying REASON; say it here too,
+and audit it as a timeout."
+  (let ((batch (gethash key agent-q-gate--requests)))
+    (remhash key agent-q-gate--requests)
+    (remhash key agent-q-gate--answerers)
+    (when batch
+      (agent-q-cancel-batch batch reason seconds)
+      (agent-q-gate--notify reason))))
+
 (defun agent-q-gate--event (event)
   "Act on EVENT, a gate item of `agent-q--core-mcp-take'."
   (pcase event
     (`(:gate ,key . ,props) (agent-q-gate-request key props))
-    (`(:gate-withdrawn ,key) (agent-q-gate-withdraw key))))
+    (`(:gate-withdrawn ,key) (agent-q-gate-withdraw key))
+    (`(:gate-timed-out ,key ,seconds ,reason) (agent-q-gate-time-out key seconds reason))))
 
 ;;;; Turning it on and off
 
@@ -630,6 +655,7 @@ While it is off, the hook falls back to the agent's own prompt."
   (if agent-q-gate-mode
       (progn
         (setq agent-q-mcp-gate-function #'agent-q-gate--event)
+        (setq agent-q-prompt-deadline-function #'agent-q-gate--deadline)
         (add-hook 'agent-q-mcp-start-hook #'agent-q-gate--server-started)
         (add-hook 'agent-q-mcp-stop-hook #'agent-q-gate--server-stopping)
         (when (agent-q-mcp-running-p)
@@ -640,6 +666,7 @@ While it is off, the hook falls back to the agent's own prompt."
       ;; The server withdraws what waits (:gate-withdrawn), handled below.
       (agent-q--core-mcp-set-gating nil))
     (agent-q-gate--server-stopping)
+    (setq agent-q-prompt-deadline-function nil)
     (setq agent-q-mcp-gate-function nil)))
 
 (provide 'agent-q-gate)

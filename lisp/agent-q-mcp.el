@@ -191,8 +191,9 @@ Each is a plist (:client LABEL :session SESSION :protocol VERSION
 
 (defvar agent-q-mcp-gate-function nil
   "Function called with each gate item of the server, or nil.
-An item is (:gate KEY ...) or (:gate-withdrawn KEY): a terminal
-agent's own tool call, through its hook (see `agent-q-gate-mode',
+An item is (:gate KEY ...), (:gate-withdrawn KEY) or (:gate-timed-out
+KEY SECONDS REASON): a terminal agent's own tool call, through its hook
+\(see `agent-q-gate-mode',
 which sets it).  With none, a gate request is answered `ask': the
 agent's own prompt.")
 
@@ -462,7 +463,7 @@ so that Emacs's main loop (input, redisplay) runs in between."
       (pcase (pop agent-q-mcp--backlog)
         (`(:call ,key . ,props) (agent-q-mcp--call key props))
         (`(:cancel ,key) (agent-q-mcp--cancel key))
-        ((and `(,(or :gate :gate-withdrawn) ,key . ,_) event)
+        ((and `(,(or :gate :gate-withdrawn :gate-timed-out) ,key . ,_) event)
          (agent-q-mcp--gate event key)))))
   (when (and agent-q-mcp--backlog (not agent-q-mcp--backlog-timer))
     (setq agent-q-mcp--backlog-timer (run-at-time 0 nil #'agent-q-mcp--work))))

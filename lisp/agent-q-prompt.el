@@ -337,6 +337,18 @@ would contact the remote host before the user answered."
         (setq plist (cddr plist)))
       (concat "(" (string-join (nreverse lines) "\n ") ")\n"))))
 
+(defvar agent-q-prompt-deadline-function nil
+  "Function telling when the call being asked must be answered, or nil.
+It takes no argument and returns a `float-time', or nil for no limit.
+The terminal agents' gate sets it: an agent waits for its hook only so
+long.")
+
+(defun agent-q-prompt--time-left ()
+  "Seconds left to answer the call being asked, or nil when unlimited."
+  (let ((deadline (and agent-q-prompt-deadline-function
+                       (funcall agent-q-prompt-deadline-function))))
+    (and deadline (max 0 (round (- deadline (float-time)))))))
+
 (defun agent-q-prompt--context-get (key)
   "Return KEY of `agent-q-approval-context', or nil when it is unbound."
   (and (boundp 'agent-q-approval-context)
@@ -448,11 +460,15 @@ cannot confirm: a second, deliberate key must.  \\[keyboard-quit] denies the cal
 
 (defun agent-q-prompt--notes ()
   "The notes of the prompt, after \"agent-q\": a list of strings.
-What else waits, how long this call did; from `agent-q-approval-context'."
+How long the agent still waits (`agent-q-prompt--time-left'), what else
+waits, how long this call did; from `agent-q-approval-context'."
   (let ((waiting (agent-q-prompt--context-get :waiting))
         (held (agent-q-prompt--context-get :held))
         (deferred (agent-q-prompt--context-get :deferred)))
-    (delq nil (list (and waiting (> waiting 0) (format "%d more waiting" waiting))
+    (delq nil (list (let ((left (agent-q-prompt--time-left)))
+                      (and left (format "the agent waits %s more"
+                                        (format-seconds "%m:%02s" left))))
+                    (and waiting (> waiting 0) (format "%d more waiting" waiting))
                     (cond (deferred (format "you deferred it with l %ds ago" deferred))
                           (held (format "held %ds until you paused" held)))))))
 
@@ -700,6 +716,20 @@ really designates (resolving links)."
           (agent-q-prompt--ask tool-name args level reason)
         (quit :denied))))))
 
+(defun agent-q-prompt--with-time-left (prompt read)
+  "Call READ; while it waits, show PROMPT's text anew every second.
+PROMPT is a function returning the prompt; only when the call being
+asked has a deadline (see `agent-q-prompt-deadline-function'), so that
+the time left it shows counts down."
+  (if (not (agent-q-prompt--time-left))
+      (funcall read)
+    (let ((timer (run-at-time
+                  1 1 (lambda ()
+                        (let ((message-log-max nil))
+                          (message "%s" (funcall prompt)))))))
+      (unwind-protect (funcall read)
+        (cancel-timer timer)))))
+
 (defun agent-q-prompt--ask (tool-name args level reason)
   "Prompt loop of `agent-q-approve-in-minibuffer' for TOOL-NAME and ARGS.
 LEVEL is the safety level, REASON the context's reason or nil.
@@ -750,9 +780,13 @@ a call that no grant can cover is approved alone, saying why."
     (while (not answer)
       (let* ((later (agent-q-prompt--context-get :async))
              (choices (if later '(?y ?n ?r ?e ?v ?a ?s ?l) '(?y ?n ?r ?e ?v ?a ?s)))
-             (key (agent-q-prompt--read-key
-                   (agent-q-prompt--prompt tool-name args level reason complaint)
-                   settle)))
+             (shown complaint)
+             (key (agent-q-prompt--with-time-left
+                   (lambda () (agent-q-prompt--prompt tool-name args level reason shown))
+                   (lambda ()
+                     (agent-q-prompt--read-key
+                      (agent-q-prompt--prompt tool-name args level reason complaint)
+                      settle)))))
         (setq complaint nil settle nil)
         (cond
          ((null key)

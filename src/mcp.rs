@@ -258,7 +258,7 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 /// (:call KEY :tool NAME :arguments ARGUMENTS :client CLIENT :client-name NAME :session SESSION
 /// :channel CHANNEL :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY), and, while
 /// gating is on (`agent-q--core-mcp-set-gating'), (:gate KEY :agent AGENT :event EVENT ...) (see
-/// [`gate_value`]) and (:gate-withdrawn KEY). CLIENT is "NAME VERSION" as the client introduced
+/// [`gate_value`]) and (:gate-withdrawn KEY), (:gate-timed-out KEY SECONDS REASON). CLIENT is "NAME VERSION" as the client introduced
 /// itself, NAME its name alone. CHANNEL is the hub's channel of the call (its session's, or its
 /// own for a stateless request): what the call may see of other calls' work is keyed by it,
 /// never by NAME. ARGUMENTS are the call's arguments as the server
@@ -322,6 +322,12 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
             Event::GateWithdrawn { key } => {
                 env.list((env.intern(":gate-withdrawn")?, i64::try_from(key).unwrap_or(i64::MAX)))?
             }
+            Event::GateTimedOut { key, seconds } => env.list((
+                env.intern(":gate-timed-out")?,
+                i64::try_from(key).unwrap_or(i64::MAX),
+                i64::try_from(seconds).unwrap_or(i64::MAX),
+                agent_q_core::gate::timed_out_reason(seconds),
+            ))?,
         });
     }
     env.list(&items)
@@ -371,7 +377,8 @@ fn optional_string<'e>(env: &'e Env, text: Option<&str>) -> Result<Value<'e>> {
 }
 
 /// The `:gate` item of `agent-q--core-mcp-take': (:gate KEY :agent AGENT :event EVENT :session
-/// SESSION :cwd CWD :tool TOOL :tool-use-id ID :input INPUT :kind KIND). AGENT is `claude',
+/// SESSION :cwd CWD :tool TOOL :tool-use-id ID :input INPUT :kind KIND :wait-secs SECS). SECS
+/// is how long the agent waits for the answer (its hook timeout), or nil. AGENT is `claude',
 /// `gemini' or `codex', EVENT `pre-tool' or `permission-request' (symbols); SESSION and CWD
 /// strings (empty when the agent sent none), ID a string or nil. INPUT is the tool input as
 /// the agent sent it and KIND what it does, both plists with keyword keys (JSON arrays are
@@ -402,6 +409,11 @@ fn gate_value<'e>(env: &'e Env, key: u64, request: &agent_q_core::gate::GateRequ
         super::convert::json_value(env, &Json::Object(request.tool_input.clone()))?,
         env.intern(":kind")?,
         super::convert::json_value(env, &kind)?,
+        env.intern(":wait-secs")?,
+        match request.wait_secs {
+            Some(secs) => i64::try_from(secs).unwrap_or(i64::MAX).into_lisp(env)?,
+            None => env.intern("nil")?,
+        },
     ];
     env.list(&fields[..])
 }

@@ -149,10 +149,13 @@
 
 ;;;; The agents' own tools: their hooks
 
-(defun agent-q-connect-test--hook (agent)
-  "The hook command `agent-q-gate-connect-agent' writes for AGENT."
-  (format "%s hook --agent %s"
-          (expand-file-name "../bin/agent-q-mcp" agent-q-connect--directory) agent))
+(defun agent-q-connect-test--hook (agent &optional timeout deny)
+  "The hook command `agent-q-gate-connect-agent' writes for AGENT.
+TIMEOUT is its seconds (600 by default); DENY, whether it denies when
+Emacs is away."
+  (format "%s hook --agent %s --timeout %d%s"
+          (expand-file-name "../bin/agent-q-mcp" agent-q-connect--directory) agent
+          (or timeout 600) (if deny " --unreachable deny" "")))
 
 (ert-deftest agent-q-connect-test-gate-claude-merges-once-and-undoes ()
   "The user's hooks and settings are kept; agent-q's is replaced; twice is once; undo restores."
@@ -271,6 +274,55 @@
                      (with-temp-buffer
                        (insert original) (goto-char (point-min))
                        (json-parse-buffer :object-type 'alist)))))))
+
+(ert-deftest agent-q-connect-test-gate-away-and-timeout-chosen-in-the-command ()
+  "Deny when Emacs is away and the hook timeout: in each hook, Codex's trust matching."
+  (agent-q-connect-test--with-home
+    (let* ((hooks (expand-file-name ".codex/hooks.json" home))
+           (config (expand-file-name ".codex/config.toml" home))
+           (claude (expand-file-name ".claude/settings.json" home))
+           (gemini (expand-file-name ".gemini/settings.json" home))
+           (handler (lambda (file event)
+                      (aref (alist-get 'hooks
+                                       (aref (alist-get event (alist-get 'hooks (agent-q-connect-test--json file)))
+                                             0))
+                            0))))
+      ;; As arguments of the command.
+      (agent-q-gate-connect-agent 'codex nil 'deny 90)
+      (let ((hook (funcall handler hooks 'PreToolUse)))
+        (should (equal (alist-get 'command hook) (agent-q-connect-test--hook 'codex 90 t)))
+        (should (equal (alist-get 'timeout hook) 90))
+        ;; Codex trusts exactly this hook: its hash is of the command with the choice.
+        (should (string-search
+                 (concat "trusted_hash = \"sha256:"
+                         (secure-hash
+                          'sha256
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":90,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                                  (agent-q-connect-test--hook 'codex 90 t)))
+                         "\"")
+                 (agent-q-connect-test--text config))))
+      ;; Connected again with the defaults: the choice and its trust are replaced, not added.
+      (agent-q-gate-connect-agent 'codex)
+      (should (equal (alist-get 'command (funcall handler hooks 'PreToolUse))
+                     (agent-q-connect-test--hook 'codex)))
+      (should (= 1 (with-temp-buffer
+                     (insert-file-contents config)
+                     (how-many "^trusted_hash" (point-min) (point-max)))))
+      ;; As options; Gemini's timeout in milliseconds.
+      (let ((agent-q-gate-when-emacs-away 'deny)
+            (agent-q-gate-hook-timeout 45))
+        (agent-q-gate-connect-agent 'claude)
+        (agent-q-gate-connect-agent 'gemini))
+      (let ((hook (funcall handler claude 'PreToolUse)))
+        (should (equal (alist-get 'command hook) (agent-q-connect-test--hook 'claude 45 t)))
+        (should (equal (alist-get 'timeout hook) 45)))
+      (let ((hook (funcall handler gemini 'BeforeTool)))
+        (should (equal (alist-get 'command hook) (agent-q-connect-test--hook 'gemini 45 t)))
+        (should (equal (alist-get 'timeout hook) 45000)))
+      (let ((agent-q-gate-when-emacs-away 'maybe))
+        (should-error (agent-q-gate-connect-agent 'claude) :type 'user-error))
+      (let ((agent-q-gate-hook-timeout 0))
+        (should-error (agent-q-gate-connect-agent 'claude) :type 'user-error)))))
 
 (ert-deftest agent-q-connect-test-gate-show-writes-nothing ()
   (agent-q-connect-test--with-home

@@ -752,6 +752,9 @@ See `agent-q-gate-test-prompt-shows-the-call-as-the-agent-put-it'."
   "Non-nil: the tools Claude Code is started with (--allowedTools).
 Under -p it offers its model Grep and Glob only when named so.")
 
+(defvar agent-q-gate-test--codex-policy "never"
+  "The approval_policy of Codex's config.toml in the tests.")
+
 (defvar agent-q-gate-test--by-command nil
   "Non-nil: `agent-q-gate-connect-agent' writes the hooks, not the test.")
 
@@ -831,7 +834,10 @@ and Gemini's policy, then read from its user policies, not --policy."
        (let ((codex-home (expand-file-name ".codex" home)))
          (agent-q-agents-test--write
           (expand-file-name "config.toml" codex-home)
-          (agent-q-agents-test--codex-config model))
+          (replace-regexp-in-string
+           "^approval_policy = \"never\"$"
+           (format "approval_policy = %S" agent-q-gate-test--codex-policy)
+           (agent-q-agents-test--codex-config model) t t))
          ;; Codex's matcher is a Rust regex, without lookahead: its shell tool by name.
          ;; By the command, the hook is also trusted in config.toml: no bypass.
          (if agent-q-gate-test--by-command
@@ -1277,9 +1283,9 @@ gone) or `stale' (the file left behind, nothing listening at its
 port).  The hook answers the agent's own flow: Claude Code's -p
 refuses what it would ask about; Gemini CLI's -p waits for a
 confirmation it cannot show (see `agent-q-gate-test--gemini-waits');
-Codex, which the hook cannot make ask, runs it as its own
-approval_policy (never) says.  With --unreachable deny, the hook
-refuses it for all three, saying why."
+Codex, which the hook cannot make ask, is refused it, since its
+approval_policy (never) would run it unasked.  With --unreachable
+deny, the hook refuses it for all three, saying why."
   (dolist (unreachable '(ask deny))
     (agent-q-gate-test--with-agent-dirs
       (let* ((marker (format "unasked-%s-%d" unreachable (random 1000000)))
@@ -1335,15 +1341,16 @@ DIR, HOME and MODEL are the run's."
       ;; Emacs was never asked, nor audited anything.
       (should-not agent-q-gate-test--asked)
       (should-not (file-exists-p agent-q-audit-file))
-      (if (and (eq agent 'codex) (eq unreachable 'ask))
-          ;; Codex's own flow: its approval_policy = "never" runs it.
-          (should ran)
-        (should-not ran)
-        (unless (eq agent 'codex)
-          (should (eq (alist-get 'error result) t)))
-        (when (eq unreachable 'deny)
-          (should (string-match-p "agent-q could not ask Emacs"
-                                  (alist-get 'text result))))))))
+      ;; Nothing ran: Codex too, whose approval_policy "never" would have run it unasked.
+      (should-not ran)
+      (unless (eq agent 'codex)
+        (should (eq (alist-get 'error result) t)))
+      (when (or (eq unreachable 'deny) (eq agent 'codex))
+        (should (string-match-p "agent-q could not ask Emacs" (alist-get 'text result))))
+      (when (and (eq agent 'codex) (eq unreachable 'ask))
+        ;; Why, and what to do.
+        (should (string-match-p "approval policy is never" (alist-get 'text result)))
+        (should (string-match-p "agent-q-gate-disconnect-agent" (alist-get 'text result)))))))
 
 (ert-deftest agent-q-gate-test-claude-unreachable ()
   "Claude Code -p with Emacs's server stopped: ask, which -p refuses; nothing runs."
@@ -1355,8 +1362,15 @@ See `agent-q-gate-test--gemini-waits'."
   (agent-q-gate-test--unreachable 'gemini 'stale))
 
 (ert-deftest agent-q-gate-test-codex-unreachable ()
-  "Codex CLI with Emacs's server stopped: its own approval policy; --unreachable deny refuses."
+  "Codex CLI with Emacs's server stopped: approval_policy never, so denied, either way."
   (agent-q-gate-test--unreachable 'codex 'stopped))
+
+(ert-deftest agent-q-gate-test-codex-on-request-unreachable ()
+  "Codex CLI, approval_policy on-request, with Emacs's server stopped: denied.
+`codex exec' runs with the policy never whatever its config says, and
+tells the hook so (permission_mode bypassPermissions)."
+  (let ((agent-q-gate-test--codex-policy "on-request"))
+    (agent-q-gate-test--unreachable 'codex 'stopped)))
 
 (defun agent-q-gate-test--start (agent home dir work model output)
   "Start AGENT in WORK (HOME, DIR, MODEL as `agent-q-gate-test--run'), into OUTPUT.
@@ -1458,6 +1472,75 @@ a late answer harms nothing: the command never runs."
 (ert-deftest agent-q-gate-test-codex-killed ()
   "Codex CLI killed while its shell call waits in Emacs.  See `agent-q-gate-test--killed'."
   (agent-q-gate-test--killed 'codex))
+
+(defun agent-q-gate-test--timed-out (agent)
+  "AGENT's call left unanswered in Emacs until its hook timeout runs out.
+The hook, told the timeout (--timeout), ends the wait just before the
+agent would: the call leaves `agent-q--pending', Emacs says so, the
+audit records a timeout of the agent's hook (not a withdrawal), the
+model is told it was denied and why, and nothing runs."
+  (agent-q-gate-test--with-agent-dirs
+    (let* ((marker (format "late-%d" (random 1000000)))
+           (agent-q-gate-test--hook-args '("--timeout" "6"))
+           (agent-q-approval-function #'agent-q-gate-test--later)
+           (told nil)
+           key)
+      (cl-letf (((symbol-function 'agent-q-gate--notify) (lambda (text) (push text told))))
+        (agent-q-gate-mode 1)
+        (agent-q-mcp-start)
+        (setq model (agent-q-agents-test--start-model
+                     dir (agent-q-agents-test--prop agent :dialect)
+                     (list (agent-q-gate-test--shell-step agent (concat "touch " marker))
+                           '((text . "Done.")))))
+        (let* ((output (generate-new-buffer " *agent-q-gate-agent*"))
+               (process (agent-q-gate-test--start agent home dir work model output)))
+          (unwind-protect
+              (progn
+                (agent-q-agents-test--wait (lambda () agent-q--pending) agent-q-agents-test--timeout
+                                           (format "%s's call to wait in Emacs" agent))
+                (setq key (car (hash-table-keys agent-q-gate--requests)))
+                ;; The prompt would count down: the agent waits at most 6 s.
+                (let ((agent-q--asking (car agent-q--pending)))
+                  (should (<= 0 (- (agent-q-gate--deadline) (float-time)) 6)))
+                (agent-q-agents-test--wait (lambda () (not agent-q--pending)) 60
+                                           "the call's timeout")
+                (agent-q-agents-test--wait (lambda () (not (process-live-p process)))
+                                           agent-q-agents-test--timeout
+                                           (format "%s to finish" agent))
+                (should-not (gethash key agent-q-gate--requests))
+                (let ((record (car (last (agent-q-agents-test--json-lines agent-q-audit-file)))))
+                  (should (equal (alist-get 'event record) "timed-out"))
+                  (should (equal (alist-get 'decision record) "timeout"))
+                  (should (string-match-p "within 5 s, before the agent's hook timeout"
+                                          (alist-get 'content record))))
+                (should (string-match-p "within 5 s, before the agent's hook timeout" (car told)))
+                (let* ((steps (cl-remove-if-not
+                               (lambda (r) (equal (alist-get 'kind r) "step"))
+                               (agent-q-agents-test--json-lines (nth 2 model))))
+                       (result (car (alist-get 'results (nth 1 steps)))))
+                  (should (string-match-p "hook timeout" (alist-get 'text result))))
+                (should-not (file-exists-p (expand-file-name marker work))))
+            (when (process-live-p process)
+              (delete-process process))
+            (kill-buffer output)))))))
+
+(ert-deftest agent-q-gate-test-claude-timed-out ()
+  "Claude Code's call unanswered past its hook timeout.  See `agent-q-gate-test--timed-out'."
+  (agent-q-gate-test--timed-out 'claude))
+
+(ert-deftest agent-q-gate-test-codex-timed-out ()
+  "Codex CLI's call unanswered past its hook timeout.  See `agent-q-gate-test--timed-out'."
+  (agent-q-gate-test--timed-out 'codex))
+
+(ert-deftest agent-q-gate-test-prompt-shows-time-left ()
+  "The prompt of a call with a deadline says how long the agent still waits."
+  (let ((agent-q-prompt-deadline-function (lambda () (+ (float-time) 125.2))))
+    (should (string-match-p "the agent waits 2:05 more"
+                            (agent-q-prompt--prompt "shell_command" '(:command "ls") :dangerous nil))))
+  (let ((agent-q-prompt-deadline-function (lambda () nil)))
+    (should-not (string-match-p "the agent waits"
+                                (agent-q-prompt--prompt "shell_command" '(:command "ls")
+                                                        :dangerous nil)))))
 
 (provide 'agent-q-gate-test)
 

@@ -289,6 +289,31 @@ fn call_cancel<'e>(env: &'e Env, pending: Value<'e>, reason: Value<'e>) -> Resul
     }
 }
 
+/// End PENDING because its agent's hook timeout of SECONDS ran out (nothing more of it runs);
+/// audited as `timed-out`. Return `(:done RESULT)`, or nil when it is finished or Lisp is
+/// working on it at this moment.
+#[defun]
+fn call_time_out<'e>(env: &'e Env, pending: Value<'e>, seconds: Value<'e>) -> Result<Value<'e>> {
+    let cell = pending_cell(env, pending)?;
+    let seconds = crate::args::integer(env, seconds, "SECONDS")?;
+    let seconds = u64::try_from(seconds).unwrap_or(0);
+    let taken = {
+        let mut p = cell.borrow_mut();
+        p.call.take().map(|c| (p.registry.clone(), p.opts.clone(), c))
+    };
+    let Some((registry, opts, mut call)) = taken else {
+        return env.intern("nil");
+    };
+    let mut host = EmacsHost {
+        env,
+        given: Given::default(),
+    };
+    match call.time_out(&registry, seconds, &opts, &mut host) {
+        Ok(result) => env.list((keyword(env, "done")?, convert::result_value(env, &result)?)),
+        Err(e) => stage_error(env, e),
+    }
+}
+
 /// What PENDING is: (:id ID :tool NAME :client CLIENT :stage STAGE), STAGE one of :guard :asking
 /// :running :done; :stage is :busy while Lisp works on it.
 #[defun]

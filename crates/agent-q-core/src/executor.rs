@@ -1092,6 +1092,8 @@ pub struct Call {
     verdict: Option<String>,
     started: Option<Instant>,
     audited: bool,
+    /// Ended by its agent's hook timeout ([`Call::time_out`]).
+    timed_out: bool,
 }
 
 /// The registry the executor works with.
@@ -1127,6 +1129,7 @@ impl Call {
             verdict: None,
             started: None,
             audited: false,
+            timed_out: false,
         }
     }
 
@@ -1644,6 +1647,7 @@ impl Call {
             },
             "approved" => "the user approved it at the prompt".to_string(),
             "modified" => "the user edited the arguments at the prompt and approved them".to_string(),
+            "timeout" => "not decided: the agent's hook timed out before anyone answered".to_string(),
             _ => self
                 .verdict
                 .clone()
@@ -1655,8 +1659,43 @@ impl Call {
                 format!("{base}; withdrawn while its review was open: {why}")
             }
             Some(why) => format!("{base}; withdrawn while it ran: {why}"),
+            None if self.timed_out && self.decision != "timeout" => {
+                format!("{base}; the agent's hook timed out while it ran")
+            }
             None => base,
         }
+    }
+
+    /// End the call because the agent that made it stopped waiting: its hook timeout of
+    /// SECONDS ran out before anyone answered (see [`crate::gate::timed_out_reason`]). As a
+    /// cancellation, but audited as the event `timed-out`, with the decision `timeout`.
+    pub fn time_out<L: Clone>(
+        &mut self,
+        registry: &Shared<L>,
+        seconds: u64,
+        opts: &Options,
+        fx: &mut dyn Effects,
+    ) -> Result<ToolResult, StageError> {
+        if self.stage == Stage::Done {
+            return Err(StageError {
+                call: self.label(),
+                stage: self.stage,
+                what: "a timeout",
+            });
+        }
+        if self.stage != Stage::Running {
+            self.decision = "timeout";
+        }
+        if std::mem::take(&mut self.optional) {
+            self.asked = true;
+        }
+        self.timed_out = true;
+        let message = format!(
+            "Tool call timed out: {} {} did not run",
+            crate::gate::timed_out_reason(seconds),
+            self.name
+        );
+        Ok(self.end(registry, message, Status::Cancelled, opts, fx))
     }
 
     fn record(&self, event: &'static str, result: Option<&ToolResult>) -> AuditRecord {
@@ -1712,6 +1751,7 @@ impl Call {
             };
             lock(registry).record(&self.name, outcome, elapsed);
             let event = match status {
+                _ if self.timed_out => "timed-out",
                 _ if ran => "result",
                 Status::Denied => "denied",
                 Status::Cancelled => "cancelled",
@@ -1719,7 +1759,10 @@ impl Call {
             };
             // Every call that was asked about, audited when it ran, or refused is audited; a
             // safe call that failed validation is not (nothing was decided or done).
-            if ran && self.audited || !ran && (self.asked || opts.audit_all || self.level != SafetyLevel::Safe) {
+            if self.timed_out
+                || ran && self.audited
+                || !ran && (self.asked || opts.audit_all || self.level != SafetyLevel::Safe)
+            {
                 fx.audit(&self.record(event, Some(&result)));
             }
             if opts.hooks && ran {

@@ -10,32 +10,26 @@
 //!   asks about them itself).
 //! - Emacs cannot be asked (no connection file, a dead pid, nothing listening, the token
 //!   refused, the gate off, an unreadable input, any error): the agent's own flow — Claude and
-//!   Gemini `ask`, Codex no output — with the reason on stderr; never an allow. With
-//!   `--unreachable deny`, a deny whose reason says why.
+//!   Gemini `ask`, Codex no output where its own approval policy asks, else a deny — with
+//!   the reason on stderr; never an allow. With `--unreachable deny`, a deny whose reason says
+//!   why. See [`agent_q_core::gate::unreachable_answer`].
+//! - `--timeout SECONDS` (the agent's hook timeout): the request tells Emacs how long the
+//!   agent waits, less a margin to answer in; when it runs out the call is denied, saying so.
 //! - The agent gone while its call waits (killed: the pipe it reads the hook's answer from is
 //!   closed): the request is dropped, so Emacs withdraws the call (see `agent_gone`).
 
 use std::io::Read;
 use std::path::PathBuf;
 
+pub use agent_q_core::gate::Unreachable;
 use agent_q_core::gate::{
-    format_answer, format_answer_to, parse_hook_input, Agent, GateAnswer, GateRequest, HookEvent, HookOutput,
-    MAX_HOOK_INPUT_BYTES,
+    codex_approval, format_answer, format_answer_to, parse_hook_input, unreachable_answer, Agent, CodexApproval,
+    CodexConfig, GateAnswer, GateRequest, HookEvent, HookOutput, MAX_HOOK_INPUT_BYTES, MAX_WAIT_SECS,
 };
 use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT};
 use thiserror::Error;
 
 use crate::relay::{check_process_owner, error_chain, http_client, read_connection, resolve_connection_file};
-
-/// What to answer when Emacs cannot be asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Unreachable {
-    /// The agent's own flow: Claude and Gemini ask, Codex prints nothing.
-    #[default]
-    Ask,
-    /// Deny, saying why.
-    Deny,
-}
 
 /// The hook's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +42,9 @@ pub struct HookOptions {
     pub connection_file: Option<PathBuf>,
     /// `--unreachable`.
     pub unreachable: Unreachable,
+    /// `--timeout`: the agent's hook timeout in seconds, as the connect command wrote it into
+    /// the agent's configuration.
+    pub timeout: Option<u64>,
 }
 
 /// Why Emacs could not be asked.
@@ -76,12 +73,16 @@ pub struct HookResult {
 /// Run the hook as OPTIONS say, with the hook input on STDIN.
 pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
     let event = options.event.unwrap_or(HookEvent::PreTool);
-    let request = read_input(stdin).and_then(|bytes| {
-        parse_hook_input(options.agent, options.event, &bytes).map_err(|e| HookError::Input(e.to_string()))
-    });
-    let request = match request {
-        Ok(request) => request,
-        Err(error) => return fallback(options, event, &error),
+    let bytes = match read_input(stdin) {
+        Ok(bytes) => bytes,
+        Err(error) => return fallback(options, event, &[], &error),
+    };
+    let request = match parse_hook_input(options.agent, options.event, &bytes) {
+        Ok(mut request) => {
+            request.wait_secs = options.timeout.map(agent_wait);
+            request
+        }
+        Err(error) => return fallback(options, event, &bytes, &HookError::Input(error.to_string())),
     };
     if request.is_agent_q_tool() {
         return HookResult {
@@ -94,24 +95,98 @@ pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
             output: format_answer_to(&request, &answer),
             message: None,
         },
-        Err(error) => fallback(options, request.event, &error),
+        Err(error) => fallback(options, request.event, &bytes, &error),
     }
 }
 
-/// The answer when Emacs cannot be asked because of ERROR.
-fn fallback(options: &HookOptions, event: HookEvent, error: &HookError) -> HookResult {
-    let answer = match options.unreachable {
-        Unreachable::Ask => GateAnswer::Ask {
-            reason: Some(format!("agent-q could not ask Emacs ({error}); asking here instead")),
-        },
-        Unreachable::Deny => GateAnswer::Deny {
-            reason: format!("agent-q could not ask Emacs about this call ({error}), and denies it when it cannot"),
-        },
-    };
+/// Seconds kept, of the agent's hook timeout, for the hook to print its answer.
+const ANSWER_MARGIN_SECS: u64 = 5;
+
+/// How long Emacs may take to answer, of the agent's hook TIMEOUT (seconds): all of it but
+/// [`ANSWER_MARGIN_SECS`] (a quarter of a short one).
+fn agent_wait(timeout: u64) -> u64 {
+    let timeout = timeout.min(MAX_WAIT_SECS);
+    timeout.saturating_sub(ANSWER_MARGIN_SECS.min(timeout / 4)).max(1)
+}
+
+/// The answer when Emacs cannot be asked because of ERROR; BYTES is the hook input.
+fn fallback(options: &HookOptions, event: HookEvent, bytes: &[u8], error: &HookError) -> HookResult {
+    let codex = (options.agent == Agent::Codex && options.unreachable == Unreachable::Ask).then(|| codex_policy(bytes));
+    let answer = unreachable_answer(
+        options.agent,
+        event,
+        options.unreachable,
+        codex.as_ref(),
+        &error.to_string(),
+    );
     HookResult {
         output: format_answer(options.agent, event, &answer),
         message: Some(format!("agent-q-mcp hook: {error}")),
     }
+}
+
+/// Codex's approval policy, from its hook input BYTES, its command line (an ancestor of this
+/// process named `codex`) and its configuration files.
+fn codex_policy(bytes: &[u8]) -> CodexApproval {
+    let input: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    let permission_mode = input.get("permission_mode").and_then(|v| v.as_str());
+    let cwd = input.get("cwd").and_then(|v| v.as_str()).map(PathBuf::from);
+    let argv = codex_argv();
+    let mut configs = Vec::new();
+    let mut add = |path: PathBuf| {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            configs.push(CodexConfig {
+                name: path.display().to_string(),
+                text,
+            });
+        }
+    };
+    add(PathBuf::from("/etc/codex/managed_config.toml"));
+    if let Some(cwd) = cwd {
+        for dir in cwd.ancestors().take(64) {
+            add(dir.join(".codex/config.toml"));
+        }
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
+    if let Some(home) = home {
+        add(home.join("config.toml"));
+    }
+    codex_approval(permission_mode, argv.as_deref(), &configs)
+}
+
+/// The command line of the nearest ancestor process whose program is `codex` (Codex runs
+/// its hooks as its children, or through a shell), or `None`.
+#[cfg(target_os = "linux")]
+fn codex_argv() -> Option<Vec<String>> {
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..8 {
+        if pid <= 1 {
+            return None;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let argv: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let named = |p: &std::path::Path| p.file_name().is_some_and(|n| n == "codex");
+        if exe.as_deref().is_some_and(named) || argv.first().is_some_and(|a| named(std::path::Path::new(a))) {
+            return Some(argv);
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The parent's pid is the second field after the command's closing parenthesis.
+        pid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+    }
+    None
+}
+
+/// Elsewhere Codex's command line is not read: its policy is then told by its input and files.
+#[cfg(not(target_os = "linux"))]
+fn codex_argv() -> Option<Vec<String>> {
+    None
 }
 
 /// STDIN, at most [`MAX_HOOK_INPUT_BYTES`].
@@ -153,7 +228,12 @@ fn ask_emacs(options: &HookOptions, request: &GateRequest) -> Result<GateAnswer,
             .bearer_auth(&connection.token)
             .header("content-type", "application/json")
             .body(body)
-            .timeout(MAX_GATE_WAIT + std::time::Duration::from_secs(60))
+            .timeout(
+                request
+                    .wait_secs
+                    .map(|s| std::time::Duration::from_secs(s + 2))
+                    .unwrap_or(MAX_GATE_WAIT + std::time::Duration::from_secs(60)),
+            )
             .send()
             .await
             .map_err(|e| HookError::NoServer(format!("nothing answers at {url} ({})", error_chain(&e))))?;

@@ -12,7 +12,7 @@ use agent_q_mcp::relay;
 const USAGE: &str = "\
 usage: agent-q-mcp [--connection-file FILE]
        agent-q-mcp hook --agent claude|gemini|codex [--event pre-tool|permission-request]
-                        [--connection-file FILE] [--unreachable ask|deny]
+                        [--connection-file FILE] [--unreachable ask|deny] [--timeout SECONDS]
 
 Relays the MCP stdio transport to the MCP server of the running Emacs (agent-q).
 The connection file is FILE, else $AGENT_Q_MCP_CONNECTION_FILE, else
@@ -23,8 +23,10 @@ when M-x agent-q-mcp-start starts the server.
 (Claude Code's PreToolUse or PermissionRequest, Gemini CLI's BeforeTool, Codex
 CLI's PreToolUse or PermissionRequest): it reads the hook input on stdin, asks
 Emacs, and prints the agent's answer. When Emacs cannot be asked it leaves the
-call to the agent's own prompt (Claude, Gemini: ask; Codex: no output), or denies
-it with --unreachable deny.";
+call to the agent's own prompt (Claude, Gemini: ask; Codex: no output, but only
+where Codex's own approval policy asks: else it denies), or denies it with
+--unreachable deny. --timeout is the agent's hook timeout: Emacs shows the time
+left, and the call is denied, saying so, when it runs out.";
 
 enum Command {
     Relay(Option<PathBuf>),
@@ -36,7 +38,7 @@ enum Command {
 fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Command, RelayError> {
     let mut file = None;
     let mut hook = false;
-    let (mut agent, mut event, mut unreachable) = (None, None, Unreachable::Ask);
+    let (mut agent, mut event, mut unreachable, mut timeout) = (None, None, Unreachable::Ask, None);
     let mut args = args.into_iter().peekable();
     if args.peek().is_some_and(|first| first == "hook") {
         hook = true;
@@ -54,7 +56,7 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
             _ => (text.clone(), None),
         };
         let known = matches!(name.as_str(), "--connection-file")
-            || (hook && matches!(name.as_str(), "--agent" | "--event" | "--unreachable"));
+            || (hook && matches!(name.as_str(), "--agent" | "--event" | "--unreachable" | "--timeout"));
         if !known {
             return Err(RelayError::Usage(format!("unknown argument {text}\n{USAGE}")));
         }
@@ -68,16 +70,11 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
         match name.as_str() {
             "--agent" => agent = Some(value.parse().map_err(RelayError::Usage)?),
             "--event" => event = Some(value.parse().map_err(RelayError::Usage)?),
-            "--unreachable" => {
-                unreachable = match value.as_str() {
-                    "ask" => Unreachable::Ask,
-                    "deny" => Unreachable::Deny,
-                    other => {
-                        return Err(RelayError::Usage(format!(
-                            "--unreachable {other:?}: expected ask or deny"
-                        )))
-                    }
-                }
+            "--unreachable" => unreachable = value.parse().map_err(RelayError::Usage)?,
+            "--timeout" => {
+                timeout = Some(value.parse::<u64>().ok().filter(|t| *t > 0).ok_or_else(|| {
+                    RelayError::Usage(format!("--timeout {value:?}: expected a positive number of seconds"))
+                })?)
             }
             _ => file = Some(PathBuf::from(value)),
         }
@@ -91,6 +88,7 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
         event,
         connection_file: file,
         unreachable,
+        timeout,
     }))
 }
 

@@ -166,8 +166,15 @@ fn without_emacs_each_agent_falls_back_to_its_own_flow_or_denies() {
     let gemini = json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}).to_string();
     let (_, out, _) = hook(&["--agent", "gemini"], &missing, &gemini);
     assert_eq!(out["decision"], "ask");
+    // Codex: its approval policy cannot be told here (no permission_mode, no codex parent):
+    // denied, saying why and what to do.
     let (code, out, _) = hook(&["--agent", "codex"], &missing, &codex_bash("ls"));
-    assert_eq!((code, out), (0, Value::Null));
+    let (decision, reason) = claude_decision(&out);
+    assert_eq!((code, decision), (0, "deny"));
+    assert!(
+        reason.contains("could not be told") && reason.contains("agent-q-gate-mode"),
+        "{reason}"
+    );
     let (_, out, _) = hook(&["--agent", "codex", "--unreachable=deny"], &missing, &codex_bash("ls"));
     let (decision, reason) = claude_decision(&out);
     assert_eq!(decision, "deny");
@@ -314,4 +321,121 @@ fn an_allowed_call_costs_little() {
     );
     // Generous: the tests share the machine. The driver here polls every 50 ms at worst.
     assert!(p50 < Duration::from_millis(500), "p50 {p50:?}");
+}
+
+/// Codex's hook input with PERMISSION_MODE, in CWD.
+fn codex_mode(mode: &str, cwd: &Path) -> String {
+    json!({"session_id": "c1", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "permission_mode": mode, "tool_input": {"command": "touch x"}, "tool_use_id": "t1"})
+    .to_string()
+}
+
+/// Run the hook with Emacs away under a parent process named `codex` (a shell, through a
+/// link) whose command line is CODEX_ARGS; HOME holds the user's Codex configuration.
+fn hook_under_codex(codex_args: &[&str], home: &Path, input: &str) -> (Value, String) {
+    let dir = temp_dir("codex-parent");
+    let codex = dir.join("codex");
+    std::os::unix::fs::symlink("/bin/sh", &codex).unwrap();
+    let missing = dir.join("none.json");
+    // `; :` keeps the shell alive as the hook's parent (no exec of the last command).
+    let script = format!(
+        "'{BIN}' hook --agent codex --connection-file '{}'; :",
+        missing.display()
+    );
+    let mut child = Command::new(&codex)
+        .arg("-c")
+        .arg(script)
+        .args(codex_args)
+        .env("CODEX_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let json = if stdout.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&stdout).unwrap()
+    };
+    (json, String::from_utf8_lossy(&output.stderr).to_string())
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn without_emacs_codex_is_left_to_its_prompt_only_where_its_policy_asks() {
+    let home = temp_dir("codex-home");
+    let work = temp_dir("codex-work");
+    std::fs::write(home.join("config.toml"), "approval_policy = \"untrusted\"\n").unwrap();
+    // Under "never" Codex sends bypassPermissions: denied, whatever its files say.
+    let (out, err) = hook_under_codex(&["codex"], &home, &codex_mode("bypassPermissions", &work));
+    let (decision, reason) = claude_decision(&out);
+    assert_eq!(decision, "deny", "{err}");
+    assert!(reason.contains("approval policy is never"), "{reason}");
+    assert!(reason.contains("agent-q-gate-disconnect-agent"), "{reason}");
+    // "untrusted" from its config.toml: Codex asks itself, the hook says nothing.
+    let (out, err) = hook_under_codex(&["codex"], &home, &codex_mode("default", &work));
+    assert_eq!(out, Value::Null, "{err}");
+    assert!(err.contains("no connection file"), "{err}");
+    // ...unless its command line says otherwise.
+    let (out, _) = hook_under_codex(&["codex", "-a", "on-request"], &home, &codex_mode("default", &work));
+    let (decision, reason) = claude_decision(&out);
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.contains("approval policy is on-request (from Codex's command line (-a on-request))"),
+        "{reason}"
+    );
+    let (out, _) = hook_under_codex(&["codex", "--full-auto"], &home, &codex_mode("default", &work));
+    assert_eq!(claude_decision(&out).0, "deny");
+    // A project's .codex/config.toml wins over the user's.
+    std::fs::create_dir_all(work.join(".codex")).unwrap();
+    std::fs::write(work.join(".codex/config.toml"), "approval_policy = \"on-failure\"\n").unwrap();
+    let (out, _) = hook_under_codex(&["codex"], &home, &codex_mode("default", &work));
+    let (decision, reason) = claude_decision(&out);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("on-failure"), "{reason}");
+    let (out, _) = hook_under_codex(&["codex", "-a", "untrusted"], &home, &codex_mode("default", &work));
+    assert_eq!(out, Value::Null);
+}
+
+#[test]
+fn the_agent_hook_timeout_ends_the_wait_with_a_deny_that_says_so() {
+    let fixture = start();
+    fixture.hub.set_gating(true);
+    let file = write_connection(&temp_dir("timeout"), &fixture.url(), &fixture.token, std::process::id());
+    let mut child = command(&["--agent", "claude", "--timeout", "2"], &file)
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(claude_bash("nobody answers").as_bytes())
+        .unwrap();
+    let key = match &fixture.next_events()[..] {
+        [Event::Gate { key, request }] => {
+            assert_eq!(request.wait_secs, Some(2), "Emacs is told how long the agent waits");
+            *key
+        }
+        other => panic!("{other:?}"),
+    };
+    let output = child.wait_with_output().unwrap();
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (decision, reason) = claude_decision(&out);
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.contains("within 2 s, before the agent's hook timeout"),
+        "{reason}"
+    );
+    let events = fixture.hub.take_events();
+    match &events[..] {
+        [Event::GateTimedOut { key: k, seconds }] => assert_eq!((*k, *seconds), (key, 2)),
+        other => panic!("{other:?}"),
+    }
+    // A late answer changes nothing.
+    assert!(!fixture
+        .hub
+        .complete_gate(key, agent_q_core::gate::GateAnswer::NoOpinion));
 }

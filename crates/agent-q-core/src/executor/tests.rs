@@ -1078,6 +1078,33 @@ fn the_audit_says_who_decided() {
 }
 
 #[test]
+fn a_call_whose_agent_stopped_waiting_is_audited_as_timed_out() {
+    let reg = registry();
+    let mut fx = MockHost::default();
+    let o = Options::default();
+    let (mut call, step) = Call::start(
+        &reg,
+        &read(r#"(:id "w" :name "write_it" :arguments (:path "/x") :client "claude (own tools)")"#),
+        &CallContext::default(),
+        &o,
+        &mut fx,
+    );
+    assert!(matches!(step, Step::Ask(_)));
+    let r = call.time_out(&reg, 595, &o, &mut fx).unwrap();
+    assert_eq!((r.success, r.status), (false, Status::Cancelled));
+    assert!(
+        r.content
+            .starts_with("Tool call timed out: Nobody answered in Emacs within 595 s"),
+        "{}",
+        r.content
+    );
+    assert!(r.content.ends_with("write_it did not run"), "{}", r.content);
+    assert_eq!(events(&fx), vec![("timed-out", "timeout")]);
+    assert!(call.time_out(&reg, 595, &o, &mut fx).is_err());
+    assert!(call.cancel(&reg, "again", &o, &mut fx).is_err());
+}
+
+#[test]
 fn the_steps_can_be_driven_one_at_a_time_and_cancelled() {
     let reg = registry();
     let mut fx = MockHost::default();

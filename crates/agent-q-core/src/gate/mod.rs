@@ -28,10 +28,12 @@
 //! [`GateAnswer::Ask`]: where the user's Gemini policy allows the gated tools so that Emacs is
 //! the only prompt, no output would let the call run unasked.
 //!
-//! Claude Code shows a "waiting" text only from its hook *configuration* (`statusMessage` of
-//! the hook entry), not from the hook's output: the configuration writer sets it (e.g.
-//! "Waiting for Emacs (agent-q)..."). Gemini CLI and Codex CLI have no such field.
+//! Claude Code's hook configuration has a `statusMessage` (the configuration writer sets
+//! "Waiting for Emacs (agent-q)..."), but Claude Code 2.1.197 shows it only for `Stop` hooks:
+//! a running `PreToolUse` hook appears only in its transcript view. Gemini CLI and Codex CLI
+//! have no such field.
 
+mod away;
 mod claude;
 mod codex;
 mod edit;
@@ -43,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use thiserror::Error;
 
+pub use away::{codex_approval, unreachable_answer, CodexApproval, CodexConfig, Unreachable};
 pub use edit::{apply_patch_file, apply_text_edits, patch_section, EditError};
 pub use patch::{patch_files, PatchAction, PatchFile};
 pub use search::{glob_reach, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES, SENSITIVE_NAMES};
@@ -293,6 +296,32 @@ pub struct GateRequest {
     /// What the call does; always derived from the agent, the tool and its input (a `kind`
     /// sent over the wire is ignored).
     pub kind: ToolKind,
+    /// How many seconds the agent waits for the hook's answer from when the request is sent
+    /// (its hook timeout, less what the hook keeps to answer), when the hook knows it: the
+    /// gate route ends the wait then, with [`timed_out_answer`], before the agent's own
+    /// timeout would fall back silently. Capped at [`MAX_WAIT_SECS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_secs: Option<u64>,
+}
+
+/// The longest wait a request may announce, in seconds (a day).
+pub const MAX_WAIT_SECS: u64 = 24 * 3600;
+
+/// The answer when nobody answered in Emacs within the agent's hook timeout of SECONDS: a
+/// deny, saying so (the agent's own timeout would otherwise let the call go on).
+pub fn timed_out_answer(seconds: u64) -> GateAnswer {
+    GateAnswer::Deny {
+        reason: timed_out_reason(seconds),
+    }
+}
+
+/// What the model, the user and the audit read when the wait of SECONDS ran out.
+pub fn timed_out_reason(seconds: u64) -> String {
+    format!(
+        "Nobody answered in Emacs within {seconds} s, before the agent's hook timeout (set by \
+         M-x agent-q-gate-connect-agent) would end the wait: agent-q denied the call. Ask again \
+         when the user is there."
+    )
 }
 
 /// A [`GateRequest`] as the `/gate` route reads it: its `kind` is derived again.
@@ -309,13 +338,16 @@ struct WireRequest {
     tool_use_id: Option<String>,
     #[serde(default)]
     tool_input: Map<String, Json>,
+    #[serde(default)]
+    wait_secs: Option<u64>,
 }
 
 impl TryFrom<WireRequest> for GateRequest {
     type Error = GateError;
 
     fn try_from(wire: WireRequest) -> Result<Self, GateError> {
-        GateRequest::new(
+        let wait_secs = wire.wait_secs.map(|s| s.min(MAX_WAIT_SECS));
+        let mut request = GateRequest::new(
             wire.agent,
             wire.event,
             wire.session_id,
@@ -323,7 +355,9 @@ impl TryFrom<WireRequest> for GateRequest {
             wire.tool,
             wire.tool_use_id,
             wire.tool_input,
-        )
+        )?;
+        request.wait_secs = wait_secs;
+        Ok(request)
     }
 }
 
@@ -363,6 +397,7 @@ impl GateRequest {
             tool_use_id,
             tool_input,
             kind,
+            wait_secs: None,
         })
     }
 

@@ -23,7 +23,10 @@
 //! - 401, 403, 413 from the security layer;
 //! - 503 (text) when the request is not queued (gating off, the server stopping, too many
 //!   waiting, an input too large) or was withdrawn by Emacs (gating turned off, server stopped);
-//! - 504 (text) when no answer came within [`MAX_GATE_WAIT`].
+//! - 504 (text) when no answer came within [`MAX_GATE_WAIT`];
+//! - 200 with [`crate::gate::timed_out_answer`] (a deny) when the request's `wait_secs` (the
+//!   agent's hook timeout, as the hook knows it) ran out first: the driver gets
+//!   [`super::Event::GateTimedOut`].
 //!
 //! The route waits on a oneshot channel, without polling. If the hook goes away (its
 //! connection closes: the agent was interrupted), hyper drops the route's future and the
@@ -56,6 +59,8 @@ pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
         Ok(request) => request,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}")),
     };
+    let request_wait = request.wait_secs;
+    let hub_for_timeout = hub.clone();
     let ticket = match hub.begin_gate(request) {
         Ok(ticket) => ticket,
         Err(reason) => return text(StatusCode::SERVICE_UNAVAILABLE, reason),
@@ -65,7 +70,21 @@ pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
         key: ticket.key,
         armed: true,
     };
-    match tokio::time::timeout(MAX_GATE_WAIT, ticket.answer).await {
+    // The agent's own hook timeout, when the hook said it: then the call is denied, saying
+    // so, rather than left to the agent's silent fallback.
+    let agent_wait = request_wait.map(Duration::from_secs).filter(|w| *w < MAX_GATE_WAIT);
+    let mut answer_rx = ticket.answer;
+    let waited = tokio::time::timeout(agent_wait.unwrap_or(MAX_GATE_WAIT), &mut answer_rx).await;
+    let waited = match (waited, agent_wait) {
+        (Err(_), Some(wait)) => {
+            guard.armed = false;
+            hub_for_timeout.time_out_gate(ticket.key, wait.as_secs());
+            // Answered just now, or by the timeout: either way the channel holds the answer.
+            Ok(answer_rx.await)
+        }
+        (other, _) => other,
+    };
+    match waited {
         Ok(Ok(answer)) => {
             guard.armed = false;
             let body = serde_json::to_string(&answer).unwrap_or_else(|_| r#"{"decision":"no-opinion"}"#.into());

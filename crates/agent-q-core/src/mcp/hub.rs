@@ -314,6 +314,16 @@ pub enum Event {
         /// The request's key.
         key: u64,
     },
+    /// Nobody answered the gate request KEY within the agent's hook timeout (its
+    /// [`GateRequest::wait_secs`]): the hook has been answered [`crate::gate::timed_out_answer`].
+    /// Take its prompt or review down, saying so ([`crate::gate::timed_out_reason`]); record
+    /// it as a timeout, not a withdrawal. A later [`Hub::complete_gate`] for KEY is ignored.
+    GateTimedOut {
+        /// The request's key.
+        key: u64,
+        /// The agent's wait that ran out, in seconds.
+        seconds: u64,
+    },
 }
 
 /// The answer to a call: its text, and whether it is a failure (`isError`).
@@ -698,6 +708,25 @@ impl Hub {
             drop(inner);
             (self.wake)();
         }
+    }
+
+    /// The gate request KEY ran out of the SECONDS its agent waits: answer its hook that it
+    /// timed out and tell the driver ([`Event::GateTimedOut`]; nothing when the driver never
+    /// took it). False when KEY was answered or withdrawn already.
+    pub(crate) fn time_out_gate(&self, key: u64, seconds: u64) -> bool {
+        let mut inner = self.lock();
+        let Some(pending) = inner.take_pending(key) else {
+            return false;
+        };
+        if let Waiter::Gate { answer } = pending.waiter {
+            let _ = answer.send(crate::gate::timed_out_answer(seconds));
+        }
+        if !remove_queued(&mut inner.events, key) {
+            inner.events.push_back(Event::GateTimedOut { key, seconds });
+            drop(inner);
+            (self.wake)();
+        }
+        true
     }
 
     /// Refuse new calls with REASON and answer every waiting call with it (as an error result).
