@@ -62,9 +62,12 @@
 ;; modification time until the buffer holds the text the agent got).
 ;; An edit the gate (`agent-q-gate-mode') has just reviewed to exactly
 ;; this text is accepted without a second review
-;; (`agent-q-gate-edit-take-reviewed').  A deny rule of `agent-q-approval-rules' for the
-;; tool "write_file" (with :path, :mcp-client) rejects the edit without
-;; showing it; every review and its outcome go to the audit log.
+;; (`agent-q-gate-edit-take-reviewed').  Each openDiff is one call of
+;; the gate's agent_edit (lisp/agent-q-gate-edit.el), run by the
+;; executor: a deny rule of `agent-q-approval-rules' for "agent_edit"
+;; (with :path, :mcp-client) rejects the edit without showing it, the
+;; pending list and the audit log count it, and the agent closing the
+;; diff withdraws it.
 
 ;;; Code:
 

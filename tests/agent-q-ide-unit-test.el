@@ -597,6 +597,8 @@ The mode is off after BODY."
           (should (equal (alist-get 'client record) "Gemini CLI gemini-cli (IDE)"))
           (should (equal (alist-get 'decision record) "review"))
           (should (string-prefix-p "the user's review: " (alist-get 'how record)))
+          (should (equal (alist-get 'accepted (alist-get 'review record)) [1 2 3]))
+          (should (seq-empty-p (alist-get 'rejected (alist-get 'review record))))
           (should (equal (alist-get 'path (alist-get 'arguments record)) file)))
         ;; The gate has just reviewed this very edit: accepted, not shown again,
         ;; and still one audited call.
