@@ -847,8 +847,8 @@ kill Emacs (see `agent-q--with-bounded-printing')."
   "Return a callback for an asynchronous handler, storing its answer in CELL.
 CELL is a cons whose car becomes the answer (STATUS . VALUE), as the
 handler gave them: the executor reads STATUS.  Only the first call
-counts."
-  (lambda (value &optional status)
+counts.  A review's hunks, a third argument, are not recorded here."
+  (lambda (value &optional status _review)
     (unless (car cell)
       (setcar cell (cons status value)))))
 
