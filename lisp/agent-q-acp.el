@@ -368,7 +368,7 @@ As `agent-q-rules-decide' takes it."
 
 (defun agent-q-acp--ruled-p (context tool args)
   "Non-nil when the approval rules allow or deny TOOL with ARGS from CONTEXT."
-  (memq (car (agent-q-rules-decide tool args (agent-q-acp--rule-context context tool)))
+  (memq (car (agent-q--ruling tool args (agent-q-acp--rule-context context tool)))
         '(allow deny)))
 
 (defun agent-q-acp--own-tool-p (tool-call)

@@ -109,14 +109,23 @@ second review (see `agent-q-gate-edit-take-reviewed')."
 (defvar agent-q-gate-edit--proposals (make-hash-table :test #'equal)
   "Call id -> the plist of the file edit the call is about.
 Keys :current (the file's text now), :proposal (its text after the
-agent's call), :label and :mcp-client (who asks), and :description
-\(the review's header, when not the gate's own).")
+agent's call), :label and :mcp-client (who asks), :description
+\(the review's header, when not the gate's own), and :reviewed
+\(non-nil when the gate has just reviewed this very edit, see
+`agent-q-gate-edit-take-reviewed': the review is not shown again).")
 
 (defvar agent-q-gate-edit--outcomes (make-hash-table :test #'equal)
   "Call id -> the text the user accepted for its file, or `rejected'.")
 
 (defvar agent-q-gate-edit--reviewed nil
   "The edits the gate let through lately: a list of (FILE TEXT TIME).")
+
+(defvar agent-q-gate-edit--open (make-hash-table :test #'equal)
+  "Call id -> the review its handler opened, while it is open.")
+
+(defun agent-q-gate-edit-open-review (id)
+  "The review that the agent_edit call ID has open, or nil."
+  (gethash id agent-q-gate-edit--open))
 
 ;;;; The review
 
@@ -212,32 +221,41 @@ to `agent-q-gate-edit--outcomes' (the text the user accepted, or
               (funcall callback (format "Allowed unreviewed by the approval rule %s"
                                         (plist-get agent-q-call-context :rule))
                        :success))
-          (agent-q-gate-edit--mark-review)
-          (when agent-q-gate-notify
-            (agent-q-gate--notify (format "%s waits for your review in Emacs: %s"
-                                          label (abbreviate-file-name file))))
-          (let ((review
-                 (agent-q-gate-edit-review
-                  file (plist-get edit :current) proposal label
-                  (lambda (text &optional hunks)
-                    (if text
-                        (progn
-                          (puthash id text agent-q-gate-edit--outcomes)
-                          (funcall callback
-                                   (if (equal text proposal)
-                                       "The user accepted the whole edit."
-                                     "The user accepted part of the edit.")
-                                   :success hunks))
-                      (puthash id 'rejected agent-q-gate-edit--outcomes)
-                      (funcall callback
-                               (format "The user rejected the edit of %s in Emacs (agent-q); nothing was written. Do not retry it unchanged%s."
-                                       file (if protected
-                                                " (the file is protected: only the user may approve writing it)"
-                                              ""))
-                               :denied hunks)))
-                  protected (plist-get edit :description))))
-            (when review
-              (agent-q-when-cancelled (lambda () (agent-q-review-close review))))))))))
+          (if (plist-get edit :reviewed)
+              (progn
+                (puthash id proposal agent-q-gate-edit--outcomes)
+                (funcall callback "The user reviewed this very edit in Emacs already (the gate's review of the agent's own edit tool); not shown again."
+                         :success))
+            (agent-q-gate-edit--mark-review)
+            (when agent-q-gate-notify
+              (agent-q-gate--notify (format "%s waits for your review in Emacs: %s"
+                                            label (abbreviate-file-name file))))
+            (let ((review
+                   (agent-q-gate-edit-review
+                    file (plist-get edit :current) proposal label
+                    (lambda (text &optional hunks)
+                      (remhash id agent-q-gate-edit--open)
+                      (if text
+                          (progn
+                            (puthash id text agent-q-gate-edit--outcomes)
+                            (funcall callback
+                                     (if (equal text proposal)
+                                         "The user accepted the whole edit."
+                                       "The user accepted part of the edit.")
+                                     :success hunks))
+                        (puthash id 'rejected agent-q-gate-edit--outcomes)
+                        (funcall callback
+                                 (format "The user rejected the edit of %s in Emacs (agent-q); nothing was written. Do not retry it unchanged%s."
+                                         file (if protected
+                                                  " (the file is protected: only the user may approve writing it)"
+                                                ""))
+                                 :denied hunks)))
+                    protected (plist-get edit :description))))
+              (when review
+                (puthash id review agent-q-gate-edit--open)
+                (agent-q-when-cancelled (lambda ()
+                                          (remhash id agent-q-gate-edit--open)
+                                          (agent-q-review-close review)))))))))))
 
 (defun agent-q-gate-edit-register (registry)
   "Register the tool agent_edit in REGISTRY, the gate's private one.

@@ -552,7 +552,7 @@ nor an edit under review, whose review says so itself (see
                         (and (eq (agent-q--pending-batch p) batch)
                              (memq (agent-q--pending-state p) '(queued deferred asking))
                              ;; Queued, but a rule will decide it unasked.
-                             (not (memq (car (agent-q-rules-decide
+                             (not (memq (car (agent-q--ruling
                                               (agent-q--pending-tool p)
                                               (agent-q--pending-args p)
                                               (agent-q--pending-context p)))

@@ -62,9 +62,12 @@
 ;; modification time until the buffer holds the text the agent got).
 ;; An edit the gate (`agent-q-gate-mode') has just reviewed to exactly
 ;; this text is accepted without a second review
-;; (`agent-q-gate-edit-take-reviewed').  A deny rule of `agent-q-approval-rules' for the
-;; tool "write_file" (with :path, :mcp-client) rejects the edit without
-;; showing it; every review and its outcome go to the audit log.
+;; (`agent-q-gate-edit-take-reviewed').  Each openDiff is one call of
+;; the gate's agent_edit (lisp/agent-q-gate-edit.el), run by the
+;; executor: a deny rule of `agent-q-approval-rules' for "agent_edit"
+;; (with :path, :mcp-client) rejects the edit without showing it, the
+;; pending list and the audit log count it, and the agent closing the
+;; diff withdraws it.
 
 ;;; Code:
 
@@ -77,8 +80,9 @@
 (require 'agent-q-review)
 (require 'agent-q-rules)
 (require 'agent-q-support)
+(require 'agent-q-gate)
+(require 'agent-q-gate-edit)
 
-(declare-function agent-q-gate-edit-take-reviewed "agent-q-gate-edit" (file text))
 (declare-function agent-q--core-ide-start "agent-q-core" ())
 (declare-function agent-q--core-ide-stop "agent-q-core" ())
 (declare-function agent-q--core-ide-await-stopped "agent-q-core" ())
@@ -320,7 +324,7 @@ a thread of its own."
   (setq agent-q--channel-drain-functions
         (delq #'agent-q-ide--drain agent-q--channel-drain-functions))
   (dolist (entry agent-q-ide--reviews)
-    (agent-q-review-close (plist-get entry :review)))
+    (agent-q-ide--close-entry entry "the IDE companion's server stopped"))
   (setq agent-q-ide--reviews nil agent-q-ide--last-context nil)
   (prog1 (and agent-q-ide--servers (fboundp 'agent-q--core-ide-stop)
               (agent-q--core-ide-stop))
@@ -475,54 +479,78 @@ larger than `agent-q-ide--max-file-bytes'."
              (buffer-string)))))
 
 (defun agent-q-ide--open-diff (event)
-  "Review the edit that EVENT proposes, unless a deny rule refuses it."
+  "Decide the edit that EVENT proposes: one call of the gate's agent_edit.
+The executor runs it like the terminal agents' own edits and the ACP
+agents' (lisp/agent-q-gate-edit.el): a deny rule for agent_edit (with
+:path, :mcp-client) rejects it unshown, an allow rule covering a file
+that is not protected accepts it unreviewed, otherwise the per-hunk
+review is its approval; the pending list, the mode line and the audit
+count it, and the agent closing the diff withdraws it.  An edit the
+gate has just reviewed to exactly this text is not shown again
+\(`agent-q-gate-edit-take-reviewed')."
   (let* ((key (plist-get event :key))
          (path (plist-get event :path))
          (content (plist-get event :content))
          (label (agent-q-ide--label event))
          (id (format "ide-%s-%s" agent-q-ide--run key))
-         (file (and (stringp path) (file-name-absolute-p path) (expand-file-name path)))
-         (rule (and file
-                    (agent-q-rules-decide
-                     "write_file" (list :path file :content content)
-                     (list :origin 'mcp :client label
-                           :mcp-client (or (plist-get event :client) "")
-                           :safety-level :dangerous :review t)))))
-    (cond
-     ((not (and file (stringp content) (not (file-remote-p file))))
-      (agent-q--core-ide-answer key (list :rejected "Emacs reviews only edits of local files named by an absolute path"))
-      (agent-q-ide--audit "denied" id label (format "%s" path) "none"
-                          '(success . :json-false)
-                          '(content . "not a local absolute file name")))
-     ((eq (car rule) 'deny)
-      (let ((why (format "the approval rule %s denies it" (agent-q-rules-describe (cadr rule)))))
-        (agent-q--core-ide-answer key (list :rejected (format "Emacs rejected the edit of %s: %s" file why)))
-        (agent-q-ide--audit "denied" id label file "rule"
-                            `(rule . ,(agent-q-rules-describe (cadr rule)))
-                            '(success . :json-false))
-        (message "agent-q: rejected the edit of %s by %s without showing it: %s"
-                 (abbreviate-file-name file) label why)))
-     ((and (fboundp 'agent-q-gate-edit-take-reviewed)
-           (agent-q-gate-edit-take-reviewed file content))
-      ;; The gate (`agent-q-gate-mode') has just reviewed this very edit.
-      (agent-q--core-ide-answer key (list :accepted content))
-      (agent-q-ide--watch file content)
-      (agent-q-ide--audit "result" id label file "gate" '(success . t)
-                          '(content . "reviewed already by the gate: not shown again")))
-     (t
-      (let* ((entry (list :key key :agent (plist-get event :agent) :path file
-                          :tab (plist-get event :tab) :label label :id id
-                          :content content :window (selected-window)))
-             (review (agent-q-review-merge-async
-                      file (agent-q-ide--file-text file) content
-                      (lambda (status plist) (agent-q-ide--reviewed entry status plist))
-                      label
-                      (format "%s proposes this edit; it writes the accepted hunks itself (C-c C-c answers, C-c C-k rejects all)."
-                              label))))
-        (when review
-          (agent-q-ide--audit "run" id label file "review")
-          (setq agent-q-ide--reviews
-                (cons (plist-put entry :review review) agent-q-ide--reviews))))))))
+         (file (and (stringp path) (file-name-absolute-p path) (expand-file-name path))))
+    (if (not (and file (stringp content) (not (file-remote-p file))))
+        (progn
+          (agent-q--core-ide-answer key (list :rejected "Emacs reviews only edits of local files named by an absolute path"))
+          (agent-q-ide--audit "denied" id label (format "%s" path) "none"
+                              '(success . :json-false)
+                              '(content . "not a local absolute file name")))
+      (let ((entry (list :key key :agent (plist-get event :agent) :path file
+                         :tab (plist-get event :tab) :label label :id id
+                         :content content :window (selected-window)))
+            (client (or (plist-get event :client) "")))
+        (puthash id (list :current (agent-q-ide--file-text file) :proposal content
+                          :label label :mcp-client client
+                          :reviewed (agent-q-gate-edit-take-reviewed file content)
+                          :description
+                          (format "%s proposes this edit; it writes the accepted hunks itself (C-c C-c answers, C-c C-k rejects all)."
+                                  label))
+                 agent-q-gate-edit--proposals)
+        (push entry agent-q-ide--reviews)
+        (agent-q--execute-async
+         (list (list :id id :name agent-q-gate-edit-tool :arguments (list :path file)))
+         (lambda (results) (agent-q-ide--decided entry (car results)))
+         (agent-q-gate--registry)
+         :client (list :client label :mcp-client client :channel "ide")
+         :confirm '(:dangerous)
+         :audit-all t)
+        ;; The review is open now, unless the call was decided at once or
+        ;; is asked first (see `agent-q-gate-edit-open-review').
+        (when-let ((review (and (memq entry agent-q-ide--reviews)
+                                (agent-q-gate-edit-open-review id))))
+          (plist-put entry :review review))))))
+
+(defun agent-q-ide--decided (entry result)
+  "Answer the agent of ENTRY: the executor ended its call with RESULT.
+Nothing is answered when the agent closed the review (ENTRY's :closed):
+its own prompt decided."
+  (let* ((id (plist-get entry :id))
+         (outcome (gethash id agent-q-gate-edit--outcomes))
+         (key (plist-get entry :key))
+         (file (plist-get entry :path)))
+    (remhash id agent-q-gate-edit--outcomes)
+    (remhash id agent-q-gate-edit--proposals)
+    (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
+    (unless (plist-get entry :closed)
+      (when (plist-get entry :review)
+        (agent-q-ide--refocus entry))
+      (if (stringp outcome)
+          (progn
+            (when (plist-get entry :review)
+              ;; The review remembered the text for the IDE: this is the
+              ;; IDE's own review, so a second openDiff of it is reviewed.
+              (agent-q-gate-edit-take-reviewed file outcome))
+            (agent-q--core-ide-answer key (list :accepted outcome))
+            (agent-q-ide--watch file outcome))
+        ;; The executor has said why (a deny rule, the user's rejection).
+        (agent-q--core-ide-answer
+         key (list :rejected (format "%s" (or (plist-get result :content)
+                                              "The user rejected the edit in Emacs."))))))))
 
 (defun agent-q-ide--refocus (entry)
   "Select the window that was selected when ENTRY's review opened.
@@ -532,37 +560,17 @@ The user was typing in the agent's terminal: back there."
                (not (minibuffer-window-active-p (selected-window))))
       (select-window window))))
 
-(defun agent-q-ide--reviewed (entry status plist)
-  "Answer the agent of ENTRY: the review ended with STATUS and PLIST."
-  (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
-  (agent-q-ide--refocus entry)
-  (let ((key (plist-get entry :key))
-        (file (plist-get entry :path))
-        (summary (if (stringp plist) plist (plist-get plist :summary))))
-    (if (eq status :success)
-        (progn
-          (agent-q--core-ide-answer key (list :accepted (plist-get plist :text)))
-          (agent-q-ide--watch file (plist-get plist :text))
-          (agent-q-ide--audit "result" (plist-get entry :id) (plist-get entry :label) file
-                              "review" '(success . t) '(status . "success")
-                              `(content . ,summary)))
-      (agent-q--core-ide-answer key (list :rejected summary))
-      (agent-q-ide--audit "denied" (plist-get entry :id) (plist-get entry :label) file
-                          "review" '(success . :json-false) '(status . "denied")
-                          `(content . ,summary)))))
-
 (defun agent-q-ide--close-entry (entry why &optional text)
-  "Close the review of ENTRY without an outcome in Emacs; audit WHY.
+  "Withdraw the call of ENTRY, closing its review; audit it with WHY.
 TEXT, when non-nil, is what the agent may now write to the file: a
 buffer visiting it is reverted once it does (see `agent-q-ide--watch')."
   (setq agent-q-ide--reviews (delq entry agent-q-ide--reviews))
-  (agent-q-review-close (plist-get entry :review))
+  (plist-put entry :closed t)
+  (let ((id (plist-get entry :id)))
+    (agent-q-cancel-pending (lambda (call) (equal (plist-get call :id) id)) why))
   (agent-q-ide--refocus entry)
   (when text
-    (agent-q-ide--watch (plist-get entry :path) text))
-  (agent-q-ide--audit "cancelled" (plist-get entry :id) (plist-get entry :label)
-                      (plist-get entry :path) "none" '(status . "cancelled")
-                      `(content . ,why)))
+    (agent-q-ide--watch (plist-get entry :path) text)))
 
 (defun agent-q-ide--close-diff (event)
   "Close the reviews EVENT names: by tab, by path, or all of its agent's.
@@ -590,7 +598,8 @@ buffer visiting the file is reverted once the agent has written it."
                       (and path (equal (expand-file-name path) (plist-get entry :path))))))
            agent-q-ide--reviews))
          (text (and key matching
-                    (agent-q-review-merged-text (plist-get (car matching) :review) 'accept))))
+                    (let ((review (agent-q-gate-edit-open-review (plist-get (car matching) :id))))
+                      (and review (agent-q-review-merged-text review 'accept))))))
     (when key
       (agent-q--core-ide-answer key (list :content text)))
     (dolist (entry matching)

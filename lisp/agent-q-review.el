@@ -745,7 +745,11 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
               (quit-window t window)
             (kill-buffer buffer))))
       (when-let ((callback (agent-q-review--review-callback review)))
-        (funcall callback (cdr outcome) (car outcome))))))
+        (if (or (agent-q-review--review-merge review)
+                (not (memq (car outcome) '(:success :denied))))
+            (funcall callback (cdr outcome) (car outcome))
+          ;; The user decided: the executor's audit says which hunks how.
+          (funcall callback (cdr outcome) (car outcome) (agent-q-review-hunks review)))))))
 
 (defun agent-q-review-finish ()
   "Finish the review: apply the accepted hunks; pending hunks are not applied."
@@ -784,7 +788,7 @@ Its callback is told the call was cancelled."
   (unless (agent-q-review--review-done review)
     (setf (agent-q-review--review-callback review)
           (let ((callback (agent-q-review--review-callback review)))
-            (lambda (_text _status)
+            (lambda (_text _status &rest _)
               (when callback
                 (funcall callback
                          (format "The review of the edit to %s was withdrawn before the user finished it; no change was made."
@@ -983,7 +987,10 @@ CALLBACK is called once, with the result text and its status
 review -- or at once when there is nothing to review (see
 `agent-q-review-edit').  CLIENT, when non-nil, names where the
 proposal comes from in the review's header.  DESCRIPTION is shown in
-the header.  Return the review, or nil when none opened."
+the header.  When the user decided (`:success' or `:denied'),
+CALLBACK gets a third argument, the hunks accepted, edited and
+rejected (`agent-q-review-hunks'), which the executor audits.  Return
+the review, or nil when none opened."
   (let ((review (agent-q-review--prepare-review path original modified description)))
     (if (consp review)
         (progn (funcall callback (cdr review) (car review)) nil)
@@ -1023,7 +1030,7 @@ whether the buffer was saved."
   (let* ((answer (list nil))
          (review (agent-q-review-edit-async
                   path original modified description
-                  (lambda (text _status) (setcar answer text)))))
+                  (lambda (text _status &rest _) (setcar answer text)))))
     (when (and review (not (car answer)))
       (unwind-protect
           (condition-case nil

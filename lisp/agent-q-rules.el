@@ -55,6 +55,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 
+(declare-function agent-q--ruling "agent-q" (tool-name args context))
 (declare-function agent-q--core-rule-glob-split "agent-q-core" (glob))
 (declare-function agent-q--core-rule-glob-covers "agent-q-core" (glob path))
 (declare-function agent-q--core-rule-glob-broad "agent-q-core" (glob home))
@@ -847,7 +848,7 @@ again (the user gave up, the rule was refused, or it asks)."
           (customize-save-variable 'agent-q-approval-rules
                                    (append agent-q-approval-rules (list rule)))
         (setq agent-q-rules--session (append agent-q-rules--session (list rule))))
-      (let ((ruling (agent-q-rules-decide tool-name args context)))
+      (let ((ruling (agent-q--ruling tool-name args context)))
         (pcase (car ruling)
           ('allow (list :rule :approved (agent-q-rules-ruling-text ruling)))
           ('deny (list :rule :denied (agent-q-rules-ruling-text ruling)))

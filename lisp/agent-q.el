@@ -779,11 +779,19 @@ be asked."
                   (list :rule :approved text))))
       (_ (and optional :auto)))))
 
+(defun agent-q--ruling (tool-name args context)
+  "What the approval rules say about TOOL-NAME with ARGS in CONTEXT.
+The one place that consults `agent-q-rules-decide': the executor's
+rule step (`agent-q--approval-call', `agent-q--unasked-decision') and
+whoever must know what that step decides (the gate's notification,
+the ACP bridge, a rule saved from the prompt) all come here."
+  (agent-q-rules-decide tool-name args context))
+
 (defun agent-q--unasked-decision (tool-name args context)
   "The decision the rules make about TOOL-NAME with ARGS in CONTEXT, or nil.
 Nil means the user must be asked; see `agent-q--ruled-decision'.
 Never asks, never signals (see `agent-q-rules-decide')."
-  (agent-q--ruled-decision tool-name (agent-q-rules-decide tool-name args context) context))
+  (agent-q--ruled-decision tool-name (agent-q--ruling tool-name args context) context))
 
 (defun agent-q--approval-call (tool-name args context)
   "Decide about TOOL-NAME with ARGS: by a rule, or by asking.
@@ -798,7 +806,7 @@ function.  Otherwise `agent-q-approval-function' is asked, with
 CONTEXT bound to `agent-q-approval-context' (plus :rule, the text of
 the rule, when an ask rule matched) and `print-circle' to nil (see
 `agent-q--with-bounded-printing')."
-  (let ((ruling (agent-q-rules-decide tool-name args context)))
+  (let ((ruling (agent-q--ruling tool-name args context)))
     (cond
      ((agent-q--ruled-decision tool-name ruling context))
      ((not agent-q-approval-function) :no-approval-function)
@@ -839,8 +847,8 @@ kill Emacs (see `agent-q--with-bounded-printing')."
   "Return a callback for an asynchronous handler, storing its answer in CELL.
 CELL is a cons whose car becomes the answer (STATUS . VALUE), as the
 handler gave them: the executor reads STATUS.  Only the first call
-counts."
-  (lambda (value &optional status)
+counts.  A review's hunks, a third argument, are not recorded here."
+  (lambda (value &optional status _review)
     (unless (car cell)
       (setcar cell (cons status value)))))
 

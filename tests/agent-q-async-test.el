@@ -372,7 +372,16 @@
         (with-current-buffer (find-buffer-visiting file)
           (should (string-match-p "^LINE 2$" (buffer-string)))
           (should (string-match-p "^line 20$" (buffer-string)))
-          (should (string-match-p "^LINE 38$" (buffer-string))))))))
+          (should (string-match-p "^LINE 38$" (buffer-string))))
+        ;; The audit says which hunks, as for agent_edit.
+        (let ((record (car (last (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+                                         (split-string (with-temp-buffer
+                                                         (insert-file-contents agent-q-audit-file)
+                                                         (buffer-string))
+                                                       "\n" t))))))
+          (should (equal (alist-get 'tool record) "propose_file_edit"))
+          (should (equal (alist-get 'accepted (alist-get 'review record)) [1 3]))
+          (should (equal (alist-get 'rejected (alist-get 'review record)) [2])))))))
 
 (ert-deftest agent-q-async-test-cancelling-closes-an-open-review ()
   (agent-q-async-test--with reg

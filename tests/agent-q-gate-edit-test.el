@@ -359,6 +359,11 @@ move writes (which may be protected)."
                 (agent-q-ide--open-diff (list :key 7 :agent 'claude :path file
                                               :content agent-q-gate-edit-test--first
                                               :client "claude-code")))
+              ;; One executor call of agent_edit, whose result comes back
+              ;; through the executor's channel.
+              (let ((deadline (+ (float-time) 10)))
+                (while (and (not (assq 7 answers)) (< (float-time) deadline))
+                  (accept-process-output nil 0.05)))
               (should (equal (cdr (assq 7 answers)) (list :accepted agent-q-gate-edit-test--first)))
               ;; Used up: the same openDiff again is reviewed.
               (let ((seen (list 0)))

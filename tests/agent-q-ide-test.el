@@ -425,10 +425,15 @@ stopped afterwards."
          (agent-q-ide-test--wait-screen session "Connected to Emacs"))
        ;; The audit: both reviews and their outcomes, with the agent.
        (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
-         (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)))
-				audit)
-			'(("ide_open_diff" "run") ("ide_open_diff" "result")
-                          ("ide_open_diff" "run") ("ide_open_diff" "denied"))))
+         ;; Each openDiff is one executor call of agent_edit, its review its approval.
+         (should (equal (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'event r)
+                                                  (alist-get 'status r)))
+                                audit)
+                        '(("agent_edit" "run" nil) ("agent_edit" "result" "success")
+                          ("agent_edit" "run" nil) ("agent_edit" "result" "denied"))))
+         (dolist (r (list (nth 1 audit) (nth 3 audit)))
+           (should (equal (alist-get 'decision r) "review"))
+           (should (string-prefix-p "the user's review: " (alist-get 'how r))))
          (dolist (r audit)
            (should (string-prefix-p label (alist-get 'client r)))
            (should (equal (alist-get 'path (alist-get 'arguments r)) file))))
@@ -556,16 +561,16 @@ the second; then a third prompt."
                                                                           (nth 4 requests)))))))))
        ;; The audit: both reviews, closed by the agent, decided by nobody in Emacs.
        (let ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir))))
-         (should (equal (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'decision r)))
+         (should (equal (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'status r)))
                                 audit)
-                        '(("run" "review") ("cancelled" "none") ("run" "review") ("cancelled" "none"))))
+                        '(("run" nil) ("result" "cancelled") ("run" nil) ("result" "cancelled"))))
          (dolist (r audit)
            (should (string-prefix-p label (alist-get 'client r)))
            (should (equal (alist-get 'path (alist-get 'arguments r)) file)))
          (dolist (r (list (nth 1 audit) (nth 3 audit)))
            (should (string-match-p
                     (concat "\\`" label " closed the review: its own prompt was answered in the terminal")
-                    (alist-get 'content r)))))))))
+                    (alist-get 'withdrawn r)))))))))
 
 (ert-deftest agent-q-ide-test-gemini-terminal-answer ()
   "Gemini CLI's edit answered in the terminal while its review is open in Emacs."

@@ -515,7 +515,7 @@ The mode is off after BODY."
     (let* ((audit (concat dir "audit.jsonl"))
            (agent-q-audit-file audit)
            (file (concat dir "work/secret.txt"))
-           (agent-q-approval-rules `(("write_file" (:path ,(concat dir "work")
+           (agent-q-approval-rules `(("agent_edit" (:path ,(concat dir "work")
                                                     :mcp-client "claude-code")
                                       deny)))
            (messages nil))
@@ -531,13 +531,13 @@ The mode is off after BODY."
                                       :client "claude-code" :path file :content "lost\n")))
       ;; Not shown, and said so.
       (should-not (agent-q-review-open-reviews))
-      (should (cl-find-if (lambda (m) (string-match-p "rejected the edit of .*secret\\.txt by Claude Code claude-code (IDE) without showing it: the approval rule .* denies it" m))
+      (should (cl-find-if (lambda (m) (string-match-p "agent_edit denied without asking, by the rule: deny agent_edit under .*/work for the MCP client claude-code" m))
                           messages))
       (should (equal (agent-q-ide-unit-test--text file) "kept\n"))
       (let ((record (agent-q-ide-unit-test--json audit)))
         (should (equal (alist-get 'event record) "denied"))
         (should (equal (alist-get 'decision record) "rule"))
-        (should (equal (alist-get 'tool record) "ide_open_diff"))
+        (should (equal (alist-get 'tool record) "agent_edit"))
         (should (equal (alist-get 'client record) "Claude Code claude-code (IDE)")))
       ;; The rule names another client: Gemini CLI's edit is shown.
       (agent-q-ide--open-diff (list :type 'open-diff :key 424243 :agent "gemini"
@@ -547,6 +547,80 @@ The mode is off after BODY."
                               (with-current-buffer (agent-q-review--review-buffer
                                                     (car (agent-q-review-open-reviews)))
                                 (buffer-string)))))))
+
+;;;; One executor call: pending while open, audited with who decided
+
+(ert-deftest agent-q-ide-unit-test-open-diff-is-an-executor-call ()
+  "An openDiff is a call of agent_edit: listed while open, audited, reviewed once."
+  (agent-q-ide-unit-test--with-mode dir
+    (let* ((audit (concat dir "audit.jsonl"))
+           (agent-q-audit-file audit)
+           (agent-q-approval-rules nil)
+           (agent-q-gate-edit--reviewed nil)
+           (file (concat dir "work/sample.txt"))
+           (proposal (agent-q-ide-unit-test--with '(1 2 3)))
+           (answers nil)
+           (records (lambda ()
+                      (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+                              (split-string (agent-q-ide-unit-test--text audit) "\n" t))))
+           (wait (lambda (key)
+                   (let ((deadline (+ (float-time) 10)))
+                     (while (and (not (assoc key answers)) (< (float-time) deadline))
+                       (accept-process-output nil 0.05)))
+                   (cdr (assoc key answers)))))
+      (make-directory (concat dir "work") t)
+      (with-temp-file file (insert agent-q-ide-unit-test--old))
+      (agent-q-ide-mode 1)
+      (cl-letf (((symbol-function 'agent-q--core-ide-answer)
+                 (lambda (key plist) (push (cons key plist) answers))))
+        (agent-q-ide--open-diff (list :type 'open-diff :key 910001 :agent "gemini"
+                                      :client "gemini-cli" :path file :content proposal))
+        ;; Open: M-x agent-q-pending lists it, naming the agent, as agent_edit.
+        (let ((rows (delq nil (mapcar (lambda (row)
+                                        (let ((cells (cadr row)))
+                                          (and (equal (aref cells 2) "agent_edit")
+                                               (aref cells 1))))
+                                      (agent-q--pending-entries)))))
+          (should (equal rows '("Gemini CLI gemini-cli (IDE)"))))
+        (should-not (assoc 910001 answers))
+        (let ((entry (car agent-q-ide--reviews)))
+          (with-current-buffer (agent-q-review--review-buffer (plist-get entry :review))
+            (agent-q-review-accept-all)
+            (agent-q-review-finish)))
+        (should (equal (funcall wait 910001) (list :accepted proposal)))
+        (should-not agent-q--pending)
+        (should-not agent-q-ide--reviews)
+        (let ((record (car (last (funcall records)))))
+          (should (equal (alist-get 'tool record) "agent_edit"))
+          (should (equal (alist-get 'event record) "result"))
+          (should (equal (alist-get 'status record) "success"))
+          (should (equal (alist-get 'client record) "Gemini CLI gemini-cli (IDE)"))
+          (should (equal (alist-get 'decision record) "review"))
+          (should (string-prefix-p "the user's review: " (alist-get 'how record)))
+          (should (equal (alist-get 'accepted (alist-get 'review record)) [1 2 3]))
+          (should (seq-empty-p (alist-get 'rejected (alist-get 'review record))))
+          (should (equal (alist-get 'path (alist-get 'arguments record)) file)))
+        ;; The gate has just reviewed this very edit: accepted, not shown again,
+        ;; and still one audited call.
+        (agent-q-gate-edit--remember file proposal)
+        (agent-q-ide--open-diff (list :type 'open-diff :key 910002 :agent "claude"
+                                      :client "c" :path file :content proposal))
+        (should (equal (funcall wait 910002) (list :accepted proposal)))
+        (should-not (agent-q-review-open-reviews))
+        (let ((record (car (last (funcall records)))))
+          (should (equal (alist-get 'tool record) "agent_edit"))
+          (should (equal (alist-get 'status record) "success"))
+          (should (string-match-p "reviewed this very edit in Emacs already"
+                                  (alist-get 'content record))))
+        ;; Used up: the same edit again is reviewed.
+        (agent-q-ide--open-diff (list :type 'open-diff :key 910003 :agent "claude"
+                                      :client "c" :path file :content proposal))
+        (should (= (length (agent-q-review-open-reviews)) 1))
+        (agent-q-ide--cancel (list :type 'cancel :key 910003))
+        (should-not (agent-q-review-open-reviews))
+        (should-not agent-q--pending)
+        (should (equal (alist-get 'withdrawn (car (last (funcall records))))
+                       "the agent withdrew the request"))))))
 
 ;;;; Reviews the agent closes
 
@@ -583,10 +657,12 @@ The mode is off after BODY."
               (should (equal (mapcar (lambda (w) (list (car w) (nth 2 w))) agent-q-ide--watches)
                              (list (list file proposal))))
               (let ((record (car (last (funcall records)))))
-                (should (equal (alist-get 'event record) "cancelled"))
-                (should (equal (alist-get 'decision record) "none"))
+                ;; The executor's record of the agent_edit call: withdrawn, and why.
+                (should (equal (alist-get 'tool record) "agent_edit"))
+                (should (equal (alist-get 'status record) "cancelled"))
+                (should (string-match-p "withdrawn while its review was open" (alist-get 'how record)))
                 (should (string-match-p "\\`Claude Code closed the review: its own prompt was answered in the terminal, which decides the edit; on a yes it writes its own proposal"
-                                        (alist-get 'content record)))))
+                                        (alist-get 'withdrawn record)))))
             ;; Claude Code's closeAllDiffTabs, a new prompt: nothing to watch for.
             (setq agent-q-ide--watches nil)
             (funcall open 900002 "claude" "tab-2")
@@ -594,7 +670,7 @@ The mode is off after BODY."
             (should-not agent-q-ide--reviews)
             (should-not agent-q-ide--watches)
             (should (string-match-p "\\`Claude Code closed its reviews without a decision in Emacs: a new prompt began"
-                                    (alist-get 'content (car (last (funcall records))))))
+                                    (alist-get 'withdrawn (car (last (funcall records))))))
             ;; Gemini CLI's closeDiff: it gets, and writes on a yes, the review's text.
             (let ((entry (funcall open 900003 "gemini" nil)))
               (with-current-buffer (agent-q-review--review-buffer (plist-get entry :review))
@@ -605,9 +681,11 @@ The mode is off after BODY."
               (should (equal (nth 2 (car agent-q-ide--watches))
                              (agent-q-ide-unit-test--with '(2 3))))
               (should (string-match-p "\\`Gemini CLI closed the review: its own prompt was answered in the terminal"
-                                      (alist-get 'content (car (last (funcall records)))))))
-            (should (equal (mapcar (lambda (r) (alist-get 'event r)) (funcall records))
-                           '("run" "cancelled" "run" "cancelled" "run" "cancelled"))))
+                                      (alist-get 'withdrawn (car (last (funcall records)))))))
+            (should (equal (mapcar (lambda (r) (list (alist-get 'event r) (alist-get 'status r)))
+                                   (funcall records))
+                           '(("run" nil) ("result" "cancelled") ("run" nil) ("result" "cancelled")
+                             ("run" nil) ("result" "cancelled")))))
         (when-let ((buffer (find-buffer-visiting file)))
           (kill-buffer buffer))
         (when agent-q-ide--watch-timer
