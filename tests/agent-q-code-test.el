@@ -1,0 +1,204 @@
+;;; agent-q-code-test.el --- Tests for agent-q-code  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: tools, languages
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;;; Commentary:
+
+;; The code-intelligence tools against a real language server (pyright,
+;; installed pinned under target/code-servers by
+;; scripts/ensure-deps.sh --test) driven by the real eglot (Debian's
+;; elpa-eglot on Emacs 28, the built-in one on Emacs 30), and their
+;; fallbacks (imenu, a text search, Emacs Lisp's own analysis).
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-q)
+(require 'agent-q-code)
+
+(defvar eglot-server-programs)
+(defvar eglot-sync-connect)
+(declare-function eglot-current-server "eglot" ())
+(declare-function eglot-shutdown "eglot" (server &optional interactive timeout preserve-buffers))
+(declare-function eglot--guess-contact "eglot" (&optional interactive))
+
+(defconst agent-q-code-test--root
+  (file-name-directory (directory-file-name
+                        (file-name-directory (or load-file-name buffer-file-name))))
+  "The project's source tree.")
+
+(defun agent-q-code-test--server (name)
+  "The installed language server program NAME, or fail saying how to install it."
+  (let ((program (expand-file-name (concat "target/code-servers/node_modules/.bin/" name)
+                                   agent-q-code-test--root)))
+    (unless (file-executable-p program)
+      (ert-fail (format "%s is not installed: run scripts/ensure-deps.sh --test (it installs tests/code-servers/package-lock.json into target/code-servers)" name)))
+    program))
+
+(defun agent-q-code-test--require-eglot ()
+  "Load eglot: the built-in one, or Debian's elpa-eglot on Emacs 28."
+  (unless (locate-library "eglot")
+    (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
+      (when (string-match-p "/\\(eglot\\|project\\|xref\\)-[0-9]" dir)
+        (add-to-list 'load-path dir))))
+  (unless (require 'eglot nil t)
+    (ert-fail "eglot is not installed: on Emacs 28, apt-get install elpa-eglot (scripts/ensure-deps.sh --test)")))
+
+(defun agent-q-code-test--write (dir file text)
+  "Write TEXT to FILE under DIR."
+  (let ((path (expand-file-name file dir)))
+    (make-directory (file-name-directory path) t)
+    (with-temp-file path
+      (set-buffer-file-coding-system 'utf-8-unix)
+      (insert text))
+    path))
+
+(defun agent-q-code-test--project ()
+  "A Python project in a fresh Git repository; return its directory."
+  (let ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code" t)))))
+    (agent-q-code-test--write dir "pkg/__init__.py" "")
+    (agent-q-code-test--write
+     dir "pkg/cells.py"
+     (concat "\"\"\"Cells.\"\"\"\n"
+             "\n"
+             "\n"
+             "def cell_len(text: str) -> int:\n"
+             "    \"\"\"Return the length of TEXT.\"\"\"\n"
+             "    return len(text)\n"
+             "\n"
+             "\n"
+             "class Console:\n"
+             "    def print(self, text: str) -> int:\n"
+             "        return cell_len(text)\n"))
+    (agent-q-code-test--write
+     dir "pkg/use.py"
+     (concat "from pkg.cells import cell_len\n"
+             "\n"
+             "EMOJI = \"\U0001F600\"; N = cell_len(EMOJI)\n"
+             "\n"
+             "\n"
+             "def total(a: str) -> int:\n"
+             "    return cell_len(a) + undefined_name\n"))
+    (agent-q-code-test--write dir "pyrightconfig.json" "{\"include\": [\"pkg\"]}\n")
+    (let ((default-directory dir))
+      (call-process "git" nil nil nil "init" "-q" "."))
+    dir))
+
+(defun agent-q-code-test--call (name &rest arguments)
+  "Run tool NAME with ARGUMENTS (a plist) through the executor; return the result."
+  (unless (agent-q-get-tool name)
+    (agent-q-register-builtin-tools))
+  (car (agent-q-execute-tool-calls
+        (list (list :id "c" :name name :arguments arguments)))))
+
+(defun agent-q-code-test--content (name &rest arguments)
+  "The content of a successful call of NAME with ARGUMENTS."
+  (let ((result (apply #'agent-q-code-test--call name arguments)))
+    (unless (plist-get result :success)
+      (ert-fail (format "%s failed: %s" name (plist-get result :content))))
+    (plist-get result :content)))
+
+(defun agent-q-code-test--kill (dir)
+  "Kill the buffers visiting files under DIR and delete DIR."
+  (dolist (buffer (buffer-list))
+    (let ((file (buffer-file-name buffer)))
+      (when (and file (string-prefix-p dir (file-truename file)))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer))))
+  (delete-directory dir t))
+
+(ert-deftest agent-q-code-test-pyright-through-eglot ()
+  "Every tool answers from the real pyright that the user's eglot runs."
+  (agent-q-code-test--require-eglot)
+  (let* ((program (agent-q-code-test--server "pyright-langserver"))
+         (dir (agent-q-code-test--project))
+         (default-directory dir)
+         (eglot-server-programs `(((python-mode python-ts-mode) . (,program "--stdio"))))
+         (eglot-sync-connect 30)
+         (agent-q-code-timeout 60)
+         (agent-q-code-start-servers nil)
+         (server nil))
+    (unwind-protect
+        (progn
+          ;; The user's Emacs runs eglot for the project.
+          (with-current-buffer (find-file-noselect (expand-file-name "pkg/cells.py" dir))
+            (apply #'eglot (eglot--guess-contact))
+            (setq server (eglot-current-server))
+            (should server))
+          ;; References by position, the declaration marked, the emoji's
+          ;; UTF-16 column converted, paths relative to the project.
+          (let ((answer (agent-q-code-test--content "find_references"
+                                                    :file "pkg/cells.py" :line 4 :column 5)))
+            (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: eglot: [Pp]yright" answer))
+            (should (string-match-p "^pkg/cells.py:4:5: def cell_len(text: str) -> int:  \\[declaration\\]$" answer))
+            (should (string-match-p "^pkg/cells.py:11:16: return cell_len(text)$" answer))
+            (should (string-match-p "^pkg/use.py:1:23: from pkg.cells import cell_len$" answer))
+            (should (string-match-p "^pkg/use.py:3:18: EMOJI = " answer))
+            (should (string-match-p "^pkg/use.py:7:12: return cell_len(a) \\+ undefined_name$" answer)))
+          ;; A definition by name path within a file.
+          (let ((answer (agent-q-code-test--content "find_definition"
+                                                    :symbol "Console/print" :file "pkg/cells.py")))
+            (should (string-match-p "^pkg/cells.py:10:9: def print(self, text: str) -> int:" answer)))
+          ;; A definition from a use in a file no buffer visited.
+          (let ((answer (agent-q-code-test--content "find_definition"
+                                                    :file "pkg/use.py" :line 7 :column 12)))
+            (should (string-match-p "^pkg/cells.py:4:5: def cell_len" answer)))
+          ;; The outline, nested.
+          (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (string-match-p "^function cell_len (lines 4-6)$" answer))
+            (should (string-match-p "^class Console (lines 9-11)\n  method print (lines 10-11)$" answer)))
+          ;; Diagnostics of a file that was opened for the call.
+          (kill-buffer (find-buffer-visiting (expand-file-name "pkg/use.py" dir)))
+          (let ((answer (agent-q-code-test--content "diagnostics" :file "pkg/use.py")))
+            (should (string-match-p "^pkg/use.py:7:26: error \\[[Pp]yright reportUndefinedVariable\\]: \"undefined_name\" is not defined$" answer)))
+          ;; The hover text.
+          (let ((answer (agent-q-code-test--content "type_at" :file "pkg/cells.py" :line 4 :column 6)))
+            (should (string-match-p "def cell_len(\n?\\s-*text: str\n?) -> int" answer)))
+          ;; Workspace symbols, once the server has indexed the project.
+          (let ((answer nil))
+            (dotimes (_ 30)
+              (unless (and answer (string-match-p "function cell_len" answer))
+                (setq answer (agent-q-code-test--content "workspace_symbols" :query "cell_len"))
+                (unless (string-match-p "function cell_len" answer) (sleep-for 0.5))))
+            (should (string-match-p "^pkg/cells.py:4: function cell_len" answer))))
+      (when (and server (jsonrpc-running-p server))
+        (ignore-errors (eglot-shutdown server)))
+      (agent-q-code-test--kill dir))))
+
+(ert-deftest agent-q-code-test-fallbacks-label-themselves ()
+  "Without a server: imenu outlines, text search locations, each labelled."
+  (let* ((dir (agent-q-code-test--project))
+         (default-directory dir)
+         (agent-q-code-start-servers nil))
+    (unwind-protect
+        (progn
+          (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (string-match-p "(source: imenu)" answer))
+            (should (string-match-p "^function cell_len (line 4)$" answer))
+            (should (string-match-p "^class Console (line 9)\n  function print (line 10)$" answer)))
+          (let ((answer (agent-q-code-test--content "find_references" :symbol "cell_len")))
+            (should (string-match-p "(source: text search (not semantic))" answer))
+            (should (string-match-p "^pkg/use.py:3:18: EMOJI" answer))
+            (should (string-match-p "^pkg/cells.py:4:5: def cell_len" answer)))
+          (let ((answer (agent-q-code-test--content "find_definition" :symbol "cell_len")))
+            (should (string-match-p "^Definition of cell_len: 1 location (source: text search (not semantic))" answer))))
+      (agent-q-code-test--kill dir))))
+
+(ert-deftest agent-q-code-test-emacs-lisp-keeps-agent-q-analysis ()
+  "An Emacs Lisp symbol is answered by agent-q's own analysis."
+  (let ((answer (agent-q-code-test--content "find_definition" :symbol "agent-q-code-find-definition")))
+    (should (string-match-p "(source: agent-q: Emacs Lisp (find-function))" answer))
+    (should (string-match-p "agent-q-code\\.el:[0-9]+:1: (defun agent-q-code-find-definition" answer))))
+
+(provide 'agent-q-code-test)
+
+;;; agent-q-code-test.el ends here
