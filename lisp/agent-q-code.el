@@ -213,10 +213,11 @@ requests and the call fails, saying so."
            (setcar cell (cons :failure "Interrupted by the user (C-g): the request was cancelled."))))
         (funcall callback (cdar cell) (caar cell))))))
 
-(defun agent-q-code--request (job server method params then)
+(defun agent-q-code--request (job server method params then &optional otherwise)
   "Ask SERVER METHOD with PARAMS for JOB; call THEN with the result.
-The request is asynchronous with `agent-q-code-timeout'; an error,
-the timeout or THEN's own error answers JOB with a failure."
+The request is asynchronous with `agent-q-code-timeout'; an error or
+the timeout calls OTHERWISE (a function of no arguments) when given,
+else answers JOB with a failure, as THEN's own error does."
   (let* ((label (agent-q-code--source server))
          (request
           (jsonrpc--async-request-1
@@ -225,11 +226,15 @@ the timeout or THEN's own error answers JOB with a failure."
                          (unless (agent-q-code--job-finished job)
                            (agent-q-code--guarded job (funcall then result))))
            :error-fn (lambda (err)
-                       (agent-q-code--fail job "%s answered %s with an error: %s" label method
-                                           (or (plist-get err :message) err)))
+                       (if (and otherwise (not (agent-q-code--job-finished job)))
+                           (agent-q-code--guarded job (funcall otherwise))
+                         (agent-q-code--fail job "%s answered %s with an error: %s" label method
+                                             (or (plist-get err :message) err))))
            :timeout-fn (lambda ()
-                         (agent-q-code--fail job "%s did not answer %s within %s s (agent-q-code-timeout)."
-                                             label method agent-q-code-timeout))
+                         (if (and otherwise (not (agent-q-code--job-finished job)))
+                             (agent-q-code--guarded job (funcall otherwise))
+                           (agent-q-code--fail job "%s did not answer %s within %s s (agent-q-code-timeout)."
+                                               label method agent-q-code-timeout)))
            :timeout agent-q-code-timeout))
          (id (car-safe request)))
     (push (lambda ()
@@ -563,16 +568,65 @@ the selection range's start (the name's position), as the server sent it."
        (equal wanted (last path (length wanted)))))
 
 (defun agent-q-code--enclosing (symbols line)
-  "The name path of the innermost of SYMBOLS (flattened) holding LINE."
+  "The name path of the innermost of SYMBOLS (flattened) holding LINE.
+A symbol starting on LINE is the one declared there, not its container."
   (let ((best nil))
     (dolist (s symbols)
       (pcase-let ((`(,_name ,_kind ,start ,end . ,_rest) s))
-        (when (and (<= start line) (<= line end)
+        (when (and (< start line) (<= line end)
                    (or (null best) (>= start (nth 2 best))))
           (setq best s))))
     (and best (string-join (nth 5 best) "."))))
 
 ;;;; find_definition and find_references
+
+(defconst agent-q-code--enclosing-files 20
+  "Most files whose outlines are asked for to name enclosing symbols.")
+
+(defvar agent-q-code--outlines (make-hash-table :test #'equal)
+  "Files mapped to (VERSION . SYMBOLS), their flattened outlines.
+VERSION is the visiting buffer's modification tick, or the file's
+modification time, when the outline was asked for.")
+
+(defun agent-q-code--file-version (file)
+  "What identifies the contents of FILE as the server sees it."
+  (let ((buffer (find-buffer-visiting file)))
+    (if buffer
+        (list 'buffer buffer (buffer-chars-modified-tick buffer))
+      (list 'file (file-attribute-modification-time (file-attributes file))))))
+
+(defun agent-q-code--with-enclosing (job server locations then)
+  "Call THEN with LOCATIONS, each with its enclosing symbol's name added.
+LOCATIONS are (FILE LINE COLUMN); the outlines of their files (the
+first `agent-q-code--enclosing-files') come from SERVER, asked at once
+for JOB and cached per file version.  A file whose outline the server does not
+give is listed without enclosing symbols."
+  (let ((files (seq-take (delete-dups (mapcar #'car locations)) agent-q-code--enclosing-files)))
+    (agent-q-code--all
+     job
+     (mapcar (lambda (file)
+               (lambda (k)
+                 (let ((cached (gethash file agent-q-code--outlines))
+                       (version (agent-q-code--file-version file)))
+                   (if (and cached (equal (car cached) version))
+                       (funcall k (cdr cached))
+                     (agent-q-code--request
+                      job server :textDocument/documentSymbol
+                      (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
+                      (lambda (result)
+                        (let ((symbols (agent-q-code--document-symbols result)))
+                          (puthash file (cons version symbols) agent-q-code--outlines)
+                          (funcall k symbols)))
+                      (lambda () (funcall k nil)))))))
+             files)
+     (lambda (outlines)
+       (let ((table (cl-mapcar #'cons files outlines)))
+         (funcall then
+                  (mapcar (lambda (loc)
+                            (list (nth 0 loc) (nth 1 loc) (nth 2 loc)
+                                  (agent-q-code--enclosing (cdr (assoc (car loc) table))
+                                                           (nth 1 loc))))
+                          locations)))))))
 
 (defun agent-q-code--locate (job target then)
   "Resolve TARGET for JOB and call THEN with a plist describing it.
@@ -723,8 +777,11 @@ KIND is `definition' or `references'."
           (agent-q-code--request
            job server :textDocument/definition params
            (lambda (result)
-             (agent-q-code--answer-locations job 'definition subject source root
-                                             (agent-q-code--lsp-locations result) t))))
+             (agent-q-code--with-enclosing
+              job server (agent-q-code--lsp-locations result)
+              (lambda (locations)
+                (agent-q-code--answer-locations job 'definition subject source root
+                                                locations t))))))
       (agent-q-code--all
        job
        (list (lambda (k)
@@ -737,8 +794,11 @@ KIND is `definition' or `references'."
        (lambda (results)
          (let ((refs (agent-q-code--lsp-locations (car results)))
                (decls (agent-q-code--lsp-locations (cadr results))))
-           (agent-q-code--answer-locations job 'references subject source root
-                                           refs t decls)))))))
+           (agent-q-code--with-enclosing
+            job server refs
+            (lambda (locations)
+              (agent-q-code--answer-locations job 'references subject source root
+                                              locations t decls)))))))))
 
 ;;;; Fallbacks
 

@@ -140,10 +140,10 @@
                                                     :file "pkg/cells.py" :line 4 :column 5)))
             (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: eglot: [Pp]yright" answer))
             (should (string-match-p "^pkg/cells.py:4:5: def cell_len(text: str) -> int:  \\[declaration\\]$" answer))
-            (should (string-match-p "^pkg/cells.py:11:16: return cell_len(text)$" answer))
+            (should (string-match-p "^pkg/cells.py:11:16: return cell_len(text)  \\[in Console.print\\]$" answer))
             (should (string-match-p "^pkg/use.py:1:23: from pkg.cells import cell_len$" answer))
             (should (string-match-p "^pkg/use.py:3:18: EMOJI = " answer))
-            (should (string-match-p "^pkg/use.py:7:12: return cell_len(a) \\+ undefined_name$" answer)))
+            (should (string-match-p "^pkg/use.py:7:12: return cell_len(a) \\+ undefined_name  \\[in total\\]$" answer)))
           ;; A definition by name path within a file.
           (let ((answer (agent-q-code-test--content "find_definition"
                                                     :symbol "Console/print" :file "pkg/cells.py")))

@@ -913,8 +913,11 @@ With MAY-RUN, it is only checked to be a well-formed, bounded result."
                           (lambda () (agent-q-execute-tool-calls
                                       `((:id "k" :name ,tool
                                              :arguments (,key ,(agent-q-stress--value hostile)
-                                                              :line 1 :column 1))))))
-                         1 hostile))))
+                                                              ,@(and (member tool '("find_definition" "find_references" "type_at"))
+                                                                     '(:line 1 :column 1))))))))
+                         ;; A deep value is refused as not a string first; a
+                         ;; huge file name by the file system.
+                         1 hostile nil "expected type \"string\"\\|File name too long"))))
               cases)))
     (dolist (hostile (agent-q-stress--names))
       (dolist (circle '(nil t))
