@@ -24,7 +24,11 @@
 (require 'cl-lib)
 (require 'agent-q)
 (require 'agent-q-code)
+(require 'agent-q-mcp)
+(require 'agent-q-agents-test)
 
+(defvar agent-q-allowed-directories)
+(defvar agent-q-mcp-allowed-directories)
 (defvar eglot-server-programs)
 (defvar eglot-sync-connect)
 (declare-function eglot-current-server "eglot" ())
@@ -173,6 +177,75 @@
       (when (and server (jsonrpc-running-p server))
         (ignore-errors (eglot-shutdown server)))
       (agent-q-code-test--kill dir))))
+
+(defun agent-q-code-test--start-pyright (dir program)
+  "Start eglot with pyright PROGRAM for the project DIR, as a user would; return it."
+  (let ((eglot-server-programs `(((python-mode python-ts-mode) . (,program "--stdio"))))
+        (eglot-sync-connect 30))
+    (with-current-buffer (find-file-noselect (expand-file-name "pkg/cells.py" dir))
+      (apply #'eglot (eglot--guess-contact))
+      (or (eglot-current-server) (ert-fail "eglot did not start pyright")))))
+
+(ert-deftest agent-q-code-test-claude-finds-references-over-mcp ()
+  "The real Claude Code calls find_references; its model gets pyright's locations."
+  (agent-q-code-test--require-eglot)
+  (let* ((pyright (agent-q-code-test--server "pyright-langserver"))
+         (claude (agent-q-agents-test--program 'claude))
+         (dir (agent-q-code-test--project))
+         (scratch (file-name-as-directory (make-temp-file "agent-q-code-claude" t)))
+         (home (expand-file-name "home/" scratch))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" scratch))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" scratch))
+         (agent-q-allowed-directories (list dir))
+         (agent-q-mcp-allowed-directories (list dir))
+         (agent-q-mcp-port 0)
+         (agent-q-code-timeout 60)
+         (agent-q-code-start-servers nil)
+         (server nil) model process)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (setq server (agent-q-code-test--start-pyright dir pyright))
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       scratch "anthropic"
+                       (list (agent-q-agents-test--tool-step
+                              'claude "find_references"
+                              `((file . ,(expand-file-name "pkg/cells.py" dir)) (line . 4) (column . 5)))
+                             '((text . "Found them.")))))
+          (let* ((setup (agent-q-agents-test--configure 'claude 'http home (nth 1 model)))
+                 (output (generate-new-buffer " *agent-q-code-claude*"))
+                 (default-directory dir)
+                 (process-environment (agent-q-agents-test--environment home (cdr setup))))
+            (setq process (make-process :name "agent-q-code-claude" :noquery t :buffer output
+                                        :connection-type 'pipe :command (cons claude (car setup))))
+            (process-send-eof process)
+            (agent-q-agents-test--wait (lambda () (not (process-live-p process)))
+                                       agent-q-agents-test--timeout "Claude Code to finish")
+            (let* ((requests (agent-q-agents-test--json-lines (nth 2 model)))
+                   (steps (cl-remove-if-not (lambda (r) (equal (alist-get 'kind r) "step")) requests))
+                   (result (car (alist-get 'results (nth 1 steps))))
+                   (text (alist-get 'text result)))
+              (unless (and (= (process-exit-status process) 0) (= (length steps) 2) (stringp text))
+                (ert-fail (format "Claude Code exited %s:\n%s\nrequests: %S"
+                                  (process-exit-status process)
+                                  (with-current-buffer output (buffer-string)) requests)))
+              (should-not (eq (alist-get 'error result) t))
+              (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: eglot: " text))
+              (should (string-match-p "^pkg/cells.py:4:5: def cell_len(text: str) -> int:  \\[declaration\\]$" text))
+              (should (string-match-p "^pkg/cells.py:11:16: return cell_len(text)  \\[in Console.print\\]$" text))
+              (should (string-match-p "^pkg/use.py:1:23: from pkg.cells import cell_len$" text))
+              (should (string-match-p "^pkg/use.py:3:18: EMOJI = " text))
+              (should (string-match-p "^pkg/use.py:7:12: return cell_len(a) \\+ undefined_name  \\[in total\\]$" text)))
+            (kill-buffer output)))
+      (when (and process (process-live-p process)) (delete-process process))
+      (when (and model (process-live-p (car model))) (delete-process (car model)))
+      (when model (kill-buffer (process-buffer (car model))))
+      (agent-q-mcp-stop)
+      (when (and server (jsonrpc-running-p server))
+        (ignore-errors (eglot-shutdown server)))
+      (agent-q-code-test--kill dir)
+      (delete-directory scratch t))))
 
 (ert-deftest agent-q-code-test-fallbacks-label-themselves ()
   "Without a server: imenu outlines, text search locations, each labelled."
