@@ -59,6 +59,13 @@ fn code_locations(
     utf16: Value<'_>,
     limit_v: Value<'_>,
 ) -> Result<String> {
+    if !env.call("symbolp", (kind,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!("KIND must be a symbol, not a {}", args::type_name(env, kind)),
+        );
+    }
     let kind_name = args::string(env, env.call("symbol-name", (kind,))?, "KIND", 64)?;
     let kind = match kind_name.as_str() {
         "definition" => LocationKind::Definition,

@@ -34,6 +34,7 @@
 (declare-function eglot-current-server "eglot" ())
 (declare-function eglot-shutdown "eglot" (server &optional interactive timeout preserve-buffers))
 (declare-function eglot--guess-contact "eglot" (&optional interactive))
+(declare-function eglot "eglot")
 
 (defconst agent-q-code-test--root
   (file-name-directory (directory-file-name
@@ -179,7 +180,7 @@
       (agent-q-code-test--kill dir))))
 
 (defun agent-q-code-test--start-pyright (dir program)
-  "Start eglot with pyright PROGRAM for the project DIR, as a user would; return it."
+  "Start eglot with pyright PROGRAM for the project DIR; return the server."
   (let ((eglot-server-programs `(((python-mode python-ts-mode) . (,program "--stdio"))))
         (eglot-sync-connect 30))
     (with-current-buffer (find-file-noselect (expand-file-name "pkg/cells.py" dir))
@@ -187,7 +188,7 @@
       (or (eglot-current-server) (ert-fail "eglot did not start pyright")))))
 
 (ert-deftest agent-q-code-test-claude-finds-references-over-mcp ()
-  "The real Claude Code calls find_references; its model gets pyright's locations."
+  "The real Claude Code calls find_references; its model gets the locations."
   (agent-q-code-test--require-eglot)
   (let* ((pyright (agent-q-code-test--server "pyright-langserver"))
          (claude (agent-q-agents-test--program 'claude))
@@ -246,6 +247,74 @@
         (ignore-errors (eglot-shutdown server)))
       (agent-q-code-test--kill dir)
       (delete-directory scratch t))))
+
+(defun agent-q-code-test--with-server (files mode program test)
+  "Write FILES (FILE . TEXT) in a fresh Git project, run eglot there, call TEST.
+The server is PROGRAM (a list) for MODE, started from the first
+file's buffer; TEST is called with the project directory."
+  (agent-q-code-test--require-eglot)
+  (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code" t))))
+         (default-directory dir)
+         (eglot-server-programs `((,mode . ,program)))
+         (eglot-sync-connect 30)
+         (agent-q-code-timeout 60)
+         (agent-q-code-start-servers nil)
+         (server nil))
+    (unwind-protect
+        (progn
+          (pcase-dolist (`(,file . ,text) files)
+            (agent-q-code-test--write dir file text))
+          (call-process "git" nil nil nil "init" "-q" ".")
+          (with-current-buffer (find-file-noselect (expand-file-name (caar files) dir))
+            (apply #'eglot (eglot--guess-contact))
+            (setq server (or (eglot-current-server) (ert-fail "eglot did not start the server"))))
+          (funcall test dir))
+      (when (and server (jsonrpc-running-p server))
+        (ignore-errors (eglot-shutdown server)))
+      (agent-q-code-test--kill dir))))
+
+(ert-deftest agent-q-code-test-typescript-language-server ()
+  "JavaScript through the real typescript-language-server: references, outline."
+  (agent-q-code-test--with-server
+   '(("lib.js" . "export function cellLen(text) {\n  return text.length;\n}\n")
+     ("use.js" . "import { cellLen } from \"./lib.js\";\n\nconst n = cellLen(\"\U0001F600\") + cellLen(\"a\");\n")
+     ("jsconfig.json" . "{\"compilerOptions\": {\"module\": \"esnext\", \"allowJs\": true}, \"files\": [\"lib.js\", \"use.js\"]}\n"))
+   'js-mode
+   (list (agent-q-code-test--server "typescript-language-server") "--stdio")
+   (lambda (_dir)
+     (let ((answer nil))
+       ;; tsserver answers from the files it has loaded so far.
+       (dotimes (_ 20)
+         (unless (and answer (string-match-p "^use.js:" answer))
+           (setq answer (agent-q-code-test--content "find_references" :file "lib.js" :line 1 :column 17))
+           (unless (string-match-p "^use.js:" answer) (sleep-for 0.5))))
+       (should (string-match-p "(source: eglot: typescript-language-server)" answer))
+       (should (string-match-p "^lib.js:1:17: export function cellLen(text) {  \\[declaration\\]$" answer))
+       (should (string-match-p "^use.js:1:10: import { cellLen } from" answer))
+       (should (string-match-p "^use.js:3:11: const n = " answer))
+       ;; After the emoji (two UTF-16 units), the column is in characters.
+       (should (string-match-p "^use.js:3:26: const n = " answer)))
+     (let ((answer (agent-q-code-test--content "file_outline" :file "lib.js")))
+       (should (string-match-p "^function cellLen (lines 1-3)$" answer))))))
+
+(ert-deftest agent-q-code-test-clangd ()
+  "C through Debian's clangd: definition, outline and diagnostics."
+  (unless (executable-find "clangd")
+    (ert-fail "clangd is not installed: apt-get install clangd (scripts/ensure-deps.sh --test)"))
+  (agent-q-code-test--with-server
+   '(("main.c" . "static int twice(int x) {\n  return 2 * x;\n}\n\nint main(void) {\n  return twice(3) + missing;\n}\n")
+     ("compile_flags.txt" . "-std=c11\n"))
+   'c-mode
+   (list (executable-find "clangd"))
+   (lambda (_dir)
+     (let ((answer (agent-q-code-test--content "find_definition" :file "main.c" :line 6 :column 10)))
+       (should (string-match-p "(source: eglot: clangd" answer))
+       (should (string-match-p "^main.c:1:12: static int twice(int x) {" answer)))
+     (let ((answer (agent-q-code-test--content "file_outline" :file "main.c")))
+       (should (string-match-p "^function twice (lines 1-3)$" answer))
+       (should (string-match-p "^function main (lines 5-7)$" answer)))
+     (let ((answer (agent-q-code-test--content "diagnostics" :file "main.c")))
+       (should (string-match-p "^main.c:6:21: error \\[clang [a-z_]+\\]: Use of undeclared identifier 'missing'$" answer))))))
 
 (ert-deftest agent-q-code-test-fallbacks-label-themselves ()
   "Without a server: imenu outlines, text search locations, each labelled."
