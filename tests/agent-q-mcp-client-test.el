@@ -648,7 +648,7 @@ client how it ended."
                (names (alist-get 'names (agent-q-mcp-client-test--event run "tools"))))
           (should (= (alist-get 'count (agent-q-mcp-client-test--event run "ready")) 24))
           (should (agent-q-mcp-client-test--event run "list_changed"))
-          (should (= (length names) 19))
+          (should (= (length names) 25))
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 
@@ -674,7 +674,7 @@ client how it ended."
           (should (= (alist-get 'count ready) 24))
           (should (equal (alist-get 'kind (agent-q-mcp-client-test--event run "list_changed"))
                          "ToolsListChanged"))
-          (should (= (length names) 19))
+          (should (= (length names) 25))
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 
