@@ -121,6 +121,21 @@
         (kill-buffer buffer))))
   (delete-directory dir t))
 
+(defun agent-q-code-test--eglot-start ()
+  "Start eglot for the current buffer as \\[eglot] would; return its server.
+eglot's own wait for the connection ends with any process output (a
+previous test's server exiting, say), so this waits until it connected."
+  (apply #'eglot (eglot--guess-contact))
+  (let ((deadline (+ (float-time) 60)))
+    (while (and (not (eglot-current-server)) (< (float-time) deadline))
+      (accept-process-output nil 0.1)))
+  (or (eglot-current-server)
+      (ert-fail (format "eglot did not start the server: %s"
+                        (mapconcat (lambda (b) (with-current-buffer b (buffer-string)))
+                                   (seq-filter (lambda (b) (string-match-p "stderr" (buffer-name b)))
+                                               (buffer-list))
+                                   "\n")))))
+
 (ert-deftest agent-q-code-test-pyright-through-eglot ()
   "Every tool answers from the real pyright that the user's eglot runs."
   (agent-q-code-test--require-eglot)
@@ -136,9 +151,7 @@
         (progn
           ;; The user's Emacs runs eglot for the project.
           (with-current-buffer (find-file-noselect (expand-file-name "pkg/cells.py" dir))
-            (apply #'eglot (eglot--guess-contact))
-            (setq server (eglot-current-server))
-            (should server))
+            (setq server (agent-q-code-test--eglot-start)))
           ;; References by position, the declaration marked, the emoji's
           ;; UTF-16 column converted, paths relative to the project.
           (let ((answer (agent-q-code-test--content "find_references"
@@ -184,8 +197,7 @@
   (let ((eglot-server-programs `(((python-mode python-ts-mode) . (,program "--stdio"))))
         (eglot-sync-connect 30))
     (with-current-buffer (find-file-noselect (expand-file-name "pkg/cells.py" dir))
-      (apply #'eglot (eglot--guess-contact))
-      (or (eglot-current-server) (ert-fail "eglot did not start pyright")))))
+      (agent-q-code-test--eglot-start))))
 
 (ert-deftest agent-q-code-test-claude-finds-references-over-mcp ()
   "The real Claude Code calls find_references; its model gets the locations."
@@ -266,8 +278,7 @@ file's buffer; TEST is called with the project directory."
             (agent-q-code-test--write dir file text))
           (call-process "git" nil nil nil "init" "-q" ".")
           (with-current-buffer (find-file-noselect (expand-file-name (caar files) dir))
-            (apply #'eglot (eglot--guess-contact))
-            (setq server (or (eglot-current-server) (ert-fail "eglot did not start the server"))))
+            (setq server (agent-q-code-test--eglot-start)))
           (funcall test dir))
       (when (and server (jsonrpc-running-p server))
         (ignore-errors (eglot-shutdown server)))
