@@ -76,6 +76,11 @@
 (declare-function agent-q--core-code-hover "agent-q-core" (location source text))
 (declare-function agent-q--core-code-column "agent-q-core" (text column to-chars))
 (declare-function agent-q-async-starting-p "agent-q-async" ())
+(declare-function agent-q--ensure-channel "agent-q-async" ())
+(declare-function agent-q--core-xref-scan-start "agent-q-core"
+                  (files name kind max-hits max-seconds))
+(declare-function agent-q--core-xref-scan-cancel "agent-q-core" (ticket))
+(defvar agent-q--channel-drain-functions)
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
 (declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
 (declare-function agent-q-guard-file-verdict "agent-q-guard" (file))
@@ -854,18 +859,45 @@ BUFFER visits TARGET's file or is nil; ROOT is where paths are relative to."
         (agent-q-code--answer-locations job 'definition name "agent-q: Emacs Lisp (find-function)"
                                         root (nreverse locations) nil locations)))
      (t
-      (let* ((calls (agent-q-xref-find name 'call nil agent-q-code-max-results
-                                       agent-q-xref-max-seconds))
-             (refs (agent-q-xref-find name 'reference nil agent-q-code-max-results
-                                      agent-q-xref-max-seconds))
-             (locations (mapcar (lambda (hit)
-                                  (pcase-let ((`(,file ,line ,column ,definition ,_text) hit))
-                                    (list file line (or column 0) definition)))
-                                (append (plist-get calls :hits) (plist-get refs :hits)))))
-        (agent-q-code--answer-locations
-         job 'references name
-         "agent-q: Emacs Lisp (who_calls and who_references over the loaded libraries' sources)"
-         root locations nil))))))
+      (agent-q-code--all
+       job
+       (list (lambda (k) (agent-q-code--xref-scan job name 'call k))
+             (lambda (k) (agent-q-code--xref-scan job name 'reference k)))
+       (lambda (found)
+         (let ((locations (mapcar (lambda (hit)
+                                    (pcase-let ((`(,file ,line ,column ,definition ,_text) hit))
+                                      (list file line (or column 0) definition)))
+                                  (append (plist-get (car found) :hits)
+                                          (plist-get (cadr found) :hits)))))
+           (agent-q-code--answer-locations
+            job 'references name
+            "agent-q: Emacs Lisp (who_calls and who_references over the loaded libraries' sources)"
+            root locations nil))))))))
+
+(defun agent-q-code--xref-scan (job name kind then)
+  "Scan the loaded libraries' sources for NAME of KIND for JOB.
+THEN gets the found plist.  The scan of who_calls and who_references,
+on worker threads: Emacs's
+thread is not held, and the answer comes through the module's channel."
+  (agent-q-xref--ensure-module)
+  (agent-q--ensure-channel)
+  (unless (memq #'agent-q-xref--drain-scans agent-q--channel-drain-functions)
+    (push #'agent-q-xref--drain-scans agent-q--channel-drain-functions))
+  (let ((ticket (agent-q--core-xref-scan-start (car (agent-q-xref-library-sources))
+                                               name kind agent-q-code-max-results
+                                               agent-q-xref-max-seconds)))
+    (push (lambda ()
+            (remhash ticket agent-q-xref--scans)
+            (agent-q--core-xref-scan-cancel ticket))
+          (agent-q-code--job-cancels job))
+    (puthash ticket
+             (lambda (found)
+               (unless (agent-q-code--job-finished job)
+                 (agent-q-code--guarded job
+                   (if (plist-member found :error)
+                       (agent-q-code--fail job "%s" (plist-get found :error))
+                     (funcall then found)))))
+             agent-q-xref--scans)))
 
 (defun agent-q-code--xref-backend (buffer)
   "BUFFER's xref backend when it can answer without asking, or nil.

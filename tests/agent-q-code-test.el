@@ -350,7 +350,10 @@ file's buffer; TEST is called with the project directory."
   "An Emacs Lisp symbol is answered by agent-q's own analysis."
   (let ((answer (agent-q-code-test--content "find_definition" :symbol "agent-q-code-find-definition")))
     (should (string-match-p "(source: agent-q: Emacs Lisp (find-function))" answer))
-    (should (string-match-p "agent-q-code\\.el:[0-9]+:1: (defun agent-q-code-find-definition" answer))))
+    (should (string-match-p "agent-q-code\\.el:[0-9]+:1: (defun agent-q-code-find-definition" answer)))
+  (let ((answer (agent-q-code-test--content "find_references" :symbol "agent-q-code--find")))
+    (should (string-match-p "(source: agent-q: Emacs Lisp (who_calls and who_references" answer))
+    (should (string-match-p "agent-q-code\\.el:[0-9]+:[0-9]+: (agent-q-code--find callback args 'definition))  \\[in agent-q-code-find-definition\\]$" answer))))
 
 (provide 'agent-q-code-test)
 
