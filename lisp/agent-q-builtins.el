@@ -1,4 +1,4 @@
-;;; agent-q-builtins.el --- The 18 built-in tools of agent-q  -*- lexical-binding: t -*-
+;;; agent-q-builtins.el --- The 24 built-in tools of agent-q  -*- lexical-binding: t -*-
 
 ;; Copyright (C) 2026 The agent-q authors
 
@@ -38,6 +38,9 @@
 ;;                  (agent-q-files.el, guarded by agent-q-guard.el)
 ;;   diff           propose_file_edit (agent-q-files.el, reviewed in
 ;;                  agent-q-review.el)
+;;   code           find_definition, find_references, file_outline,
+;;                  workspace_symbols, diagnostics, type_at
+;;                  (agent-q-code.el: language servers, xref, imenu)
 ;;
 ;; This file holds the table of the tools (name, description for the
 ;; model, parameters, safety level, categories, handler) and
@@ -62,6 +65,7 @@
 (require 'agent-q-execution)
 (require 'agent-q-files)
 (require 'agent-q-xref)
+(require 'agent-q-code)
 
 (declare-function agent-q-define-tool "agent-q"
                   (name description parameters &rest keys))
@@ -70,7 +74,7 @@
 ;;;; Options
 
 (defcustom agent-q-register-builtin-tools-on-load t
-  "Non-nil means loading agent-q registers the 18 built-in tools.
+  "Non-nil means loading agent-q registers the 24 built-in tools.
 agent-q.el calls `agent-q-register-builtin-tools' when it is loaded
 and this is non-nil."
   :type 'boolean
@@ -82,6 +86,17 @@ and this is non-nil."
 (defconst agent-q-builtins--read-guard-note
   "Reading a file outside the allowed directories (the current project and the directory of the file the current buffer visits), a remote file, a sensitive file (credentials, keys, .env, .authinfo, .ssh/..., and their backup or auto-save copies) or a file with several hard links asks the user first; if the user refuses, the call fails and says so."
   "Sentence appended to the descriptions of the read tools.")
+
+(defconst agent-q-builtins--code-answer-note
+  "One location per line as FILE:LINE:COLUMN: TEXT (1-based, the column in characters, FILE relative to the project root), then [in ENCLOSING-SYMBOL] when known. Lines outside the project, the allowed directories and the libraries' sources are listed without their text."
+  "Sentence appended to the descriptions of the code location tools.")
+
+(defconst agent-q-builtins--code-locate-parameters
+  '((:name "symbol" :type :string :description "The symbol's name, or a name path such as Class/method.")
+    (:name "file" :type :string :description "The file: where to look for symbol, or the file of line and column. Absolute or relative to the project root.")
+    (:name "line" :type :integer :description "With file: the line of an occurrence of the symbol, 1-based.")
+    (:name "column" :type :integer :description "With file and line: the column, 1-based, in characters."))
+  "The parameters of find_definition and find_references.")
 
 (defconst agent-q-builtin-tools
   `(("describe_symbol"
@@ -187,7 +202,41 @@ and this is non-nil."
       (:name "description" :type :string :description "A short explanation of the change, shown to the user."))
      ("path" "original" "modified" "description") :dangerous (:diff :buffer)
      agent-q-builtins--propose-file-edit
-     (:async t :guard agent-q-builtins--propose-file-edit-guard :approval :review)))
+     (:async t :guard agent-q-builtins--propose-file-edit-guard :approval :review))
+    ("find_definition"
+     ,(concat "Find where a symbol is defined, in any language the user's Emacs knows: from the language server Emacs runs for the project (eglot), else Emacs Lisp's own analysis, the buffer's xref backend, or a project text search (the answer names its source, e.g. \"eglot: pyright\" or \"text search (not semantic)\"). Give symbol (a name, or a name path such as Class/method; with file to look only there), or file with line and column (1-based; the column in characters) of a use of the symbol. "
+              agent-q-builtins--code-answer-note)
+     ,agent-q-builtins--code-locate-parameters
+     () :safe (:code) agent-q-code-find-definition
+     (:async t :guard agent-q-code--guard))
+    ("find_references"
+     ,(concat "Find every reference to a symbol, the declaration included and marked \"declaration\", with the count (and a cut that says so), from the same sources as find_definition. Give symbol (a name or a name path such as Class/method, optionally with file), or file with line and column (1-based) of any occurrence. Use it for \"who calls this?\" and before changing a symbol. "
+              agent-q-builtins--code-answer-note)
+     ,agent-q-builtins--code-locate-parameters
+     () :safe (:code) agent-q-code-find-references
+     (:async t :guard agent-q-code--guard))
+    ("file_outline"
+     "List the symbols of a file, nested by indentation, each as KIND NAME (lines A-B): from the language server, else imenu (the answer names its source)."
+     ((:name "file" :type :string :description "The file, absolute or relative to the project root."))
+     ("file") :safe (:code) agent-q-code-file-outline
+     (:async t :guard agent-q-code--guard))
+    ("workspace_symbols"
+     "Search the project's symbols by name (the language server's workspace symbol search; without a server, the outlines of the project's open buffers): one per line as FILE:LINE: KIND NAME [in CONTAINER]."
+     ((:name "query" :type :string :description "Part of the symbol names, e.g. \"cell_len\"."))
+     ("query") :safe (:code) agent-q-code-workspace-symbols
+     (:async t))
+    ("diagnostics"
+     "Return the errors, warnings, infos and hints of a file (or, without file, of the project's files open in Emacs and those the server reported on) as FILE:LINE:COLUMN: SEVERITY [SOURCE CODE]: MESSAGE, from Flymake (fed by the language server) and Flycheck. A file not open in Emacs is opened for its server, which is given a few seconds to check it; the answer says what was not checked."
+     ((:name "file" :type :string :description "The file to check, absolute or relative to the project root; omit for the project."))
+     () :safe (:code) agent-q-code-diagnostics
+     (:async t :guard agent-q-code--guard))
+    ("type_at"
+     "Return the language server's hover text at a position: the type, signature and documentation of the symbol there. Needs a language server."
+     ((:name "file" :type :string :description "The file, absolute or relative to the project root.")
+      (:name "line" :type :integer :description "The line, 1-based.")
+      (:name "column" :type :integer :description "The column, 1-based, in characters."))
+     ("file" "line" "column") :safe (:code) agent-q-code-type-at
+     (:async t :guard agent-q-code--guard)))
   "The built-in tools.
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary
@@ -197,7 +246,7 @@ not tell the truth -- eval_form and compile_form are cautious but run
 arbitrary code, so they are destructive and reach the open world).")
 
 (defun agent-q-register-builtin-tools (&optional registry)
-  "Register the 18 built-in tools in REGISTRY (default: the global one).
+  "Register the 24 built-in tools in REGISTRY (default: the global one).
 Return the number of tools registered.  Calling it again is harmless:
 identical definitions keep their registrations."
   (unless (and (fboundp 'agent-q-define-tool) (fboundp 'agent-q-register-tool))

@@ -36,6 +36,10 @@ if [ "${1:-}" = "--test" ]; then
   # getDiagnostics reads Flycheck's errors when Flycheck is loaded; the IDE tests run it.
   compgen -G "/usr/share/emacs/site-lisp/elpa*/flycheck-*/flycheck.el" >/dev/null || need+=(elpa-flycheck)
   command -v python3 >/dev/null 2>&1 || need+=(python3)
+  # The code-intelligence tests drive eglot (Debian's elpa-eglot on Emacs 28;
+  # built into Emacs 30) and, for C, clangd.
+  compgen -G "/usr/share/emacs/site-lisp/elpa*/eglot-*/eglot.el" >/dev/null || need+=(elpa-eglot)
+  command -v clangd >/dev/null 2>&1 || need+=(clangd)
   # The MCP end-to-end tests create virtual environments (below): Debian's
   # python3 has no venv/ensurepip without python3-venv.
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
@@ -209,6 +213,20 @@ if [ "${1:-}" = "--test" ]; then
     rm -rf "$scratch"
     cp "$lock" "$agents/agent-q-pins.json"
     echo "$node_version" > "$agents/agent-q-node.txt"
+  fi
+  # The language servers of the code-intelligence tests (tests/agent-q-code-test.el):
+  # pyright and typescript-language-server, exactly as tests/code-servers/package-lock.json pins them.
+  servers="$root/target/code-servers"
+  servers_lock="$root/tests/code-servers/package-lock.json"
+  if ! cmp -s "$servers_lock" "$servers/agent-q-pins.json" \
+      || [ ! -x "$servers/node_modules/.bin/pyright-langserver" ] \
+      || [ ! -x "$servers/node_modules/.bin/typescript-language-server" ]; then
+    echo "agent-q: installing pyright and typescript-language-server into $servers" >&2
+    rm -rf "$servers"
+    mkdir -p "$servers"
+    cp "$root/tests/code-servers/package.json" "$servers_lock" "$servers/"
+    (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    cp "$servers_lock" "$servers/agent-q-pins.json"
   fi
 fi
 

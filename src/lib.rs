@@ -8,6 +8,7 @@ use emacs::{Env, IntoLisp, Result};
 pub mod args;
 pub mod audit;
 pub mod channel;
+pub mod code;
 pub mod command;
 pub mod convert;
 pub mod diff;

@@ -52,13 +52,15 @@
     (dolist (name '("describe_symbol" "apropos_search" "function_arglist" "who_calls" "who_references"
                     "list_package_symbols" "class_slots" "class_hierarchy" "macroexpand_form"
                     "eval_form" "compile_form" "get_last_error" "get_repl_history"
-                    "read_file" "read_buffer" "search_in_buffer" "write_file" "propose_file_edit"))
+                    "read_file" "read_buffer" "search_in_buffer" "write_file" "propose_file_edit"
+                    "find_definition" "find_references" "file_outline" "workspace_symbols"
+                    "diagnostics" "type_at"))
       (should (member name names))))
-  (should (= (length (agent-q-get-tools :max-safety-level :safe)) 13))
-  (should (= (length (agent-q-get-tools :max-safety-level :cautious)) 16))
-  (should (= (length (agent-q-get-tools :max-safety-level :dangerous)) 18))
-  (should (= (agent-q-register-builtin-tools) 18))
-  (should (= (length (agent-q-tools-to-schema)) 18)))
+  (should (= (length (agent-q-get-tools :max-safety-level :safe)) 19))
+  (should (= (length (agent-q-get-tools :max-safety-level :cautious)) 22))
+  (should (= (length (agent-q-get-tools :max-safety-level :dangerous)) 24))
+  (should (= (agent-q-register-builtin-tools) 24))
+  (should (= (length (agent-q-tools-to-schema)) 24)))
 
 (ert-deftest agent-q-integration-test-who-calls-scans-emacs-sources ()
   (let ((r (agent-q-integration-test--call "who_calls" '(:function "file-name-sans-extension"))))

@@ -54,6 +54,7 @@
 (require 'subr-x)
 (require 'seq)
 (require 'agent-q)
+(defvar agent-q-code-start-servers)
 
 ;;;; Hostile values
 
@@ -455,6 +456,16 @@ Every core function the module defines must be here (see the test
                                                    #'agent-q-stress--echo nil nil nil)))
       (agent-q--core-find-hard-link . ,(lambda () (list temporary-file-directory 1 1)))
       (agent-q--core-visible . ,(lambda () (list "a\u202eb\nc")))
+      (agent-q--core-code-locations
+       . ,(lambda () (list 'references "x" "eglot: s" "/tmp"
+                           (list (vector "/tmp/agent-q-stress-none.py" 1 0 "a\u202eb" "f" t t))
+                           t 10)))
+      (agent-q--core-code-outline . ,(lambda () (list "a.py" "imenu" (list (vector "C" 5 1 9 nil)) 10)))
+      (agent-q--core-code-symbols . ,(lambda () (list "q" "s" nil (list (vector "n" 12 "/a" 1 nil)) 10)))
+      (agent-q--core-code-diagnostics
+       . ,(lambda () (list "a.py" "flymake" nil (list (vector "/a" 1 0 1 "s" "c" "m")) 10 '("/b"))))
+      (agent-q--core-code-hover . ,(lambda () (list "a.py:1:1" "s" "text")))
+      (agent-q--core-code-column . ,(lambda () (list "a\U0001F600b" 3 t)))
       (agent-q--core-remove . ,(lambda () (list (agent-q-make-registry) "stress_echo")))
       (agent-q--core-restore . ,(lambda () (list (agent-q-make-registry)
                                                   (agent-q--core-snapshot (funcall reg) nil))))
@@ -889,6 +900,25 @@ With MAY-RUN, it is only checked to be a well-formed, bounded result."
                                                      `((:id "b" :name ,tool :arguments (:form ,text))))))))
                           (agent-q-stress--check-results outcome 1 'propertized))))
                 cases))))
+    ;; The code tools, a hostile value in each one's main argument.
+    (pcase-dolist (`(,tool . ,key) '(("find_definition" . :symbol) ("find_references" . :symbol)
+                                     ("file_outline" . :file) ("workspace_symbols" . :query)
+                                     ("diagnostics" . :file) ("type_at" . :file)))
+      (dolist (hostile (agent-q-stress--names))
+        (push (cons (format "%s/%s" tool hostile)
+                    (lambda ()
+                      (let ((agent-q-code-start-servers nil))
+                        (agent-q-stress--check-results
+                         (agent-q-stress--outcome
+                          (lambda () (agent-q-execute-tool-calls
+                                      `((:id "k" :name ,tool
+                                             :arguments (,key ,(agent-q-stress--value hostile)
+                                                              ,@(and (member tool '("find_definition" "find_references" "type_at"))
+                                                                     '(:line 1 :column 1))))))))
+                         ;; A deep value is refused as not a string first; a
+                         ;; huge file name by the file system.
+                         1 hostile nil "expected type \"string\"\\|File name too long"))))
+              cases)))
     (dolist (hostile (agent-q-stress--names))
       (dolist (circle '(nil t))
         (push (cons (format "describe_symbol%s/%s" (if circle "/print-circle" "") hostile)

@@ -26,6 +26,7 @@
 //! - [`ide`]: Emacs as the IDE companion of Gemini CLI and Claude Code (context, diffs).
 #![warn(missing_docs)]
 
+pub mod code;
 pub mod command;
 pub mod diff;
 pub mod error;

@@ -1,0 +1,182 @@
+//! `agent-q--core-code-*`: the answers of the code-intelligence tools ([`agent_q_core::code`]),
+//! worded for `lisp/agent-q-code.el` from the items it gathered.
+
+use emacs::{defun, Env, Result, Value};
+
+use super::args;
+use super::convert::{self, Limits, WalkError};
+use super::errors::{self, Kind};
+use agent_q_core::code::columns;
+use agent_q_core::code::format::{self, LocationKind, Unit};
+use agent_q_core::code::input;
+use agent_q_core::code::lines::LineReader;
+use agent_q_core::sexp::Sexp;
+
+/// The most items one answer lists, whatever LIMIT asks.
+const MAX_LIMIT: i64 = 10_000;
+
+fn sexp(env: &Env, v: Value<'_>, what: &str) -> Result<Sexp> {
+    match convert::to_sexp(env, v, Limits::default()) {
+        Ok(s) => Ok(s),
+        Err(WalkError::Convert(e)) => errors::signal(env, Kind::Generic, format!("{what} cannot be read: {e}")),
+        Err(WalkError::Emacs(e)) => Err(e),
+    }
+}
+
+fn parsed<T>(env: &Env, r: std::result::Result<T, String>, what: &str) -> Result<T> {
+    r.or_else(|e| errors::signal(env, Kind::Generic, format!("{what}: {e}")))
+}
+
+fn limit(env: &Env, v: Value<'_>) -> Result<usize> {
+    let n = args::integer(env, v, "LIMIT")?.clamp(0, MAX_LIMIT);
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+fn optional_string(env: &Env, v: Value<'_>, what: &str) -> Result<Option<String>> {
+    if v.is_not_nil() {
+        args::string(env, v, what, args::MAX_NAME_BYTES).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The answer listing the locations ITEMS of KIND (`definition`, `references` or `renamed`) for
+/// SUBJECT from SOURCE, paths relative to ROOT (or nil), at most LIMIT listed.
+///
+/// ITEMS is a list of vectors [FILE LINE COLUMN TEXT ENCLOSING DECLARATION QUOTE]: LINE 1-based,
+/// COLUMN 0-based in UTF-16 code units when UTF16 is non-nil (as a language server counts),
+/// else in characters; TEXT the line's text when a buffer holds it, else nil (the line is read
+/// from the file); QUOTE non-nil when the text may be shown.
+#[defun]
+#[allow(clippy::too_many_arguments)]
+fn code_locations(
+    env: &Env,
+    kind: Value<'_>,
+    subject: Value<'_>,
+    source: Value<'_>,
+    root: Value<'_>,
+    items: Value<'_>,
+    utf16: Value<'_>,
+    limit_v: Value<'_>,
+) -> Result<String> {
+    if !env.call("symbolp", (kind,))?.is_not_nil() {
+        return errors::signal(
+            env,
+            Kind::Generic,
+            format!("KIND must be a symbol, not a {}", args::type_name(env, kind)),
+        );
+    }
+    let kind_name = args::string(env, env.call("symbol-name", (kind,))?, "KIND", 64)?;
+    let kind = match kind_name.as_str() {
+        "definition" => LocationKind::Definition,
+        "references" => LocationKind::References,
+        "renamed" => LocationKind::Renamed,
+        _ => return errors::signal(env, Kind::Generic, "KIND must be definition, references or renamed"),
+    };
+    let subject = args::string(env, subject, "SUBJECT", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let root = optional_string(env, root, "ROOT")?;
+    let items = sexp(env, items, "ITEMS")?;
+    let locations = parsed(env, input::locations(&items), "ITEMS")?;
+    let limit = limit(env, limit_v)?;
+    let unit = if utf16.is_not_nil() { Unit::Utf16 } else { Unit::Chars };
+    Ok(format::format_locations(
+        kind,
+        &subject,
+        &source,
+        root.as_deref(),
+        locations,
+        unit,
+        limit,
+        &mut LineReader::new(),
+    ))
+}
+
+/// The outline of FILE (as shown) from SOURCE: ITEMS a list of vectors [NAME KIND START END
+/// DEPTH] (KIND an LSP SymbolKind number or a word; DEPTH nil to nest by the line ranges).
+#[defun]
+fn code_outline(env: &Env, file: Value<'_>, source: Value<'_>, items: Value<'_>, limit_v: Value<'_>) -> Result<String> {
+    let file = args::string(env, file, "FILE", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let items = sexp(env, items, "ITEMS")?;
+    let items = parsed(env, input::outline(&items), "ITEMS")?;
+    Ok(format::format_outline(&file, &source, items, limit(env, limit_v)?))
+}
+
+/// The symbols matching QUERY from SOURCE: ITEMS a list of vectors [NAME KIND FILE LINE
+/// CONTAINER].
+#[defun]
+fn code_symbols(
+    env: &Env,
+    query: Value<'_>,
+    source: Value<'_>,
+    root: Value<'_>,
+    items: Value<'_>,
+    limit_v: Value<'_>,
+) -> Result<String> {
+    let query = args::string(env, query, "QUERY", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let root = optional_string(env, root, "ROOT")?;
+    let items = sexp(env, items, "ITEMS")?;
+    let items = parsed(env, input::symbols(&items), "ITEMS")?;
+    Ok(format::format_symbols(
+        &query,
+        &source,
+        root.as_deref(),
+        items,
+        limit(env, limit_v)?,
+    ))
+}
+
+/// The diagnostics of SUBJECT from SOURCE: ITEMS a list of vectors [FILE LINE COLUMN SEVERITY
+/// SOURCE CODE MESSAGE]; UNCHECKED the files that could not be checked.
+#[defun]
+#[allow(clippy::too_many_arguments)]
+fn code_diagnostics(
+    env: &Env,
+    subject: Value<'_>,
+    source: Value<'_>,
+    root: Value<'_>,
+    items: Value<'_>,
+    limit_v: Value<'_>,
+    unchecked: Value<'_>,
+) -> Result<String> {
+    let subject = args::string(env, subject, "SUBJECT", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let root = optional_string(env, root, "ROOT")?;
+    let items = sexp(env, items, "ITEMS")?;
+    let items = parsed(env, input::diagnostics(&items), "ITEMS")?;
+    let unchecked = sexp(env, unchecked, "UNCHECKED")?;
+    let unchecked = parsed(env, input::files(&unchecked), "UNCHECKED")?;
+    Ok(format::format_diagnostics(
+        &subject,
+        &source,
+        root.as_deref(),
+        items,
+        limit(env, limit_v)?,
+        &unchecked,
+    ))
+}
+
+/// `type_at`'s answer: the hover TEXT at LOCATION from SOURCE.
+#[defun]
+fn code_hover(env: &Env, location: Value<'_>, source: Value<'_>, text: Value<'_>) -> Result<String> {
+    let location = args::string(env, location, "LOCATION", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let text = args::string(env, text, "TEXT", args::MAX_NAME_BYTES)?;
+    Ok(format::format_hover(&location, &source, &text))
+}
+
+/// The UTF-16 column (0-based) of the character column COLUMN (0-based) in the line TEXT; with
+/// TO-CHARS non-nil, the other way round.
+#[defun]
+fn code_column(env: &Env, text: Value<'_>, column: Value<'_>, to_chars: Value<'_>) -> Result<i64> {
+    let text = args::string(env, text, "TEXT", args::MAX_NAME_BYTES)?;
+    let column = usize::try_from(args::integer(env, column, "COLUMN")?.max(0)).unwrap_or(0);
+    let n = if to_chars.is_not_nil() {
+        columns::utf16_to_chars(&text, column)
+    } else {
+        columns::chars_to_utf16(&text, column)
+    };
+    Ok(i64::try_from(n).unwrap_or(i64::MAX))
+}
