@@ -254,8 +254,11 @@ why."
   (agent-q-bench-note "- Start: pyright answers `initialize` in %s ms; Serena answers MCP `initialize` in %s ms%s."
                       (agent-q-bench-code--ms (plist-get raw :initialize_ms))
                       (agent-q-bench-code--ms (plist-get theirs :initialize_ms))
-                      (if info (format "; eglot connected in the serving Emacs (%s) in %.1f s"
-                                       (plist-get info :emacs) (plist-get info :eglot-seconds))
+                      (if info (format "; in the serving Emacs (%s, batch), eglot connected %.1f s after it started and pyright had published the visited file's diagnostics at %s s. Cold means: for pyright and Serena, the first request after start (pyright's first analysis included); for agent-q, the first call in that Emacs (eglot running, rich/console.py visited and analysed, the other files not opened)"
+                                       (plist-get info :emacs) (plist-get info :eglot-seconds)
+                                       (if (plist-get info :analysed-seconds)
+                                           (format "%.1f" (plist-get info :analysed-seconds))
+                                         "(not within 60)"))
                         ""))
   (when theirs
     (agent-q-bench-note "- Serena's references: %d of %d lines, %d not in the ground truth%s (it answers with the referencing symbols; it leaves the declaration out by design)."

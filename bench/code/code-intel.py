@@ -682,8 +682,12 @@ def run_agentq(root, url, token):
     timing, text = measure("references", "find_references",
                            {"file": cl["file"], "line": cl["line"], "column": cl["column"]})
     check = check_lines(locations(text), truth["references"])
-    result["references"] = dict(timing, **check, text=text[:300],
-                                correct=check["n_missing"] == 0 and check["n_false"] == 0)
+    # The declaration's line is marked `declaration`.
+    marked = re.search(rf"^{re.escape(cl['file'])}:{cl['line']}:\d+:.*\bdeclaration\b",
+                       text, re.M) is not None
+    result["references"] = dict(timing, **check, text=text[:300], declaration_marked=marked,
+                                correct=check["n_missing"] == 0 and check["n_false"] == 0
+                                and marked)
 
     timing, text = measure("outline", "file_outline", {"file": "rich/segment.py"})
     # One symbol a line, `KIND NAME (lines A-B)`, nested by indentation: the top level's names.

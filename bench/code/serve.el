@@ -70,6 +70,15 @@
                      (string-match-p "pyright" (format "%s" (process-command p))))
            collect (process-name p)))
 
+(defvar agent-q-bench-serve--published 0
+  "How many diagnostics publications the server has sent.")
+
+(advice-add 'eglot-handle-notification :after
+            (lambda (_server method &rest _)
+              (when (eq method 'textDocument/publishDiagnostics)
+                (cl-incf agent-q-bench-serve--published)))
+            '((name . agent-q-bench-serve)))
+
 (let* ((corpus (file-name-as-directory (getenv "AGENT_Q_BENCH_CORPUS")))
        (dir (file-name-as-directory (getenv "AGENT_Q_BENCH_DIR")))
        (langserver (getenv "AGENT_Q_BENCH_LANGSERVER"))
@@ -94,10 +103,16 @@
       (unless (eglot-current-server)
         (error "Eglot did not start pyright"))))
   (let ((eglot-ready (- (float-time) started))
+        (analysed nil)
         (url (agent-q-mcp-start)))
-    ;; Let pyright's start settle, as a user's Emacs would have by the time an
-    ;; agent asks.
-    (let ((end (+ (float-time) 3)))
+    ;; Let pyright analyse the visited file (it publishes its diagnostics
+    ;; once it has), as a user's Emacs would have by the time an agent
+    ;; asks; then a second more.
+    (let ((end (+ (float-time) 60)))
+      (while (and (< agent-q-bench-serve--published 1) (< (float-time) end))
+        (accept-process-output nil 0.1)))
+    (setq analysed (- (float-time) started))
+    (let ((end (+ (float-time) 1)))
       (while (< (float-time) end) (accept-process-output nil 0.1)))
     (garbage-collect)
     (setq agent-q-bench-serve--last (float-time))
@@ -111,6 +126,7 @@
     (with-temp-file (concat info ".tmp")
       (prin1 (list :url url :token agent-q-mcp--token :pid (emacs-pid)
                    :emacs emacs-version :eglot-seconds eglot-ready
+                   :analysed-seconds analysed
                    :rss-before (agent-q-bench-serve--rss)
                    :servers-before (agent-q-bench-serve--servers))
              (current-buffer)))
