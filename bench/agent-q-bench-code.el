@@ -95,30 +95,51 @@ Signal an error with its output when it fails."
 
 (defun agent-q-bench-code--agent-q (corpus langserver)
   "Serve CORPUS from an Emacs with eglot on LANGSERVER; run the client.
-Return (RESULT INFO STATS): the client's answer, the serving Emacs's
-start-up plist and its final statistics."
-  (let* ((dir (make-temp-file "agent-q-bench-code" t))
+The serving Emacs is an interactive `emacs -nw' in tmux, as benchmark 7
+starts one, when tmux is installed and AGENT_Q_BENCH_CODE_BATCH is not
+set; else a batch Emacs.  Return (RESULT INFO STATS): the client's
+answer, the serving Emacs's start-up plist and its final statistics."
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-bench-code" t)))
+         (root (agent-q-bench-code--root))
+         (tmux (and (executable-find "tmux") (not (getenv "AGENT_Q_BENCH_CODE_BATCH"))))
+         (session (format "agent-q-bench-code-%d-%d" (emacs-pid) (random 100000)))
+         (env (list (concat "AGENT_Q_BENCH_CORPUS=" corpus)
+                    (concat "AGENT_Q_BENCH_LANGSERVER=" langserver)
+                    (concat "AGENT_Q_BENCH_DIR=" dir)
+                    (concat "AGENT_Q_BENCH_COMPILED="
+                            (if (boundp 'agent-q--directory) agent-q--directory ""))))
+         (emacs-args (list "-Q" "-L" (expand-file-name "lisp" root)
+                           "-l" (expand-file-name "bench/code/serve.el" root)))
          (out (generate-new-buffer " *agent-q-bench-code-serve*"))
-         (process-environment
-          (append (list (concat "AGENT_Q_BENCH_CORPUS=" corpus)
-                        (concat "AGENT_Q_BENCH_LANGSERVER=" langserver)
-                        (concat "AGENT_Q_BENCH_DIR=" dir)
-                        (concat "AGENT_Q_BENCH_COMPILED="
-                                (if (boundp 'agent-q--directory) agent-q--directory "")))
-                  process-environment))
-         (process (make-process
-                   :name "agent-q-bench-code-serve" :buffer out :noquery t
-                   :connection-type 'pipe :sentinel #'ignore
-                   :command (list (agent-q-bench-code--emacs) "--batch" "-Q"
-                                  "-L" (expand-file-name "lisp" (agent-q-bench-code--root))
-                                  "-l" (expand-file-name "bench/code/serve.el"
-                                                         (agent-q-bench-code--root))))))
+         (process nil))
+    (if tmux
+        ;; The environment goes on the command line: a tmux server already
+        ;; running would not pass this Emacs's on.
+        (unless (zerop (call-process
+                        "tmux" nil out nil "new-session" "-d" "-s" session "-x" "200" "-y" "50"
+                        (mapconcat #'shell-quote-argument
+                                   (append (list "env") env
+                                           (list (agent-q-bench-code--emacs) "-nw")
+                                           emacs-args)
+                                   " ")))
+          (error "Cannot start tmux: %s" (with-current-buffer out (buffer-string))))
+      (setq process (let ((process-environment (append env process-environment)))
+                      (make-process
+                       :name "agent-q-bench-code-serve" :buffer out :noquery t
+                       :connection-type 'pipe :sentinel #'ignore
+                       :command (append (list (agent-q-bench-code--emacs) "--batch")
+                                        emacs-args)))))
     (unwind-protect
         (let ((info (agent-q-bench-code--read-file (expand-file-name "info.eld" dir) 120)))
           (unless info
             (error "The serving Emacs did not start: %s"
-                   (with-current-buffer out
-                     (buffer-substring (max (point-min) (- (point-max) 1500)) (point-max)))))
+                   (if tmux
+                       (with-temp-buffer
+                         (call-process "tmux" nil t nil "capture-pane" "-p" "-t" session)
+                         (string-trim (buffer-string)))
+                     (with-current-buffer out
+                       (buffer-substring (max (point-min) (- (point-max) 1500))
+                                         (point-max))))))
           (let ((result (condition-case err
                             (agent-q-bench-code--script "agentq" corpus (plist-get info :url)
                                                         (or (plist-get info :token) ""))
@@ -126,9 +147,11 @@ start-up plist and its final statistics."
             (with-temp-file (expand-file-name "stop" dir))
             (list result info
                   (agent-q-bench-code--read-file (expand-file-name "stats.eld" dir) 60))))
-      (when (process-live-p process)
+      (when (and process (process-live-p process))
         (accept-process-output process 2)
         (delete-process process))
+      (when tmux
+        (call-process "tmux" nil nil nil "kill-session" "-t" session))
       (kill-buffer out)
       (delete-directory dir t))))
 
@@ -254,8 +277,11 @@ why."
   (agent-q-bench-note "- Start: pyright answers `initialize` in %s ms; Serena answers MCP `initialize` in %s ms%s."
                       (agent-q-bench-code--ms (plist-get raw :initialize_ms))
                       (agent-q-bench-code--ms (plist-get theirs :initialize_ms))
-                      (if info (format "; in the serving Emacs (%s, batch), eglot connected %.1f s after it started and pyright had published the visited file's diagnostics at %s s. Cold means: for pyright and Serena, the first request after start (pyright's first analysis included); for agent-q, the first call in that Emacs (eglot running, rich/console.py visited and analysed, the other files not opened)"
-                                       (plist-get info :emacs) (plist-get info :eglot-seconds)
+                      (if info (format "; in the serving Emacs (%s, %s), eglot connected %.1f s after it started and pyright had published the visited file's diagnostics at %s s. Cold means: for pyright and Serena, the first request after start (pyright's first analysis included); for agent-q, the first call in that Emacs (eglot running, rich/console.py visited and analysed, the other files not opened)"
+                                       (plist-get info :emacs)
+                                       (if (plist-get info :interactive)
+                                           "`emacs -nw` in tmux" "batch")
+                                       (plist-get info :eglot-seconds)
                                        (if (plist-get info :analysed-seconds)
                                            (format "%.1f" (plist-get info :analysed-seconds))
                                          "(not within 60)"))
@@ -320,6 +346,9 @@ why."
                                         agent-q-bench-code--operations)
                               "every answer equals the ground truth"
                             "SOME ANSWERS DIFFER (✗)"))))
+  (pcase-dolist (`(,op ,_what ,tool . ,_) agent-q-bench-code--operations)
+    (when-let ((err (plist-get (plist-get ours op) :error)))
+      (agent-q-bench-note "- agent-q's %s failed: %s" tool err)))
   (dolist (why skipped)
     (agent-q-bench-note "- Not measured: %s." why)))
 

@@ -665,41 +665,64 @@ def run_agentq(root, url, token):
     def locations(text):
         return [(m.group("file"), int(m.group("line"))) for m in LOCATION.finditer(text)]
 
-    d = truth["definition"]
-    timing, text = measure("definition", "find_definition",
-                           {"symbol": "Console/print", "file": "rich/console.py"})
-    found = locations(text)
-    result["definition"] = dict(timing, found=found, text=text[:300],
-                                correct=found == [(d["file"], d["line"])])
+    def guarded(key, fn):
+        # One failing tool is that operation's answer, not the end of the run.
+        try:
+            fn()
+        except Exception as err:  # noqa: BLE001 - reported, not hidden
+            result[key] = {"correct": False, "error": str(err)[:500]}
 
-    c = truth["call"]
-    timing, text = measure("type_at", "type_at",
-                           {"file": c["file"], "line": c["line"], "column": c["column"]})
-    result["type_at"] = dict(timing, text=text[:400], correct="def print" in text
-                             or "print(" in text)
+    def op_definition():
+        d = truth["definition"]
+        timing, text = measure("definition", "find_definition",
+                               {"symbol": "Console/print", "file": "rich/console.py"})
+        found = locations(text)
+        result["definition"] = dict(timing, found=found, text=text[:300],
+                                    correct=found == [(d["file"], d["line"])])
 
-    cl = truth["cell_len"]
-    timing, text = measure("references", "find_references",
-                           {"file": cl["file"], "line": cl["line"], "column": cl["column"]})
-    check = check_lines(locations(text), truth["references"])
-    # The declaration's line is marked `declaration`.
-    marked = re.search(rf"^{re.escape(cl['file'])}:{cl['line']}:\d+:.*\bdeclaration\b",
-                       text, re.M) is not None
-    result["references"] = dict(timing, **check, text=text[:300], declaration_marked=marked,
-                                correct=check["n_missing"] == 0 and check["n_false"] == 0
-                                and marked)
+    guarded("definition", op_definition)
 
-    timing, text = measure("outline", "file_outline", {"file": "rich/segment.py"})
-    # One symbol a line, `KIND NAME (lines A-B)`, nested by indentation: the top level's names.
-    names = {m.group(1) for m in re.finditer(r"^\S+ (\S+) \(lines? \d+", text, re.M)}
-    result["outline"] = dict(timing, text=text[:400], names=sorted(names),
-                             correct=names == set(truth["outline"]))
+    def op_type_at():
+        c = truth["call"]
+        timing, text = measure("type_at", "type_at",
+                               {"file": c["file"], "line": c["line"], "column": c["column"]})
+        result["type_at"] = dict(timing, text=text[:400], correct="def print" in text
+                                 or "print(" in text)
 
-    timing, text = measure("diagnostics", "diagnostics", {"file": PLANTED_FILE})
-    errors = sorted({line for f, line in locations(text)
-                     if re.search(rf"^{re.escape(f)}:{line}:\d+:.*\berror\b", text, re.M)})
-    result["diagnostics"] = dict(timing, text=text[:600], errors=errors,
-                                 correct=errors == truth["planted"]["errors"])
+    guarded("type_at", op_type_at)
+
+    def op_references():
+        cl = truth["cell_len"]
+        timing, text = measure("references", "find_references",
+                               {"file": cl["file"], "line": cl["line"], "column": cl["column"]})
+        check = check_lines(locations(text), truth["references"])
+        # The declaration's line is marked `declaration`.
+        marked = re.search(rf"^{re.escape(cl['file'])}:{cl['line']}:\d+:.*\bdeclaration\b",
+                           text, re.M) is not None
+        result["references"] = dict(timing, **check, text=text[:300], declaration_marked=marked,
+                                    correct=check["n_missing"] == 0 and check["n_false"] == 0
+                                    and marked)
+
+    guarded("references", op_references)
+
+    def op_outline():
+        timing, text = measure("outline", "file_outline", {"file": "rich/segment.py"})
+        # One symbol a line, `KIND NAME (lines A-B)`, nested by indentation: the top level's names.
+        names = {m.group(1) for m in re.finditer(r"^\S+ (\S+) \(lines? \d+", text, re.M)}
+        result["outline"] = dict(timing, text=text[:400], names=sorted(names),
+                                 correct=names == set(truth["outline"]))
+
+    guarded("outline", op_outline)
+
+    def op_diagnostics():
+        timing, text = measure("diagnostics", "diagnostics", {"file": PLANTED_FILE})
+        errors = sorted({line for f, line in locations(text)
+                         if re.search(rf"^{re.escape(f)}:{line}:\d+:.*\berror\b", text, re.M)})
+        result["diagnostics"] = dict(timing, text=text[:600], errors=errors,
+                                     correct=errors == truth["planted"]["errors"])
+
+    guarded("diagnostics", op_diagnostics)
+
     emit(result)
 
 
