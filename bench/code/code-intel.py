@@ -708,7 +708,7 @@ def run_agentq(root, url, token):
     def op_outline():
         timing, text = measure("outline", "file_outline", {"file": "rich/segment.py"})
         # One symbol a line, `KIND NAME (lines A-B)`, nested by indentation: the top level's names.
-        names = {m.group(1) for m in re.finditer(r"^\S+ (\S+) \(lines? \d+", text, re.M)}
+        names = {m.group(1) for m in re.finditer(r"^\S.*? (\S+) \(lines? \d+", text, re.M)}
         result["outline"] = dict(timing, text=text[:400], names=sorted(names),
                                  correct=names == set(truth["outline"]))
 
@@ -717,7 +717,7 @@ def run_agentq(root, url, token):
     def op_diagnostics():
         timing, text = measure("diagnostics", "diagnostics", {"file": PLANTED_FILE})
         errors = sorted({line for f, line in locations(text)
-                         if re.search(rf"^{re.escape(f)}:{line}:\d+:.*\berror\b", text, re.M)})
+                         if re.search(rf"^{re.escape(f)}:{line}:\d+: error\b", text, re.M)})
         result["diagnostics"] = dict(timing, text=text[:600], errors=errors,
                                      correct=errors == truth["planted"]["errors"])
 
