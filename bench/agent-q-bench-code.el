@@ -334,11 +334,12 @@ why."
       (let ((warm (plist-get (plist-get ours :references) :warm_p50_ms))
             (server (plist-get (plist-get raw :references) :warm_p50_ms))
             (serena (plist-get (plist-get theirs :references) :warm_p50_ms)))
-        (push (format "references %s (≤ pyright's %s ms + 50 ms, below Serena's)"
+        (push (format "references %s (≤ pyright's %s ms + 50 ms%s)"
                       (if (and warm server (<= warm (+ server 50))
                                (or (not serena) (< warm serena)))
                           "met" "MISSED")
-                      (agent-q-bench-code--ms server))
+                      (agent-q-bench-code--ms server)
+                      (if serena ", below Serena's" ""))
               verdicts))
       (agent-q-bench-note "- Targets (warm p50): %s; accuracy: %s."
                           (string-join (nreverse verdicts) "; ")
@@ -348,7 +349,9 @@ why."
                             "SOME ANSWERS DIFFER (✗)"))))
   (pcase-dolist (`(,op ,_what ,tool . ,_) agent-q-bench-code--operations)
     (when-let ((err (plist-get (plist-get ours op) :error)))
-      (agent-q-bench-note "- agent-q's %s failed: %s" tool err)))
+      (agent-q-bench-note "- agent-q's %s failed: %s" tool err))
+    (when-let ((why (plist-get (plist-get ours op) :why)))
+      (agent-q-bench-note "- agent-q's %s differs from the ground truth: %s" tool why)))
   (dolist (why skipped)
     (agent-q-bench-note "- Not measured: %s." why)))
 

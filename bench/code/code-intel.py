@@ -671,6 +671,25 @@ def run_agentq(root, url, token):
             fn()
         except Exception as err:  # noqa: BLE001 - reported, not hidden
             result[key] = {"correct": False, "error": str(err)[:500]}
+        # Why an answer differs from the ground truth, in words, for the report.
+        r = result[key]
+        if not r.get("correct") and "error" not in r:
+            text = r.get("text", "")
+            cut = re.search(r"^\.\.\. (\d+) more not shown.*$", text, re.M)
+            why = {"definition": lambda: f"found {r.get('found')}",
+                   "type_at": lambda: "the hover text has no `def print(`",
+                   "references": lambda: (f"{r['n_missing']} missing {r['missing'][:3]}, "
+                                          f"{r['n_false']} not references {r['false'][:3]}, "
+                                          f"declaration marked: {r['declaration_marked']}"),
+                   "outline": lambda: ("top-level names missing: "
+                                       + ", ".join(sorted(set(truth["outline"])
+                                                          - set(r["names"])))
+                                       + (f"; extra: {sorted(set(r['names']) - set(truth['outline']))}"
+                                          if set(r["names"]) - set(truth["outline"]) else "")),
+                   "diagnostics": lambda: f"errors at lines {r.get('errors')}"}[key]()
+            if cut:
+                why += f" (the answer was cut: \"{cut.group(0)}\")"
+            r["why"] = why
 
     def op_definition():
         d = truth["definition"]
@@ -709,7 +728,8 @@ def run_agentq(root, url, token):
         timing, text = measure("outline", "file_outline", {"file": "rich/segment.py"})
         # One symbol a line, `KIND NAME (lines A-B)`, nested by indentation: the top level's names.
         names = {m.group(1) for m in re.finditer(r"^\S.*? (\S+) \(lines? \d+", text, re.M)}
-        result["outline"] = dict(timing, text=text[:400], names=sorted(names),
+        result["outline"] = dict(timing, text=text[:400] + "\n" + "\n".join(
+            re.findall(r"^\.\.\. \d+ more not shown.*$", text, re.M)), names=sorted(names),
                                  correct=names == set(truth["outline"]))
 
     guarded("outline", op_outline)
