@@ -57,6 +57,9 @@ if [ "${1:-}" = "--bench" ]; then
   # Benchmark 7's reference server (the MCP Python SDK's FastMCP) in a virtual environment (below).
   command -v python3 >/dev/null 2>&1 || need+=(python3)
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+  # Benchmark 9 runs the pinned pyright (npm, below) and makes its corpus a git repository.
+  command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+  command -v git >/dev/null 2>&1 || need+=(git)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
@@ -106,6 +109,49 @@ if [ ${#sdks[@]} -gt 0 ]; then
       cp "$pins" "$venv/agent-q-pins.txt"
     fi
   done
+fi
+
+# Benchmark 9 (bench/agent-q-bench-code.el): code intelligence on a real Python project, beside
+# Serena and pyright itself.  Each under target/bench/, each marked complete by a copy of its
+# pin file, as the venvs above:
+# - the corpus, rich's sdist from PyPI (bench/code/corpus.txt: version and sha256), unpacked;
+# - pyright from npm, exactly as bench/code/package-lock.json says;
+# - Serena (serena-agent from PyPI) in a virtual environment, exactly bench/code/serena.txt.
+if [ "${1:-}" = "--bench" ]; then
+  bench="$root/target/bench"
+  mkdir -p "$bench"
+  if ! cmp -s "$root/bench/code/corpus.txt" "$bench/rich-15.0.0/agent-q-pins.txt"; then
+    echo "agent-q: downloading benchmark 9's corpus (rich 15.0.0) into $bench" >&2
+    rm -rf "$bench/rich-15.0.0" "$bench/download"
+    "$root/target/mcp-venv/sdk1/bin/python" -m pip download -q --disable-pip-version-check \
+      --no-deps --no-binary :all: --require-hashes -r "$root/bench/code/corpus.txt" \
+      -d "$bench/download" >&2
+    want=$(sed -n 's/^rich==15.0.0 --hash=sha256:\([0-9a-f]*\)$/\1/p' "$root/bench/code/corpus.txt")
+    if ! echo "$want  $bench/download/rich-15.0.0.tar.gz" | sha256sum -c --quiet >&2; then
+      echo "agent-q: rich-15.0.0.tar.gz from PyPI does not match its sha256 in bench/code/corpus.txt" >&2
+      exit 1
+    fi
+    tar -xzf "$bench/download/rich-15.0.0.tar.gz" -C "$bench"
+    rm -rf "$bench/download"
+    cp "$root/bench/code/corpus.txt" "$bench/rich-15.0.0/agent-q-pins.txt"
+  fi
+  if ! cmp -s "$root/bench/code/package-lock.json" "$bench/pyright/agent-q-pins.json" \
+      || [ ! -x "$bench/pyright/node_modules/.bin/pyright-langserver" ]; then
+    echo "agent-q: installing pyright for benchmark 9 into $bench/pyright" >&2
+    rm -rf "$bench/pyright"
+    mkdir -p "$bench/pyright"
+    cp "$root/bench/code/package.json" "$root/bench/code/package-lock.json" "$bench/pyright/"
+    (cd "$bench/pyright" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    cp "$root/bench/code/package-lock.json" "$bench/pyright/agent-q-pins.json"
+  fi
+  venv="$bench/serena-venv"
+  if ! cmp -s "$root/bench/code/serena.txt" "$venv/agent-q-pins.txt" || [ ! -x "$venv/bin/serena" ]; then
+    echo "agent-q: installing Serena (serena-agent) for benchmark 9 into $venv" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/bench/code/serena.txt" >&2
+    cp "$root/bench/code/serena.txt" "$venv/agent-q-pins.txt"
+  fi
 fi
 
 # The terminal agents need Node of at least the highest of their engines.node
