@@ -34,6 +34,7 @@
 (require 'ert)
 (require 'agent-q-journal)
 (require 'agent-q-review)
+(require 'agent-q-gate-edit)
 
 (defun agent-q-journal-test--lines (n)
   "N numbered lines."
@@ -122,6 +123,27 @@
             (should-not (string-match-p "hunter2\\|s3cret" text)))
           (should (plist-get (car (agent-q--core-journal-entries (agent-q-journal--get)))
                              :sensitive)))
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-journal-test-gate-edit-review-is-recorded ()
+  (let* ((dir (make-temp-file "agent-q-journal-test" t))
+         (agent-q-journal-file (expand-file-name "journal.jsonl" dir))
+         (agent-q-journal--journal nil)
+         (file (expand-file-name "a.txt" dir))
+         (old (agent-q-journal-test--lines 10))
+         (new (replace-regexp-in-string "^line 4$" "four" old))
+         written)
+    (unwind-protect
+        (progn
+          (write-region old nil file nil 'silent)
+          (agent-q-journal-test--accept-all
+           (agent-q-gate-edit-review file old new "Claude Code" (lambda (text &rest _) (setq written text))))
+          (should (equal written new))
+          (let ((e (car (agent-q--core-journal-entries (agent-q-journal--get)))))
+            (should (equal (plist-get e :agent) "Claude Code"))
+            (should (equal (plist-get e :file) file))
+            (should (equal (plist-get e :how) "review"))
+            (should (equal (list (plist-get e :added) (plist-get e :removed)) '(1 1)))))
       (delete-directory dir t))))
 
 (provide 'agent-q-journal-test)
