@@ -111,9 +111,13 @@ signals: a failure to record is a message."
 (defvar-local agent-q-changes--filter nil
   "The filter of this list: (KEY . VALUE), KEY one of :agent :file :session.")
 
+(defvar-local agent-q-changes--all nil
+  "The journal's entries when the list was last filled, newest first.")
+
 (defun agent-q-changes--entries ()
   "The journal's entries shown, newest first, grouped by session."
-  (let* ((all (agent-q--core-journal-entries (agent-q-journal--get)))
+  (let* ((all (setq agent-q-changes--all
+                    (agent-q--core-journal-entries (agent-q-journal--get))))
          (entries (if agent-q-changes--filter
                       (seq-filter (lambda (e)
                                     (equal (plist-get e (car agent-q-changes--filter))
@@ -203,7 +207,8 @@ signals: a failure to record is a message."
   (let ((id (tabulated-list-get-id)))
     (unless id (user-error "No change here"))
     (seq-find (lambda (e) (eql (plist-get e :id) id))
-              (agent-q--core-journal-entries (agent-q-journal--get)))))
+              (or agent-q-changes--all
+                  (agent-q--core-journal-entries (agent-q-journal--get))))))
 
 (defun agent-q-changes-show ()
   "Show the diff of the change at point."
@@ -313,7 +318,8 @@ revert is journalled.  CALLBACK, if non-nil, is called with the status
 (defun agent-q-changes--undo-where (pred)
   "Undo the entries of the list satisfying PRED, file by file."
   (let ((by-file (make-hash-table :test #'equal)))
-    (dolist (e (agent-q--core-journal-entries (agent-q-journal--get)))
+    (dolist (e (or agent-q-changes--all
+                   (agent-q--core-journal-entries (agent-q-journal--get))))
       (when (and (memq (plist-get e :kind) '(edit revert)) (funcall pred e))
         (push (plist-get e :id) (gethash (plist-get e :file) by-file))))
     (when (zerop (hash-table-count by-file))

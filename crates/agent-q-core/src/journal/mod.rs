@@ -538,7 +538,7 @@ fn line_offset(text: &str, line: usize) -> usize {
 /// no text) is a conflict and left as it is.
 pub fn revert(current: &str, entries: &[&Entry]) -> Reverted {
     let mut sorted: Vec<&Entry> = entries.to_vec();
-    sorted.sort_by(|a, b| b.id.cmp(&a.id));
+    sorted.sort_by_key(|e| std::cmp::Reverse(e.id));
     let mut text = current.to_string();
     let mut undone = Vec::new();
     let mut conflicts = Vec::new();
