@@ -79,6 +79,7 @@
 (declare-function agent-q--core-gate-edit-text "agent-q-core"
                   (agent tool input current file-index))
 (declare-function agent-q--core-gate-patch-section "agent-q-core" (path old new new-file))
+(declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
 (declare-function agent-q-review-merge-async "agent-q-review"
                   (file current proposal callback &optional client description))
 (declare-function agent-q-review-close "agent-q-review" (review))
@@ -173,6 +174,7 @@ review, or nil when none opened."
      (if (eq status :success)
          (let ((text (plist-get plist :text)))
            (agent-q-gate-edit--remember file text)
+           (when (require 'agent-q-journal nil t) (agent-q-journal-record :agent label :file file :how 'review :old old :new text))
            (funcall callback text (plist-get plist :hunks)))
        (funcall callback nil (plist-get plist :hunks))))
    label

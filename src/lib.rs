@@ -17,6 +17,7 @@ pub mod exec;
 pub mod files;
 pub mod gate;
 pub mod ide;
+pub mod journal;
 pub mod mcp;
 pub mod quit;
 pub mod registry;

@@ -216,6 +216,15 @@ modifies them (the module only reads values).")
   "A diff session of two small texts."
   (agent-q--core-diff-session "a\nb\n" "a\nc\n"))
 
+(defun agent-q-stress--journal ()
+  "A journal in a file of this Emacs's own, with one entry."
+  (let ((j (agent-q--core-journal-open
+            (expand-file-name (format "agent-q-stress-journal-%d.jsonl" (emacs-pid))
+                              temporary-file-directory)
+            100)))
+    (agent-q--core-journal-record j '(:agent "a" :file "/f") "a\n" "b\n" nil)
+    j))
+
 (defconst agent-q-stress--parameters
   "{\"type\": \"object\", \"properties\": {\"value\": {}}, \"additionalProperties\": false}"
   "The stress tools' parameters: one argument, value, of any type.")
@@ -380,6 +389,17 @@ Every core function the module defines must be here (see the test
       (agent-q--core-diff-session-hunk . ,(lambda () (list (agent-q-stress--session) 0)))
       (agent-q--core-diff-session-summary . ,(lambda () (list (agent-q-stress--session))))
       (agent-q--core-diff-hunks . ,(lambda () (list "a\nb\n" "a\nc\n")))
+      (agent-q--core-journal-open
+       . ,(lambda () (list (expand-file-name (format "agent-q-stress-journal-%d.jsonl" (emacs-pid))
+                                             temporary-file-directory)
+                           100)))
+      (agent-q--core-journal-record
+       . ,(lambda () (list (agent-q-stress--journal) '(:agent "a" :file "/f") "a\n" "c\n" nil)))
+      (agent-q--core-journal-entries . ,(lambda () (list (agent-q-stress--journal))))
+      (agent-q--core-journal-lost . ,(lambda () (list (agent-q-stress--journal))))
+      (agent-q--core-journal-set-max . ,(lambda () (list (agent-q-stress--journal) 50)))
+      (agent-q--core-journal-diff . ,(lambda () (list (agent-q-stress--journal) 1)))
+      (agent-q--core-journal-revert . ,(lambda () (list (agent-q-stress--journal) '(1) "b\n")))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
       (agent-q--core-gate-edit-text
        . ,(lambda () (list "claude" "Edit" "{\"file_path\":\"/tmp/f\",\"old_string\":\"b\",\"new_string\":\"B\"}"

@@ -45,6 +45,10 @@
 ;; beside an old .elc (`agent-q--check-compiled-files').
 (setq load-prefer-newer t)
 
+;; The journal of changes the suites record goes to a file of the run's
+;; own, never to the user's (set before agent-q-journal's defcustom).
+(defvar agent-q-journal-file (make-temp-file "agent-q-test-journal" nil ".jsonl"))
+
 ;; By feature, not by file: some suites require others (their helpers),
 ;; and Emacs 29 and later refuse a test defined twice.
 (let ((dir (file-name-directory (or load-file-name buffer-file-name))))

@@ -35,6 +35,7 @@ pub mod files;
 pub mod fsutil;
 pub mod gate;
 pub mod ide;
+pub mod journal;
 pub mod limits;
 pub mod mcp;
 pub mod native;

@@ -1,0 +1,580 @@
+//! The journal of what the agents changed: one entry per change written through agent-q (a
+//! file's hunks before and after, or a shell command), kept in a file of JSON lines, and the
+//! reverse patch that undoes entries against a file as it is now.
+//!
+//! - [`Entry`] is one change; [`Entry::edit`] makes one from the file's text before and after,
+//!   storing the hunks (with [`diff::CONTEXT`] lines of context), never the whole file, and no
+//!   text at all for a sensitive file.
+//! - [`Journal`] holds the entries in memory and appends each new one to its file as one line
+//!   (mode 0600); it reads the file back tolerating a torn last line, keeps at most its bound
+//!   (the oldest go first, counted in [`Journal::lost`]) and rewrites the file when it has grown
+//!   past the bound by an eighth.
+//! - [`revert`] computes the text that undoes entries, newest first, hunk by hunk, in a text as
+//!   it is now: a hunk whose new side is no longer there is a [`Conflict`], never written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::diff::{self, DiffError, LineDiff, LineTag};
+
+#[cfg(test)]
+mod tests;
+
+/// Largest line of the journal file read back, in bytes; a longer one is skipped as damaged.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Errors of the journal.
+#[derive(Debug, Error)]
+pub enum JournalError {
+    /// The journal file could not be read or written.
+    #[error("the journal {path}: {source}")]
+    Io {
+        /// The journal file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// A text was too large to diff.
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+    /// An entry could not be made into JSON.
+    #[error("an entry could not be encoded: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// How a change was approved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// `rule`, `user`, `review`, or what the caller names.
+    pub how: String,
+    /// The rule, or other words on the approval.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// Hunks accepted in a review.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub accepted: usize,
+    /// Hunks rejected in a review.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One hunk of a change: where it is and its two sides, context included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalHunk {
+    /// First old line, 1-based, as `diff -u` numbers it.
+    pub old_start: usize,
+    /// Old lines covered.
+    pub old_lines: usize,
+    /// First new line, 1-based.
+    pub new_start: usize,
+    /// New lines covered.
+    pub new_lines: usize,
+    /// The old side, line terminators included; `None` for a sensitive file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The new side; `None` for a sensitive file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+}
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A change to a file.
+    Edit,
+    /// A change that undid earlier entries.
+    Revert,
+    /// A shell command: what it changed on disk is not known.
+    Command,
+}
+
+/// One change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Its number, increasing through the journal's life.
+    pub id: u64,
+    /// Seconds since the epoch.
+    pub time: f64,
+    /// What it records.
+    pub kind: Kind,
+    /// The agent (or client) that made it.
+    pub agent: String,
+    /// The agent's session, when known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session: String,
+    /// The turn in the session, when known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub turn: String,
+    /// The file changed (absolute), or the directory a command ran in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// The command, for [`Kind::Command`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// How it was approved.
+    pub approval: Approval,
+    /// True when the file is sensitive: its hunks hold no text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// The hunks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hunks: Vec<JournalHunk>,
+    /// The entries a revert undid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverts: Vec<u64>,
+}
+
+/// Who made a change and how it was approved: the fields of an [`Entry`] its caller gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The agent.
+    #[serde(default)]
+    pub agent: String,
+    /// The session.
+    #[serde(default)]
+    pub session: String,
+    /// The turn.
+    #[serde(default)]
+    pub turn: String,
+    /// The file, or a command's directory.
+    #[serde(default)]
+    pub file: String,
+    /// The command, for a command.
+    #[serde(default)]
+    pub command: String,
+    /// The approval.
+    #[serde(default)]
+    pub approval: Approval,
+    /// The entries a revert undid (a revert when not empty).
+    #[serde(default)]
+    pub reverts: Vec<u64>,
+    /// Seconds since the epoch.
+    #[serde(default)]
+    pub time: f64,
+}
+
+impl Entry {
+    /// The entry of a change from OLD to NEW: its hunks, with no text when SENSITIVE. `None`
+    /// when the texts are the same.
+    pub fn edit(meta: Meta, old: &str, new: &str, sensitive: bool) -> Result<Option<Entry>, JournalError> {
+        let diff = LineDiff::within(old, new, diff::SESSION_LINE_DIFF_TIME)?;
+        if diff.is_empty() {
+            return Ok(None);
+        }
+        let (old_starts, new_starts) = (diff.old_line_starts(), diff.new_line_starts());
+        let (mut added, mut removed) = (0, 0);
+        let mut hunks = Vec::with_capacity(diff.len());
+        for index in 0..diff.len() {
+            let Some(layout) = diff.layout(index, None) else {
+                continue;
+            };
+            for line in &layout.lines {
+                match line.tag {
+                    LineTag::Added => added += 1,
+                    LineTag::Removed => removed += 1,
+                    _ => {}
+                }
+            }
+            let side = |text: &str, starts: &[usize], range: &std::ops::Range<usize>| {
+                (!sensitive).then(|| text[starts[range.start]..starts[range.end]].to_string())
+            };
+            let s = &layout.summary;
+            hunks.push(JournalHunk {
+                old_start: s.old_start,
+                old_lines: s.old_lines,
+                new_start: s.new_start,
+                new_lines: s.new_lines,
+                old: side(old, old_starts, &layout.old_range),
+                new: side(new, new_starts, &layout.new_range),
+            });
+        }
+        let kind = if meta.reverts.is_empty() {
+            Kind::Edit
+        } else {
+            Kind::Revert
+        };
+        Ok(Some(Entry {
+            id: 0,
+            time: meta.time,
+            kind,
+            agent: meta.agent,
+            session: meta.session,
+            turn: meta.turn,
+            file: meta.file,
+            command: String::new(),
+            approval: meta.approval,
+            sensitive,
+            added,
+            removed,
+            hunks,
+            reverts: meta.reverts,
+        }))
+    }
+
+    /// The entry of a shell command (what it changed on disk is not known).
+    pub fn command(meta: Meta) -> Entry {
+        Entry {
+            id: 0,
+            time: meta.time,
+            kind: Kind::Command,
+            agent: meta.agent,
+            session: meta.session,
+            turn: meta.turn,
+            file: meta.file,
+            command: meta.command,
+            approval: meta.approval,
+            sensitive: false,
+            added: 0,
+            removed: 0,
+            hunks: Vec::new(),
+            reverts: Vec::new(),
+        }
+    }
+
+    /// The entry as a unified diff (hunks without text say so).
+    pub fn unified(&self) -> String {
+        let mut out = String::new();
+        if self.kind == Kind::Command {
+            out.push_str(&format!(
+                "$ {}\n(what the command changed on disk is not known)\n",
+                self.command
+            ));
+            return out;
+        }
+        out.push_str(&format!("--- {}\n+++ {}\n", self.file, self.file));
+        for h in &self.hunks {
+            out.push_str(&format!(
+                "@@ -{},{} +{},{} @@\n",
+                h.old_start, h.old_lines, h.new_start, h.new_lines
+            ));
+            let (Some(old), Some(new)) = (&h.old, &h.new) else {
+                out.push_str("(a sensitive file: its text is not recorded)\n");
+                continue;
+            };
+            for line in diff_lines(old, new) {
+                out.push_str(&line);
+            }
+        }
+        out
+    }
+}
+
+/// The lines of a hunk's two sides as unified-diff lines, each ending in a newline.
+fn diff_lines(old: &str, new: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(diff) = LineDiff::new(old, new) else {
+        return out;
+    };
+    if diff.is_empty() {
+        return out;
+    }
+    // The sides are one hunk; a diff within them may split it when context is long.
+    let text = diff.unified("", "");
+    for line in text.split_inclusive('\n').skip(2) {
+        if line.starts_with("@@") {
+            continue;
+        }
+        out.push(if line.ends_with('\n') {
+            line.to_string()
+        } else {
+            format!("{line}\n")
+        });
+    }
+    out
+}
+
+/// The entries of a journal file, and the file.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    max: usize,
+    entries: Vec<Entry>,
+    /// Entries dropped to keep the bound, over the journal's life.
+    lost: u64,
+    /// Lines in the file now (entries and the header).
+    file_lines: usize,
+    next_id: u64,
+    /// True when the file ends in a torn line: the next append starts a line of its own.
+    torn: bool,
+}
+
+/// The first line of a rewritten journal: how many entries were dropped before it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    lost: u64,
+    next_id: u64,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
+    move |source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Journal {
+    /// The journal at PATH holding at most MAX entries (at least 1): the file read back (none
+    /// is an empty journal), skipping a line that is not an entry (a torn last line).
+    pub fn open(path: impl Into<PathBuf>, max: usize) -> Result<Journal, JournalError> {
+        let path = path.into();
+        let max = max.max(1);
+        let mut journal = Journal {
+            path,
+            max,
+            entries: Vec::new(),
+            lost: 0,
+            file_lines: 0,
+            next_id: 1,
+            torn: false,
+        };
+        let file = match File::open(&journal.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(journal),
+            Err(e) => return Err(io(&journal.path)(e)),
+        };
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .by_ref()
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .map_err(io(&journal.path))?;
+            if n == 0 {
+                break;
+            }
+            journal.file_lines += 1;
+            journal.torn = !line.ends_with(b"\n");
+            if n > MAX_LINE_BYTES {
+                // Skip the rest of an overlong line.
+                let mut rest = Vec::new();
+                while !rest.ends_with(b"\n") {
+                    rest.clear();
+                    if reader
+                        .by_ref()
+                        .take(1 << 20)
+                        .read_until(b'\n', &mut rest)
+                        .map_err(io(&journal.path))?
+                        == 0
+                    {
+                        break;
+                    }
+                }
+                continue;
+            }
+            if let Ok(entry) = serde_json::from_slice::<Entry>(&line) {
+                journal.next_id = journal.next_id.max(entry.id + 1);
+                journal.entries.push(entry);
+            } else if let Ok(header) = serde_json::from_slice::<Header>(&line) {
+                journal.lost += header.lost;
+                journal.next_id = journal.next_id.max(header.next_id);
+            }
+        }
+        journal.trim();
+        Ok(journal)
+    }
+
+    /// Drop the oldest entries beyond the bound.
+    fn trim(&mut self) {
+        if self.entries.len() > self.max {
+            let drop = self.entries.len() - self.max;
+            self.entries.drain(..drop);
+            self.lost += drop as u64;
+        }
+    }
+
+    /// The entries, oldest first.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entry numbered ID.
+    pub fn get(&self, id: u64) -> Option<&Entry> {
+        self.entries
+            .binary_search_by_key(&id, |e| e.id)
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    /// Entries dropped to keep the bound.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Set the bound to MAX (at least 1), dropping the oldest entries beyond it.
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max.max(1);
+        self.trim();
+    }
+
+    /// Record ENTRY: number it, append it to the file, keep the bound. Return its number.
+    pub fn record(&mut self, mut entry: Entry) -> Result<u64, JournalError> {
+        entry.id = self.next_id;
+        let mut line = serde_json::to_vec(&entry)?;
+        line.push(b'\n');
+        self.append(&line)?;
+        self.torn = false;
+        self.next_id += 1;
+        self.file_lines += 1;
+        self.entries.push(entry);
+        self.trim();
+        if self.file_lines > self.max + self.max / 8 + 1 {
+            self.rewrite()?;
+        }
+        Ok(self.next_id - 1)
+    }
+
+    fn options() -> OpenOptions {
+        let mut options = OpenOptions::new();
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        options
+    }
+
+    fn append(&self, line: &[u8]) -> Result<(), JournalError> {
+        if let Some(dir) = self.path.parent() {
+            fs::create_dir_all(dir).map_err(io(&self.path))?;
+        }
+        let mut file = Self::options()
+            .append(true)
+            .create(true)
+            .open(&self.path)
+            .map_err(io(&self.path))?;
+        // One write of the whole line: a crash tears at most this last line.
+        if self.torn {
+            let mut whole = Vec::with_capacity(line.len() + 1);
+            whole.push(b'\n');
+            whole.extend_from_slice(line);
+            return file.write_all(&whole).map_err(io(&self.path));
+        }
+        file.write_all(line).map_err(io(&self.path))
+    }
+
+    /// Write the file anew with the entries kept, after a header counting those lost.
+    pub fn rewrite(&mut self) -> Result<(), JournalError> {
+        let temp = self.path.with_extension("tmp");
+        let _ = fs::remove_file(&temp);
+        let mut out = Vec::new();
+        serde_json::to_writer(
+            &mut out,
+            &Header {
+                lost: self.lost,
+                next_id: self.next_id,
+            },
+        )?;
+        out.push(b'\n');
+        for entry in &self.entries {
+            serde_json::to_writer(&mut out, entry)?;
+            out.push(b'\n');
+        }
+        let mut file = Self::options()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io(&temp))?;
+        file.write_all(&out).map_err(io(&temp))?;
+        file.sync_all().map_err(io(&temp))?;
+        fs::rename(&temp, &self.path).map_err(io(&self.path))?;
+        self.file_lines = self.entries.len() + 1;
+        self.torn = false;
+        Ok(())
+    }
+}
+
+/// A hunk of an entry that no longer applies to the text as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The entry.
+    pub id: u64,
+    /// The hunk's 0-based position in the entry.
+    pub hunk: usize,
+    /// Why it does not apply.
+    pub reason: String,
+}
+
+/// What undoing entries in a text gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reverted {
+    /// The text with every hunk that applies undone.
+    pub text: String,
+    /// Hunks undone, as (entry, hunk).
+    pub undone: Vec<(u64, usize)>,
+    /// Hunks that do not apply.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Byte offset of the start of 1-based line LINE of TEXT (its end when it has fewer lines).
+fn line_offset(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .nth(line - 2)
+        .map_or(text.len(), |i| i + 1)
+}
+
+/// Undo ENTRIES in CURRENT, newest (highest id) first and each entry's hunks last first: each
+/// hunk's new side, found whole at a line start nearest where it was written, is replaced by its
+/// old side. A hunk whose new side is not there (changed since, or a sensitive file's hunk with
+/// no text) is a conflict and left as it is.
+pub fn revert(current: &str, entries: &[&Entry]) -> Reverted {
+    let mut sorted: Vec<&Entry> = entries.to_vec();
+    sorted.sort_by_key(|e| std::cmp::Reverse(e.id));
+    let mut text = current.to_string();
+    let mut undone = Vec::new();
+    let mut conflicts = Vec::new();
+    for entry in sorted {
+        for (index, hunk) in entry.hunks.iter().enumerate().rev() {
+            let conflict = |reason: &str| Conflict {
+                id: entry.id,
+                hunk: index,
+                reason: reason.to_string(),
+            };
+            let (Some(old), Some(new)) = (&hunk.old, &hunk.new) else {
+                conflicts.push(conflict("the file is sensitive: its text was not recorded"));
+                continue;
+            };
+            let at = if new.is_empty() {
+                // Only an emptied file has an empty new side.
+                text.is_empty().then_some(0)
+            } else {
+                let expected = line_offset(&text, hunk.new_start.max(1));
+                text.match_indices(new.as_str())
+                    .map(|(i, _)| i)
+                    .filter(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+                    .min_by_key(|&i| i.abs_diff(expected))
+            };
+            match at {
+                Some(at) => {
+                    text.replace_range(at..at + new.len(), old);
+                    undone.push((entry.id, index));
+                }
+                None => conflicts.push(conflict("the lines it wrote have changed since")),
+            }
+        }
+    }
+    Reverted {
+        text,
+        undone,
+        conflicts,
+    }
+}

@@ -1,0 +1,208 @@
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+fn meta(agent: &str) -> Meta {
+    Meta {
+        agent: agent.into(),
+        session: "s1".into(),
+        file: "/p/f.txt".into(),
+        approval: Approval {
+            how: "review".into(),
+            accepted: 1,
+            ..Approval::default()
+        },
+        time: 1.0,
+        ..Meta::default()
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-q-journal-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn an_edit_stores_hunks_with_context_not_the_file() {
+    let old = lines(100);
+    let new = old.replace("line 50\n", "fifty\n");
+    let entry = Entry::edit(meta("claude"), &old, &new, false).unwrap().unwrap();
+    assert_eq!((entry.added, entry.removed), (1, 1));
+    assert_eq!(entry.hunks.len(), 1);
+    let h = &entry.hunks[0];
+    assert_eq!(
+        h.old.as_deref(),
+        Some("line 47\nline 48\nline 49\nline 50\nline 51\nline 52\nline 53\n")
+    );
+    assert_eq!(
+        h.new.as_deref(),
+        Some("line 47\nline 48\nline 49\nfifty\nline 51\nline 52\nline 53\n")
+    );
+    assert!(Entry::edit(meta("claude"), &old, &old, false).unwrap().is_none());
+    assert!(entry.unified().contains("-line 50\n+fifty\n"), "{}", entry.unified());
+}
+
+#[test]
+fn a_sensitive_file_is_recorded_without_its_text() {
+    let entry = Entry::edit(meta("gemini"), "KEY=hunter2\n", "KEY=s3cret\n", true)
+        .unwrap()
+        .unwrap();
+    let json = serde_json::to_string(&entry).unwrap();
+    assert!(!json.contains("s3cret") && !json.contains("hunter2"), "{json}");
+    assert_eq!((entry.added, entry.removed), (1, 1));
+    let r = revert("KEY=s3cret\n", &[&entry]);
+    assert_eq!(r.text, "KEY=s3cret\n");
+    assert_eq!(r.conflicts.len(), 1);
+    assert!(entry.unified().contains("not recorded"));
+}
+
+#[test]
+fn the_journal_survives_reopening_with_mode_0600_and_a_torn_last_line() {
+    let dir = temp_dir("reopen");
+    let path = dir.join("sub/journal.jsonl");
+    let mut j = Journal::open(&path, 100).unwrap();
+    let e1 = Entry::edit(meta("claude"), "a\n", "b\n", false).unwrap().unwrap();
+    let e2 = Entry::command(Meta {
+        command: "make test".into(),
+        ..meta("codex")
+    });
+    assert_eq!(j.record(e1).unwrap(), 1);
+    assert_eq!(j.record(e2).unwrap(), 2);
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // A crash in the middle of a third line.
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"{\"id\":3,\"time\":1.0,\"kind\":\"ed").unwrap();
+    drop(f);
+    let mut j = Journal::open(&path, 100).unwrap();
+    assert_eq!(j.entries().len(), 2);
+    assert_eq!(j.get(2).unwrap().command, "make test");
+    assert_eq!(j.get(2).unwrap().kind, Kind::Command);
+    assert_eq!(j.lost(), 0);
+    // The next entry goes on a line of its own and reads back.
+    let e3 = Entry::edit(meta("gemini"), "x\n", "y\n", false).unwrap().unwrap();
+    assert_eq!(j.record(e3).unwrap(), 3);
+    let j = Journal::open(&path, 100).unwrap();
+    assert_eq!(j.entries().iter().map(|e| e.id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_bound_drops_the_oldest_and_counts_them_across_rewrites() {
+    let dir = temp_dir("bound");
+    let path = dir.join("journal.jsonl");
+    let mut j = Journal::open(&path, 10).unwrap();
+    for i in 0..25 {
+        let e = Entry::edit(meta("claude"), "a\n", &format!("{i}\n"), false)
+            .unwrap()
+            .unwrap();
+        j.record(e).unwrap();
+    }
+    assert_eq!(j.entries().len(), 10);
+    assert_eq!(j.entries()[0].id, 16);
+    assert_eq!(j.lost(), 15);
+    let file_lines = fs::read_to_string(&path).unwrap().lines().count();
+    assert!(file_lines <= 10 + 10 / 8 + 2, "{file_lines} lines");
+    let again = Journal::open(&path, 10).unwrap();
+    assert_eq!(again.entries().len(), 10);
+    assert_eq!(again.entries()[9].id, 25);
+    assert_eq!(again.lost(), 15);
+    // Numbers keep increasing after a rewrite.
+    let mut again = again;
+    let e = Entry::edit(meta("claude"), "a\n", "b\n", false).unwrap().unwrap();
+    assert_eq!(again.record(e).unwrap(), 26);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reverting_keeps_a_later_edit_elsewhere_in_the_file() {
+    let v0 = lines(40);
+    let v1 = v0.replace("line 5\n", "claude five\n");
+    let mut claude = Entry::edit(meta("claude"), &v0, &v1, false).unwrap().unwrap();
+    claude.id = 1;
+    let v2 = v1.replace("line 30\n", "gemini thirty\n");
+    let mut gemini = Entry::edit(meta("gemini"), &v1, &v2, false).unwrap().unwrap();
+    gemini.id = 2;
+    // The user adds lines at the top too: the hunk moved.
+    let now = format!("user 1\nuser 2\n{v2}");
+    let r = revert(&now, &[&claude]);
+    assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+    assert_eq!(r.undone, vec![(1, 0)]);
+    assert_eq!(
+        r.text,
+        format!("user 1\nuser 2\n{}", v0.replace("line 30\n", "gemini thirty\n"))
+    );
+    // Both, newest first.
+    let r = revert(&v2, &[&claude, &gemini]);
+    assert_eq!(r.text, v0);
+}
+
+#[test]
+fn a_hunk_whose_lines_changed_since_is_a_conflict_and_not_written() {
+    let v0 = lines(40);
+    let v1 = v0
+        .replace("line 5\n", "agent five\n")
+        .replace("line 30\n", "agent thirty\n");
+    let mut e = Entry::edit(meta("claude"), &v0, &v1, false).unwrap().unwrap();
+    e.id = 7;
+    assert_eq!(e.hunks.len(), 2);
+    let now = v1.replace("agent five\n", "user five\n");
+    let r = revert(&now, &[&e]);
+    assert_eq!(r.conflicts.len(), 1);
+    assert_eq!((r.conflicts[0].id, r.conflicts[0].hunk), (7, 0));
+    assert_eq!(r.undone, vec![(7, 1)]);
+    // The conflicting hunk's lines are as the user left them; the other is undone.
+    assert_eq!(r.text, v0.replace("line 5\n", "user five\n"));
+}
+
+#[test]
+fn a_repeated_block_is_undone_where_it_was_written() {
+    let v0 = "x\n".repeat(30);
+    let mut lines: Vec<String> = v0.lines().map(|l| format!("{l}\n")).collect();
+    lines[20] = "y\n".into();
+    let v1: String = lines.concat();
+    let mut e = Entry::edit(meta("claude"), &v0, &v1, false).unwrap().unwrap();
+    e.id = 1;
+    assert_eq!(revert(&v1, &[&e]).text, v0);
+}
+
+#[test]
+fn creating_and_emptying_a_file_revert() {
+    let mut created = Entry::edit(meta("codex"), "", "new\nfile\n", false).unwrap().unwrap();
+    created.id = 1;
+    assert_eq!(revert("new\nfile\n", &[&created]).text, "");
+    let mut emptied = Entry::edit(meta("codex"), "a\nb\n", "", false).unwrap().unwrap();
+    emptied.id = 2;
+    assert_eq!(revert("", &[&emptied]).text, "a\nb\n");
+    let r = revert("typed since\n", &[&emptied]);
+    assert_eq!(r.conflicts.len(), 1);
+    assert_eq!(r.text, "typed since\n");
+}
+
+#[test]
+fn ten_thousand_average_changes_fit_in_fifty_megabytes() {
+    let dir = temp_dir("size");
+    let path = dir.join("journal.jsonl");
+    let mut j = Journal::open(&path, 10_000).unwrap();
+    // An average source file: 300 lines of 40 characters, three places changed.
+    let old: String = (0..300)
+        .map(|i| format!("{i:>6} the quick brown fox jumps over it\n"))
+        .collect();
+    for i in 0..10_000 {
+        let new = old
+            .replace("    10 the", &format!("{i:>6} new"))
+            .replace("   150 the", "   150 THE")
+            .replace("   290 the", "   290 THE");
+        let e = Entry::edit(meta("claude"), &old, &new, false).unwrap().unwrap();
+        j.record(e).unwrap();
+    }
+    let size = fs::metadata(&path).unwrap().len();
+    assert!(size < 50 * 1024 * 1024, "{size} bytes");
+    let _ = fs::remove_dir_all(&dir);
+}

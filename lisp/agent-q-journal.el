@@ -1,0 +1,352 @@
+;;; agent-q-journal.el --- One journal of what the agents changed, undone change by change  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: tools, processes, convenience
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; Every change written through agent-q is recorded by
+;; `agent-q-journal-record' in a journal under `user-emacs-directory'
+;; (`agent-q-journal-file', mode 0600, one JSON object a line, at most
+;; `agent-q-journal-max-entries').  The entries and the reverse patch
+;; that undoes them are the Rust core's (crates/agent-q-core/src/
+;; journal/); this file records, lists (`agent-q-changes') and opens
+;; an undo in the per-hunk review, writing only what the user accepts.
+
+;;; Code:
+
+(require 'agent-q)
+(require 'tabulated-list)
+
+(declare-function agent-q-review-merge-async "agent-q-review"
+                  (file current proposal callback &optional client description))
+(declare-function agent-q-guard-sensitive-match "agent-q-guard" (&rest files))
+
+(defgroup agent-q-journal nil
+  "The journal of what the agents changed."
+  :group 'agent-q)
+
+(defcustom agent-q-journal-file
+  (locate-user-emacs-file "agent-q-journal.jsonl")
+  "The file of the journal of the agents' changes (mode 0600)."
+  :type 'file)
+
+(defcustom agent-q-journal-max-entries 10000
+  "Most entries the journal keeps; the oldest go first."
+  :type 'natnum)
+
+(defvar agent-q-journal--journal nil
+  "The journal open now, as (FILE . JOURNAL).")
+
+(defun agent-q-journal--get ()
+  "Return the journal of `agent-q-journal-file', opening it if needed."
+  (let ((file (expand-file-name agent-q-journal-file)))
+    (unless (equal (car agent-q-journal--journal) file)
+      (setq agent-q-journal--journal
+            (cons file (agent-q--core-journal-open
+                        file agent-q-journal-max-entries))))
+    (agent-q--core-journal-set-max (cdr agent-q-journal--journal)
+                                   agent-q-journal-max-entries)
+    (cdr agent-q-journal--journal)))
+
+(defun agent-q-journal-reload ()
+  "Read the journal again from its file."
+  (interactive)
+  (setq agent-q-journal--journal nil)
+  (agent-q-journal--get))
+
+(defun agent-q-journal-record (&rest plist)
+  "Record a change written through agent-q; return its number or nil.
+PLIST has :agent, :session, :turn, :file, :how (`rule', `user',
+`review'...), :detail, :accepted, :rejected, and either :old and
+:new (the file's text before and after) or :command (a shell command).
+A sensitive file's change is recorded without its text.  Never
+signals: a failure to record is a message."
+  (condition-case err
+      (let* ((file (plist-get plist :file))
+             (sensitive (and file (stringp file)
+                             (require 'agent-q-guard nil t)
+                             (agent-q-guard-sensitive-match file)
+                             t))
+             (meta (list :agent (format "%s" (or (plist-get plist :agent) "?"))
+                         :session (plist-get plist :session)
+                         :turn (plist-get plist :turn)
+                         :file (and file (expand-file-name file))
+                         :command (plist-get plist :command)
+                         :how (let ((how (plist-get plist :how)))
+                                (and how (format "%s" how)))
+                         :detail (plist-get plist :detail)
+                         :accepted (plist-get plist :accepted)
+                         :rejected (plist-get plist :rejected)
+                         :reverts (plist-get plist :reverts))))
+        (agent-q--core-journal-record (agent-q-journal--get) meta
+                                      (plist-get plist :old)
+                                      (plist-get plist :new) sensitive))
+    (error (message "agent-q: the change was not journalled: %s"
+                    (error-message-string err))
+           nil)))
+
+;;;; The list
+
+(defvar-local agent-q-changes--filter nil
+  "The filter of this list: (KEY . VALUE), KEY one of :agent :file :session.")
+
+(defvar-local agent-q-changes--all nil
+  "The journal's entries when the list was last filled, newest first.")
+
+(defun agent-q-changes--entries ()
+  "The journal's entries shown, newest first, grouped by session."
+  (let* ((all (setq agent-q-changes--all
+                    (agent-q--core-journal-entries (agent-q-journal--get))))
+         (entries (if agent-q-changes--filter
+                      (seq-filter (lambda (e)
+                                    (equal (plist-get e (car agent-q-changes--filter))
+                                           (cdr agent-q-changes--filter)))
+                                  all)
+                    all))
+         (newest (make-hash-table :test #'equal)))
+    ;; A session sits where its newest change is; its entries follow.
+    (dolist (e entries)
+      (let ((key (list (plist-get e :agent) (plist-get e :session))))
+        (unless (gethash key newest)
+          (puthash key (plist-get e :id) newest))))
+    (sort entries
+          (lambda (a b)
+            (let ((ga (gethash (list (plist-get a :agent) (plist-get a :session)) newest))
+                  (gb (gethash (list (plist-get b :agent) (plist-get b :session)) newest)))
+              (if (= ga gb)
+                  (> (plist-get a :id) (plist-get b :id))
+                (> ga gb)))))))
+
+(defun agent-q-changes--row (e)
+  "The tabulated-list row of entry E."
+  (list (plist-get e :id)
+        (vector (format-time-string "%F %T" (plist-get e :time))
+                (plist-get e :agent)
+                (let ((s (plist-get e :session)) (turn (plist-get e :turn)))
+                  (concat s (if (string-empty-p turn) "" (concat "/" turn))))
+                (pcase (plist-get e :kind)
+                  ('command (concat "$ " (plist-get e :command)
+                                    "  (changes on disk unknown)"))
+                  (_ (abbreviate-file-name (plist-get e :file))))
+                (if (eq (plist-get e :kind) 'command) ""
+                  (format "+%d -%d" (plist-get e :added) (plist-get e :removed)))
+                (concat (symbol-name (plist-get e :kind)) " "
+                        (plist-get e :how)
+                        (if (plist-get e :sensitive) " (sensitive: no text)" "")))))
+
+(defun agent-q-changes--refresh ()
+  "Fill the list from the journal."
+  (let ((lost (agent-q--core-journal-lost (agent-q-journal--get))))
+    (setq tabulated-list-entries
+          (mapcar #'agent-q-changes--row (agent-q-changes--entries)))
+    (setq header-line-format
+          (concat (if (> lost 0)
+                      (format "%d older entries were dropped (agent-q-journal-max-entries)  " lost)
+                    "")
+                  (if agent-q-changes--filter
+                      (format "Filter: %s %s" (car agent-q-changes--filter)
+                              (cdr agent-q-changes--filter))
+                    "")))))
+
+(defvar agent-q-changes-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-q-changes-show)
+    (define-key map "a" #'agent-q-changes-filter-agent)
+    (define-key map "f" #'agent-q-changes-filter-file)
+    (define-key map "s" #'agent-q-changes-filter-session)
+    (define-key map "c" #'agent-q-changes-clear-filter)
+    (define-key map "u" #'agent-q-changes-undo)
+    (define-key map "F" #'agent-q-changes-undo-file)
+    (define-key map "S" #'agent-q-changes-undo-session)
+    map)
+  "Keys of `agent-q-changes-mode'.")
+
+(define-derived-mode agent-q-changes-mode tabulated-list-mode "Agent-Q-Changes"
+  "The journal of what the agents changed, newest first, by session.
+\\{agent-q-changes-mode-map}"
+  (setq tabulated-list-format
+        [("Time" 19 nil) ("Agent" 10 nil) ("Session/turn" 16 nil)
+         ("File or command" 40 nil) ("+/-" 10 nil) ("How" 20 nil)])
+  (setq tabulated-list-sort-key nil)
+  (add-hook 'tabulated-list-revert-hook #'agent-q-changes--refresh nil t)
+  (tabulated-list-init-header))
+
+;;;###autoload
+(defun agent-q-changes ()
+  "List what the agents changed, newest first, grouped by session."
+  (interactive)
+  (with-current-buffer (get-buffer-create "*agent-q-changes*")
+    (agent-q-changes-mode)
+    (agent-q-changes--refresh)
+    (tabulated-list-print)
+    (pop-to-buffer (current-buffer))))
+
+(defun agent-q-changes--entry ()
+  "The entry at point, as a plist."
+  (let ((id (tabulated-list-get-id)))
+    (unless id (user-error "No change here"))
+    (seq-find (lambda (e) (eql (plist-get e :id) id))
+              (or agent-q-changes--all
+                  (agent-q--core-journal-entries (agent-q-journal--get))))))
+
+(defun agent-q-changes-show ()
+  "Show the diff of the change at point."
+  (interactive)
+  (let ((diff (agent-q--core-journal-diff (agent-q-journal--get)
+                                          (tabulated-list-get-id))))
+    (with-current-buffer (get-buffer-create "*agent-q-change*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (or diff "This change is no longer in the journal.\n")))
+      (diff-mode)
+      (view-mode 1)
+      (goto-char (point-min))
+      (display-buffer (current-buffer)))))
+
+(defun agent-q-changes--filter-by (key)
+  "Show only the entries whose KEY is that of the entry at point."
+  (setq agent-q-changes--filter (cons key (plist-get (agent-q-changes--entry) key)))
+  (revert-buffer))
+
+(defun agent-q-changes-filter-agent ()
+  "Show only the entries of the agent at point."
+  (interactive)
+  (agent-q-changes--filter-by :agent))
+
+(defun agent-q-changes-filter-file ()
+  "Show only the entries for the file at point."
+  (interactive)
+  (agent-q-changes--filter-by :file))
+
+(defun agent-q-changes-filter-session ()
+  "Show only the entries of the session at point."
+  (interactive)
+  (agent-q-changes--filter-by :session))
+
+(defun agent-q-changes-clear-filter ()
+  "Show every change."
+  (interactive)
+  (setq agent-q-changes--filter nil)
+  (revert-buffer))
+
+;;;; Undo
+
+(defun agent-q-journal--file-text (file)
+  "The text of FILE now: its buffer's if visited, else the file's."
+  (let ((buffer (find-buffer-visiting file)))
+    (if buffer
+        (with-current-buffer buffer
+          (save-restriction (widen) (buffer-substring-no-properties (point-min) (point-max))))
+      (with-temp-buffer
+        (when (file-exists-p file) (insert-file-contents file))
+        (buffer-string)))))
+
+(defun agent-q-journal--write (file text)
+  "Write TEXT to FILE, through its buffer when one visits it."
+  (let ((buffer (find-buffer-visiting file)))
+    (if buffer
+        (with-current-buffer buffer
+          (save-restriction
+            (widen)
+            (let ((inhibit-read-only t))
+              (replace-buffer-contents
+               (with-current-buffer (get-buffer-create " *agent-q-journal-text*")
+                 (erase-buffer) (insert text) (current-buffer))))
+            (save-buffer)))
+      (with-temp-buffer
+        (insert text)
+        (write-region nil nil file nil 'silent)))))
+
+(defun agent-q-journal-undo (file ids &optional callback)
+  "Undo the journal's entries IDS, all of FILE, through the review.
+The reverse patch is computed against FILE as it is now; a hunk that no
+longer applies is a conflict, shown in *agent-q-conflicts* and never
+written.  The review writes only the hunks the user accepts, and the
+revert is journalled.  CALLBACK, if non-nil, is called with the status
+`:success', `:denied' or `:conflict'.  Return the review, or nil."
+  (require 'agent-q-review)
+  (let* ((current (agent-q-journal--file-text file))
+         (result (agent-q--core-journal-revert (agent-q-journal--get) ids current))
+         (conflicts (plist-get result :conflicts)))
+    (when conflicts
+      (with-current-buffer (get-buffer-create "*agent-q-conflicts*")
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (format "Not undone in %s: these hunks no longer apply and were left as they are.\n\n" file))
+          (dolist (c conflicts)
+            (insert (format "Change %d, hunk %d: %s\n" (nth 0 c) (1+ (nth 1 c)) (nth 2 c)))
+            (insert (or (agent-q--core-journal-diff (agent-q-journal--get) (nth 0 c)) "") "\n")))
+        (diff-mode)
+        (display-buffer (current-buffer))))
+    (if (zerop (plist-get result :undone))
+        (progn (message "agent-q: nothing of it can be undone in %s" file)
+               (when callback (funcall callback :conflict))
+               nil)
+      (agent-q-review-merge-async
+       file current (plist-get result :text)
+       (lambda (status plist)
+         (when (eq status :success)
+           (let ((text (plist-get plist :text)))
+             (agent-q-journal--write file text)
+             (agent-q-journal-record :agent "user" :file file :how "review"
+                                     :detail (plist-get plist :summary)
+                                     :old current :new text :reverts ids)))
+         (when callback (funcall callback (if conflicts :conflict status))))
+       "undo" (format "Undo of change(s) %s" (mapconcat #'number-to-string ids ", "))))))
+
+(defun agent-q-changes--undo-where (pred)
+  "Undo the entries of the list satisfying PRED, file by file."
+  (let ((by-file (make-hash-table :test #'equal)))
+    (dolist (e (or agent-q-changes--all
+                   (agent-q--core-journal-entries (agent-q-journal--get))))
+      (when (and (memq (plist-get e :kind) '(edit revert)) (funcall pred e))
+        (push (plist-get e :id) (gethash (plist-get e :file) by-file))))
+    (when (zerop (hash-table-count by-file))
+      (user-error "No file change to undo"))
+    (maphash (lambda (file ids) (agent-q-journal-undo file ids)) by-file)))
+
+(defun agent-q-changes-undo ()
+  "Undo the change at point."
+  (interactive)
+  (let ((id (plist-get (agent-q-changes--entry) :id)))
+    (agent-q-changes--undo-where (lambda (e) (eql (plist-get e :id) id)))))
+
+(defun agent-q-changes-undo-file ()
+  "Undo every change to the file at point."
+  (interactive)
+  (let ((file (plist-get (agent-q-changes--entry) :file)))
+    (agent-q-changes--undo-where (lambda (e) (equal (plist-get e :file) file)))))
+
+(defun agent-q-changes-undo-session ()
+  "Undo every change of the session at point."
+  (interactive)
+  (let* ((e (agent-q-changes--entry))
+         (agent (plist-get e :agent)) (session (plist-get e :session)))
+    (agent-q-changes--undo-where
+     (lambda (x) (and (equal (plist-get x :agent) agent)
+                      (equal (plist-get x :session) session))))))
+
+(provide 'agent-q-journal)
+
+;;; agent-q-journal.el ends here
