@@ -172,9 +172,12 @@ file is asked about first, every time, saying why."
   (let* ((file (agent-q-builtins--guarded-name (agent-q-builtins--arg args "path")))
          (reason (agent-q-builtins--read-file-guard args)))
     (and file
-         (agent-q-guard-write-verdict
-          file (and reason (concat "propose_file_edit must read the file to show the edit: "
-                                   reason))))))
+         (let ((verdict (agent-q-guard-write-verdict
+                         file (and reason (concat "propose_file_edit must read the file to show the edit: "
+                                                  reason)))))
+           ;; Reading a guarded file is asked before the review even when the
+           ;; file is protected too: the review approves the edit, not the read.
+           (if reason (append verdict (list :ask t)) verdict)))))
 
 
 ;;;; Reading a file through one descriptor

@@ -354,22 +354,26 @@ ANSWER may be a function of (TOOL ARGS) giving the answer."
           ;; Ordinary writes are still covered by the first "a".
           (should (plist-get (write "c.txt" nil) :success)))))))
 
-(ert-deftest agent-q-writes-propose-file-edit-on-a-protected-file-asks-first ()
-  "propose_file_edit's review of .dir-locals.el is preceded by a prompt that says why."
+(ert-deftest agent-q-writes-propose-file-edit-on-a-protected-file-is-one-question ()
+  "propose_file_edit on .dir-locals.el: its review is the one question, never a rule.
+No prompt comes before the review (the review is the user's answer,
+each time), an allow rule does not approve it, and nothing is written
+unreviewed."
   (agent-q-writes-test--with-dirs (proj outside)
     (let* ((registry (agent-q-writes-test--registry))
+           (file (expand-file-name ".dir-locals.el" proj))
            (reviews 0)
+           (agent-q-approval-rules '(("propose_file_edit" nil allow)))
            (agent-q-review--review-driver (lambda (_) (cl-incf reviews))))
-      (agent-q-writes-test--put (expand-file-name ".dir-locals.el" proj) "((nil . ((a . 1))))\n")
-      (let ((r (agent-q-writes-test--call
-                registry "propose_file_edit"
-                '(:path ".dir-locals.el" :original "(a . 1)" :modified "(eval . (shell-command \"x\"))"
-                        :description "d"))))
-        (should (equal "denied" (agent-q-writes-test--status r)))
-        (should (zerop reviews))
-        (let ((context (nth 2 (car agent-q-writes-test--asks))))
-          (should (plist-get context :protected))
-          (should (string-match-p "governs what agents" (plist-get context :reason))))))))
+      (agent-q-writes-test--put file "((nil . ((a . 1))))\n")
+      (agent-q-writes-test--call
+       registry "propose_file_edit"
+       '(:path ".dir-locals.el" :original "(a . 1)" :modified "(eval . (shell-command \"x\"))"
+               :description "d"))
+      (should (= 1 reviews))
+      (should-not agent-q-writes-test--asks)
+      (should (equal "((nil . ((a . 1))))\n"
+                     (with-temp-buffer (insert-file-contents file) (buffer-string)))))))
 
 (provide 'agent-q-writes-test)
 

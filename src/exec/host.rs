@@ -266,7 +266,7 @@ impl<'e> Host for EmacsHost<'e> {
                 Err(_) => guard_plist(env, v)
                     .map_err(|e| convert::error_message(env, &e))?
                     .ok_or_else(|| {
-                        "it returned something other than nil, a reason string or (:reason R :protected P :file F)"
+                        "it returned something other than nil, a reason string or (:reason R :protected P :file F :ask A)"
                             .to_string()
                     }),
             },
@@ -329,10 +329,10 @@ impl<'e> Host for EmacsHost<'e> {
     }
 }
 
-/// A guard's plist answer (:reason R :protected P :file F) as a [`GuardAnswer`]; `None` when V
+/// A guard's plist answer (:reason R :protected P :file F :ask A) as a [`GuardAnswer`]; `None` when V
 /// is not such a plist (R and F strings or nil).
 fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
-    // A plist of at most these three keys, nothing else: any other value is not an answer.
+    // A plist of at most these four keys, nothing else: any other value is not an answer.
     let len = env.call("proper-list-p", (v,))?;
     let Ok(len) = (if len.is_not_nil() {
         len.into_rust::<i64>()
@@ -341,10 +341,10 @@ fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
     }) else {
         return Ok(None);
     };
-    if len <= 0 || len % 2 != 0 || len > 6 {
+    if len <= 0 || len % 2 != 0 || len > 8 {
         return Ok(None);
     }
-    let keys = ["reason", "protected", "file"];
+    let keys = ["reason", "protected", "file", "ask"];
     for i in (0..len).step_by(2) {
         let key = env.call("nth", (i, v))?;
         let mut known = false;
@@ -370,6 +370,7 @@ fn guard_plist(env: &Env, v: Value<'_>) -> Result<Option<GuardAnswer>> {
         reason,
         protected: get("protected")?.is_not_nil(),
         file,
+        ask: get("ask")?.is_not_nil(),
     }))
 }
 

@@ -827,6 +827,10 @@ pub struct GuardAnswer {
     /// The file the call will act on, as the guard resolved and pinned it: the name the prompt
     /// shows, so that it shows what runs rather than resolving the argument again.
     pub file: Option<String>,
+    /// Whether the reason goes beyond the file's protection (reading a sensitive file to show
+    /// it, say): then the user is asked before a review that is the tool's approval, since the
+    /// review approves the change, not what showing it reveals.
+    pub ask: bool,
 }
 
 impl From<Option<String>> for GuardAnswer {
@@ -1322,6 +1326,7 @@ impl Call {
         // After the user edited the arguments the guard runs again: its reason (or none) is then
         // about the arguments the handler gets, which the user approved by writing them.
         self.protected = answer.protected;
+        let ask_first = answer.ask && answer.reason.is_some();
         self.file = answer.file;
         self.reason = match answer.reason {
             None if answer.protected => Some(format!(
@@ -1335,7 +1340,7 @@ impl Call {
             // gives a reason other than a protected file (which the review, the user's own
             // answer each time, settles): its level does not call for a prompt.
             let needed = if self.review {
-                self.reason.is_some() && !self.protected
+                self.reason.is_some() && (!self.protected || ask_first)
             } else {
                 self.reason.is_some() || opts.needs_approval(self.level)
             };

@@ -975,6 +975,7 @@ fn a_protected_file_is_reviewed_without_a_prompt_and_no_rule_approves_it() {
         reason: Some("/w/.mcp.json can start commands".into()),
         protected: true,
         file: None,
+        ask: false,
     };
     let step = c.guarded(&reg, Ok(answer.clone()), &o, &mut host).unwrap();
     assert!(matches!(step, Step::Run(_)), "protected, yet reviewed without a prompt");
@@ -1451,6 +1452,7 @@ fn a_protected_call_is_asked_and_no_rule_approves_it() {
         reason: Some("/real/proj/.mcp.json is an agent's settings".into()),
         protected: true,
         file: Some("/real/proj/.mcp.json".into()),
+        ask: false,
     };
     // The ask says so and names the pinned file, and it is never optional.
     let mut host = MockHost::default();
