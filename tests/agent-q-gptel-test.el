@@ -698,7 +698,7 @@ Return (EVENTS TOOL-MESSAGES AUDIT-IDS FILE-EXISTED)."
     (should (string-match-p "^loaded-before:nil$" output))
     (should (string-match-p (concat "^tools:" (mapconcat #'identity (agent-q-list-registered-tools) ",") "$")
                             output))
-    (should (string-match-p "^menu:(\"introspection\" \"execution\" \"diff\" \"buffer\")$" output))))
+    (should (string-match-p "^menu:(\"introspection\" \"execution\" \"code\" \"diff\" \"buffer\")$" output))))
 
 ;;;; The demonstration's gptel part
 
