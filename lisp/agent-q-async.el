@@ -516,12 +516,12 @@ the core words and audits it as a timeout, not a withdrawal."
       (let ((functions (agent-q--pending-cancel-functions pending)))
         (setf (agent-q--pending-cancel-functions pending) nil)
         (mapc (lambda (f) (ignore-errors (funcall f))) functions))
-      (let ((step (ignore-errors (agent-q--core-end-call pending reason timeout))))
+      (let ((step (ignore-errors (agent-q--end-call pending reason timeout))))
         (when step
           (agent-q--handle-step (agent-q--pending-batch pending)
                                 (agent-q--pending-index pending) step pending))))
      (t
-      (let ((step (ignore-errors (agent-q--core-end-call pending reason timeout))))
+      (let ((step (ignore-errors (agent-q--end-call pending reason timeout))))
         (setf (agent-q--pending-state pending) 'done)
         (when step
           (agent-q--handle-step (agent-q--pending-batch pending)
@@ -532,7 +532,7 @@ the core words and audits it as a timeout, not a withdrawal."
           (throw 'agent-q--withdrawn nil)))))
     (agent-q--forget pending)))
 
-(defun agent-q--core-end-call (pending reason timeout)
+(defun agent-q--end-call (pending reason timeout)
   "End PENDING in the core: cancelled with REASON, or timed out (TIMEOUT)."
   (if timeout
       (agent-q--core-call-time-out (agent-q--pending-core pending) timeout)

@@ -1082,6 +1082,8 @@ and how, and the client.
   "Decide agent-shell's ACP permission requests in agent-q (a global minor mode)." t)
 (autoload 'agent-q-acp-respond "agent-q-acp"
   "Answer agent-shell's permission request in agent-q.")
+(autoload 'agent-q-changes "agent-q-journal"
+  "List what the agents changed through agent-q, newest first." t)
 
 ;;;; The approval rules and UI, and the built-in tools
 

@@ -377,6 +377,7 @@ Every core function the module defines must be here (see the test
       (agent-q--core-fetch-decide . ,(lambda () (list "https://example.org/" nil nil '("example.org"))))
       (agent-q--core-command-suggest . ,(lambda () (list "git status; git diff HEAD" '("git status"))))
       (agent-q--core-command-grant . ,(lambda () (list "git status; git diff HEAD")))
+      (agent-q--core-call-time-out . ,(lambda () (list (agent-q-stress--pending "stress_danger") 600)))
       (agent-q--core-fetch-suggest . ,(lambda () (list "https://docs.example.org/a")))
       (agent-q--core-channel-open . ,(lambda () (list (make-pipe-process :name "agent-q-stress"
                                                                            :noquery t))))
