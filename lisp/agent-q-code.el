@@ -521,6 +521,11 @@ when the columns are the server's; DECLARATIONS are marked."
 
 ;;;; Finding the symbol asked about
 
+(defconst agent-q-code--max-symbol-length 1024
+  "The longest name or name path the code tools look up, in characters.
+A longer one is refused: no language has such names, and a text
+search could not pass it to its process.")
+
 (defun agent-q-code--target (args)
   "What ARGS ask about: a plist (:file F :line L :column C :symbol S).
 Fails the call when they name neither a symbol nor a file position."
@@ -530,6 +535,10 @@ Fails the call when they name neither a symbol nor a file position."
         (symbol (agent-q-builtins--arg args "symbol")))
     (when (and (stringp symbol) (string-empty-p (string-trim symbol)))
       (setq symbol nil))
+    (when (and (stringp symbol) (> (length symbol) agent-q-code--max-symbol-length))
+      (agent-q-tool-fail
+       (format "Invalid arguments: symbol is too long: %d characters (a name or a name path has at most %d)"
+               (length symbol) agent-q-code--max-symbol-length)))
     (cond ((and file (natnump line) (> line 0))
            (list :file file :line line :column (if (natnump column) (max 1 column) 1)
                  :symbol symbol))

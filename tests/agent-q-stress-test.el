@@ -937,8 +937,8 @@ With MAY-RUN, it is only checked to be a well-formed, bounded result."
                                                               ,@(and (member tool '("find_definition" "find_references" "type_at"))
                                                                      '(:line 1 :column 1))))))))
                          ;; A deep value is refused as not a string first; a
-                         ;; huge file name by the file system.
-                         1 hostile nil "expected type \"string\"\\|File name too long"))))
+                         ;; huge file name by the file system, a huge symbol by the tool.
+                         1 hostile nil "expected type \"string\"\\|File name too long\\|symbol is too long"))))
               cases)))
     (dolist (hostile (agent-q-stress--names))
       (dolist (circle '(nil t))
