@@ -206,8 +206,8 @@ pub fn symbol_kind(kind: i64) -> &'static str {
         "operator",
         "type parameter",
     ];
-    usize::try_from(kind - 1)
-        .ok()
+    kind.checked_sub(1)
+        .and_then(|i| usize::try_from(i).ok())
         .and_then(|i| KINDS.get(i))
         .copied()
         .unwrap_or("symbol")
