@@ -67,6 +67,7 @@
 (declare-function agent-q--core-channel-drained "agent-q-core" ())
 (declare-function agent-q--approval-call "agent-q" (tool-name args context))
 (declare-function agent-q--unasked-decision "agent-q" (tool-name args context))
+(declare-function agent-q--trusted-unasked "agent-q" (tool-name args context))
 (declare-function agent-q--batch-options "agent-q" (client confirm audit-all))
 (declare-function agent-q--error-message "agent-q" (condition))
 (declare-function agent-q--visible "agent-q-prompt" (text))
@@ -224,8 +225,10 @@ PENDING is the call's pending record when it already has one."
        (agent-q--forget pending))
      (agent-q--store batch index result))
     (`(:ask ,core ,context ,args)
-     (let ((decision (and (plist-get context :optional)
-                          (agent-q--unasked-decision (plist-get context :tool) args context))))
+     (let ((decision (if (plist-get context :optional)
+                         (agent-q--unasked-decision (plist-get context :tool) args context)
+                       ;; A trust decides at once, never behind a prompt.
+                       (agent-q--trusted-unasked (plist-get context :tool) args context))))
        (if decision
            ;; A call that needs no decision, which no rule asks about: decided
            ;; now, never queued behind a prompt or a timer.

@@ -204,7 +204,9 @@ approve, each time: no allow rule lets its edit through unreviewed."
   "The handler of agent_edit: review the edit of ARGS' path; CALLBACK answers.
 The executor decided the call (see `agent-q-gate-edit-register'): an
 allow rule approved it unreviewed (`agent-q-call-context' has
-:decision \"rule\"), or the review is its approval.  The outcome goes
+:decision \"rule\"), a trust did (\"trusted\", see
+`agent-q-trust-agent': applied unreviewed and journalled), or the
+review is its approval.  The outcome goes
 to `agent-q-gate-edit--outcomes' (the text the user accepted, or
 `rejected'); the agent writes the file."
   (let* ((id (plist-get agent-q-call-context :id))
@@ -216,13 +218,24 @@ to `agent-q-gate-edit--outcomes' (the text the user accepted, or
       (let* ((label (plist-get edit :label))
              (proposal (plist-get edit :proposal))
              (protected (plist-get agent-q-call-context :reason)))
-        (if (equal (plist-get agent-q-call-context :decision) "rule")
-            (progn
-              (puthash id proposal agent-q-gate-edit--outcomes)
-              (agent-q-gate-edit--remember file proposal)
-              (funcall callback (format "Allowed unreviewed by the approval rule %s"
-                                        (plist-get agent-q-call-context :rule))
-                       :success))
+        (cond
+         ((equal (plist-get agent-q-call-context :decision) "rule")
+          (puthash id proposal agent-q-gate-edit--outcomes)
+          (agent-q-gate-edit--remember file proposal)
+          (funcall callback (format "Allowed unreviewed by the approval rule %s"
+                                    (plist-get agent-q-call-context :rule))
+                   :success))
+         ((equal (plist-get agent-q-call-context :decision) "trusted")
+          ;; The user trusts the agent's edits for now (agent-q-trust.el):
+          ;; applied without review, and journalled.
+          (puthash id proposal agent-q-gate-edit--outcomes)
+          (agent-q-gate-edit--remember file proposal)
+          (when (require 'agent-q-journal nil t)
+            (agent-q-journal-record :agent label :file file :how 'trust
+                                    :old (plist-get edit :current) :new proposal))
+          (funcall callback "Applied without review: the user trusts this agent's edits for now."
+                   :success))
+         (t
           (if (plist-get edit :reviewed)
               (progn
                 (puthash id proposal agent-q-gate-edit--outcomes)
@@ -257,7 +270,7 @@ to `agent-q-gate-edit--outcomes' (the text the user accepted, or
                 (puthash id review agent-q-gate-edit--open)
                 (agent-q-when-cancelled (lambda ()
                                           (remhash id agent-q-gate-edit--open)
-                                          (agent-q-review-close review)))))))))))
+                                          (agent-q-review-close review))))))))))))
 
 (defun agent-q-gate-edit-register (registry)
   "Register the tool agent_edit in REGISTRY, the gate's private one.

@@ -836,8 +836,10 @@ a call that no grant can cover is approved alone, saying why."
 
 (define-derived-mode agent-q-grants-mode tabulated-list-mode "agent-q-grants"
   "What the approval prompt's \"a\" approved without asking, for now.
-\\<agent-q-grants-mode-map>\\[agent-q-grants-withdraw] withdraws the grant at \
-point: the calls it covered are asked about again,
+The trusts of `agent-q-trust-agent' are listed too.
+\\<agent-q-grants-mode-map>\\[agent-q-grants-withdraw] withdraws the grant \
+at point, or ends the trust:
+the calls it covered are asked about again,
 \\[agent-q-grants-withdraw-all] withdraws them all, \\[agent-q-grants-refresh] \
 refreshes."
   (setq tabulated-list-format
@@ -864,15 +866,21 @@ refreshes."
     (format "fetches from %s" (agent-q--visible (plist-get grant :domain))))
    (t (format "every call of %s" (agent-q--visible (plist-get grant :tool))))))
 
+(declare-function agent-q-trust-grant-entries "agent-q-trust" ())
+(declare-function agent-q-trust-end "agent-q-trust" (&optional id))
+
 (defun agent-q--grant-entries ()
-  "The rows of `agent-q-grants-mode'."
-  (mapcar (lambda (grant)
-            (list grant
-                  (vector (agent-q-prompt--grant-who grant)
-                          (agent-q--visible (or (plist-get grant :tool) ""))
-                          (agent-q-prompt--grant-what grant)
-                          (format-time-string "%H:%M:%S" (plist-get grant :time)))))
-          agent-q-prompt--session-approved))
+  "The rows of `agent-q-grants-mode': the grants, then the trusts in force.
+A trust's row (see `agent-q-trust-agent') has the id (:trust N)."
+  (append
+   (mapcar (lambda (grant)
+             (list grant
+                   (vector (agent-q-prompt--grant-who grant)
+                           (agent-q--visible (or (plist-get grant :tool) ""))
+                           (agent-q-prompt--grant-what grant)
+                           (format-time-string "%H:%M:%S" (plist-get grant :time)))))
+           agent-q-prompt--session-approved)
+   (and (fboundp 'agent-q-trust-grant-entries) (agent-q-trust-grant-entries))))
 
 (defun agent-q-grants-refresh ()
   "Refresh the list of what \"a\" approved."
@@ -900,19 +908,23 @@ with the rules saved for the session."
     (pop-to-buffer buffer)))
 
 (defun agent-q-grants-withdraw ()
-  "Withdraw the grant at point.
+  "Withdraw the grant at point, or end the trust at point.
 The calls it covered are asked about again."
   (interactive)
   (let ((grant (or (tabulated-list-get-id) (user-error "No grant here"))))
-    (setq agent-q-prompt--session-approved (delq grant agent-q-prompt--session-approved))
-    (message "agent-q: withdrawn: %s for %s" (agent-q-prompt--grant-what grant)
-             (agent-q-prompt--grant-who grant))
+    (if (eq (car-safe grant) :trust)
+        (agent-q-trust-end (cadr grant))
+      (setq agent-q-prompt--session-approved (delq grant agent-q-prompt--session-approved))
+      (message "agent-q: withdrawn: %s for %s" (agent-q-prompt--grant-what grant)
+               (agent-q-prompt--grant-who grant)))
     (agent-q-grants-refresh)))
 
 (defun agent-q-grants-withdraw-all ()
-  "Withdraw every grant of the prompt's \"a\"."
+  "Withdraw every grant of the prompt's \"a\", and end every trust."
   (interactive)
   (agent-q-prompt-forget-grants)
+  (when (and (bound-and-true-p agent-q-trust--active) (fboundp 'agent-q-trust-end))
+    (agent-q-trust-end t))
   (message "agent-q: every approval of \"a\" withdrawn")
   (agent-q-grants-refresh))
 

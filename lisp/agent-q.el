@@ -213,6 +213,13 @@ compile %s with `make build' in %s (or delete %s)"
 (declare-function agent-q--core-call-info "agent-q-core" (pending))
 (declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-rules-decide "agent-q-rules" (tool-name args context))
+
+(defvar agent-q-trust--active nil
+  "The trusts in force, as the module last listed them; nil when none.
+Each is a plist (see `agent-q--core-trust-add'); agent-q-trust.el sets
+it.  The executor consults the module's trusts only while it is
+non-nil.")
+
 (declare-function agent-q-rules-describe "agent-q-rules" (rule))
 (declare-function agent-q-rules-ruling-text "agent-q-rules" (ruling))
 (declare-function agent-q-rules-any-p "agent-q-rules" ())
@@ -660,7 +667,9 @@ drivers pass the value to each call of the batch."
          :confirm confirm
          :audit-all audit-all
          :client client
-         :rules (agent-q-rules-any-p))))
+         ;; A trust, like a rule, must see the calls that need no decision
+         ;; (an agent's edit, whose review is its approval).
+         :rules (or (agent-q-rules-any-p) (and agent-q-trust--active t)))))
 
 (defconst agent-q--print-level 32
   "Deepest nesting printed in a result; deeper parts print as \"...\".")
@@ -787,11 +796,33 @@ whoever must know what that step decides (the gate's notification,
 the ACP bridge, a rule saved from the prompt) all come here."
   (agent-q-rules-decide tool-name args context))
 
+(declare-function agent-q-trust-decision "agent-q-trust" (tool-name args context ruling))
+
+(defun agent-q--trusted-decision (tool-name args context ruling)
+  "The decision of a trust about TOOL-NAME with ARGS in CONTEXT, or nil.
+RULING is what the rules said (`agent-q--ruling'): a deny or ask rule
+wins over a trust.  The module decides (see `agent-q-trust-agent');
+nothing is asked of it while no agent is trusted.  Never signals."
+  (and agent-q-trust--active
+       (fboundp 'agent-q-trust-decision)
+       (agent-q-trust-decision tool-name args context ruling)))
+
 (defun agent-q--unasked-decision (tool-name args context)
-  "The decision the rules make about TOOL-NAME with ARGS in CONTEXT, or nil.
-Nil means the user must be asked; see `agent-q--ruled-decision'.
-Never asks, never signals (see `agent-q-rules-decide')."
-  (agent-q--ruled-decision tool-name (agent-q--ruling tool-name args context) context))
+  "The decision the rules or a trust make about TOOL-NAME with ARGS in CONTEXT.
+Nil means the user must be asked; see `agent-q--ruled-decision' and
+`agent-q--trusted-decision'.  Never asks, never signals (see
+`agent-q-rules-decide')."
+  (let ((ruling (agent-q--ruling tool-name args context)))
+    (or (agent-q--trusted-decision tool-name args context ruling)
+        (agent-q--ruled-decision tool-name ruling context))))
+
+(defun agent-q--trusted-unasked (tool-name args context)
+  "The decision of a trust about TOOL-NAME with ARGS in CONTEXT, or nil.
+For a call that needs a decision: a trust decides it at once, before
+it is queued for the prompt.  Never signals."
+  (and agent-q-trust--active
+       (agent-q--trusted-decision tool-name args context
+                                  (agent-q--ruling tool-name args context))))
 
 (defun agent-q--approval-call (tool-name args context)
   "Decide about TOOL-NAME with ARGS: by a rule, or by asking.
@@ -808,6 +839,7 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
 `agent-q--with-bounded-printing')."
   (let ((ruling (agent-q--ruling tool-name args context)))
     (cond
+     ((agent-q--trusted-decision tool-name args context ruling))
      ((agent-q--ruled-decision tool-name ruling context))
      ((not agent-q-approval-function) :no-approval-function)
      (t (let ((agent-q-approval-context
@@ -1084,6 +1116,10 @@ and how, and the client.
   "Answer agent-shell's permission request in agent-q.")
 (autoload 'agent-q-changes "agent-q-journal"
   "List what the agents changed through agent-q, newest first." t)
+(autoload 'agent-q-trust-agent "agent-q-trust"
+  "Trust a terminal agent for a while: its edits, or its commands, unasked." t)
+(autoload 'agent-q-trust-end "agent-q-trust"
+  "End a trust of `agent-q-trust-agent'." t)
 
 ;;;; The approval rules and UI, and the built-in tools
 

@@ -23,6 +23,7 @@ pub mod quit;
 pub mod registry;
 pub mod rules;
 pub mod search;
+pub mod trust;
 pub mod visible;
 pub mod xref;
 

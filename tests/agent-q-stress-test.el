@@ -396,6 +396,11 @@ Every core function the module defines must be here (see the test
                            100)))
       (agent-q--core-journal-record
        . ,(lambda () (list (agent-q-stress--journal) '(:agent "a" :file "/f") "a\n" "c\n" nil)))
+      (agent-q--core-trust-add . ,(lambda () (list "stress" nil "npm test *" 60)))
+      (agent-q--core-trust-end . ,(lambda () (list 1)))
+      (agent-q--core-trust-list . ,(lambda () nil))
+      (agent-q--core-trust-decide
+       . ,(lambda () (list "stress" "s" "edit" "/w/f" "/w" nil 'allow)))
       (agent-q--core-journal-entries . ,(lambda () (list (agent-q-stress--journal))))
       (agent-q--core-journal-lost . ,(lambda () (list (agent-q-stress--journal))))
       (agent-q--core-journal-set-max . ,(lambda () (list (agent-q-stress--journal) 50)))

@@ -288,13 +288,18 @@ pub struct AuditRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety_level: Option<SafetyLevel>,
     /// `auto` (not asked), `approved`, `modified` (the user at the prompt), `granted` (the
-    /// user's earlier "always" answer for the session), `review` (its own review decides: see
+    /// user's earlier "always" answer for the session), `trusted` (the user trusts the agent for
+    /// a while: see `trusted`), `review` (its own review decides: see
     /// `review`), `denied`, `rule` (one of the user's approval rules allowed or denied it: see
     /// `rule`), or `none` (withdrawn before a decision: see `withdrawn`).
     pub decision: &'static str,
     /// The approval rule that decided, when `decision` is `rule`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The trust that let the call through unasked, when `decision` is `trusted`: "trusted
+    /// until …: AGENT's SCOPE" (see [`crate::trust`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<String>,
     /// Who decided and how, in words: the user at the prompt, a grant for the session, a rule
     /// (which), the review (which hunks), a withdrawal (why), or no decision needed.
     pub how: String,
@@ -377,6 +382,9 @@ pub enum Decision {
     /// `(:granted GRANT)`: the user's standing approval for the session (the prompt's "always"
     /// answer given earlier) allows it, without a prompt. GRANT describes it, for the audit log.
     Granted(String),
+    /// `(:trusted TRUST)`: the user trusts the agent for a while ([`crate::trust`]) and the
+    /// trust covers the call; TRUST says which, "trusted until …", for the audit log.
+    Trusted(String),
     /// `:auto`: for an optional ask ([`Ask::optional`]) only, run the call as it would have run
     /// without rules (no rule stops it). For a call that needs a decision it is not one, so a
     /// denial.
@@ -440,6 +448,10 @@ pub fn parse_decision(v: &Sexp) -> Decision {
             other => Decision::Denied(Some(sexp::describe(other))),
         },
         Some([head, args]) if head.as_keyword() == Some("modified") => Decision::Modified(args.clone()),
+        Some([head, trust]) if head.as_keyword() == Some("trusted") => match trust {
+            Sexp::Str(t) if !t.trim().is_empty() => Decision::Trusted(shorten(t.clone(), MAX_RULE_CHARS)),
+            _ => Decision::Invalid("the approval function returned a trust that names no trust".into()),
+        },
         Some([head, grant]) if head.as_keyword() == Some("granted") => match grant {
             Sexp::Str(g) if !g.trim().is_empty() => Decision::Granted(shorten(g.clone(), MAX_RULE_CHARS)),
             _ => Decision::Invalid("the approval function returned a grant that names no grant".into()),
@@ -481,9 +493,11 @@ pub fn denial_message(decision: &Decision) -> String {
         Decision::Auto => {
             "Tool execution denied: the approval function answered :auto, which only a call that needs no decision may take".into()
         }
-        Decision::Approved | Decision::Modified(_) | Decision::Granted(_) | Decision::Rule { allow: true, .. } => {
-            String::new()
-        }
+        Decision::Approved
+        | Decision::Modified(_)
+        | Decision::Granted(_)
+        | Decision::Trusted(_)
+        | Decision::Rule { allow: true, .. } => String::new(),
     }
 }
 
@@ -1077,6 +1091,8 @@ pub struct Call {
     stage: Stage,
     decision: &'static str,
     rule: Option<String>,
+    /// The trust that let it through ([`Decision::Trusted`]).
+    trusted: Option<String>,
     approved: bool,
     modified: bool,
     asked: bool,
@@ -1119,6 +1135,7 @@ impl Call {
             stage: Stage::Done,
             decision: "auto",
             rule: None,
+            trusted: None,
             approved: false,
             modified: false,
             asked: false,
@@ -1484,6 +1501,28 @@ impl Call {
                 );
                 Ok(Step::Done(self.end(registry, message, Status::Denied, opts, fx)))
             }
+            Decision::Trusted(trust) if self.protected => {
+                // Defence in depth: the host does not consult trusts for such a call.
+                self.decision = "denied";
+                self.verdict = Some(format!("denied: the trust \"{trust}\" cannot approve a protected call"));
+                let message = format!(
+                    "Tool {} did not run: {}. Only the user may approve such a call, when asked.",
+                    self.name,
+                    self.reason.as_deref().unwrap_or("it is protected")
+                );
+                Ok(Step::Done(self.end(registry, message, Status::Denied, opts, fx)))
+            }
+            Decision::Trusted(trust) => {
+                self.decision = "trusted";
+                self.verdict = Some(if self.review {
+                    format!("{trust}; applied without review")
+                } else {
+                    trust.clone()
+                });
+                self.trusted = Some(trust);
+                self.approved = true;
+                Ok(self.run(registry, opts, fx))
+            }
             Decision::Granted(grant) => {
                 self.decision = "granted";
                 self.verdict = Some(format!("allowed by the user's standing approval: {grant}"));
@@ -1713,6 +1752,7 @@ impl Call {
             safety_level: (self.tool_id != 0).then_some(self.level),
             decision: self.decision,
             rule: self.rule.clone(),
+            trusted: self.trusted.clone(),
             how: self.how(event, result.map(|r| r.status)),
             review: self.reviewed.clone(),
             withdrawn: self.withdrawn.clone(),

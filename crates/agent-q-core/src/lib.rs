@@ -23,7 +23,8 @@
 //! - [`visible`]: text a model or a client chose, its hidden characters (controls, bidi,
 //!   zero-width) made visible as escapes wherever it is shown;
 //! - [`mcp`]: the MCP server (Streamable HTTP on 127.0.0.1) that queues tool calls for Emacs;
-//! - [`ide`]: Emacs as the IDE companion of Gemini CLI and Claude Code (context, diffs).
+//! - [`ide`]: Emacs as the IDE companion of Gemini CLI and Claude Code (context, diffs);
+//! - [`trust`]: trust for a while: an agent's edits or commands let through unasked.
 #![warn(missing_docs)]
 
 pub mod code;
@@ -45,5 +46,6 @@ pub mod rules;
 pub mod search;
 pub mod sexp;
 pub mod spec;
+pub mod trust;
 pub mod visible;
 pub mod xref;

@@ -1779,3 +1779,62 @@ fn a_call_read_in_parts_is_checked_as_parse_call_checks_it() {
         }
     }
 }
+
+#[test]
+fn a_trust_stands_for_the_review_audited_as_trusted_but_never_for_a_protected_file() {
+    let reg = review_or_rule_registry();
+    let o = Options {
+        consult_rules: true,
+        ..opts()
+    };
+    let trust = "trusted until 2026-11-29T02:30:00Z: gemini's edits inside its workspace";
+    let mut host = MockHost {
+        decision: Some(Ok(read(&format!("(:trusted {trust:?})")))),
+        ..Default::default()
+    };
+    let r = run_with(
+        &reg,
+        &mut host,
+        r#"(:id "e" :name "edit_it" :arguments (:path "/w/f"))"#,
+        &o,
+    );
+    assert!(r.success, "{r:?}");
+    assert_eq!(events(&host), vec![("run", "trusted"), ("result", "trusted")]);
+    assert_eq!(host.audit[1].how, format!("{trust}; applied without review"));
+    assert_eq!(host.audit[1].trusted.as_deref(), Some(trust));
+    let json: Json = serde_json::from_str(&host.audit[1].to_json_line()).unwrap();
+    assert_eq!(json["trusted"], json!(trust));
+    assert_eq!(json["decision"], json!("trusted"));
+    assert!(host.audit[1].summary().contains("trusted until 2026-11-29T02:30:00Z"));
+    // A trust that arrives for a protected file is refused: the review stays the user's.
+    let mut host = MockHost::default();
+    let call = read(r#"(:id "e" :name "edit_it" :arguments (:path "/w/.gemini/settings.json"))"#);
+    let (mut c, step) = Call::start(&reg, &call, &CallContext::default(), &o, &mut host);
+    assert!(matches!(step, Step::Guard(_)));
+    let answer = GuardAnswer {
+        reason: Some("/w/.gemini/settings.json is an agent's settings".into()),
+        protected: true,
+        file: None,
+        ask: false,
+    };
+    let Step::Ask(ask) = c.guarded(&reg, Ok(answer), &o, &mut host).unwrap() else {
+        panic!("no optional ask")
+    };
+    assert!(ask.protected);
+    let step = c.decide(&reg, Decision::Trusted(trust.into()), &o, &mut host).unwrap();
+    let Step::Done(r) = step else { panic!("must end") };
+    assert_eq!(r.status, Status::Denied, "{r:?}");
+    assert!(host.ran.is_empty());
+    assert!(
+        host.audit[0].how.contains("cannot approve a protected call"),
+        "{}",
+        host.audit[0].how
+    );
+    assert_eq!(host.audit[0].trusted, None);
+    // A trust that names nothing is no decision.
+    assert!(matches!(
+        parse_decision(&read(r#"(:trusted "")"#)),
+        Decision::Invalid(_)
+    ));
+    assert!(matches!(parse_decision(&read("(:trusted 1)")), Decision::Invalid(_)));
+}
