@@ -182,7 +182,7 @@ fn trust_decide<'e>(
     } else if ruling == env.intern("allow")? {
         Ruling::Allow
     } else {
-        return errors::signal(env, Kind::Generic, "RULING must be deny, ask, allow or nil".to_string());
+        return errors::signal(env, Kind::Generic, "RULING must be deny, ask, allow or nil");
     };
     let subject = match kind.as_str() {
         "edit" => Subject::Edit {
