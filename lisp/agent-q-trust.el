@@ -45,6 +45,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'agent-q)
 
 (declare-function agent-q--core-trust-add "agent-q-core" (agent session rule seconds))
 (declare-function agent-q--core-trust-end "agent-q-core" (id))
@@ -200,7 +201,6 @@ those calls are asked or reviewed as ever.  The mode line shows the
 trust with its time left; the audit log says \"trusted until ...\"
 for each call it let through.  Return the trust, a plist."
   (interactive (agent-q-trust--read-arguments))
-  (require 'agent-q)
   (let ((trust (agent-q--core-trust-add agent session rule seconds)))
     (agent-q-trust--refresh)
     (message "agent-q: %s (M-x agent-q-trust-end ends it)" (plist-get trust :words))

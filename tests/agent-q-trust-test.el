@@ -137,6 +137,37 @@ The countdown timer runs only while a trust with an end is in force."
           (should-not (search-forward "make test" nil t))))
       (kill-buffer "*agent-q-grants*"))))
 
+(defvar agent-q-trust-test--answers nil
+  "What the faked minibuffer answers, in order.")
+
+(ert-deftest agent-q-trust-test-interactive ()
+  "Interactively: the agent, what to trust, the minutes; a prefix asks for a session."
+  (agent-q-trust-test--clean
+    (let ((answers nil))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (prompt &rest _) (push prompt answers) (pop agent-q-trust-test--answers)))
+                ((symbol-function 'read-string)
+                 (lambda (prompt &rest _) (push prompt answers) (pop agent-q-trust-test--answers)))
+                ((symbol-function 'read-number)
+                 (lambda (prompt &rest _) (push prompt answers) (pop agent-q-trust-test--answers))))
+        (setq agent-q-trust-test--answers '("gemini" "edits inside its workspace" 5))
+        (call-interactively #'agent-q-trust-agent)
+        (should (string-match-p "\\[trust: gemini edits \\(5:00\\|4:5[0-9]\\)\\]"
+                                (agent-q-trust-test--mode-line)))
+        (setq agent-q-trust-test--answers '("codex" "s-42" "commands matching a rule" "npm test *" 0))
+        (let ((current-prefix-arg '(4)))
+          (call-interactively #'agent-q-trust-agent))
+        (should (cl-some (lambda (p) (string-match-p "Only the codex session" p)) answers))
+        (let ((trust (cl-find "codex" agent-q-trust--active
+                              :key (lambda (trust) (plist-get trust :agent)) :test #'equal)))
+          (should (equal (plist-get trust :session) "s-42"))
+          (should (equal (plist-get trust :rule) "npm test *"))
+          (should-not (plist-get trust :until)))
+        ;; Several: the command asks which, or all.
+        (setq agent-q-trust-test--answers '("all of them"))
+        (call-interactively #'agent-q-trust-end)
+        (should-not agent-q-trust--active)))))
+
 ;;;; Decided under a trust: the gate's edits and commands
 
 (defun agent-q-trust-test--write (key agent file root)
@@ -178,6 +209,12 @@ rule are reviewed or refused as without trust."
                                           (alist-get 'trusted record)))
                   (should (string-match-p "applied without review" (alist-get 'how record))))
                 (should (string-match-p "\"how\":\"trust\"" (agent-q-agents-test--read agent-q-journal-file)))
+                ;; The log line says so too.
+                (with-current-buffer agent-q-log-buffer-name
+                  (save-excursion
+                    (goto-char (point-min))
+                    (should (re-search-forward "agent_edit .*f\\.txt: done; trusted until .*gemini's edits"
+                                               nil t))))
                 ;; Its own settings: reviewed all the same.
                 (make-directory (file-name-directory settings) t)
                 (agent-q-trust-test--write 2 'gemini settings root)
