@@ -825,7 +825,9 @@ it is queued for the prompt.  Never signals."
                                   (agent-q--ruling tool-name args context))))
 
 (defun agent-q--approval-call (tool-name args context)
-  "Decide about TOOL-NAME with ARGS: by a rule, or by asking.
+  "Decide about TOOL-NAME with ARGS: by a trust, a rule, or by asking.
+A trust of the agent (`agent-q--trusted-decision') answers first,
+unless a deny or ask rule wins over it.
 This is where every decision is made (the synchronous and the
 asynchronous executor, `agent-q-request-approval').  A deny or allow
 rule of `agent-q-approval-rules' decides without asking, and the

@@ -15,15 +15,17 @@
 //!   directories, say). [`Step::Guard`] asks the host to run it; [`Call::guarded`] resumes.
 //! - **awaiting approval**: dangerous tools, the levels in [`Options::confirm`], and calls whose
 //!   guard gave a reason wait for a decision: [`Step::Ask`]; [`Call::decide`] resumes. Only an
-//!   explicit approval (the user's, or one of the user's approval rules, which the host applies
-//!   before asking: [`Decision::Rule`]) lets the call run. Because the user may take any time to decide (and may
+//!   explicit approval (the user's, one of the user's approval rules, which the host applies
+//!   before asking: [`Decision::Rule`], or the user's trust of the agent for a while, which
+//!   [`crate::trust`] decides: [`Decision::Trusted`]) lets the call run. Because the user may take any time to decide (and may
 //!   change the registry meanwhile), the tool is looked up again when the decision arrives: a tool
 //!   that was removed, disabled or replaced (its registration id changed) does not run.
 //!   A guard may mark its reason protected ([`GuardAnswer::protected`]: a write to a file that
 //!   governs agents or runs code on its own, such as `.claude/settings.json` or `.git/hooks/`).
 //!   Such a call is the user's to approve, every time: the host is told ([`Ask::protected`]) so
-//!   that neither an approval rule nor an approval for the session answers for the user, and a
-//!   rule's approval that arrives all the same is refused here ([`Call::decide`]).
+//!   that neither an approval rule, an approval for the session nor a trust answers for the
+//!   user, and a rule's approval or a trust that arrives all the same is refused here
+//!   ([`Call::decide`]).
 //!   When the user has approval rules ([`Options::consult_rules`]), a call that would run without
 //!   asking stops there too, marked optional ([`Ask::optional`]): the host consults the rules,
 //!   which may deny it or have the user asked, and otherwise answers [`Decision::Auto`], which
