@@ -1,7 +1,7 @@
 //! `agent-q--core-code-*`: the answers of the code-intelligence tools ([`agent_q_core::code`]),
 //! worded for `lisp/agent-q-code.el` from the items it gathered.
 
-use emacs::{defun, Env, Result, Value};
+use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::args;
 use super::convert::{self, Limits, WalkError};
@@ -10,6 +10,7 @@ use agent_q_core::code::columns;
 use agent_q_core::code::format::{self, LocationKind, Unit};
 use agent_q_core::code::input;
 use agent_q_core::code::lines::LineReader;
+use agent_q_core::code::rename;
 use agent_q_core::sexp::Sexp;
 
 /// The most items one answer lists, whatever LIMIT asks.
@@ -179,4 +180,76 @@ fn code_column(env: &Env, text: Value<'_>, column: Value<'_>, to_chars: Value<'_
         columns::chars_to_utf16(&text, column)
     };
     Ok(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Why NEW-NAME cannot be a symbol's new name, or nil when it can (`rename_symbol`).
+#[defun]
+fn code_rename_check(env: &Env, new_name: Value<'_>) -> Result<Option<String>> {
+    let name = args::string(env, new_name, "NEW-NAME", args::MAX_NAME_BYTES)?;
+    Ok(rename::validate_new_name(&name).err())
+}
+
+/// The files the language server's rename JSON (a `WorkspaceEdit`, serialized) changes, as a
+/// list of absolute file names in the server's order; or a string saying why it cannot be
+/// reviewed (a file created, renamed or deleted, an answer that cannot be read, too large).
+#[defun]
+fn code_rename_files<'e>(env: &'e Env, json: Value<'e>) -> Result<Value<'e>> {
+    let json = args::string(env, json, "JSON", args::MAX_TEXT_BYTES)?;
+    match rename::workspace_edit(&json) {
+        Ok(files) => {
+            let names = files
+                .into_iter()
+                .map(|f| f.file.into_lisp(env))
+                .collect::<Result<Vec<_>>>()?;
+            env.list(&names)
+        }
+        Err(e) => e.to_string().into_lisp(env),
+    }
+}
+
+/// TEXT, the current text of FILE, with the edits the rename JSON makes to FILE applied; signals
+/// an error saying why when they cannot be (overlapping, FILE not in it).
+#[defun]
+fn code_rename_apply(env: &Env, json: Value<'_>, file: Value<'_>, text: Value<'_>) -> Result<String> {
+    let json = args::string(env, json, "JSON", args::MAX_TEXT_BYTES)?;
+    let file = args::string(env, file, "FILE", args::MAX_NAME_BYTES)?;
+    let text = args::string(env, text, "TEXT", args::MAX_TEXT_BYTES)?;
+    let files = parsed(env, rename::workspace_edit(&json).map_err(|e| e.to_string()), "JSON")?;
+    let Some(edits) = files.iter().find(|f| f.file == file) else {
+        return errors::signal(env, Kind::Generic, format!("the rename changes nothing in {file}"));
+    };
+    parsed(
+        env,
+        rename::apply(&text, &edits.groups),
+        &format!("the language server's edits of {file} cannot be applied"),
+    )
+}
+
+/// `rename_symbol`'s answer: which hunks of which files were applied, for SUBJECT renamed to
+/// NEW-NAME by SOURCE, paths relative to ROOT (or nil). ITEMS is a list of vectors [FILE TARGET
+/// PROBLEM HUNKS] (see [`rename::outcomes`]); CANCELLED non-nil when the user rejected it all.
+#[defun]
+fn code_rename_report(
+    env: &Env,
+    subject: Value<'_>,
+    new_name: Value<'_>,
+    source: Value<'_>,
+    root: Value<'_>,
+    items: Value<'_>,
+    cancelled: Value<'_>,
+) -> Result<String> {
+    let subject = args::string(env, subject, "SUBJECT", args::MAX_NAME_BYTES)?;
+    let new_name = args::string(env, new_name, "NEW-NAME", args::MAX_NAME_BYTES)?;
+    let source = args::string(env, source, "SOURCE", args::MAX_NAME_BYTES)?;
+    let root = optional_string(env, root, "ROOT")?;
+    let items = sexp(env, items, "ITEMS")?;
+    let files = parsed(env, rename::outcomes(&items), "ITEMS")?;
+    Ok(rename::report(
+        &subject,
+        &new_name,
+        &source,
+        root.as_deref(),
+        &files,
+        cancelled.is_not_nil(),
+    ))
 }
