@@ -44,6 +44,7 @@
 (require 'cl-lib)
 (require 'diff-mode)
 (require 'pp)
+(require 'seq)
 (require 'subr-x)
 (require 'agent-q-prompt)
 
@@ -69,6 +70,9 @@
 (defvar agent-q-confirm-safety-levels)
 (defvar agent-q-call-context)
 (declare-function agent-q-guard-write-changed "agent-q-guard" (true &optional name))
+(declare-function agent-q-guard-write-pinned "agent-q-guard" (file bytes mode &optional in-place))
+(declare-function agent-q-files-file-text "agent-q-files" (file &optional unchecked))
+(declare-function agent-q-builtins--write-coding "agent-q-files" (file buffer content))
 
 ;;;; Options and faces
 
@@ -149,10 +153,13 @@ review that changes nothing in Emacs (see `agent-q-review-merge-async'):
 finishing computes the merged text of the accepted hunks and passes it
 to CALLBACK instead.  SHOWN is the `float-time' the review appeared;
 ARMED non-nil once it takes the keys that decide (see
-`agent-q-review--arm'), ARM-TIMER the timer that arms it."
+`agent-q-review--arm'), ARM-TIMER the timer that arms it.  PARTS
+non-nil makes it a review of several files at once (see
+`agent-q-review-files-async'): a list of plists, one per file, whose
+hunks are numbered one after the other in SUMMARY and DECISIONS."
   path file current proposal description session summary details decisions
   buffer done cancelled headers (rendered 0) timer callback client pinned merge
-  shown armed arm-timer)
+  shown armed arm-timer parts)
 
 (defvar-local agent-q-review--this-review nil
   "The review shown in the current review buffer.")
@@ -299,14 +306,32 @@ with and without `font-lock-mode'."
   (let ((details (agent-q-review--review-details review)))
     (or (aref details index)
         (aset details index
-              (agent-q--core-diff-session-hunk (agent-q-review--review-session review) index)))))
+              (let ((part (agent-q-review--part review index)))
+                (if part
+                    (agent-q--core-diff-session-hunk (plist-get part :session)
+                                                     (- index (plist-get part :first)))
+                  (agent-q--core-diff-session-hunk (agent-q-review--review-session review)
+                                                   index)))))))
+
+(defun agent-q-review--part (review index)
+  "The part (one file) of the several-file REVIEW holding hunk INDEX, or nil."
+  (seq-find (lambda (part)
+              (and (>= index (plist-get part :first))
+                   (< index (+ (plist-get part :first) (plist-get part :count)))))
+            (agent-q-review--review-parts review)))
+
+(defun agent-q-review--hunk-file (review index)
+  "Return the absolute name of the file REVIEW's hunk INDEX is about."
+  (let ((part (agent-q-review--part review index)))
+    (if part (plist-get part :file) (agent-q-review--review-file review))))
 
 (defun agent-q-review--hunk-count (review)
   "The number of hunks of REVIEW."
   (length (agent-q-review--review-summary review)))
 
-(defun agent-q-review--insert-header (index summary)
+(defun agent-q-review--insert-header (index summary &optional label)
   "Insert the header line of hunk INDEX, from its SUMMARY; return its markers.
+LABEL, when given, names the hunk instead of \"hunk N\".
 The value is (HEADER-MARKER . STATE-MARKER).  Both advance when text is
 inserted at them, so a body inserted later before the next header
 leaves them on their header."
@@ -315,7 +340,7 @@ leaves them on their header."
     (insert (agent-q-review--with-face (plist-get summary :header) 'diff-hunk-header) " ")
     (setq state (point-marker))
     (insert (agent-q-review--decision-marker nil))
-    (insert (format "  hunk %d\n" (1+ index)))
+    (insert (if label (format "  %s\n" label) (format "  hunk %d\n" (1+ index))))
     (put-text-property start (point) 'agent-q-hunk index)
     (let ((header (copy-marker start t)))
       (set-marker-insertion-type state t)
@@ -395,7 +420,16 @@ The other bodies follow from an idle timer (see
     ;; The file, the client and the description come from the model or a
     ;; client: hidden characters show as escapes, each on its one line.
     (insert (agent-q-review--with-face
-             (format "File: %s\n" (agent-q--visible (agent-q-review--review-file review)))
+             (if (agent-q-review--review-parts review)
+                 (format "Files: %s\n"
+                         (mapconcat (lambda (part)
+                                      (concat (agent-q--visible (plist-get part :file))
+                                              (if (plist-get part :protected)
+                                                  (format " (PROTECTED: %s)"
+                                                          (agent-q--visible (plist-get part :protected)))
+                                                "")))
+                                    (agent-q-review--review-parts review) "\n       "))
+               (format "File: %s\n" (agent-q--visible (agent-q-review--review-file review))))
              'agent-q-diff-header))
     (when-let ((client (agent-q-review--review-client review)))
       (insert (agent-q-review--with-face (format "From: %s\n" (agent-q--visible client))
@@ -408,11 +442,27 @@ The other bodies follow from an idle timer (see
             "A/R accept/reject all pending,\n"
             "      e edit hunk, RET show in file, C-c C-c finish, "
             "C-c C-k reject all, q quit, ? help\n")
-    (let ((name (agent-q--visible (file-name-nondirectory (agent-q-review--review-file review)))))
-      (insert (format "--- a/%s\n+++ b/%s\n" name name)))
-    (cl-loop for summary across (agent-q-review--review-summary review)
-             for i from 0
-             do (push (agent-q-review--insert-header i summary) headers))
+    (if (agent-q-review--review-parts review)
+        (cl-loop for summary across (agent-q-review--review-summary review)
+                 for i from 0
+                 do (let ((part (agent-q-review--part review i)))
+                      (when (= i (plist-get part :first))
+                        (let ((start (point))
+                              (name (agent-q--visible (plist-get part :path))))
+                          (insert (format "--- a/%s\n+++ b/%s\n" name name))
+                          (add-text-properties start (point)
+                                               (list 'agent-q-hunk i 'agent-q-file-header t))))
+                      (push (agent-q-review--insert-header
+                             i summary
+                             (format "%s hunk %d" (agent-q--visible
+                                                   (file-name-nondirectory (plist-get part :file)))
+                                     (1+ (- i (plist-get part :first)))))
+                            headers)))
+      (let ((name (agent-q--visible (file-name-nondirectory (agent-q-review--review-file review)))))
+        (insert (format "--- a/%s\n+++ b/%s\n" name name)))
+      (cl-loop for summary across (agent-q-review--review-summary review)
+               for i from 0
+               do (push (agent-q-review--insert-header i summary) headers)))
     (setf (agent-q-review--review-headers review) (vconcat (nreverse headers))
           (agent-q-review--review-rendered review) 0)
     (agent-q-review--render-bodies review agent-q-review--bodies-at-once)
@@ -437,7 +487,12 @@ The other bodies follow from an idle timer (see
       (let* ((body-start (progn (forward-line 1) (point)))
              (next (1+ index))
              (body-end (if (< next (length headers))
-                           (marker-position (car (aref headers next)))
+                           (let ((at (marker-position (car (aref headers next)))))
+                             ;; Not the next file's header lines.
+                             (if (get-text-property (max (point-min) (1- at)) 'agent-q-file-header)
+                                 (or (previous-single-property-change at 'agent-q-file-header)
+                                     at)
+                               at))
                          (point-max))))
         (remove-overlays body-start body-end 'agent-q-state t)
         (when (and (eq decision 'reject) (< body-start body-end))
@@ -600,8 +655,8 @@ A pending or rejected hunk becomes accepted, an accepted one rejected."
   (let* ((review (agent-q-review--review-or-error))
          (index (agent-q-review--hunk-at-point review))
          (hunk (aref (agent-q-review--review-summary review) index))
-         (buffer (or (find-buffer-visiting (agent-q-review--review-file review))
-                     (find-file-noselect (agent-q-review--review-file review))))
+         (file (agent-q-review--hunk-file review index))
+         (buffer (or (find-buffer-visiting file) (find-file-noselect file)))
          (window (display-buffer buffer)))
     (with-current-buffer buffer
       (save-restriction
@@ -622,11 +677,15 @@ A pending or rejected hunk becomes accepted, an accepted one rejected."
         (let ((inhibit-read-only t))
           (goto-char (point-min))
           (insert
-           (if (agent-q-review--review-merge review)
+           (cond
+            ((agent-q-review--review-parts review)
+             "In this review of several files, Emacs applies exactly the hunks you accept to each file: to the buffer visiting it, else to the file on disk.\n\n")
+            ((agent-q-review--review-merge review)
                (format "In this review, Emacs changes nothing: %s writes exactly the hunks you accept, itself.\n\n"
-                       (agent-q--visible (or (agent-q-review--review-client review) "the agent")))
+                       (agent-q--visible (or (agent-q-review--review-client review) "the agent"))))
+            (t
              (format "In this review, Emacs applies exactly the hunks you accept to %s, as one undo step.\n\n"
-                     (agent-q--visible (agent-q-review--review-file review))))))))))
+                     (agent-q--visible (agent-q-review--review-file review)))))))))))
 
 ;;;;; Editing a hunk
 
@@ -660,11 +719,11 @@ leaves the hunk as it was."
          (hunk (agent-q-review--hunk review index))
          (decision (aref (agent-q-review--review-decisions review) index))
          (review-buffer (current-buffer))
-         (file-buffer (find-buffer-visiting (agent-q-review--review-file review)))
+         (file-buffer (find-buffer-visiting (agent-q-review--hunk-file review index)))
          (mode (and file-buffer (buffer-local-value 'major-mode file-buffer)))
          (buffer (get-buffer-create (format "*agent-q hunk %d: %s*" (1+ index)
                                             (file-name-nondirectory
-                                             (agent-q-review--review-file review))))))
+                                             (agent-q-review--hunk-file review index))))))
     (with-current-buffer buffer
       (let ((inhibit-read-only t))
         (erase-buffer)
@@ -729,9 +788,11 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
       (cancel-timer (agent-q-review--review-arm-timer review)))
     (setq agent-q-review--open-reviews (delq review agent-q-review--open-reviews))
     (let ((outcome (condition-case err
-                       (if (agent-q-review--review-merge review)
-                           (agent-q-review--merge-outcome review)
-                         (agent-q-review--apply-review review))
+                       (cond ((agent-q-review--review-parts review)
+                              (agent-q-review--apply-parts review))
+                             ((agent-q-review--review-merge review)
+                              (agent-q-review--merge-outcome review))
+                             (t (agent-q-review--apply-review review)))
                      (error (cons :failure
                                   (format "Error while applying the reviewed hunks to %s: %s"
                                           (agent-q-review--review-path review)
@@ -746,6 +807,7 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
             (kill-buffer buffer))))
       (when-let ((callback (agent-q-review--review-callback review)))
         (if (or (agent-q-review--review-merge review)
+                (agent-q-review--review-parts review)
                 (not (memq (car outcome) '(:success :denied))))
             (funcall callback (cdr outcome) (car outcome))
           ;; The user decided: the executor's audit says which hunks how.
@@ -1142,6 +1204,132 @@ PROPOSAL at once.  Return the review, or nil when none opened."
                      :client client :merge t
                      :callback (lambda (plist status) (funcall callback status plist)))))
         (agent-q-review--start-review review)))))
+
+;;;; The review of an edit of several files: one review, each file applied
+
+(defun agent-q-review-files-async (files callback &optional client description)
+  "Review the edit of several FILES in one hunk review; return at once.
+FILES is a list of plists, one per file: :path (the name shown),
+:file (the absolute name), :current (its text now: its buffer's when
+one visits it), :proposal (its new text), :protected (why it is
+protected, shown in the header, or nil) and :pinned (the true name the
+write guard pinned, see `agent-q-guard-write-verdict').  The hunks of
+all files are reviewed one after the other; finishing applies each
+file's accepted hunks to the buffer visiting it (one undo step, saved
+only when `agent-q-diff-save-after-apply'), else writes the file where
+the guard pinned it.  A file whose buffer or text changed during the
+review is left alone.  CLIENT and DESCRIPTION head the review.
+
+CALLBACK is called once with PLIST and STATUS: PLIST is (:cancelled C
+:files OUTCOMES), each outcome (:file F :target T :problem P :hunks
+HUNKS), T `buffer', `saved', `file' or nil (nothing applied), P why
+nothing was applied although hunks were accepted, HUNKS a list of
+\(NUMBER LINE DECISION) per hunk of F (NUMBER from 1 within F, LINE
+where it starts in the current text, DECISION `accepted', `edited' or
+`rejected'); STATUS `:success' when something was applied, `:denied'
+when no hunk was accepted, `:failure' when accepted hunks could not be
+applied.  When no file changes, CALLBACK gets (:files nil) and
+`:denied' at once.  Return the review, or nil when none opened."
+  (unless (fboundp 'agent-q--core-diff-session)
+    (error "The agent-q-core module is not loaded"))
+  (let ((parts nil)
+        (summaries nil)
+        (first 0))
+    (dolist (f files)
+      (let* ((session (agent-q--core-diff-session (plist-get f :current) (plist-get f :proposal)))
+             (count (agent-q--core-diff-session-count session)))
+        (unless (zerop count)
+          (push (append (list :session session :first first :count count) f) parts)
+          (push (agent-q--core-diff-session-summary session) summaries)
+          (setq first (+ first count)))))
+    (if (null parts)
+        (progn (funcall callback (list :files nil) :denied) nil)
+      (setq parts (nreverse parts))
+      (let ((review (agent-q-review--make-review
+                     :path (format "%d files" (length parts))
+                     :file (plist-get (car parts) :file)
+                     :description description :client client
+                     :summary (apply #'vconcat (nreverse summaries))
+                     :details (make-vector first nil)
+                     :decisions (make-vector first nil)
+                     :parts parts
+                     :callback (lambda (plist status &rest _) (funcall callback plist status)))))
+        (when (fboundp 'agent-q-when-cancelled)
+          (agent-q-when-cancelled (lambda () (agent-q-review-cancel-review review))))
+        (agent-q-review--start-review review)))))
+
+(defun agent-q-review--part-text-now (file)
+  "The text of FILE now: its buffer's when one visits it, else the file's."
+  (let ((buffer (find-buffer-visiting file)))
+    (if buffer
+        (with-current-buffer buffer
+          (save-restriction
+            (widen)
+            (buffer-substring-no-properties (point-min) (point-max))))
+      (require 'agent-q-files)
+      (agent-q-files-file-text file t))))
+
+(defun agent-q-review--write-part (part text)
+  "Write TEXT to PART's file (not visited) where the write guard pinned it."
+  (require 'agent-q-files)
+  (let* ((file (plist-get part :file))
+         (coding (car (agent-q-builtins--write-coding file nil text)))
+         (bytes (encode-coding-string text coding))
+         (agent-q-call-context (list :file (plist-get part :pinned))))
+    (agent-q-guard-write-pinned file (if (multibyte-string-p bytes) (string-to-unibyte bytes) bytes)
+                                (file-modes file))))
+
+(defun agent-q-review--apply-part (review part)
+  "Apply REVIEW's accepted hunks of PART; return its outcome plist."
+  (let* ((first (plist-get part :first))
+         (all (agent-q-review--review-decisions review))
+         (summary (agent-q-review--review-summary review))
+         (decisions (cl-loop for i from first below (+ first (plist-get part :count))
+                             collect (aref all i)))
+         (hunks (cl-loop for d in decisions
+                         for i from 0
+                         collect (list (1+ i) (plist-get (aref summary (+ first i)) :old-start)
+                                       (pcase d
+                                         ((pred stringp) 'edited)
+                                         ('accept 'accepted)
+                                         (_ 'rejected)))))
+         (file (plist-get part :file))
+         target problem)
+    (when (cl-some (lambda (d) (and d (not (eq d 'reject)))) decisions)
+      (condition-case err
+          (let ((moved (and (plist-get part :pinned)
+                            (agent-q-guard-write-changed (plist-get part :pinned) file))))
+            (cond
+             (moved (setq problem (format "it changed after it was checked (%s)" moved)))
+             ((not (equal (agent-q-review--part-text-now file) (plist-get part :current)))
+              (setq problem "its text changed during the review"))
+             (t
+              (let ((text (agent-q--core-diff-session-apply
+                           (plist-get part :session) (mapcar (lambda (d) (or d 'reject)) decisions)))
+                    (buffer (find-buffer-visiting file)))
+                (if (not buffer)
+                    (progn (agent-q-review--write-part part text)
+                           (setq target 'file))
+                  (agent-q-review--replace-contents buffer text)
+                  (setq target 'buffer)
+                  (when agent-q-diff-save-after-apply
+                    (with-current-buffer buffer (save-buffer))
+                    (setq target 'saved)))))))
+        (error (setq problem (format "applying it failed: %s" (error-message-string err))))))
+    (list :file file :target target :problem problem :hunks hunks)))
+
+(defun agent-q-review--apply-parts (review)
+  "Apply the accepted hunks of the several-file REVIEW: (STATUS . PLIST).
+See `agent-q-review-files-async'."
+  (let* ((outcomes (mapcar (lambda (part) (agent-q-review--apply-part review part))
+                           (agent-q-review--review-parts review)))
+         (accepted (cl-some (lambda (o) (cl-some (lambda (h) (not (eq (nth 2 h) 'rejected)))
+                                                 (plist-get o :hunks)))
+                            outcomes)))
+    (cons (cond ((cl-some (lambda (o) (plist-get o :target)) outcomes) :success)
+                (accepted :failure)
+                (t :denied))
+          (list :cancelled (agent-q-review--review-cancelled review) :files outcomes))))
 
 (provide 'agent-q-review)
 
