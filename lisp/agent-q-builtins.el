@@ -1,4 +1,4 @@
-;;; agent-q-builtins.el --- The 24 built-in tools of agent-q  -*- lexical-binding: t -*-
+;;; agent-q-builtins.el --- The 25 built-in tools of agent-q  -*- lexical-binding: t -*-
 
 ;; Copyright (C) 2026 The agent-q authors
 
@@ -40,7 +40,9 @@
 ;;                  agent-q-review.el)
 ;;   code           find_definition, find_references, file_outline,
 ;;                  workspace_symbols, diagnostics, type_at
-;;                  (agent-q-code.el: language servers, xref, imenu)
+;;                  (agent-q-code.el: language servers, xref, imenu),
+;;                  rename_symbol (agent-q-code-rename.el, reviewed in
+;;                  agent-q-review.el)
 ;;
 ;; This file holds the table of the tools (name, description for the
 ;; model, parameters, safety level, categories, handler) and
@@ -66,6 +68,7 @@
 (require 'agent-q-files)
 (require 'agent-q-xref)
 (require 'agent-q-code)
+(require 'agent-q-code-rename)
 
 (declare-function agent-q-define-tool "agent-q"
                   (name description parameters &rest keys))
@@ -74,7 +77,7 @@
 ;;;; Options
 
 (defcustom agent-q-register-builtin-tools-on-load t
-  "Non-nil means loading agent-q registers the 24 built-in tools.
+  "Non-nil means loading agent-q registers the 25 built-in tools.
 agent-q.el calls `agent-q-register-builtin-tools' when it is loaded
 and this is non-nil."
   :type 'boolean
@@ -236,7 +239,13 @@ and this is non-nil."
       (:name "line" :type :integer :description "The line, 1-based.")
       (:name "column" :type :integer :description "The column, 1-based, in characters."))
      ("file" "line" "column") :safe (:code) agent-q-code-type-at
-     (:async t :guard agent-q-code--guard)))
+     (:async t :guard agent-q-code--guard))
+    ("rename_symbol"
+     "Rename a symbol everywhere the project uses it, through the language server the user's Emacs runs for it (eglot's rename, which knows scopes and imports). Give file with line and column (1-based; the column in characters) of an occurrence, or symbol (a name or a name path such as Class/method, optionally with file), and new_name. The user reviews the changes of every file in one hunk-by-hunk review, which is the approval: only the accepted hunks are applied, to the buffer visiting a file, else to the file. Returns which hunks of which files were applied and which were rejected (where the old name stays). Refused, naming why: a rename that would create, rename or delete files; a file outside the allowed directories or sensitive; Emacs Lisp, which has no language server (use find_references and propose_file_edit)."
+     (,@agent-q-builtins--code-locate-parameters
+      (:name "new_name" :type :string :description "The symbol's new name: one identifier, e.g. \"total_width\"."))
+     ("new_name") :dangerous (:code :diff) agent-q-code-rename-symbol
+     (:async t :guard agent-q-code-rename--guard :approval :review)))
   "The built-in tools.
 Each entry is (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY-LEVEL
 CATEGORIES HANDLER [KEYS]).  The first category is the tool's primary
@@ -246,7 +255,7 @@ not tell the truth -- eval_form and compile_form are cautious but run
 arbitrary code, so they are destructive and reach the open world).")
 
 (defun agent-q-register-builtin-tools (&optional registry)
-  "Register the 24 built-in tools in REGISTRY (default: the global one).
+  "Register the 25 built-in tools in REGISTRY (default: the global one).
 Return the number of tools registered.  Calling it again is harmless:
 identical definitions keep their registrations."
   (unless (and (fboundp 'agent-q-define-tool) (fboundp 'agent-q-register-tool))

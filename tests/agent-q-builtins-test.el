@@ -565,8 +565,8 @@ HANDLER must end with `agent-q-tool-fail'."
 ;;;; The tool table (no core needed)
 
 (ert-deftest agent-q-builtins-table-shape ()
-  (should (= 24 (length agent-q-builtin-tools)))
-  (should (= 24 (length (delete-dups (mapcar #'car agent-q-builtin-tools)))))
+  (should (= 25 (length agent-q-builtin-tools)))
+  (should (= 25 (length (delete-dups (mapcar #'car agent-q-builtin-tools)))))
   (pcase-dolist (`(,name ,description ,parameters ,required ,safety ,categories ,handler)
                  agent-q-builtin-tools)
     (should (string-match-p "\\`[a-z][a-z0-9_]*\\'" name))
@@ -592,7 +592,7 @@ HANDLER must end with `agent-q-tool-fail'."
   "Return a fresh registry holding the built-in tools."
   (require 'agent-q)
   (let ((registry (agent-q-make-registry)))
-    (should (= 24 (agent-q-register-builtin-tools registry)))
+    (should (= 25 (agent-q-register-builtin-tools registry)))
     registry))
 
 (defun agent-q-builtins-test--tools (registry)
@@ -600,12 +600,12 @@ HANDLER must end with `agent-q-tool-fail'."
   (mapcar (lambda (entry) (agent-q-get-tool (car entry) registry))
           agent-q-builtin-tools))
 
-(ert-deftest agent-q-builtins-core-registers-24-idempotently ()
+(ert-deftest agent-q-builtins-core-registers-25-idempotently ()
   :tags '(needs-core)
   (let ((registry (agent-q-builtins-test--registry)))
-    (should (= 24 (agent-q-register-builtin-tools registry)))
-    (should (= 24 (length (delq nil (agent-q-builtins-test--tools registry)))))
-    (should (= 24 (length (agent-q-get-tools :registry registry))))))
+    (should (= 25 (agent-q-register-builtin-tools registry)))
+    (should (= 25 (length (delq nil (agent-q-builtins-test--tools registry)))))
+    (should (= 25 (length (agent-q-get-tools :registry registry))))))
 
 (ert-deftest agent-q-builtins-core-category-and-safety-counts ()
   :tags '(needs-core)
@@ -615,22 +615,22 @@ HANDLER must end with `agent-q-tool-fail'."
          (member (lambda (c) (cl-count-if (lambda (tool) (memq c (agent-q-tool-categories tool)))
                                           tools)))
          (safety (lambda (s) (cl-count s tools :key #'agent-q-tool-safety-level))))
-    ;; The specification's table: the five primary categories partition the 24
+    ;; The specification's table: the five primary categories partition the 25
     ;; tools; xref, clos and packages are secondary categories.
     (should (= 9 (funcall primary :introspection)))
     (should (= 4 (funcall primary :execution)))
     (should (= 4 (funcall primary :buffer)))
     (should (= 1 (funcall primary :diff)))
-    (should (= 6 (funcall primary :code)))
+    (should (= 7 (funcall primary :code)))
     (should (= 9 (funcall member :introspection)))
     (should (= 4 (funcall member :execution)))
     (should (= 2 (funcall member :xref)))
     (should (= 2 (funcall member :clos)))
     (should (= 1 (funcall member :packages)))
-    (should (= 1 (funcall member :diff)))
+    (should (= 2 (funcall member :diff)))
     (should (= 19 (funcall safety :safe)))
     (should (= 3 (funcall safety :cautious)))
-    (should (= 2 (funcall safety :dangerous)))))
+    (should (= 3 (funcall safety :dangerous)))))
 
 (ert-deftest agent-q-builtins-core-registered-specs ()
   :tags '(needs-core)

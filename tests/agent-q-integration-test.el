@@ -54,13 +54,13 @@
                     "eval_form" "compile_form" "get_last_error" "get_repl_history"
                     "read_file" "read_buffer" "search_in_buffer" "write_file" "propose_file_edit"
                     "find_definition" "find_references" "file_outline" "workspace_symbols"
-                    "diagnostics" "type_at"))
+                    "diagnostics" "type_at" "rename_symbol"))
       (should (member name names))))
   (should (= (length (agent-q-get-tools :max-safety-level :safe)) 19))
   (should (= (length (agent-q-get-tools :max-safety-level :cautious)) 22))
-  (should (= (length (agent-q-get-tools :max-safety-level :dangerous)) 24))
-  (should (= (agent-q-register-builtin-tools) 24))
-  (should (= (length (agent-q-tools-to-schema)) 24)))
+  (should (= (length (agent-q-get-tools :max-safety-level :dangerous)) 25))
+  (should (= (agent-q-register-builtin-tools) 25))
+  (should (= (length (agent-q-tools-to-schema)) 25)))
 
 (ert-deftest agent-q-integration-test-who-calls-scans-emacs-sources ()
   (let ((r (agent-q-integration-test--call "who_calls" '(:function "file-name-sans-extension"))))

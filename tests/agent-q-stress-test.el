@@ -492,6 +492,14 @@ Every core function the module defines must be here (see the test
        . ,(lambda () (list "a.py" "flymake" nil (list (vector "/a" 1 0 1 "s" "c" "m")) 10 '("/b"))))
       (agent-q--core-code-hover . ,(lambda () (list "a.py:1:1" "s" "text")))
       (agent-q--core-code-column . ,(lambda () (list "a\U0001F600b" 3 t)))
+      (agent-q--core-code-rename-check . ,(lambda () (list "new_name")))
+      (agent-q--core-code-rename-files
+       . ,(lambda () (list "{\"changes\":{\"file:///p/a.py\":[{\"range\":{\"start\":{\"line\":0,\"character\":0},\"end\":{\"line\":0,\"character\":1}},\"newText\":\"z\"}]}}")))
+      (agent-q--core-code-rename-apply
+       . ,(lambda () (list "{\"changes\":{\"file:///p/a.py\":[{\"range\":{\"start\":{\"line\":0,\"character\":0},\"end\":{\"line\":0,\"character\":1}},\"newText\":\"z\"}]}}"
+                           "/p/a.py" "abc\n")))
+      (agent-q--core-code-rename-report
+       . ,(lambda () (list "a.py:1:1 (x)" "y" "s" "/p" (list (vector "/p/a.py" "buffer" nil (list (vector 1 1 'accepted)))) nil)))
       (agent-q--core-remove . ,(lambda () (list (agent-q-make-registry) "stress_echo")))
       (agent-q--core-restore . ,(lambda () (list (agent-q-make-registry)
                                                   (agent-q--core-snapshot (funcall reg) nil))))
@@ -929,7 +937,8 @@ With MAY-RUN, it is only checked to be a well-formed, bounded result."
     ;; The code tools, a hostile value in each one's main argument.
     (pcase-dolist (`(,tool . ,key) '(("find_definition" . :symbol) ("find_references" . :symbol)
                                      ("file_outline" . :file) ("workspace_symbols" . :query)
-                                     ("diagnostics" . :file) ("type_at" . :file)))
+                                     ("diagnostics" . :file) ("type_at" . :file)
+                                     ("rename_symbol" . :symbol)))
       (dolist (hostile (agent-q-stress--names))
         (push (cons (format "%s/%s" tool hostile)
                     (lambda ()
@@ -940,7 +949,9 @@ With MAY-RUN, it is only checked to be a well-formed, bounded result."
                                       `((:id "k" :name ,tool
                                              :arguments (,key ,(agent-q-stress--value hostile)
                                                               ,@(and (member tool '("find_definition" "find_references" "type_at"))
-                                                                     '(:line 1 :column 1))))))))
+                                                                     '(:line 1 :column 1))
+                                                              ,@(and (equal tool "rename_symbol")
+                                                                     '(:new_name "renamed"))))))))
                          ;; A deep value is refused as not a string first; a
                          ;; huge file name by the file system, a huge symbol by the tool.
                          1 hostile nil "expected type \"string\"\\|File name too long\\|symbol is too long"))))
