@@ -287,7 +287,7 @@ A list (READ-ONLY DESTRUCTIVE IDEMPOTENT OPEN-WORLD) of t and :false."
               ("read_file" '(t nil t t))
               ;; Replaces a file's whole content: twice is the same as once.
               ("write_file" '(nil t t t))
-              ("propose_file_edit" '(nil t nil t))
+              ((or "propose_file_edit" "rename_symbol") '(nil t nil t))
               (_ (should (eq level :safe))
                  '(t nil t nil))))))
 
@@ -648,7 +648,7 @@ client how it ended."
                (names (alist-get 'names (agent-q-mcp-client-test--event run "tools"))))
           (should (= (alist-get 'count (agent-q-mcp-client-test--event run "ready")) 25))
           (should (agent-q-mcp-client-test--event run "list_changed"))
-          (should (= (length names) 25))
+          (should (= (length names) 26))
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 
@@ -674,7 +674,7 @@ client how it ended."
           (should (= (alist-get 'count ready) 25))
           (should (equal (alist-get 'kind (agent-q-mcp-client-test--event run "list_changed"))
                          "ToolsListChanged"))
-          (should (= (length names) 25))
+          (should (= (length names) 26))
           (should (member "e2e_probe" names)))
       (agent-q-remove-tool "e2e_probe"))))
 

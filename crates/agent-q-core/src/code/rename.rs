@@ -344,7 +344,7 @@ pub struct FileOutcome {
     pub hunks: Vec<Hunk>,
 }
 
-fn field<'a>(fields: &'a [Sexp], i: usize) -> &'a Sexp {
+fn field(fields: &[Sexp], i: usize) -> &Sexp {
     fields.get(i).unwrap_or(&Sexp::Nil)
 }
 
