@@ -59,6 +59,7 @@
                   (subject new-name source root items cancelled))
 (declare-function agent-q-review-files-async "agent-q-review"
                   (files callback &optional client description))
+(declare-function agent-q-review-cancel-review "agent-q-review" (review))
 (declare-function agent-q-files-current-text "agent-q-files" (file))
 (declare-function agent-q-guard-write-verdict "agent-q-guard" (file &optional reason))
 (declare-function agent-q--wait-for "agent-q" (predicate))
@@ -114,7 +115,10 @@ one review, and exactly the accepted hunks are applied."
    callback
    (lambda (job)
      (let ((new-name (agent-q-builtins--arg args "new_name"))
-           (target (agent-q-code--target args)))
+           (target (agent-q-code--target args))
+           ;; Read now: the review opens later, outside the call's start.
+           (client (and (boundp 'agent-q-call-context)
+                        (plist-get agent-q-call-context :client))))
        (unless (stringp new-name)
          (agent-q-tool-fail "Invalid arguments: new_name must be a string; nothing was changed"))
        (let ((why (agent-q--core-code-rename-check new-name)))
@@ -134,7 +138,9 @@ one review, and exactly the accepted hunks are applied."
               (agent-q-code--fail
                job "No language server that renames runs for %s, and rename_symbol needs one (it renames through the server's textDocument/rename; agent-q starts eglot only as agent-q-code-start-servers allows). Nothing was changed; find_references lists the places to change with propose_file_edit."
                (if buffer (buffer-file-name buffer) (plist-get found :subject))))
-             (t (agent-q-code-rename--prepare job server buffer found new-name))))))))))
+             (t (agent-q-code-rename--prepare job server buffer
+                                              (plist-put found :client client)
+                                              new-name))))))))))
 
 (defun agent-q-code-rename--elisp-refusal ()
   "Fail the call: Emacs Lisp is not renamed by rename_symbol."
@@ -197,7 +203,8 @@ SERVER renamed FOUND in BUFFER to NEW-NAME."
                       :pinned (plist-get verdict :file))))
             files)))
       (setq agent-q-code-rename--reviewing t)
-      (agent-q-review-files-async
+      (agent-q-code-rename--open-review
+       job
        parts
        (lambda (outcome status)
          (agent-q-code--guarded job
@@ -219,8 +226,18 @@ SERVER renamed FOUND in BUFFER to NEW-NAME."
                          (plist-get outcome :files))
                  (plist-get outcome :cancelled))
                 status)))))
-       (and (boundp 'agent-q-call-context) (plist-get agent-q-call-context :client))
+       (plist-get found :client)
        (format "Rename %s to %s (%s)" (plist-get found :subject) new-name source)))))
+
+(defun agent-q-code-rename--open-review (job parts callback client description)
+  "Open the review of PARTS for JOB, answering CALLBACK.
+A cancelled call closes it (the review opens after the call started,
+so the job's cancellation does it).  CLIENT and DESCRIPTION head it."
+  (let ((review (agent-q-review-files-async parts callback client description)))
+    (when review
+      (push (lambda () (agent-q-review-cancel-review review))
+            (agent-q-code--job-cancels job)))
+    review))
 
 (provide 'agent-q-code-rename)
 

@@ -178,6 +178,51 @@ with a hunk's file and its first line and returns `accept' or `reject'."
       (should (string-match-p "Emacs Lisp has none here; nothing was changed\\. Use find_references"
                               (plist-get result :content))))))
 
+(ert-deftest agent-q-code-rename-test-review-of-files-leaves-a-changed-one ()
+  "One review of two files: a file changed meanwhile is left, the other written."
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-rename" t)))
+         (a (expand-file-name "a.py" dir))
+         (b (expand-file-name "b.py" dir))
+         (outcome nil)
+         (header nil)
+         (agent-q-review--review-driver
+          (lambda (buffer)
+            (with-current-buffer buffer
+              (setq header (buffer-substring-no-properties (point-min) (point-max)))
+              (agent-q-review-accept-all)
+              ;; The user types in a.py's buffer while the review is open.
+              (with-current-buffer (find-buffer-visiting a)
+                (goto-char (point-max))
+                (insert "# typed\n"))
+              (agent-q-review-finish)))))
+    (unwind-protect
+        (progn
+          (with-temp-file a (insert "old = 1\n"))
+          (with-temp-file b (insert "print(old)\n"))
+          (find-file-noselect a)
+          (agent-q-review-files-async
+           (list (list :path "a.py" :file a :current "old = 1\n" :proposal "new = 1\n")
+                 (list :path "b.py" :file b :current "print(old)\n" :proposal "print(new)\n"
+                       :protected "b.py governs agents"
+                       :pinned (plist-get (agent-q-guard-write-verdict b) :file)))
+           (lambda (plist status) (setq outcome (cons status plist))))
+          (should (string-match-p "^Files: .*a\\.py\n +.*b\\.py (PROTECTED: b\\.py governs agents)$" header))
+          (should (string-match-p "^@@ .* @@ \\[PENDING\\] +a\\.py hunk 1\n-old = 1\n\\+new = 1\n--- a/b\\.py\n\\+\\+\\+ b/b\\.py\n@@ .* @@ \\[PENDING\\] +b\\.py hunk 1$"
+                                  header))
+          (should (eq (car outcome) :success))
+          (let ((files (plist-get (cdr outcome) :files)))
+            (should (equal (plist-get (car files) :problem) "its text changed during the review"))
+            (should-not (plist-get (car files) :target))
+            (should (eq (plist-get (cadr files) :target) 'file))
+            (should (equal (plist-get (cadr files) :hunks) '((1 1 accepted)))))
+          (with-current-buffer (find-buffer-visiting a)
+            (should (equal (buffer-string) "old = 1\n# typed\n")))
+          (should (equal (agent-q-code-rename-test--file b) "print(new)\n")))
+      (when (find-buffer-visiting a)
+        (with-current-buffer (find-buffer-visiting a) (set-buffer-modified-p nil))
+        (kill-buffer (find-buffer-visiting a)))
+      (delete-directory dir t))))
+
 (provide 'agent-q-code-rename-test)
 
 ;;; agent-q-code-rename-test.el ends here
