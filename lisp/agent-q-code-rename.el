@@ -93,7 +93,7 @@ for the review is a recursive edit, so the user can answer it."
     (let ((cell (list nil))
           (job (agent-q-code--job-create)))
       (setf (agent-q-code--job-callback job)
-            (lambda (text &optional status) (setcar cell (cons status text))))
+            (lambda (text &optional status &rest _) (setcar cell (cons status text))))
       (let ((agent-q-code-rename--reviewing nil))
         (condition-case nil
             (progn
@@ -213,7 +213,7 @@ SERVER renamed FOUND in BUFFER to NEW-NAME."
              (if (null (plist-get outcome :files))
                  (agent-q-code--fail job "%s's rename of %s to %s changes nothing in any file. Nothing was changed."
                                      source (plist-get found :subject) new-name)
-               (agent-q-code--finish
+               (agent-q-code-rename--answer
                 job
                 (agent-q--core-code-rename-report
                  (plist-get found :subject) new-name source root
@@ -225,9 +225,29 @@ SERVER renamed FOUND in BUFFER to NEW-NAME."
                                            (plist-get o :hunks))))
                          (plist-get outcome :files))
                  (plist-get outcome :cancelled))
-                status)))))
+                status (plist-get outcome :files))))))
        (plist-get found :client)
        (format "Rename %s to %s (%s)" (plist-get found :subject) new-name source)))))
+
+(defun agent-q-code-rename--answer (job text status outcomes)
+  "Answer JOB with TEXT and STATUS, the review's hunks from OUTCOMES audited.
+The executor records which hunks were accepted, edited and rejected,
+numbered one after the other across the files as the review shows them."
+  (unless (agent-q-code--job-finished job)
+    (setf (agent-q-code--job-finished job) t)
+    (let ((n 0) accepted edited rejected)
+      (dolist (o outcomes)
+        (dolist (h (plist-get o :hunks))
+          (cl-incf n)
+          (pcase (nth 2 h)
+            ('accepted (push n accepted))
+            ('edited (push n edited))
+            (_ (push n rejected)))))
+      (if (memq status '(:success :denied))
+          (funcall (agent-q-code--job-callback job) text status
+                   (list :accepted (nreverse accepted) :edited (nreverse edited)
+                         :rejected (nreverse rejected)))
+        (funcall (agent-q-code--job-callback job) text status)))))
 
 (defun agent-q-code-rename--open-review (job parts callback client description)
   "Open the review of PARTS for JOB, answering CALLBACK.

@@ -27,6 +27,8 @@
 (require 'agent-q-review)
 (require 'agent-q-code-test)
 
+(defvar agent-q-allowed-directories)
+
 (defun agent-q-code-rename-test--file (file)
   "The text of FILE on disk."
   (with-temp-buffer
@@ -163,6 +165,80 @@ with a hunk's file and its first line and returns `accept' or `reject'."
          (should (equal (agent-q-code-rename-test--file lib) lib-before))
          (should (equal (agent-q-code-rename-test--file use)
                         "import { textLen } from \"./lib.js\";\n\nconst n = textLen(\"\U0001F600\") + textLen(\"a\");\n")))))))
+
+(defun agent-q-code-rename-test--wait (predicate)
+  "Process output until PREDICATE is non-nil, failing after 60 s."
+  (let ((deadline (+ (float-time) 60)))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (or (funcall predicate) (ert-fail (list "timed out waiting" agent-q--pending (buffer-list))))))
+
+(defun agent-q-code-rename-test--review-buffer ()
+  "The open review buffer, or nil."
+  (cl-find-if (lambda (b) (string-prefix-p "*agent-q-diff: " (buffer-name b))) (buffer-list)))
+
+(ert-deftest agent-q-code-rename-test-async-review-audited-and-withdrawn ()
+  "Under the asynchronous executor the review is non-modal, audited, withdrawable."
+  (let ((agent-q-audit-file (make-temp-file "agent-q-audit" nil ".jsonl"))
+        (agent-q-review--review-driver nil))
+    (unwind-protect
+        (agent-q-code-test--with-server
+         `(("pkg/cells.py" . ,(concat "def cell_len(text: str) -> int:\n"
+                                      "    return len(text)\n"
+                                      agent-q-code-rename-test--filler
+                                      "N = cell_len(\"a\")\n"))
+           ("pkg/__init__.py" . "")
+           ("pyrightconfig.json" . "{\"include\": [\"pkg\"]}\n"))
+         '(python-mode python-ts-mode)
+         (list (agent-q-code-test--server "pyright-langserver") "--stdio")
+         (lambda (dir)
+           (let* ((cells (expand-file-name "pkg/cells.py" dir))
+                  ;; Allowed wherever the executor runs the handler from.
+                  (agent-q-allowed-directories (list dir))
+                  (before (with-current-buffer (find-buffer-visiting cells) (buffer-string)))
+                  ;; Absolute: the asynchronous executor starts the handler from a
+                  ;; timer, in whatever directory is current then.
+                  (call `((:id "r" :name "rename_symbol"
+                               :arguments (:file ,cells :line 1 :column 5 :new_name "width")))))
+             ;; Withdrawn while its review is open: the review closes, nothing changes.
+             (let ((results :none))
+               (agent-q-execute-tool-calls-async call (lambda (r) (setq results r)))
+               (agent-q-code-rename-test--wait (lambda () (or (agent-q-code-rename-test--review-buffer)
+                                                              (not (eq results :none)))))
+               (should (eq results :none))
+               (should (= 1 (agent-q-cancel-pending)))
+               (agent-q-code-rename-test--wait (lambda () (not (eq results :none))))
+               (should-not (agent-q-code-rename-test--review-buffer))
+               (should-not (plist-get (car results) :success))
+               (with-current-buffer (find-buffer-visiting cells)
+                 (should (equal (buffer-string) before))))
+             ;; Decided: the second hunk rejected, the audit says which.
+             (let ((results :none))
+               (agent-q-execute-tool-calls-async call (lambda (r) (setq results r)))
+               (agent-q-code-rename-test--wait (lambda () (or (agent-q-code-rename-test--review-buffer)
+                                                              (not (eq results :none)))))
+               (should (eq results :none))
+               (with-current-buffer (agent-q-code-rename-test--review-buffer)
+                 (agent-q-review-accept)
+                 (agent-q-review-reject)
+                 (agent-q-review-finish))
+               (agent-q-code-rename-test--wait (lambda () (not (eq results :none))))
+               (should (plist-get (car results) :success))
+               (should (string-match-p "^pkg/cells.py: 1 of 2 hunks: hunk 1 (line 1) applied; hunk 2 (line [0-9]+) rejected"
+                                       (plist-get (car results) :content)))
+               (with-current-buffer (find-buffer-visiting cells)
+                 (should (string-prefix-p "def width(text: str)" (buffer-string)))
+                 (should (string-match-p "^N = cell_len(\"a\")$" (buffer-string))))
+               (let ((record (car (last (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+                                                (split-string (with-temp-buffer
+                                                                (insert-file-contents agent-q-audit-file)
+                                                                (buffer-string))
+                                                              "\n" t))))))
+                 (should (equal (alist-get 'tool record) "rename_symbol"))
+                 (should (equal (alist-get 'accepted (alist-get 'review record)) [1]))
+                 (should (equal (alist-get 'rejected (alist-get 'review record)) [2])))))))
+      (agent-q-cancel-pending)
+      (delete-file agent-q-audit-file))))
 
 (ert-deftest agent-q-code-rename-test-refusals-name-why ()
   "A bad new name and Emacs Lisp are refused before any server is asked."
