@@ -12,12 +12,14 @@
 
 ;;; Commentary:
 
-;; The code-intelligence tools answering from the real pyright that the
-;; user's lsp-mode runs (Debian's elpa-lsp-mode 8.0.0, on Emacs 28 and
-;; on Emacs 30, which loads the same package).  lsp-mode brings dash, f,
-;; s and ht, which would change what other suites find, so the user's
-;; Emacs is a child Emacs (tests/agent-q-code-lsp-child.el) of the same
-;; version as the one running the tests; it prints the tools' results.
+;; The code-intelligence tools with the user's packages that bring dash:
+;; answering from the real pyright that the user's lsp-mode runs
+;; (Debian's elpa-lsp-mode 8.0.0, on Emacs 28 and on Emacs 30, which
+;; loads the same package's sources), and from Flycheck (Debian's
+;; elpa-flycheck).  dash, f, s and ht would change what other suites
+;; find, so the user's Emacs is a child Emacs (for lsp-mode,
+;; tests/agent-q-code-lsp-child.el) of the same version as the one
+;; running the tests; it prints the tools' results.
 
 ;;; Code:
 
@@ -103,6 +105,72 @@ the child prints."
             (should (string-match-p "(source: lsp-mode: pyright)" answer))
             (should (string-match-p "^pkg/use.py:7:26: error \\[[Pp]yright reportUndefinedVariable\\]: \"undefined_name\" is not defined$" answer))))
       (agent-q-code-test--kill dir))))
+
+;;;; Flycheck
+
+;; Flycheck (Debian's elpa-flycheck) brings dash too: it runs in a child
+;; Emacs, with a checker of the test's own and Flycheck's real machinery.
+
+(defconst agent-q-code-lsp-test--flycheck-script
+  '(progn
+     (unless (locate-library "flycheck")
+       (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
+         (when (string-match-p "/\\(flycheck\\|dash\\|let-alist\\|pkg-info\\|epl\\)-[0-9]" dir)
+           (add-to-list 'load-path dir))))
+     (unless (require 'flycheck nil t)
+       (princ "Flycheck is not installed: run scripts/ensure-deps.sh --test (Debian's elpa-flycheck)")
+       (kill-emacs 2))
+     (require 'agent-q)
+     (require 'agent-q-code)
+     (flycheck-define-generic-checker 'agent-q-code-test-checker
+       "A checker that finds \"gamma\" suspect and \"delta\" wrong."
+       :start (lambda (checker callback)
+                (funcall callback 'finished
+                         (list (flycheck-error-new-at 2 6 'warning "gamma is suspect"
+                                                      :checker checker :id "G1")
+                               (flycheck-error-new-at 3 1 'error "delta is wrong"
+                                                      :checker checker))))
+       :modes '(text-mode fundamental-mode))
+     (let* ((dir (file-name-as-directory (make-temp-file "agent-q-code-flycheck" t)))
+            (file (expand-file-name "notes.txt" dir))
+            (agent-q-allowed-directories (list dir))
+            (default-directory dir))
+       (with-temp-file file (insert "alpha\nbeta gamma\ndelta\n"))
+       (with-current-buffer (find-file-noselect file)
+         (setq-local flycheck-checkers '(agent-q-code-test-checker))
+         (flycheck-mode 1)
+         (flycheck-buffer)
+         (let ((deadline (+ (float-time) 30)))
+           (while (and (null flycheck-current-errors) (< (float-time) deadline))
+             (accept-process-output nil 0.05))))
+       (agent-q-register-builtin-tools)
+       (prin1 (list (car (agent-q-execute-tool-calls
+                          (list (list :id "c" :name "diagnostics" :arguments (list :file file)))))
+                    (car (agent-q-execute-tool-calls
+                          (list (list :id "c" :name "diagnostics" :arguments nil))))))
+       (delete-directory dir t)))
+  "What the child Emacs runs: it prints the two diagnostics results.")
+
+(ert-deftest agent-q-code-lsp-test-flycheck-diagnostics ()
+  "Flycheck's errors of a buffer are a source of diagnostics, labelled so."
+  (with-temp-buffer
+    (let ((status (call-process "timeout" nil (list t nil) nil "120"
+                                (expand-file-name invocation-name invocation-directory)
+                                "--batch" "-Q"
+                                "-L" (file-name-directory (locate-library "agent-q"))
+                                "--eval" (prin1-to-string agent-q-code-lsp-test--flycheck-script))))
+      (unless (eq status 0)
+        (ert-fail (list "The child Emacs failed" status (buffer-string))))
+      (pcase-let ((`(,file-result ,project-result) (car (read-from-string (buffer-string)))))
+        (should (plist-get file-result :success))
+        (should (equal (plist-get file-result :content)
+                       (concat "Diagnostics for notes.txt: 1 error, 1 warning, 0 info, 0 hints (source: flycheck):\n"
+                               "notes.txt:2:6: warning [agent-q-code-test-checker G1]: gamma is suspect\n"
+                               "notes.txt:3:1: error [agent-q-code-test-checker]: delta is wrong")))
+        (should (plist-get project-result :success))
+        (should (string-match-p "^notes.txt:2:6: warning \\[agent-q-code-test-checker G1\\]: gamma is suspect$"
+                                (plist-get project-result :content)))
+        (should (string-match-p "(source: flycheck)" (plist-get project-result :content)))))))
 
 (provide 'agent-q-code-lsp-test)
 
