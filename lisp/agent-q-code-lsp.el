@@ -245,11 +245,13 @@ After `lsp--on-diagnostics'."
 (declare-function agent-q-code--uri-to-file "agent-q-code" (uri))
 (declare-function agent-q-code--lsp-diagnostic-items "agent-q-code" (file diagnostics))
 
-(defun agent-q-code-lsp--published (_workspace file)
-  "What an lsp-mode server last published for FILE: see `agent-q-code-backend'."
+(defun agent-q-code-lsp--published (workspace file)
+  "What WORKSPACE's server last published for FILE: see `agent-q-code-backend'."
   (unless (advice-member-p #'agent-q-code-lsp--note-report 'lsp--on-diagnostics)
     (advice-add 'lsp--on-diagnostics :after #'agent-q-code-lsp--note-report))
-  (gethash file agent-q-code-lsp--reports))
+  (or (gethash file agent-q-code-lsp--reports)
+      ;; Reported before agent-q watched.
+      (and (gethash file (lsp--workspace-diagnostics workspace)) 'stored)))
 
 (defun agent-q-code-lsp--diagnostics (workspace file)
   "The diagnostics WORKSPACE's server published for FILE, as items."

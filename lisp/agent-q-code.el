@@ -75,6 +75,9 @@
 (declare-function agent-q--core-code-diagnostics "agent-q-core"
                   (subject source root items limit unchecked))
 (declare-function agent-q--core-code-hover "agent-q-core" (location source text))
+(declare-function agent-q--core-code-project-check "agent-q-core"
+                  (root visited reported opened silent beyond too-large no-server
+                        servers max-files wait))
 (declare-function agent-q--core-code-column "agent-q-core" (text column to-chars))
 (declare-function agent-q-async-starting-p "agent-q-async" ())
 (declare-function agent-q--ensure-channel "agent-q-async" ())
@@ -155,10 +158,23 @@ are never killed."
   :group 'agent-q)
 
 (defcustom agent-q-code-diagnostics-wait 3
-  "Seconds `diagnostics' waits for a server to check a file it just opened.
+  "Seconds `diagnostics' waits for a server to check files it just opened.
 A language server reports a file's diagnostics some time after the
-file is opened; the answer says when none came in this time."
+file is opened; the answer says when none came in this time.  For a
+project, this is the wait for all the files opened for the call
+\(see `agent-q-code-diagnostics-max-files')."
   :type 'number
+  :group 'agent-q)
+
+(defcustom agent-q-code-diagnostics-max-files 50
+  "Most files not visited that `diagnostics' of a project opens to a server.
+Asked for the whole project, `diagnostics' reads what the running
+language servers reported on files no buffer visits; a file they
+have not reported on is opened to the server that takes its language
+\(without a buffer) and closed after its report, or after
+`agent-q-code-diagnostics-wait' seconds.  Beyond this many, the
+answer names the files not checked."
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-code-search-program
@@ -1527,38 +1543,256 @@ seconds for its server to report."
                                                      agent-q-code-diagnostics-wait))))))))
         (push (lambda () (cancel-timer timer)) (agent-q-code--job-cancels job))))))
 
+(defconst agent-q-code--max-project-files 100000
+  "Most of a project's files `diagnostics' considers.")
+
+(defconst agent-q-code--max-opened-bytes (* 4 1024 1024)
+  "The largest file `diagnostics' of a project opens to a language server.
+The core's `MAX_OPENED_MB' words it.")
+
 (defun agent-q-code--project-diagnostics (job)
   "Answer JOB with the diagnostics of the project's files.
-Those of its buffers (Flymake, Flycheck) and those eglot filed for
-files not visited; the others are named as not checked."
+Those of its buffers (Flymake, Flycheck, lsp-mode), then those of
+files not visited: what a running server already reported on them,
+else what it reports once they are opened to it (at most
+`agent-q-code-diagnostics-max-files', waiting at most
+`agent-q-code-diagnostics-wait' seconds).  The answer says which files
+were not checked, and why."
   (let* ((root (agent-q-code--base-root))
-         (true-root (file-truename root))
+         (true-root (file-name-as-directory (file-truename root)))
          (items nil)
          (sources nil)
-         (checked (make-hash-table :test #'equal)))
+         (visited (make-hash-table :test #'equal))
+         (servers (agent-q-code--project-servers root)))
     (dolist (buffer (buffer-list))
       (let ((file (buffer-file-name buffer)))
-        (when (and file (string-prefix-p true-root (file-truename file)))
-          (pcase-let ((`(,found . ,source) (agent-q-code--buffer-diagnostics buffer)))
-            (when source
-              (puthash (file-truename file) t checked)
-              (push source sources)
-              (setq items (append found items)))))))
-    (when (boundp 'flymake-list-only-diagnostics)
-      (pcase-dolist (`(,file . ,diags) flymake-list-only-diagnostics)
-        (when (and (stringp file) (string-prefix-p true-root (file-truename file))
-                   (not (gethash (file-truename file) checked)))
-          (puthash (file-truename file) t checked)
-          (push "flymake (files not visited)" sources)
-          (dolist (d diags)
-            (push (agent-q-code--flymake-list-only-item file d) items)))))
-    (agent-q-code--finish
-     job (concat
-          (agent-q--core-code-diagnostics
-           "the project" (if sources (string-join (delete-dups (nreverse sources)) ", ") "none")
-           root items agent-q-code-max-results nil)
-          (format "\nChecked: the %d file(s) open in Emacs with Flymake or Flycheck, and those eglot reported on; the project's other files were not checked (give file to check one: it is opened for its server)."
-                  (hash-table-count checked))))))
+        (when file
+          (let ((true (file-truename file)))
+            (when (string-prefix-p true-root true)
+              (puthash true t visited)
+              (pcase-let ((`(,found . ,source) (agent-q-code--buffer-diagnostics buffer)))
+                (when source
+                  (push source sources)
+                  (setq items (append found items)))))))))
+    (let ((answer
+           (lambda (more-items more-sources check)
+             (let ((all-sources (delete-dups (append (nreverse sources) more-sources))))
+               (agent-q-code--finish
+                job (concat
+                     (agent-q--core-code-diagnostics
+                      "the project" (if all-sources (string-join all-sources ", ") "none")
+                      root (append more-items items) agent-q-code-max-results nil)
+                     "\n"
+                     (apply #'agent-q--core-code-project-check root
+                            (hash-table-count visited) check)))))))
+      (if (not servers)
+          (funcall answer nil nil (list 0 0 nil nil nil nil nil
+                                        agent-q-code-diagnostics-max-files
+                                        agent-q-code-diagnostics-wait))
+        (agent-q-code--project-files
+         job true-root
+         (lambda (files)
+           (agent-q-code--check-unvisited
+            job servers (seq-remove (lambda (file) (gethash file visited)) files)
+            answer)))))))
+
+(defun agent-q-code--project-files (job root then)
+  "Call THEN with the absolute names of the files of the project at ROOT.
+A Git work tree's are listed by an asynchronous git ls-files (tracked,
+and untracked but not ignored), for JOB; another project's by
+`project-files'.  At most `agent-q-code--max-project-files'."
+  (let ((fallback (lambda ()
+                    (seq-take (ignore-errors (project-files (project-current nil root)))
+                              agent-q-code--max-project-files))))
+    (if (not (and (executable-find "git") (file-exists-p (expand-file-name ".git" root))))
+        (funcall then (funcall fallback))
+      (let* ((output (generate-new-buffer " *agent-q-code-files*"))
+             (default-directory root)
+             (coding-system-for-read 'utf-8)
+             (process
+              (make-process
+               :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
+               :command '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
+               :sentinel
+               (lambda (process _event)
+                 (unless (process-live-p process)
+                   (let ((files (and (eq (process-exit-status process) 0)
+                                     (with-current-buffer output
+                                       (mapcar (lambda (name) (expand-file-name name root))
+                                               (seq-take (split-string (buffer-string) "\0" t)
+                                                         agent-q-code--max-project-files))))))
+                     (kill-buffer output)
+                     (unless (agent-q-code--job-finished job)
+                       (agent-q-code--guarded job
+                         (funcall then (or files (funcall fallback)))))))))))
+        (push (lambda () (when (process-live-p process) (delete-process process)))
+              (agent-q-code--job-cancels job))))))
+
+(defun agent-q-code--file-mode (file cache)
+  "The major mode FILE would get from `auto-mode-alist', or nil.
+CACHE maps an extension (or a name without one) to the mode found."
+  (let ((key (or (file-name-extension file) (file-name-nondirectory file))))
+    (pcase (gethash key cache 'unknown)
+      ('unknown
+       (let* ((mode (let ((case-fold-search nil))
+                      (assoc-default file auto-mode-alist #'string-match)))
+              (mode (if (consp mode) (car mode) mode))
+              (mode (cond ((not (symbolp mode)) nil)
+                          ((fboundp 'major-mode-remap) (funcall 'major-mode-remap mode))
+                          ((boundp 'major-mode-remap-alist)
+                           (or (alist-get mode (symbol-value 'major-mode-remap-alist)) mode))
+                          (t mode))))
+         (puthash key mode cache)
+         mode))
+      (mode mode))))
+
+(defun agent-q-code--check-unvisited (job servers files then)
+  "Check FILES, not visited, with SERVERS for JOB; call THEN with the findings.
+A file a server already reported problems in is taken from its report;
+the others a server takes are opened to it (textDocument/didOpen, no
+buffer), at most `agent-q-code-diagnostics-max-files', and closed
+after its report or `agent-q-code-diagnostics-wait' seconds.  THEN
+gets the items, their sources and the arguments of
+`agent-q--core-code-project-check' after VISITED."
+  (let ((cache (make-hash-table :test #'equal))
+        (languages (make-hash-table :test #'equal))
+        (items nil) (sources nil) (reported 0)
+        (candidates nil) (beyond nil) (too-large nil) (no-server nil))
+    (dolist (file files)
+      ;; A report with diagnostics counts; an empty one may be what a
+      ;; server that checks open files only (pyright) sent when the file
+      ;; was closed, so the file is checked again.
+      (let ((known (seq-some (lambda (server)
+                               (let ((found (funcall (agent-q-code-backend-diagnostics
+                                                      (agent-q-code--backend-of server))
+                                                     server file)))
+                                 (and found (cons server found))))
+                             servers)))
+        (if known
+            (progn
+              (cl-incf reported)
+              (push (format "%s (files not visited)" (agent-q-code--source (car known))) sources)
+              (setq items (append (cdr known) items)))
+          (let* ((mode (agent-q-code--file-mode file cache))
+                 (taker (and mode
+                             (seq-some
+                              (lambda (server)
+                                (let* ((key (list server mode (file-name-extension file)))
+                                       (language (gethash key languages 'unknown)))
+                                  (when (eq language 'unknown)
+                                    (setq language (ignore-errors
+                                                     (funcall (agent-q-code-backend-language
+                                                               (agent-q-code--backend-of server))
+                                                              server mode file)))
+                                    (puthash key language languages))
+                                  (and (stringp language) (list server language))))
+                              servers))))
+            (cond ((null taker) (push file no-server))
+                  ((>= (length candidates) agent-q-code-diagnostics-max-files) (push file beyond))
+                  (t (push (cons file taker) candidates)))))))
+    (setq candidates (nreverse candidates))
+    (agent-q-code--open-to-servers
+     job candidates
+     (lambda (opened silent large more-items more-sources)
+       (setq too-large large)
+       (funcall then (append more-items items)
+                (delete-dups (append (nreverse sources) more-sources))
+                (list reported opened silent (nreverse beyond) too-large (nreverse no-server) t
+                      agent-q-code-diagnostics-max-files agent-q-code-diagnostics-wait))))))
+
+(defun agent-q-code--open-to-servers (job candidates then)
+  "Open CANDIDATES, each (FILE SERVER LANGUAGE-ID), to their servers for JOB.
+Call THEN with the number reported on, the files not reported on, the
+files too large to open, the items and their sources, once each was
+reported on (and no report came for 0.3 s), or after
+`agent-q-code-diagnostics-wait' seconds.  Each file is closed again."
+  (let ((pending candidates)
+        (open nil)                      ; (FILE SERVER MARK)
+        (large nil)
+        (timer nil)
+        (closed nil))
+    (cl-labels
+        ((close-all ()
+           (unless closed
+             (setq closed t)
+             (when timer (cancel-timer timer))
+             (dolist (entry open)
+               (pcase-let ((`(,file ,server ,_mark) entry))
+                 (ignore-errors
+                   (funcall (agent-q-code-backend-notify (agent-q-code--backend-of server))
+                            server :textDocument/didClose
+                            (list :textDocument (list :uri (agent-q-code--file-to-uri file)))))))))
+         (published (entry)
+           (pcase-let ((`(,file ,server ,_mark) entry))
+             (funcall (agent-q-code-backend-published (agent-q-code--backend-of server)) server file)))
+         (reported-p (entry) (not (eq (published entry) (nth 2 entry))))
+         (finish ()
+           (let ((items nil) (sources nil) (silent nil) (count 0))
+             (dolist (entry open)
+               (pcase-let ((`(,file ,server ,_mark) entry))
+                 (if (not (reported-p entry))
+                     (push file silent)
+                   (cl-incf count)
+                   (push (format "%s (files not visited, opened for this call)"
+                                 (agent-q-code--source server))
+                         sources)
+                   (setq items (append (funcall (agent-q-code-backend-diagnostics
+                                                 (agent-q-code--backend-of server))
+                                                server file)
+                                       items)))))
+             (close-all)
+             (unless (agent-q-code--job-finished job)
+               (agent-q-code--guarded job
+                 (funcall then count (sort silent #'string<) (nreverse large) items
+                          (delete-dups (nreverse sources)))))))
+         (wait ()
+           (let ((deadline (+ (float-time) agent-q-code-diagnostics-wait))
+                 (states (mapcar #'published open))
+                 (changed (float-time)))
+             (setq timer
+                   (run-with-timer
+                    0.1 0.1
+                    (lambda ()
+                      (cond
+                       ((agent-q-code--job-finished job) (close-all))
+                       (t
+                        (let ((now (mapcar #'published open)))
+                          (unless (cl-every #'eq now states)
+                            (setq states now changed (float-time))))
+                        (when (or (> (float-time) deadline)
+                                  (and (cl-every #'reported-p open)
+                                       (> (- (float-time) changed) 0.3)))
+                          (cancel-timer timer)
+                          (finish)))))))))
+         (open-some ()
+           ;; A few at a time, so that Emacs is never held long.
+           (let ((start (float-time)))
+             (while (and pending (< (- (float-time) start) 0.03)
+                         (not (agent-q-code--job-finished job)))
+               (pcase-let ((`(,file ,server ,language) (pop pending)))
+                 (let ((size (file-attribute-size (file-attributes file))))
+                   (cond
+                    ((null size))
+                    ((> size agent-q-code--max-opened-bytes) (push file large))
+                    (t
+                     (let ((text (with-temp-buffer
+                                   (ignore-errors (insert-file-contents file))
+                                   (buffer-substring-no-properties (point-min) (point-max))))
+                           (mark (funcall (agent-q-code-backend-published
+                                           (agent-q-code--backend-of server))
+                                          server file)))
+                       (funcall (agent-q-code-backend-notify (agent-q-code--backend-of server))
+                                server :textDocument/didOpen
+                                (list :textDocument
+                                      (list :uri (agent-q-code--file-to-uri file)
+                                            :languageId language :version 0 :text text)))
+                       (push (list file server mark) open))))))))
+           (cond ((agent-q-code--job-finished job) (close-all))
+                 (pending (run-with-timer 0 nil #'open-some))
+                 (open (wait))
+                 (t (finish)))))
+      (push #'close-all (agent-q-code--job-cancels job))
+      (open-some))))
 
 ;;;; The handlers
 

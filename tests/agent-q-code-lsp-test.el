@@ -80,6 +80,8 @@ the child prints."
                   ;; lsp-mode (started by `lsp-deferred') asked to manage it.
                   (diagnostics "diagnostics" :file "pkg/use.py")
                   (_ kill "pkg/use.py")
+                  ;; The project: use.py, not visited, is opened to the server.
+                  (project "diagnostics")
                   (by-use "find_definition" :file "pkg/use.py" :line 7 :column 12)))))
           (let ((answer (agent-q-code-lsp-test--content results 'refs)))
             (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: lsp-mode: pyright):$" answer))
@@ -103,7 +105,12 @@ the child prints."
             (should (string-match-p "def cell_len(\n?\\s-*text: str\n?) -> int" answer)))
           (let ((answer (agent-q-code-lsp-test--content results 'diagnostics)))
             (should (string-match-p "(source: lsp-mode: pyright)" answer))
-            (should (string-match-p "^pkg/use.py:7:26: error \\[[Pp]yright reportUndefinedVariable\\]: \"undefined_name\" is not defined$" answer))))
+            (should (string-match-p "^pkg/use.py:7:26: error \\[[Pp]yright reportUndefinedVariable\\]: \"undefined_name\" is not defined$" answer)))
+          (let ((answer (agent-q-code-lsp-test--content results 'project)))
+            (should (string-match-p "lsp-mode: pyright (files not visited, opened for this call)" answer))
+            (should (string-match-p "^pkg/use.py:7:26: error \\[[Pp]yright reportUndefinedVariable\\]: \"undefined_name\" is not defined$" answer))
+            (should (string-match-p "^Checked: 1 file open in Emacs; 2 files not visited, opened to a language server for this call\\.$" answer))
+            (should (string-match-p "^Not checked (1 file): no running language server takes them: pyrightconfig.json$" answer))))
       (agent-q-code-test--kill dir))))
 
 ;;;; Flycheck
