@@ -32,9 +32,10 @@
 ;; Where the answers come from, in order:
 ;;
 ;; - the language server the user's Emacs already runs for the file's
-;;   project (eglot), asked asynchronously with `jsonrpc-async-request'
-;;   and `agent-q-code-timeout' (never eglot's synchronous requests,
-;;   which block Emacs).  When none runs, `agent-q-code-start-servers'
+;;   project, through eglot or lsp-mode (agent-q-code-lsp.el), each a
+;;   `agent-q-code-backend', asked asynchronously with
+;;   `agent-q-code-timeout' (never their synchronous requests, which
+;;   block Emacs).  When none runs, `agent-q-code-start-servers'
 ;;   decides whether agent-q starts eglot as \\[eglot] would;
 ;; - Emacs Lisp files: agent-q's own analysis (`find-function', the
 ;;   who_calls and who_references scanner);
