@@ -225,9 +225,15 @@ Only when one runs for the project and takes the buffer's language:
              (not (buffer-local-value 'lsp-mode buffer)))
     (with-current-buffer buffer
       (let ((file (buffer-file-name)))
+        ;; Only a workspace whose folder holds the file: for another,
+        ;; lsp-mode would ask the user for the file's project root.
         (when (and file
                    (seq-some (lambda (workspace)
-                               (agent-q-code-lsp--language workspace major-mode file))
+                               (and (string-prefix-p
+                                     (file-name-as-directory
+                                      (file-truename (lsp--workspace-root workspace)))
+                                     (file-truename file))
+                                    (agent-q-code-lsp--language workspace major-mode file)))
                              (agent-q-code-lsp--project-servers (file-name-directory file))))
           (lsp))))))
 
