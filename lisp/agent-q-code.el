@@ -32,9 +32,10 @@
 ;; Where the answers come from, in order:
 ;;
 ;; - the language server the user's Emacs already runs for the file's
-;;   project (eglot), asked asynchronously with `jsonrpc-async-request'
-;;   and `agent-q-code-timeout' (never eglot's synchronous requests,
-;;   which block Emacs).  When none runs, `agent-q-code-start-servers'
+;;   project, through eglot or lsp-mode (agent-q-code-lsp.el), each a
+;;   `agent-q-code-backend', asked asynchronously with
+;;   `agent-q-code-timeout' (never their synchronous requests, which
+;;   block Emacs).  When none runs, `agent-q-code-start-servers'
 ;;   decides whether agent-q starts eglot as \\[eglot] would;
 ;; - Emacs Lisp files: agent-q's own analysis (`find-function', the
 ;;   who_calls and who_references scanner);
@@ -66,6 +67,7 @@
 (require 'agent-q-support)
 (require 'agent-q-guard)
 (require 'agent-q-xref)
+(require 'agent-q-code-lsp)
 
 (declare-function agent-q--core-code-locations "agent-q-core"
                   (kind subject source root items utf16 limit))
@@ -74,6 +76,9 @@
 (declare-function agent-q--core-code-diagnostics "agent-q-core"
                   (subject source root items limit unchecked))
 (declare-function agent-q--core-code-hover "agent-q-core" (location source text))
+(declare-function agent-q--core-code-project-check "agent-q-core"
+                  (root visited reported opened silent beyond too-large no-server
+                        servers max-files wait))
 (declare-function agent-q--core-code-column "agent-q-core" (text column to-chars))
 (declare-function agent-q-async-starting-p "agent-q-async" ())
 (declare-function agent-q--ensure-channel "agent-q-async" ())
@@ -88,6 +93,7 @@
 (declare-function eglot-current-server "eglot" ())
 (declare-function eglot--server-info "eglot" (server))
 (declare-function eglot--major-modes "eglot" (server))
+(declare-function eglot--language-id "eglot" (server))
 (declare-function eglot--capabilities "eglot" (server))
 (declare-function eglot--pos-to-lsp-position "eglot" (&optional pos))
 (declare-function eglot--signal-textDocument/didChange "eglot" ())
@@ -107,6 +113,7 @@
 (declare-function flycheck-error-checker "flycheck" (err))
 (declare-function flycheck-error-id "flycheck" (err))
 (declare-function flycheck-error-message "flycheck" (err))
+(defvar agent-q-code--backends)
 (defvar eglot--servers-by-project)
 (defvar eglot-sync-connect)
 (defvar eglot--managed-mode)
@@ -152,10 +159,23 @@ are never killed."
   :group 'agent-q)
 
 (defcustom agent-q-code-diagnostics-wait 3
-  "Seconds `diagnostics' waits for a server to check a file it just opened.
+  "Seconds `diagnostics' waits for a server to check files it just opened.
 A language server reports a file's diagnostics some time after the
-file is opened; the answer says when none came in this time."
+file is opened; the answer says when none came in this time.  For a
+project, this is the wait for all the files opened for the call
+\(see `agent-q-code-diagnostics-max-files')."
   :type 'number
+  :group 'agent-q)
+
+(defcustom agent-q-code-diagnostics-max-files 50
+  "Most files not visited that `diagnostics' of a project opens to a server.
+Asked for the whole project, `diagnostics' reads what the running
+language servers reported on files no buffer visits; a file they
+have not reported on is opened to the server that takes its language
+\(without a buffer) and closed after its report, or after
+`agent-q-code-diagnostics-wait' seconds.  Beyond this many, the
+answer names the files not checked."
+  :type 'natnum
   :group 'agent-q)
 
 (defcustom agent-q-code-search-program
@@ -220,33 +240,31 @@ requests and the call fails, saying so."
 
 (defun agent-q-code--request (job server method params then &optional otherwise)
   "Ask SERVER METHOD with PARAMS for JOB; call THEN with the result.
-The request is asynchronous with `agent-q-code-timeout'; an error or
-the timeout calls OTHERWISE (a function of no arguments) when given,
-else answers JOB with a failure, as THEN's own error does."
+The request is asynchronous with `agent-q-code-timeout', through the
+client that runs SERVER (`agent-q-code--backends'); an error or the
+timeout calls OTHERWISE (a function of no arguments) when given, else
+answers JOB with a failure, as THEN's own error does."
   (let* ((label (agent-q-code--source server))
-         (request
-          (jsonrpc--async-request-1
-           server method params
-           :success-fn (lambda (result)
-                         (unless (agent-q-code--job-finished job)
-                           (agent-q-code--guarded job (funcall then result))))
-           :error-fn (lambda (err)
-                       (if (and otherwise (not (agent-q-code--job-finished job)))
-                           (agent-q-code--guarded job (funcall otherwise))
-                         (agent-q-code--fail job "%s answered %s with an error: %s" label method
-                                             (or (plist-get err :message) err))))
-           :timeout-fn (lambda ()
-                         (if (and otherwise (not (agent-q-code--job-finished job)))
-                             (agent-q-code--guarded job (funcall otherwise))
-                           (agent-q-code--fail job "%s did not answer %s within %s s (agent-q-code-timeout)."
-                                               label method agent-q-code-timeout)))
-           :timeout agent-q-code-timeout))
-         (id (car-safe request)))
-    (push (lambda ()
-            (when (timerp (cadr request)) (cancel-timer (cadr request)))
-            (when (and id (jsonrpc-running-p server))
-              (jsonrpc-notify server :$/cancelRequest (list :id id))))
-          (agent-q-code--job-cancels job))))
+         (cancel
+          (funcall
+           (agent-q-code-backend-request (agent-q-code--backend-of server))
+           server method params agent-q-code-timeout
+           (lambda (result)
+             (unless (agent-q-code--job-finished job)
+               (agent-q-code--guarded job (funcall then result))))
+           (lambda (message)
+             (unless (agent-q-code--job-finished job)
+               (if otherwise
+                   (agent-q-code--guarded job (funcall otherwise))
+                 (agent-q-code--fail job "%s answered %s with an error: %s"
+                                     label method message))))
+           (lambda ()
+             (unless (agent-q-code--job-finished job)
+               (if otherwise
+                   (agent-q-code--guarded job (funcall otherwise))
+                 (agent-q-code--fail job "%s did not answer %s within %s s (agent-q-code-timeout)."
+                                     label method agent-q-code-timeout)))))))
+    (push cancel (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--all (job thunks then)
   "Start each of THUNKS with a continuation; when all answered, call THEN.
@@ -302,7 +320,9 @@ current project's root, else `default-directory'."
   "A live buffer visiting FILE, opened if needed; signal if it cannot be.
 A buffer opened here is kept for later calls (see
 `agent-q-code-keep-buffers').  Opening it runs its major mode, so a
-language server the user's Emacs runs for its project manages it."
+language server the user's Emacs runs for its project manages it
+\(eglot does so by itself; lsp-mode, whose `lsp-deferred' waits for
+the buffer to be shown, is asked to)."
   (unless (file-readable-p file)
     (agent-q-tool-fail "File not found or not readable: %s" file))
   (when (file-directory-p file)
@@ -312,6 +332,10 @@ language server the user's Emacs runs for its project manages it."
              (enable-local-variables :safe)
              (buffer (find-file-noselect file t)))
         (bury-buffer buffer)
+        (unless (agent-q-code--buffer-server buffer)
+          (dolist (backend agent-q-code--backends)
+            (when (agent-q-code-backend-attach backend)
+              (ignore-errors (funcall (agent-q-code-backend-attach backend) buffer)))))
         (push buffer agent-q-code--opened)
         (setq agent-q-code--opened (seq-filter #'buffer-live-p agent-q-code--opened))
         (while (> (length agent-q-code--opened) agent-q-code-keep-buffers)
@@ -359,7 +383,68 @@ language server the user's Emacs runs for its project manages it."
   "A table of which FILES may be quoted: see `agent-q-xref--quote-policy'."
   (agent-q-xref--quote-policy (delete-dups (copy-sequence files))))
 
-;;;; Language servers
+;;;; Language servers: the clients the user's Emacs runs them with
+
+(cl-defstruct (agent-q-code-backend (:constructor agent-q-code-backend-create)
+                                    (:copier nil))
+  "A client of language servers in the user's Emacs (eglot, lsp-mode).
+Each slot is a function; SERVER is one of the client's servers.
+OWNS (OBJECT): non-nil when OBJECT is a server of this client.
+BUFFER-SERVER (BUFFER): the server managing BUFFER, or nil.
+PROJECT-SERVERS (ROOT): the servers running for the project at ROOT.
+SOURCE (SERVER): how answers name it, \"CLIENT: SERVER-NAME\".
+CAPABLE (SERVER CAPABILITY): non-nil if it declares CAPABILITY.
+REQUEST (SERVER METHOD PARAMS TIMEOUT SUCCESS ERROR EXPIRED): ask
+  asynchronously; call SUCCESS with the result as plists, ERROR with
+  a message, or EXPIRED after TIMEOUT seconds; return a function that
+  cancels the request.
+NOTIFY (SERVER METHOD PARAMS): send a notification.
+FLUSH (BUFFER): send BUFFER's pending edits to its server.
+POSITION (BUFFER POS): the LSP position of POS as the server counts.
+LANGUAGE (SERVER MODE FILE): the languageId of FILE in MODE when
+  SERVER takes it, else nil.
+PUBLISHED (SERVER FILE): what SERVER last published for FILE, not
+  visited: nil before any report, then a value that is new (not
+  `eq') with each report.
+DIAGNOSTICS (SERVER FILE): the diagnostics SERVER reported for FILE,
+  as items for `agent-q--core-code-diagnostics', or nil.
+ATTACH (BUFFER): for a buffer just opened, which no server manages
+  yet, have one of the client's servers running for its project
+  manage it when one takes its language; nil if the client does that
+  by itself."
+  owns buffer-server project-servers source capable request notify flush
+  position language published diagnostics attach)
+
+(defvar agent-q-code--backends nil
+  "The language-server clients the code tools ask, in order.
+eglot's (below) and lsp-mode's (agent-q-code-lsp.el).")
+
+(defun agent-q-code--backend-of (server)
+  "The client of SERVER, from `agent-q-code--backends'."
+  (or (seq-find (lambda (backend) (funcall (agent-q-code-backend-owns backend) server))
+                agent-q-code--backends)
+      (error "No language-server client knows %S" server)))
+
+(defun agent-q-code--buffer-server (buffer)
+  "The language server managing BUFFER (eglot's or lsp-mode's), or nil."
+  (seq-some (lambda (backend) (funcall (agent-q-code-backend-buffer-server backend) buffer))
+            agent-q-code--backends))
+
+(defun agent-q-code--project-servers (root)
+  "The language servers running for the project at ROOT, of every client."
+  (apply #'append
+         (mapcar (lambda (backend) (funcall (agent-q-code-backend-project-servers backend) root))
+                 agent-q-code--backends)))
+
+(defun agent-q-code--source (server)
+  "How an answer names SERVER: \"eglot: NAME\" or \"lsp-mode: ID\"."
+  (funcall (agent-q-code-backend-source (agent-q-code--backend-of server)) server))
+
+(defun agent-q-code--capable (server capability)
+  "Non-nil if SERVER declares CAPABILITY (a keyword)."
+  (funcall (agent-q-code-backend-capable (agent-q-code--backend-of server)) server capability))
+
+;;;;; eglot
 
 (defun agent-q-code--eglot-server (buffer)
   "The eglot server managing BUFFER, or nil."
@@ -367,14 +452,14 @@ language server the user's Emacs runs for its project manages it."
        (with-current-buffer buffer
          (ignore-errors (eglot-current-server)))))
 
-(defun agent-q-code--project-servers (root)
+(defun agent-q-code--eglot-project-servers (root)
   "The eglot servers running for the project at ROOT."
   (and (featurep 'eglot) (boundp 'eglot--servers-by-project)
        (let ((project (ignore-errors (project-current nil root))))
          (and project (gethash project eglot--servers-by-project)))))
 
-(defun agent-q-code--source (server)
-  "How an answer names SERVER: \"eglot: NAME\"."
+(defun agent-q-code--eglot-source (server)
+  "How an answer names the eglot SERVER: \"eglot: NAME\"."
   (let ((info (ignore-errors (eglot--server-info server))))
     (format "eglot: %s"
             (or (plist-get info :name)
@@ -383,10 +468,129 @@ language server the user's Emacs runs for its project manages it."
                        (file-name-nondirectory (car (process-command process)))))
                 "language server"))))
 
-(defun agent-q-code--capable (server capability)
-  "Non-nil if SERVER declares CAPABILITY (a keyword)."
+(defun agent-q-code--eglot-capable (server capability)
+  "Non-nil if the eglot SERVER declares CAPABILITY (a keyword)."
   (let ((value (plist-get (ignore-errors (eglot--capabilities server)) capability)))
     (and value (not (eq value :json-false)))))
+
+(defun agent-q-code--eglot-request (server method params timeout success error expired)
+  "Ask the eglot SERVER METHOD with PARAMS: see `agent-q-code-backend'.
+TIMEOUT, SUCCESS, ERROR and EXPIRED are as that describes."
+  (let* ((request
+          (jsonrpc--async-request-1
+           server method params
+           :success-fn success
+           :error-fn (lambda (err)
+                       (funcall error (format "%s" (or (plist-get err :message) err))))
+           :timeout-fn expired
+           :timeout timeout))
+         (id (car-safe request)))
+    (lambda ()
+      (when (timerp (cadr request)) (cancel-timer (cadr request)))
+      (when (and id (jsonrpc-running-p server))
+        (jsonrpc-notify server :$/cancelRequest (list :id id))))))
+
+(defun agent-q-code--eglot-position (buffer pos)
+  "The LSP position of POS in BUFFER, as eglot counts."
+  (with-current-buffer buffer
+    (save-excursion
+      (save-restriction
+        (widen)
+        (eglot--pos-to-lsp-position pos)))))
+
+(defun agent-q-code--eglot-flush (buffer)
+  "Send BUFFER's pending edits to its eglot server."
+  (with-current-buffer buffer
+    (when (and (bound-and-true-p eglot--managed-mode)
+               (fboundp 'eglot--signal-textDocument/didChange))
+      (eglot--signal-textDocument/didChange))))
+
+(defun agent-q-code--eglot-language (server mode _file)
+  "The languageId of MODE's files when the eglot SERVER manages MODE."
+  (cond ((fboundp 'eglot--languages)
+         (cdr (assq mode (ignore-errors (funcall 'eglot--languages server)))))
+        ((memq mode (ignore-errors (eglot--major-modes server)))
+         (ignore-errors (eglot--language-id server)))))
+
+(defun agent-q-code--eglot-published (_server file)
+  "What eglot filed for FILE, not visited: its entry in Flymake's list.
+eglot makes a new entry for each report."
+  (and (boundp 'flymake-list-only-diagnostics)
+       (assoc file flymake-list-only-diagnostics)))
+
+(defun agent-q-code--eglot-diagnostics (server file)
+  "The diagnostics eglot filed for FILE (not visited), from SERVER, as items."
+  (let ((entry (agent-q-code--eglot-published server file)))
+    (mapcar (lambda (d) (agent-q-code--flymake-list-only-item file d)) (cdr entry))))
+
+(defconst agent-q-code--eglot
+  (agent-q-code-backend-create
+   :owns (lambda (object) (and (featurep 'eglot) (eieio-object-p object)
+                               (object-of-class-p object 'eglot-lsp-server)))
+   :buffer-server #'agent-q-code--eglot-server
+   :project-servers #'agent-q-code--eglot-project-servers
+   :source #'agent-q-code--eglot-source
+   :capable #'agent-q-code--eglot-capable
+   :request #'agent-q-code--eglot-request
+   :notify (lambda (server method params) (jsonrpc-notify server method params))
+   :flush #'agent-q-code--eglot-flush
+   :position #'agent-q-code--eglot-position
+   :language #'agent-q-code--eglot-language
+   :published #'agent-q-code--eglot-published
+   :diagnostics #'agent-q-code--eglot-diagnostics)
+  "The eglot client.")
+
+(add-to-list 'agent-q-code--backends agent-q-code--eglot)
+
+;;;;; lsp-mode (agent-q-code-lsp.el)
+
+(defconst agent-q-code--lsp-mode
+  (agent-q-code-backend-create
+   :owns #'agent-q-code-lsp--owns
+   :buffer-server #'agent-q-code-lsp--buffer-server
+   :project-servers #'agent-q-code-lsp--project-servers
+   :source #'agent-q-code-lsp--source
+   :capable #'agent-q-code-lsp--capable
+   :request #'agent-q-code-lsp--request
+   :notify #'agent-q-code-lsp--notify
+   :flush #'agent-q-code-lsp--flush
+   :position #'agent-q-code--utf16-position
+   :language #'agent-q-code-lsp--language
+   :published #'agent-q-code-lsp--published
+   :diagnostics #'agent-q-code-lsp--diagnostics
+   :attach #'agent-q-code-lsp--attach)
+  "The lsp-mode client.")
+
+(add-to-list 'agent-q-code--backends agent-q-code--lsp-mode t)
+
+(defun agent-q-code--lsp-diagnostic-items (file diagnostics)
+  "Items for `agent-q--core-code-diagnostics' of FILE's LSP DIAGNOSTICS.
+DIAGNOSTICS are plists; their UTF-16 columns become characters, read
+from a buffer visiting FILE or else from the file."
+  (let ((buffer (find-buffer-visiting file))
+        (lines nil))
+    (unless buffer
+      (setq lines (with-temp-buffer
+                    (ignore-errors (insert-file-contents file nil 0 (* 4 1024 1024)))
+                    (vconcat (split-string (buffer-string) "\n")))))
+    (delq nil
+          (mapcar
+           (lambda (d)
+             (let* ((start (plist-get (plist-get d :range) :start))
+                    (line (1+ (or (plist-get start :line) 0)))
+                    (character (or (plist-get start :character) 0))
+                    (text (if buffer
+                              (agent-q-code--line-text buffer line)
+                            (and (<= line (length lines)) (aref lines (1- line)))))
+                    (code (plist-get d :code)))
+               (and (natnump line) (natnump character)
+                    (vector file line
+                            (if text (agent-q--core-code-column text character t) character)
+                            (or (plist-get d :severity) 1)
+                            (let ((source (plist-get d :source))) (and (stringp source) source))
+                            (and code (format "%s" code))
+                            (format "%s" (or (plist-get d :message) ""))))))
+           diagnostics))))
 
 (defvar agent-q-code--start-answers (make-hash-table :test #'equal)
   "Project roots mapped to the user's answer to starting a server there.")
@@ -442,7 +646,7 @@ within `agent-q-code-timeout'."
   "Call THEN with BUFFER's eglot server for JOB, or nil when there is none.
 When none runs, `agent-q-code-start-servers' decides whether one is
 started."
-  (let ((server (agent-q-code--eglot-server buffer)))
+  (let ((server (agent-q-code--buffer-server buffer)))
     (cond (server (funcall then server))
           ((and (with-current-buffer buffer (not (derived-mode-p 'emacs-lisp-mode)))
                 (agent-q-code--may-start-p
@@ -452,19 +656,28 @@ started."
           (t (funcall then nil)))))
 
 (defun agent-q-code--lsp-position (buffer pos)
-  "The LSP position (UTF-16) of POS in BUFFER, as eglot counts."
+  "The LSP position (UTF-16) of POS in BUFFER, as its server's client counts."
+  (let ((server (agent-q-code--buffer-server buffer)))
+    (if server
+        (funcall (agent-q-code-backend-position (agent-q-code--backend-of server)) buffer pos)
+      (agent-q-code--utf16-position buffer pos))))
+
+(defun agent-q-code--utf16-position (buffer pos)
+  "The LSP position of POS in BUFFER, its character in UTF-16 code units."
   (with-current-buffer buffer
     (save-excursion
       (save-restriction
         (widen)
-        (eglot--pos-to-lsp-position pos)))))
+        (goto-char pos)
+        (let ((text (buffer-substring-no-properties (line-beginning-position) pos)))
+          (list :line (1- (line-number-at-pos pos t))
+                :character (agent-q--core-code-column text (length text) nil)))))))
 
 (defun agent-q-code--flush (buffer)
   "Flush the edits of BUFFER to its server before a request."
-  (with-current-buffer buffer
-    (when (and (bound-and-true-p eglot--managed-mode)
-               (fboundp 'eglot--signal-textDocument/didChange))
-      (eglot--signal-textDocument/didChange))))
+  (let ((server (agent-q-code--buffer-server buffer)))
+    (when server
+      (funcall (agent-q-code-backend-flush (agent-q-code--backend-of server)) buffer))))
 
 (defun agent-q-code--position-params (buffer pos)
   "TextDocumentPositionParams of POS in BUFFER."
@@ -716,7 +929,7 @@ Call THEN with the plist `agent-q-code--locate' describes."
                     (buffer (agent-q-code--buffer (car first)))
                     (pos (agent-q-code--name-point buffer (nth 1 first) (nth 2 first)
                                                    (car (last wanted)))))
-               (funcall then (list :server (or (agent-q-code--eglot-server buffer) server)
+               (funcall then (list :server (or (agent-q-code--buffer-server buffer) server)
                                    :buffer buffer :point pos
                                    :subject (plist-get target :symbol)
                                    :found found))))))))))
@@ -1229,15 +1442,27 @@ RG non-nil when it is rg's output (with columns)."
          (agent-q-code--project-diagnostics job))))))
 
 (defun agent-q-code--buffer-diagnostics (buffer)
-  "BUFFER's diagnostics as items, and their source: (ITEMS . SOURCE)."
+  "BUFFER's diagnostics as items, and their source: (ITEMS . SOURCE).
+Those lsp-mode's server published, from lsp-mode's store; else
+Flymake's and Flycheck's."
+  (let ((server (agent-q-code--buffer-server buffer)))
+    (if (and server (eq (agent-q-code--backend-of server) agent-q-code--lsp-mode))
+        (cons (funcall (agent-q-code-backend-diagnostics agent-q-code--lsp-mode)
+                       server (buffer-file-name buffer))
+              (agent-q-code--source server))
+      (agent-q-code--mode-diagnostics buffer))))
+
+(defun agent-q-code--mode-diagnostics (buffer)
+  "BUFFER's diagnostics from Flymake and Flycheck: (ITEMS . SOURCE)."
   (with-current-buffer buffer
     (let ((file (buffer-file-name))
           (items nil)
           (sources nil))
       (when (bound-and-true-p flymake-mode)
-        (push (if (agent-q-code--eglot-server buffer)
-                  (format "flymake (%s)" (agent-q-code--source (agent-q-code--eglot-server buffer)))
-                "flymake")
+        (push (let ((server (agent-q-code--buffer-server buffer)))
+                (if server
+                    (format "flymake (%s)" (agent-q-code--source server))
+                  "flymake"))
               sources)
         (save-restriction
           (widen)
@@ -1268,6 +1493,15 @@ RG non-nil when it is rg's output (with columns)."
       (list (match-string 1 text) (match-string 2 text) (match-string 3 text))
     (list nil nil text)))
 
+(defun agent-q-code--flymake-list-only-item (file diagnostic)
+  "The item of DIAGNOSTIC, filed for FILE (not visited) by eglot."
+  (let ((locus (ignore-errors (flymake-diagnostic-beg diagnostic)))
+        (parts (agent-q-code--split-flymake-text (flymake-diagnostic-text diagnostic))))
+    (vector file (if (consp locus) (car locus) 1)
+            (if (consp locus) (max 0 (1- (or (cdr locus) 1))) 0)
+            (symbol-name (flymake-diagnostic-type diagnostic))
+            (car parts) (cadr parts) (nth 2 parts))))
+
 (defun agent-q-code--file-diagnostics (job file)
   "Answer JOB with FILE's diagnostics.
 A buffer opened for it is given `agent-q-code-diagnostics-wait'
@@ -1290,7 +1524,7 @@ seconds for its server to report."
       (when (and (bound-and-true-p flymake-mode)
                  (not (or (flymake-running-backends) (flymake-reporting-backends))))
         (flymake-start nil t)))
-    (if (or visited (not (agent-q-code--eglot-server buffer)))
+    (if (or visited (not (agent-q-code--buffer-server buffer)))
         (funcall answer nil)
       ;; Just opened: the server reports after checking it.
       (let* ((deadline (+ (float-time) agent-q-code-diagnostics-wait))
@@ -1310,44 +1544,256 @@ seconds for its server to report."
                                                      agent-q-code-diagnostics-wait))))))))
         (push (lambda () (cancel-timer timer)) (agent-q-code--job-cancels job))))))
 
+(defconst agent-q-code--max-project-files 100000
+  "Most of a project's files `diagnostics' considers.")
+
+(defconst agent-q-code--max-opened-bytes (* 4 1024 1024)
+  "The largest file `diagnostics' of a project opens to a language server.
+The core's `MAX_OPENED_MB' words it.")
+
 (defun agent-q-code--project-diagnostics (job)
   "Answer JOB with the diagnostics of the project's files.
-Those of its buffers (Flymake, Flycheck) and those eglot filed for
-files not visited; the others are named as not checked."
+Those of its buffers (Flymake, Flycheck, lsp-mode), then those of
+files not visited: what a running server already reported on them,
+else what it reports once they are opened to it (at most
+`agent-q-code-diagnostics-max-files', waiting at most
+`agent-q-code-diagnostics-wait' seconds).  The answer says which files
+were not checked, and why."
   (let* ((root (agent-q-code--base-root))
-         (true-root (file-truename root))
+         (true-root (file-name-as-directory (file-truename root)))
          (items nil)
          (sources nil)
-         (checked (make-hash-table :test #'equal)))
+         (visited (make-hash-table :test #'equal))
+         (servers (agent-q-code--project-servers root)))
     (dolist (buffer (buffer-list))
       (let ((file (buffer-file-name buffer)))
-        (when (and file (string-prefix-p true-root (file-truename file)))
-          (pcase-let ((`(,found . ,source) (agent-q-code--buffer-diagnostics buffer)))
-            (when source
-              (puthash (file-truename file) t checked)
-              (push source sources)
-              (setq items (append found items)))))))
-    (when (boundp 'flymake-list-only-diagnostics)
-      (pcase-dolist (`(,file . ,diags) flymake-list-only-diagnostics)
-        (when (and (stringp file) (string-prefix-p true-root (file-truename file))
-                   (not (gethash (file-truename file) checked)))
-          (puthash (file-truename file) t checked)
-          (push "flymake (files not visited)" sources)
-          (dolist (d diags)
-            (let ((locus (ignore-errors (flymake-diagnostic-beg d)))
-                  (parts (agent-q-code--split-flymake-text (flymake-diagnostic-text d))))
-              (push (vector file (if (consp locus) (car locus) 1)
-                            (if (consp locus) (max 0 (1- (or (cdr locus) 1))) 0)
-                            (symbol-name (flymake-diagnostic-type d))
-                            (car parts) (cadr parts) (nth 2 parts))
-                    items))))))
-    (agent-q-code--finish
-     job (concat
-          (agent-q--core-code-diagnostics
-           "the project" (if sources (string-join (delete-dups (nreverse sources)) ", ") "none")
-           root items agent-q-code-max-results nil)
-          (format "\nChecked: the %d file(s) open in Emacs with Flymake or Flycheck, and those eglot reported on; the project's other files were not checked (give file to check one: it is opened for its server)."
-                  (hash-table-count checked))))))
+        (when file
+          (let ((true (file-truename file)))
+            (when (string-prefix-p true-root true)
+              (puthash true t visited)
+              (pcase-let ((`(,found . ,source) (agent-q-code--buffer-diagnostics buffer)))
+                (when source
+                  (push source sources)
+                  (setq items (append found items)))))))))
+    (let ((answer
+           (lambda (more-items more-sources check)
+             (let ((all-sources (delete-dups (append (nreverse sources) more-sources))))
+               (agent-q-code--finish
+                job (concat
+                     (agent-q--core-code-diagnostics
+                      "the project" (if all-sources (string-join all-sources ", ") "none")
+                      root (append more-items items) agent-q-code-max-results nil)
+                     "\n"
+                     (apply #'agent-q--core-code-project-check root
+                            (hash-table-count visited) check)))))))
+      (if (not servers)
+          (funcall answer nil nil (list 0 0 nil nil nil nil nil
+                                        agent-q-code-diagnostics-max-files
+                                        agent-q-code-diagnostics-wait))
+        (agent-q-code--project-files
+         job true-root
+         (lambda (files)
+           (agent-q-code--check-unvisited
+            job servers (seq-remove (lambda (file) (gethash file visited)) files)
+            answer)))))))
+
+(defun agent-q-code--project-files (job root then)
+  "Call THEN with the absolute names of the files of the project at ROOT.
+A Git work tree's are listed by an asynchronous git ls-files (tracked,
+and untracked but not ignored), for JOB; another project's by
+`project-files'.  At most `agent-q-code--max-project-files'."
+  (let ((fallback (lambda ()
+                    (seq-take (ignore-errors (project-files (project-current nil root)))
+                              agent-q-code--max-project-files))))
+    (if (not (and (executable-find "git") (file-exists-p (expand-file-name ".git" root))))
+        (funcall then (funcall fallback))
+      (let* ((output (generate-new-buffer " *agent-q-code-files*"))
+             (default-directory root)
+             (coding-system-for-read 'utf-8)
+             (process
+              (make-process
+               :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
+               :command '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
+               :sentinel
+               (lambda (process _event)
+                 (unless (process-live-p process)
+                   (let ((files (and (eq (process-exit-status process) 0)
+                                     (with-current-buffer output
+                                       (mapcar (lambda (name) (expand-file-name name root))
+                                               (seq-take (split-string (buffer-string) "\0" t)
+                                                         agent-q-code--max-project-files))))))
+                     (kill-buffer output)
+                     (unless (agent-q-code--job-finished job)
+                       (agent-q-code--guarded job
+                         (funcall then (or files (funcall fallback)))))))))))
+        (push (lambda () (when (process-live-p process) (delete-process process)))
+              (agent-q-code--job-cancels job))))))
+
+(defun agent-q-code--file-mode (file cache)
+  "The major mode FILE would get from `auto-mode-alist', or nil.
+CACHE maps an extension (or a name without one) to the mode found."
+  (let ((key (or (file-name-extension file) (file-name-nondirectory file))))
+    (pcase (gethash key cache 'unknown)
+      ('unknown
+       (let* ((mode (let ((case-fold-search nil))
+                      (assoc-default file auto-mode-alist #'string-match)))
+              (mode (if (consp mode) (car mode) mode))
+              (mode (cond ((not (symbolp mode)) nil)
+                          ((fboundp 'major-mode-remap) (funcall 'major-mode-remap mode))
+                          ((boundp 'major-mode-remap-alist)
+                           (or (alist-get mode (symbol-value 'major-mode-remap-alist)) mode))
+                          (t mode))))
+         (puthash key mode cache)
+         mode))
+      (mode mode))))
+
+(defun agent-q-code--check-unvisited (job servers files then)
+  "Check FILES, not visited, with SERVERS for JOB; call THEN with the findings.
+A file a server already reported problems in is taken from its report;
+the others a server takes are opened to it (textDocument/didOpen, no
+buffer), at most `agent-q-code-diagnostics-max-files', and closed
+after its report or `agent-q-code-diagnostics-wait' seconds.  THEN
+gets the items, their sources and the arguments of
+`agent-q--core-code-project-check' after VISITED."
+  (let ((cache (make-hash-table :test #'equal))
+        (languages (make-hash-table :test #'equal))
+        (items nil) (sources nil) (reported 0)
+        (candidates nil) (beyond nil) (too-large nil) (no-server nil))
+    (dolist (file files)
+      ;; A report with diagnostics counts; an empty one may be what a
+      ;; server that checks open files only (pyright) sent when the file
+      ;; was closed, so the file is checked again.
+      (let ((known (seq-some (lambda (server)
+                               (let ((found (funcall (agent-q-code-backend-diagnostics
+                                                      (agent-q-code--backend-of server))
+                                                     server file)))
+                                 (and found (cons server found))))
+                             servers)))
+        (if known
+            (progn
+              (cl-incf reported)
+              (push (format "%s (files not visited)" (agent-q-code--source (car known))) sources)
+              (setq items (append (cdr known) items)))
+          (let* ((mode (agent-q-code--file-mode file cache))
+                 (taker (and mode
+                             (seq-some
+                              (lambda (server)
+                                (let* ((key (list server mode (file-name-extension file)))
+                                       (language (gethash key languages 'unknown)))
+                                  (when (eq language 'unknown)
+                                    (setq language (ignore-errors
+                                                     (funcall (agent-q-code-backend-language
+                                                               (agent-q-code--backend-of server))
+                                                              server mode file)))
+                                    (puthash key language languages))
+                                  (and (stringp language) (list server language))))
+                              servers))))
+            (cond ((null taker) (push file no-server))
+                  ((>= (length candidates) agent-q-code-diagnostics-max-files) (push file beyond))
+                  (t (push (cons file taker) candidates)))))))
+    (setq candidates (nreverse candidates))
+    (agent-q-code--open-to-servers
+     job candidates
+     (lambda (opened silent large more-items more-sources)
+       (setq too-large large)
+       (funcall then (append more-items items)
+                (delete-dups (append (nreverse sources) more-sources))
+                (list reported opened silent (nreverse beyond) too-large (nreverse no-server) t
+                      agent-q-code-diagnostics-max-files agent-q-code-diagnostics-wait))))))
+
+(defun agent-q-code--open-to-servers (job candidates then)
+  "Open CANDIDATES, each (FILE SERVER LANGUAGE-ID), to their servers for JOB.
+Call THEN with the number reported on, the files not reported on, the
+files too large to open, the items and their sources, once each was
+reported on (and no report came for 0.3 s), or after
+`agent-q-code-diagnostics-wait' seconds.  Each file is closed again."
+  (let ((pending candidates)
+        (open nil)                      ; (FILE SERVER MARK)
+        (large nil)
+        (timer nil)
+        (closed nil))
+    (cl-labels
+        ((close-all ()
+           (unless closed
+             (setq closed t)
+             (when timer (cancel-timer timer))
+             (dolist (entry open)
+               (pcase-let ((`(,file ,server ,_mark) entry))
+                 (ignore-errors
+                   (funcall (agent-q-code-backend-notify (agent-q-code--backend-of server))
+                            server :textDocument/didClose
+                            (list :textDocument (list :uri (agent-q-code--file-to-uri file)))))))))
+         (published (entry)
+           (pcase-let ((`(,file ,server ,_mark) entry))
+             (funcall (agent-q-code-backend-published (agent-q-code--backend-of server)) server file)))
+         (reported-p (entry) (not (eq (published entry) (nth 2 entry))))
+         (finish ()
+           (let ((items nil) (sources nil) (silent nil) (count 0))
+             (dolist (entry open)
+               (pcase-let ((`(,file ,server ,_mark) entry))
+                 (if (not (reported-p entry))
+                     (push file silent)
+                   (cl-incf count)
+                   (push (format "%s (files not visited, opened for this call)"
+                                 (agent-q-code--source server))
+                         sources)
+                   (setq items (append (funcall (agent-q-code-backend-diagnostics
+                                                 (agent-q-code--backend-of server))
+                                                server file)
+                                       items)))))
+             (close-all)
+             (unless (agent-q-code--job-finished job)
+               (agent-q-code--guarded job
+                 (funcall then count (sort silent #'string<) (nreverse large) items
+                          (delete-dups (nreverse sources)))))))
+         (wait ()
+           (let ((deadline (+ (float-time) agent-q-code-diagnostics-wait))
+                 (states (mapcar #'published open))
+                 (changed (float-time)))
+             (setq timer
+                   (run-with-timer
+                    0.1 0.1
+                    (lambda ()
+                      (cond
+                       ((agent-q-code--job-finished job) (close-all))
+                       (t
+                        (let ((now (mapcar #'published open)))
+                          (unless (cl-every #'eq now states)
+                            (setq states now changed (float-time))))
+                        (when (or (> (float-time) deadline)
+                                  (and (cl-every #'reported-p open)
+                                       (> (- (float-time) changed) 0.3)))
+                          (cancel-timer timer)
+                          (finish)))))))))
+         (open-some ()
+           ;; A few at a time, so that Emacs is never held long.
+           (let ((start (float-time)))
+             (while (and pending (< (- (float-time) start) 0.03)
+                         (not (agent-q-code--job-finished job)))
+               (pcase-let ((`(,file ,server ,language) (pop pending)))
+                 (let ((size (file-attribute-size (file-attributes file))))
+                   (cond
+                    ((null size))
+                    ((> size agent-q-code--max-opened-bytes) (push file large))
+                    (t
+                     (let ((text (with-temp-buffer
+                                   (ignore-errors (insert-file-contents file))
+                                   (buffer-substring-no-properties (point-min) (point-max))))
+                           (mark (funcall (agent-q-code-backend-published
+                                           (agent-q-code--backend-of server))
+                                          server file)))
+                       (funcall (agent-q-code-backend-notify (agent-q-code--backend-of server))
+                                server :textDocument/didOpen
+                                (list :textDocument
+                                      (list :uri (agent-q-code--file-to-uri file)
+                                            :languageId language :version 0 :text text)))
+                       (push (list file server mark) open))))))))
+           (cond ((agent-q-code--job-finished job) (close-all))
+                 (pending (run-with-timer 0 nil #'open-some))
+                 (open (wait))
+                 (t (finish)))))
+      (push #'close-all (agent-q-code--job-cancels job))
+      (open-some))))
 
 ;;;; The handlers
 

@@ -39,6 +39,10 @@ if [ "${1:-}" = "--test" ]; then
   # The code-intelligence tests drive eglot (Debian's elpa-eglot on Emacs 28;
   # built into Emacs 30) and, for C, clangd.
   compgen -G "/usr/share/emacs/site-lisp/elpa*/eglot-*/eglot.el" >/dev/null || need+=(elpa-eglot)
+  # ... and lsp-mode (Debian's elpa-lsp-mode 8.0.0; it depends on elpa-dash,
+  # -f, -s, -ht, -spinner, -markdown-mode and -lv, all Emacs Lisp; Emacs 30
+  # loads the same sources).
+  compgen -G "/usr/share/emacs/site-lisp/elpa*/lsp-mode-*/lsp-mode.el" >/dev/null || need+=(elpa-lsp-mode)
   command -v clangd >/dev/null 2>&1 || need+=(clangd)
   # The MCP end-to-end tests create virtual environments (below): Debian's
   # python3 has no venv/ensurepip without python3-venv.

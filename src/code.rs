@@ -159,6 +159,51 @@ fn code_diagnostics(
     ))
 }
 
+/// What a project's `diagnostics` checked and why the rest was not, paths relative to ROOT:
+/// VISITED, REPORTED and OPENED counts of files (open in Emacs; not visited, reported on by a
+/// server; opened to a server for the call), SILENT, BEYOND, TOO-LARGE and NO-SERVER lists of
+/// files not checked (no report within WAIT seconds; over MAX-FILES; over
+/// [`format::MAX_OPENED_MB`]; no server takes them), SERVERS non-nil when a language server runs
+/// for the project.
+#[defun]
+#[allow(clippy::too_many_arguments)]
+fn code_project_check(
+    env: &Env,
+    root: Value<'_>,
+    visited: Value<'_>,
+    reported: Value<'_>,
+    opened: Value<'_>,
+    silent: Value<'_>,
+    beyond: Value<'_>,
+    too_large: Value<'_>,
+    no_server: Value<'_>,
+    servers: Value<'_>,
+    max_files: Value<'_>,
+    wait: Value<'_>,
+) -> Result<String> {
+    let count = |v: Value<'_>, what: &str| -> Result<usize> {
+        Ok(usize::try_from(args::integer(env, v, what)?.max(0)).unwrap_or(0))
+    };
+    let files = |v: Value<'_>, what: &str| -> Result<Vec<String>> {
+        let list = sexp(env, v, what)?;
+        parsed(env, input::files(&list), what)
+    };
+    let check = format::ProjectCheck {
+        visited: count(visited, "VISITED")?,
+        reported: count(reported, "REPORTED")?,
+        opened: count(opened, "OPENED")?,
+        silent: files(silent, "SILENT")?,
+        beyond: files(beyond, "BEYOND")?,
+        no_server: files(no_server, "NO-SERVER")?,
+        too_large: files(too_large, "TOO-LARGE")?,
+        servers: servers.is_not_nil(),
+        max_files: count(max_files, "MAX-FILES")?,
+        wait: args::number(env, wait, "WAIT")?,
+    };
+    let root = optional_string(env, root, "ROOT")?;
+    Ok(format::format_project_check(&check, root.as_deref()))
+}
+
 /// `type_at`'s answer: the hover TEXT at LOCATION from SOURCE.
 #[defun]
 fn code_hover(env: &Env, location: Value<'_>, source: Value<'_>, text: Value<'_>) -> Result<String> {

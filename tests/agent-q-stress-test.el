@@ -490,6 +490,8 @@ Every core function the module defines must be here (see the test
       (agent-q--core-code-symbols . ,(lambda () (list "q" "s" nil (list (vector "n" 12 "/a" 1 nil)) 10)))
       (agent-q--core-code-diagnostics
        . ,(lambda () (list "a.py" "flymake" nil (list (vector "/a" 1 0 1 "s" "c" "m")) 10 '("/b"))))
+      (agent-q--core-code-project-check
+       . ,(lambda () (list "/p" 1 2 3 '("/p/a") '("/p/b") '("/p/c") '("/p/d") t 50 3)))
       (agent-q--core-code-hover . ,(lambda () (list "a.py:1:1" "s" "text")))
       (agent-q--core-code-column . ,(lambda () (list "a\U0001F600b" 3 t)))
       (agent-q--core-code-rename-check . ,(lambda () (list "new_name")))

@@ -476,6 +476,114 @@ pub fn format_diagnostics(
     out
 }
 
+/// The largest file (in MB) `diagnostics` of a project opens to a language server; the Emacs side
+/// holds to it (`agent-q-code--max-opened-bytes`).
+pub const MAX_OPENED_MB: u64 = 4;
+
+/// What `diagnostics` of a whole project checked, and what it did not, with why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProjectCheck {
+    /// Files open in Emacs whose diagnostics were read (Flymake, Flycheck, a server's store).
+    pub visited: usize,
+    /// Files not visited that a running server had already reported on.
+    pub reported: usize,
+    /// Files not visited that were opened to a server for this call and reported on.
+    pub opened: usize,
+    /// Files opened to a server for this call that it did not report on within the wait.
+    pub silent: Vec<String>,
+    /// Files a running server takes, beyond the most opened per call.
+    pub beyond: Vec<String>,
+    /// Files not visited that no running server takes.
+    pub no_server: Vec<String>,
+    /// Files a running server takes that are too large to open to it for a call.
+    pub too_large: Vec<String>,
+    /// Whether a language server runs for the project.
+    pub servers: bool,
+    /// The most files opened to servers per call (`agent-q-code-diagnostics-max-files`).
+    pub max_files: usize,
+    /// Seconds waited for the servers' reports (`agent-q-code-diagnostics-wait`).
+    pub wait: f64,
+}
+
+/// At most ten of FILES as shown relative to ROOT, and how many more.
+fn named_files(files: &[String], root: Option<&str>) -> String {
+    let named: Vec<String> = files.iter().take(10).map(|f| shown_path(f, root)).collect();
+    let more = files.len().saturating_sub(named.len());
+    format!(
+        "{}{}",
+        visible(&named.join(", ")),
+        if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The lines that follow a project's diagnostics: what was checked and how, then each reason
+/// files were not checked, with (some of) their names relative to ROOT.
+pub fn format_project_check(check: &ProjectCheck, root: Option<&str>) -> String {
+    let mut parts = vec![format!("{} open in Emacs", plural(check.visited, "file", "files"))];
+    if check.reported > 0 {
+        parts.push(format!(
+            "{} not visited that a language server had reported on",
+            plural(check.reported, "file", "files")
+        ));
+    }
+    if check.opened > 0 {
+        parts.push(format!(
+            "{} not visited, opened to a language server for this call",
+            plural(check.opened, "file", "files")
+        ));
+    }
+    let mut out = format!("Checked: {}.", parts.join("; "));
+    if !check.servers {
+        out.push_str(
+            "\nNot checked: the project's files not visited, as no language server runs for the \
+             project (give file to check one: it is opened for its server).",
+        );
+        return out;
+    }
+    if !check.silent.is_empty() {
+        let _ = write!(
+            out,
+            "\nNot checked ({}): opened to a language server, which reported nothing on them within {} s \
+             (agent-q-code-diagnostics-wait): {}",
+            plural(check.silent.len(), "file", "files"),
+            check.wait,
+            named_files(&check.silent, root)
+        );
+    }
+    if !check.beyond.is_empty() {
+        let _ = write!(
+            out,
+            "\nNot checked ({}): beyond the {} files opened to a language server per call \
+             (agent-q-code-diagnostics-max-files): {}",
+            plural(check.beyond.len(), "file", "files"),
+            check.max_files,
+            named_files(&check.beyond, root)
+        );
+    }
+    if !check.too_large.is_empty() {
+        let _ = write!(
+            out,
+            "\nNot checked ({}): over {} MB, not opened to a language server: {}",
+            plural(check.too_large.len(), "file", "files"),
+            MAX_OPENED_MB,
+            named_files(&check.too_large, root)
+        );
+    }
+    if !check.no_server.is_empty() {
+        let _ = write!(
+            out,
+            "\nNot checked ({}): no running language server takes them: {}",
+            plural(check.no_server.len(), "file", "files"),
+            named_files(&check.no_server, root)
+        );
+    }
+    out
+}
+
 /// `type_at`'s answer: the server's hover TEXT at LOCATION (as shown) from SOURCE.
 pub fn format_hover(location: &str, source: &str, text: &str) -> String {
     let text = text.trim();

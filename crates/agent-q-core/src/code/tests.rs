@@ -370,3 +370,42 @@ fn items_are_read_from_sexps_and_bad_ones_said() {
     );
     assert_eq!(input::files(&parse(r#"("/a" "/b")"#)).unwrap().len(), 2);
 }
+
+#[test]
+fn a_project_check_says_what_was_checked_and_why_the_rest_was_not() {
+    let files = |names: &[&str]| names.iter().map(|n| format!("/p/{n}")).collect::<Vec<_>>();
+    let check = ProjectCheck {
+        visited: 1,
+        reported: 2,
+        opened: 3,
+        silent: files(&["slow.py"]),
+        beyond: (0..12).map(|i| format!("/p/m{i:02}.py")).collect(),
+        no_server: files(&["README.md"]),
+        too_large: files(&["big.py"]),
+        servers: true,
+        max_files: 50,
+        wait: 3.0,
+    };
+    assert_eq!(
+        format_project_check(&check, Some("/p")),
+        "Checked: 1 file open in Emacs; 2 files not visited that a language server had reported on; \
+         3 files not visited, opened to a language server for this call.\n\
+         Not checked (1 file): opened to a language server, which reported nothing on them within 3 s \
+         (agent-q-code-diagnostics-wait): slow.py\n\
+         Not checked (12 files): beyond the 50 files opened to a language server per call \
+         (agent-q-code-diagnostics-max-files): m00.py, m01.py, m02.py, m03.py, m04.py, m05.py, m06.py, \
+         m07.py, m08.py, m09.py, and 2 more\n\
+         Not checked (1 file): over 4 MB, not opened to a language server: big.py\n\
+         Not checked (1 file): no running language server takes them: README.md"
+    );
+    let none = ProjectCheck {
+        visited: 0,
+        ..ProjectCheck::default()
+    };
+    assert_eq!(
+        format_project_check(&none, Some("/p")),
+        "Checked: 0 files open in Emacs.\n\
+         Not checked: the project's files not visited, as no language server runs for the project \
+         (give file to check one: it is opened for its server)."
+    );
+}
