@@ -40,6 +40,7 @@ mod edit;
 mod gemini;
 mod patch;
 mod search;
+mod walk;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -48,7 +49,11 @@ use thiserror::Error;
 pub use away::{codex_approval, unreachable_answer, CodexApproval, CodexConfig, Unreachable};
 pub use edit::{apply_patch_file, apply_text_edits, patch_section, EditError};
 pub use patch::{patch_files, PatchAction, PatchFile};
-pub use search::{glob_reach, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES, SENSITIVE_NAMES};
+pub use search::{
+    glob_matches_path, glob_reach, glob_reach_outside, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES,
+    SENSITIVE_NAMES,
+};
+pub use walk::{walk_search, SensitivePatterns, WalkLimits, WalkVerdict, WALK_BUDGET, WALK_MAX_ENTRIES};
 
 /// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an
 /// agent sends; the MCP server accepts requests up to [`crate::mcp::MAX_REQUEST_BODY_BYTES`].

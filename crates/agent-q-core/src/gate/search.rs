@@ -134,7 +134,7 @@ pub fn glob_reach(glob: &str) -> Option<String> {
     for alternative in &alternatives {
         let lower = alternative.to_lowercase();
         let lower = lower.trim_end_matches('/');
-        if lower.starts_with('/') || lower.starts_with('~') || lower.split('/').any(|c| c == "..") {
+        if leaves_folder(lower) {
             return Some(format!("the glob {shown:?} names files outside its folder"));
         }
         let tokens = tokenize(lower);
@@ -152,6 +152,59 @@ pub fn glob_reach(glob: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Why GLOB cannot be judged by the files under its folder (too long, unbalanced, too many
+/// alternatives, or naming files outside its folder), or `None` when it can.
+pub fn glob_reach_outside(glob: &str) -> Option<String> {
+    let shown: String = glob.chars().take(200).collect();
+    if glob.len() > MAX_GLOB_BYTES {
+        return Some(format!("the glob is longer than {MAX_GLOB_BYTES} bytes"));
+    }
+    let alternatives = match expand_braces(glob) {
+        Ok(alternatives) => alternatives,
+        Err(problem) => return Some(format!("the glob {shown:?} {problem}")),
+    };
+    alternatives
+        .iter()
+        .any(|alternative| leaves_folder(&alternative.to_lowercase()))
+        .then(|| format!("the glob {shown:?} names files outside its folder"))
+}
+
+/// Whether the glob alternative LOWER names files outside its folder.
+fn leaves_folder(lower: &str) -> bool {
+    lower.starts_with('/') || lower.starts_with('~') || lower.split('/').any(|c| c == "..")
+}
+
+/// Whether GLOB, matched at any depth and ignoring case, selects the file RELATIVE
+/// (`/`-separated, under the searched folder), by its name or by a folder it lies in. A glob
+/// that cannot be judged ([`glob_reach_outside`]) selects every file.
+pub fn glob_matches_path(glob: &str, relative: &str) -> bool {
+    let Ok(alternatives) = expand_braces(glob) else {
+        return true;
+    };
+    if glob.len() > MAX_GLOB_BYTES {
+        return true;
+    }
+    let relative = relative.to_lowercase();
+    alternatives.iter().any(|alternative| {
+        let lower = alternative.to_lowercase();
+        let tokens = tokenize(lower.trim_end_matches('/'));
+        let mut run = Run::empty(tokens.len());
+        run.at[0] = true;
+        close(&tokens, &mut run);
+        for c in relative.chars() {
+            if c == '/' && accepts(&tokens, &run) {
+                // A folder the file lies in is selected: so is the file.
+                return true;
+            }
+            run = step(&tokens, &run, c);
+            if !run.any() {
+                return false;
+            }
+        }
+        accepts(&tokens, &run)
+    })
 }
 
 /// The globs of a search's GLOB field: split at whitespace and at commas outside braces (Claude
@@ -588,5 +641,21 @@ mod tests {
         assert!(reaches("docs/**"));
         assert!(reaches("docs/*"));
         assert!(!reaches("docs/*.md"));
+    }
+
+    #[test]
+    fn globs_select_paths_as_ripgrep_does_at_any_depth() {
+        assert!(glob_matches_path("*.txt", "a.txt"));
+        assert!(glob_matches_path("*.txt", "src/deep/.env.txt"));
+        assert!(!glob_matches_path("*.txt", "src/.env"));
+        assert!(glob_matches_path("*.{rs,md}", "src/main.rs"));
+        assert!(!glob_matches_path("*.{rs,md}", "src/main.py"));
+        assert!(glob_matches_path("src/**", "src/a/b.py"));
+        assert!(glob_matches_path("docs", "docs/a/b.py"));
+        assert!(!glob_matches_path("docs/*.md", "docs/.env"));
+        assert!(glob_matches_path("*.TXT", "A.txt"));
+        assert!(glob_matches_path("{a,b", "anything"));
+        assert_eq!(glob_reach_outside("*.rs"), None);
+        assert!(glob_reach_outside("../*.rs").unwrap().contains("outside"));
     }
 }
