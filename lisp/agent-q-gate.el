@@ -70,11 +70,13 @@
 ;; A search (Claude's Grep and Glob, Gemini's grep_search and glob)
 ;; becomes one call of the private safe tool agent_search, whose guard
 ;; is the read guard on the folder (or file) searched, the agent's
-;; working directory being the workspace: a search inside it whose
-;; globs cannot reach a sensitive file runs unasked; a search outside
-;; it, of a sensitive file, or whose globs may reach one (the core
-;; decides: a glob such as **/*, *.env* or .e*, or no glob at all) is
-;; asked.
+;; working directory being the workspace: a search outside it or of a
+;; sensitive file is asked; a search of a folder inside it is decided
+;; by the core's walk of the files its globs select, bounded in
+;; entries and time: unasked when none is sensitive, asked when one
+;; is, and, when the walk was cut, asked when the globs may reach a
+;; sensitive name (the core decides: a glob such as **/*, *.env* or
+;; .e*, or no glob at all).
 ;;
 ;; The other tools (notebooks, unknown tools) are not decided
 ;; here: they are left to the agent (`agent-q-gate-other-tools').
@@ -92,6 +94,8 @@
 
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
+(declare-function agent-q--core-gate-walk-search "agent-q-core"
+                  (directory globs patterns decorations))
 (declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q-prompt-unasked-p "agent-q-prompt" (tool-name args context))
 (declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
@@ -196,15 +200,50 @@ var/), which the core's catalogue of sensitive names leaves out."
                             dir emacs)))
              (agent-q-guard--emacs-directories))))
 
+(defun agent-q-gate--walk-patterns ()
+  "Return the regexps of sensitive files for a search's walk.
+They are `agent-q-sensitive-file-patterns' and, for each of Emacs's
+private places (see `agent-q-sensitive-file-variables'), a regexp
+matching it and, for a directory, what lies under it."
+  (append agent-q-sensitive-file-patterns
+          (mapcar (lambda (place)
+                    (concat "\\`" (regexp-quote (car place)) (if (cdr place) "/" "\\'")))
+                  (agent-q-guard--private-places))))
+
+(defun agent-q-gate--walk-reason (directory glob)
+  "Why a search of DIRECTORY through the globs GLOB can read a sensitive file.
+nil when the core's walk of DIRECTORY found that none of the files
+GLOB selects (a string of globs separated by spaces; nil: every file)
+is sensitive (see `agent-q--core-gate-walk-search'); else words
+naming the file it can reach, or (:cut WHY) when the walk stopped
+before it checked everything.  The backup, auto-save and lock files
+the walk hands back are judged by `agent-q-guard-sensitive-match'."
+  (let ((walk (agent-q--core-gate-walk-search
+               directory (and (stringp glob) (split-string glob "[ \t\n]+" t))
+               (agent-q-gate--walk-patterns) (mapcar #'car agent-q-guard--decorations))))
+    (pcase walk
+      ((pred stringp) walk)
+      (`(cut . ,why) (list :cut why))
+      (_
+       (cl-some (lambda (file)
+                 (let ((match (agent-q-guard-sensitive-match file)))
+                   (and match
+                        (format "the search can reach %s (it stands for %s, sensitive by %s)"
+                                (file-relative-name file directory) (cdr match) (car match)))))
+                walk)))))
+
 (defun agent-q-gate--search-guard (args)
   "The guard of agent_search: why the search ARGS describe needs asking, or nil.
 Its path, a folder or a file, is judged by agent-q's read guard with
 the agent's working directory as the workspace: outside it, remote or
 sensitive, it is asked; so is a folder in or above
-`user-emacs-directory'.  Searching a folder (or a name that does not
-exist yet) is asked too when the core found that the search's globs
-may reach a sensitive file (ARGS' reach, from the core's
-`search_reach': a search with no glob reaches every file)."
+`user-emacs-directory'.  A folder is walked
+\=(`agent-q-gate--walk-reason'): the search is asked when a file its
+globs select is sensitive.  When the walk was cut (a large folder),
+the core's judgment of the globs alone decides: asked when they may
+reach a sensitive name (ARGS' reach, from the core's `search_reach':
+a search with no glob reaches every file), saying why.  A name that
+does not exist yet is asked when they may."
   (let* ((path (gethash "path" args))
          (reach (gethash "reach" args))
          (name (agent-q-builtins--guarded-name path))
@@ -216,9 +255,17 @@ may reach a sensitive file (ARGS' reach, from the core's
          (directory-p (or (agent-q-builtins--guard-reason (file-name-as-directory name))
                           (agent-q-gate--emacs-directory-reason name)))
          (t (agent-q-guard-file-verdict name)))
-        (and (or directory-p (and local (not (file-exists-p name))))
-             (stringp reach) (not (string-empty-p reach))
-             (format "the search of %s may read sensitive files: %s" path reach)))))
+        (let ((reach (and (stringp reach) (not (string-empty-p reach)) reach)))
+          (cond
+           (directory-p
+            (pcase (agent-q-gate--walk-reason name (gethash "glob" args))
+              ('nil nil)
+              (`(:cut ,why)
+               (and reach (format "the search of %s may read sensitive files: %s; %s"
+                                  path reach why)))
+              (found (format "%s (searching %s)" found path))))
+           ((and reach local (not (file-exists-p name)))
+            (format "the search of %s may read sensitive files: %s" path reach)))))))
 
 (defun agent-q-gate--registry ()
   "The gate's registry, made on first use."

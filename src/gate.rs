@@ -1,13 +1,19 @@
 //! `agent-q--core-gate-*`: the text an agent's own edit would leave, for the gate's review
-//! (lisp/agent-q-gate-edit.el), from [`agent_q_core::gate`]. Errors signal `agent-q-error`
+//! (lisp/agent-q-gate-edit.el), and the walk judging what a search can read
+//! (lisp/agent-q-gate.el), from [`agent_q_core::gate`]. Errors signal `agent-q-error`
 //! with the core's message, which the gate gives the model.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use emacs::{defun, Env, IntoLisp, Result, Value};
 use serde_json::{Map, Value as Json};
 
 use super::args::{self, MAX_NAME_BYTES, MAX_TEXT_BYTES};
 use super::errors::{self, Kind};
-use agent_q_core::gate::{self, Agent, ToolKind};
+use super::ide::string_items;
+use agent_q_core::gate::{self, Agent, SensitivePatterns, ToolKind, WalkLimits, WalkVerdict, WALK_BUDGET};
 
 /// The text FILE-INDEX's file would have after AGENT's call of TOOL with INPUT, CURRENT being
 /// its text now.
@@ -83,4 +89,80 @@ fn gate_patch_section<'e>(
         return errors::signal(env, Kind::Generic, "PATH has a newline");
     }
     gate::patch_section(&path, &old, &new, new_file.is_not_nil()).into_lisp(env)
+}
+
+/// The sensitive patterns last compiled, by the patterns and decorations they came from.
+type CompiledPatterns = (Vec<String>, Vec<String>, Arc<SensitivePatterns>);
+
+fn compiled_patterns() -> &'static Mutex<Option<CompiledPatterns>> {
+    static COMPILED: OnceLock<Mutex<Option<CompiledPatterns>>> = OnceLock::new();
+    COMPILED.get_or_init(|| Mutex::new(None))
+}
+
+/// PATTERNS and DECORATIONS compiled, reused while they stay the same.
+fn sensitive_patterns(
+    patterns: Vec<String>,
+    decorations: Vec<String>,
+) -> std::result::Result<Arc<SensitivePatterns>, String> {
+    // No call into Emacs while the lock is held.
+    let mut cache = compiled_patterns()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((p, d, compiled)) = cache.as_ref() {
+        if *p == patterns && *d == decorations {
+            return Ok(compiled.clone());
+        }
+    }
+    let compiled = Arc::new(SensitivePatterns::with_decorations(&patterns, &decorations)?);
+    *cache = Some((patterns, decorations, compiled.clone()));
+    Ok(compiled)
+}
+
+/// Whether a search of the folder DIRECTORY through GLOBS can read a sensitive file.
+///
+/// GLOBS (a list of strings; nil: every file) choose the files searched, at any depth, as
+/// Claude's Grep and Glob and Gemini's grep_search and glob do.  The folder is walked without
+/// following links and without `.git', bounded in entries and time (so that Emacs waits at most
+/// some 60 ms); every file the globs select is matched, ignoring case, by its absolute name
+/// against PATTERNS (Emacs regexps, as `agent-q-sensitive-file-patterns').  A link that leads
+/// outside the folder or to a sensitive file counts as one.  Return a string saying which
+/// file reaches; (cut . WHY) when the walk stopped before it had checked everything, WHY
+/// saying why (too many entries, out of time, a glob naming files outside the folder); else
+/// the list of the selected files (absolute names, at most 64) whose base names DECORATIONS
+/// (Emacs regexps, as `agent-q-guard--decorations') match or that hold a ! or :, which may
+/// stand for another file; else nil.  Signal `agent-q-error' for a pattern that cannot be
+/// compiled.
+#[defun]
+fn gate_walk_search<'e>(
+    env: &'e Env,
+    directory: Value<'e>,
+    globs: Value<'e>,
+    patterns: Value<'e>,
+    decorations: Value<'e>,
+) -> Result<Value<'e>> {
+    let directory = args::string(env, directory, "DIRECTORY", MAX_NAME_BYTES)?;
+    let globs = string_items(env, globs, "GLOBS")?;
+    let patterns = string_items(env, patterns, "PATTERNS")?;
+    let decorations = string_items(env, decorations, "DECORATIONS")?;
+    let start = Instant::now();
+    let sensitive = match sensitive_patterns(patterns, decorations) {
+        Ok(sensitive) => sensitive,
+        Err(e) => return errors::signal(env, Kind::Generic, e),
+    };
+    let limits = WalkLimits {
+        budget: WALK_BUDGET.saturating_sub(start.elapsed()),
+        ..WalkLimits::default()
+    };
+    match gate::walk_search(Path::new(&directory), &globs, &sensitive, limits) {
+        WalkVerdict::Clear => env.intern("nil"),
+        WalkVerdict::Decorated(files) => {
+            let mut list = env.intern("nil")?;
+            for file in files.iter().rev() {
+                list = env.cons(file.as_str().into_lisp(env)?, list)?;
+            }
+            Ok(list)
+        }
+        WalkVerdict::Cut(why) => env.cons(env.intern("cut")?, why.into_lisp(env)?),
+        verdict => verdict.reason().unwrap_or_default().into_lisp(env),
+    }
 }

@@ -348,11 +348,11 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
           (agent-q-gate-test--grep 3 work "a.txt" nil "it searches every file")
           (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
           (should-not agent-q-gate-test--asked)
-          ;; A folder with a glob that may reach a sensitive file: asked, saying why.
+          ;; A folder with a glob that selects a sensitive file: asked, naming it.
           (agent-q-gate-test--grep 4 work nil '(".e*") reach)
           (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
           (should (equal (nth 0 (car agent-q-gate-test--asked)) "agent_search"))
-          (should (string-match-p (regexp-quote reach)
+          (should (string-match-p "can reach \\.env (sensitive by"
                                   (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
           ;; A sensitive file or folder named, a folder outside: asked.
           (agent-q-gate-test--grep 5 work ".env" nil nil)
@@ -370,6 +370,50 @@ INPUT is the tool input (default (:command COMMAND :description \"d\"))."
           (should (= (length agent-q-gate-test--asked) 4)))
       (delete-directory work t)
       (delete-directory outside t))))
+
+(ert-deftest agent-q-gate-test-search-walk ()
+  "A search whose globs may reach a sensitive name walks its folder.
+It runs unasked when no file it selects is sensitive; it is asked,
+naming the file, when one is (a .env deep down, an auto-save file of
+one that the read guard reads back), and when its glob selects one."
+  (let* ((work (file-name-as-directory (make-temp-file "agent-q-gate-work" t)))
+         (every "it searches every file under its folder, .env and other sensitive files included")
+         (txt nil))
+    (unwind-protect
+        (agent-q-gate-test--with-gate #'agent-q-gate-test--deny-all
+          (agent-q-agents-test--write (expand-file-name "a.txt" work) "a\n")
+          (agent-q-agents-test--write (expand-file-name "src/deep/b.py" work) "b\n")
+          ;; Ordinary files only: a search with no glob runs unasked.
+          (agent-q-gate-test--grep 1 work nil nil every)
+          (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+          (should-not agent-q-gate-test--asked)
+          ;; A .env deep down: asked, naming it.
+          (agent-q-agents-test--write (expand-file-name "src/deep/.env" work) "SECRET=1\n")
+          (agent-q-gate-test--grep 2 work nil nil every)
+          (should (eq (car (agent-q-gate-test--answer 2)) 'deny))
+          (should (string-match-p "can reach src/deep/\\.env (sensitive by"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          ;; A glob that does not select it, in a folder without it: unasked.
+          (agent-q-gate-test--grep 3 work nil '("*.txt") txt)
+          (should (equal (agent-q-gate-test--answer 3) '(allow nil)))
+          (agent-q-gate-test--grep 4 work "src" '("*.py") nil)
+          (should (equal (agent-q-gate-test--answer 4) '(allow nil)))
+          (should (= (length agent-q-gate-test--asked) 1))
+          ;; An auto-save file of a .env: the read guard reads it back.
+          (delete-file (expand-file-name "src/deep/.env" work))
+          (agent-q-agents-test--write (expand-file-name "src/#.env#" work) "SECRET=1\n")
+          (agent-q-gate-test--grep 5 work nil nil every)
+          (should (eq (car (agent-q-gate-test--answer 5)) 'deny))
+          (should (string-match-p "can reach src/#\\.env# (it stands for .*/src/\\.env"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          ;; A glob that selects a sensitive file: asked.
+          (agent-q-agents-test--write (expand-file-name ".env.txt" work) "SECRET=1\n")
+          (agent-q-gate-test--grep 6 work nil '("*.txt") txt)
+          (should (eq (car (agent-q-gate-test--answer 6)) 'deny))
+          (should (string-match-p "can reach \\.env\\.txt"
+                                  (plist-get (nth 2 (car agent-q-gate-test--asked)) :reason)))
+          (should (= (length agent-q-gate-test--asked) 3)))
+      (delete-directory work t))))
 
 (ert-deftest agent-q-gate-test-fetches ()
   "Fetches are decided by the :domain rules, else asked."
@@ -998,8 +1042,10 @@ unasked, so it never reaches the network."
     (unwind-protect
         (progn
           (make-directory (expand-file-name "tmp" home) t)
-          (agent-q-agents-test--write (expand-file-name "notes.txt" work) (concat marker "\n"))
-          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET_TOKEN=hunter2\n")
+          (agent-q-agents-test--write (expand-file-name "src/notes.txt" work) (concat marker "\n"))
+          (agent-q-agents-test--write (expand-file-name "src/deep/main.py" work) "SECRET = None\n")
+          (agent-q-agents-test--write (expand-file-name "conf/deep/.env" work)
+                                      "SECRET_TOKEN=hunter2\n")
           (agent-q-gate-mode 1)
           (agent-q-mcp-start)
           (setq model (agent-q-agents-test--start-model
@@ -1063,13 +1109,14 @@ Its policy allows them, so that Emacs is the only prompt."
 
 (defun agent-q-gate-test--search (agent)
   "Run AGENT under -p; its own searches go through its hook to Emacs.
-A search of its directory whose glob chooses ordinary files runs
-unasked; one that can reach a sensitive file is asked (denied here),
-and the model gets no secret: for Claude, a Grep at ~/.authinfo
-\(outside its directory) and a Glob *.env*; for Gemini (which refuses
-paths outside its workspace itself), a grep_search with
-include_pattern .env.  The hooks and Gemini's policy are the connect
-command's."
+A plain search (no glob) of a folder of ordinary files runs unasked:
+agent-q walks the folder and finds nothing sensitive.  One that can
+reach a sensitive file is asked (denied here), and the model gets no
+secret: the same plain search of the folder that holds a .env (the
+walk finds it); for Claude, a Grep at ~/.authinfo (outside its
+directory) and a Glob *.env*; for Gemini (which refuses paths outside
+its workspace itself), a grep_search with include_pattern .env.  The
+hooks and Gemini's policy are the connect command's."
   (let* ((dir (file-name-as-directory (make-temp-file "agent-q-gate-agent" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
@@ -1088,8 +1135,10 @@ command's."
     (unwind-protect
         (progn
           (make-directory (expand-file-name "tmp" home) t)
-          (agent-q-agents-test--write (expand-file-name "notes.txt" work) (concat marker "\n"))
-          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET_TOKEN=hunter2\n")
+          (agent-q-agents-test--write (expand-file-name "src/notes.txt" work) (concat marker "\n"))
+          (agent-q-agents-test--write (expand-file-name "src/deep/main.py" work) "SECRET = None\n")
+          (agent-q-agents-test--write (expand-file-name "conf/deep/.env" work)
+                                      "SECRET_TOKEN=hunter2\n")
           (agent-q-agents-test--write
            authinfo "machine example.com login me password SECRET_hunter3\n")
           (agent-q-gate-mode 1)
@@ -1098,41 +1147,54 @@ command's."
                        dir (agent-q-agents-test--prop agent :dialect)
                        (if (eq agent 'claude)
                            `(((tool . "Grep")
-                              (arguments (pattern . "findable") (path . ,work)
-                                         (glob . "*.txt") (output_mode . "content")))
+                              (arguments (pattern . "findable") (path . ,(expand-file-name "src" work))
+                                         (output_mode . "content")))
                              ((tool . "Grep")
                               (arguments (pattern . "SECRET") (path . ,authinfo)
                                          (output_mode . "content")))
                              ((tool . "Glob") (arguments (pattern . "*.env*")))
+                             ((tool . "Grep")
+                              (arguments (pattern . "SECRET") (path . ,(directory-file-name work))
+                                         (output_mode . "content")))
                              ((text . "Done.")))
                          `(((tool . "grep_search")
-                            (arguments (pattern . "findable") (include_pattern . "*.txt")))
+                            (arguments (pattern . "findable") (dir_path . "src")))
                            ((tool . "grep_search")
                             (arguments (pattern . "SECRET") (include_pattern . ".env")))
+                           ((tool . "grep_search") (arguments (pattern . "SECRET")))
                            ((text . "Done."))))))
           (pcase-let* ((claude (eq agent 'claude))
                        (`(,steps . ,why)
-                        (agent-q-gate-test--run agent home dir work model (if claude 4 3))))
+                        (agent-q-gate-test--run agent home dir work model (if claude 5 4))))
             (let* ((results (alist-get 'results (car (last steps))))
                    (ordinary (nth 0 results))
-                   (secret (nth 1 results)))
+                   (secret (nth 1 results))
+                   (plain (car (last results)))
+                   (asked (reverse agent-q-gate-test--asked)))
               (ert-info (why)
-                ;; The ordinary search: run unasked, its match reaches the model.
+                ;; The plain search of ordinary files: walked, run unasked, its
+                ;; match reaches the model.
                 (should (string-match-p (regexp-quote marker) (alist-get 'text ordinary)))
-                ;; The sensitive one: asked, denied; the model is told, without the secret.
+                ;; The sensitive ones: asked, denied; the model is told, without the secret.
                 (should (string-match-p "denied" (alist-get 'text secret)))
+                (should (string-match-p "denied" (alist-get 'text plain)))
                 (dolist (result results)
                   (should-not (string-match-p "hunter[23]" (alist-get 'text result))))
                 (when claude
                   (should (string-match-p "denied" (alist-get 'text (nth 2 results))))
                   (should-not (string-match-p "\\.env" (alist-get 'text (nth 2 results)))))
                 (should (equal (mapcar (lambda (a) (list (nth 0 a) (plist-get (nth 1 a) :path)))
-                                       (reverse agent-q-gate-test--asked))
+                                       asked)
                                (append
                                 (list (list "agent_search" (if claude authinfo
                                                              (directory-file-name work))))
                                 (and claude
-                                     (list (list "agent_search" (directory-file-name work)))))))
+                                     (list (list "agent_search" (directory-file-name work))))
+                                (list (list "agent_search" (directory-file-name work))))))
+                ;; The plain search of the folder with the .env: asked because the
+                ;; walk found it, saying so.
+                (should (string-match-p "can reach conf/deep/\\.env"
+                                        (plist-get (nth 2 (car (last asked))) :reason)))
                 (should (equal (mapcar (lambda (r) (list (alist-get 'tool r)
                                                          (alist-get 'decision r)))
                                        (cl-remove-if-not
@@ -1140,7 +1202,8 @@ command's."
                                                             '("result" "denied")))
                                         (agent-q-agents-test--json-lines agent-q-audit-file)))
                                (append '(("agent_search" "auto") ("agent_search" "denied"))
-                                       (and claude '(("agent_search" "denied"))))))))))
+                                       (and claude '(("agent_search" "denied")))
+                                       '(("agent_search" "denied")))))))))
       (agent-q-gate-test--clean-up model dir))))
 
 (ert-deftest agent-q-gate-test-claude-search ()

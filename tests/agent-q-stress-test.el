@@ -411,6 +411,9 @@ Every core function the module defines must be here (see the test
        . ,(lambda () (list "claude" "Edit" "{\"file_path\":\"/tmp/f\",\"old_string\":\"b\",\"new_string\":\"B\"}"
                            "a\nb\n" nil)))
       (agent-q--core-gate-patch-section . ,(lambda () (list "f.txt" "a\n" "b\n" nil)))
+      (agent-q--core-gate-walk-search
+       . ,(lambda () (list temporary-file-directory (list "*.agent-q-stress-none")
+                           (list "/\\.env\\'") nil)))
       (agent-q--core-execute . ,(lambda () (let ((args (agent-q-stress--call-args call)))
                                               (setf (nth 1 args) (list call))
                                               args)))

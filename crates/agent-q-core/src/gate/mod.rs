@@ -53,7 +53,7 @@ pub use search::{
     glob_matches_path, glob_reach, glob_reach_outside, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES,
     SENSITIVE_NAMES,
 };
-pub use walk::{walk_search, SensitivePatterns, WalkLimits, WalkVerdict, WALK_BUDGET, WALK_MAX_ENTRIES};
+pub use walk::{walk_search, SensitivePatterns, WalkLimits, WalkVerdict, MAX_DECORATED, WALK_BUDGET, WALK_MAX_ENTRIES};
 
 /// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an
 /// agent sends; the MCP server accepts requests up to [`crate::mcp::MAX_REQUEST_BODY_BYTES`].

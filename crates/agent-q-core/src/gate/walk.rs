@@ -56,46 +56,100 @@ pub enum WalkVerdict {
     },
     /// The walk stopped before it checked everything.
     Cut(String),
+    /// No file matches a pattern, but these selected files (absolute names, at most
+    /// [`MAX_DECORATED`]) may stand for others: the read guard judges them.
+    Decorated(Vec<String>),
 }
 
 impl WalkVerdict {
     /// Why the search needs asking, or `None` when it does not.
     pub fn reason(&self) -> Option<String> {
         match self {
-            WalkVerdict::Clear => None,
+            WalkVerdict::Clear | WalkVerdict::Decorated(_) => None,
             WalkVerdict::Reaches { file, why } => Some(format!("the search can reach {file} ({why})")),
             WalkVerdict::Cut(why) => Some(why.clone()),
         }
     }
 }
 
-/// The read guard's sensitive patterns, compiled once.
+/// The most decorated files (backup, auto-save, lock, archive names) a walk hands back for
+/// the read guard to judge; a walk that finds more is cut.
+pub const MAX_DECORATED: usize = 64;
+
+/// The read guard's sensitive patterns, compiled once, with the decorations (backup,
+/// auto-save, lock and swap names) that make a file stand for another.
 #[derive(Debug)]
 pub struct SensitivePatterns {
     regexes: Vec<(String, Regex)>,
+    /// One regexp matching what any of REGEXES matches (a fast first test).
+    any: Option<Regex>,
+    /// One regexp matching a base name any decoration matches.
+    decorated: Option<Regex>,
+}
+
+/// PATTERNS, Emacs regexps, compiled ignoring case: each alone, and all in one.
+type Compiled = (Vec<(String, Regex)>, Option<Regex>);
+
+fn compile_all(patterns: &[String]) -> Result<Compiled, String> {
+    let mut regexes = Vec::with_capacity(patterns.len());
+    let mut translated = Vec::with_capacity(patterns.len());
+    for pattern in patterns {
+        let translation = translate(pattern).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+        let regex = build(&translation.pattern).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+        translated.push(format!("(?:{})", translation.pattern));
+        regexes.push((pattern.clone(), regex));
+    }
+    let any = if translated.is_empty() {
+        None
+    } else {
+        Some(build(&translated.join("|")).map_err(|e| format!("the patterns together: {e}"))?)
+    };
+    Ok((regexes, any))
+}
+
+/// PATTERN, in the `regex` crate's syntax, compiled ignoring case.
+fn build(pattern: &str) -> Result<Regex, String> {
+    Regex::builder()
+        .syntax(syntax::Config::new().case_insensitive(true))
+        .build(pattern)
+        .map_err(|e| e.to_string())
 }
 
 impl SensitivePatterns {
     /// Compile PATTERNS, Emacs regexps; one that cannot be compiled is an error naming it.
     pub fn new(patterns: &[String]) -> Result<Self, String> {
-        let mut regexes = Vec::with_capacity(patterns.len());
-        for pattern in patterns {
-            let translation = translate(pattern).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
-            let regex = Regex::builder()
-                .syntax(syntax::Config::new().case_insensitive(true))
-                .build(&translation.pattern)
-                .map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
-            regexes.push((pattern.clone(), regex));
-        }
-        Ok(SensitivePatterns { regexes })
+        Self::with_decorations(patterns, &[])
+    }
+
+    /// Compile PATTERNS and DECORATIONS, Emacs regexps over a file's base name that make it
+    /// stand for another file (`agent-q-guard--decorations`: `#.env#` stands for `.env`).
+    pub fn with_decorations(patterns: &[String], decorations: &[String]) -> Result<Self, String> {
+        let (regexes, any) = compile_all(patterns)?;
+        let (_, decorated) = compile_all(decorations)?;
+        Ok(SensitivePatterns {
+            regexes,
+            any,
+            decorated,
+        })
     }
 
     /// The first pattern matching NAME (an absolute file name), if any.
     pub fn matching(&self, name: &str) -> Option<&str> {
+        if !self.any.as_ref()?.is_match(name) {
+            return None;
+        }
         self.regexes
             .iter()
             .find(|(_, regex)| regex.is_match(name))
             .map(|(pattern, _)| pattern.as_str())
+    }
+
+    /// Whether the file RELATIVE (to the searched folder) may stand for another file, which
+    /// the read guard judges: its base name has a decoration, or the name has a `!` or `:`
+    /// (a backup directory's or an archive member's name).
+    pub fn decorated(&self, relative: &str) -> bool {
+        let base = relative.rsplit('/').next().unwrap_or(relative);
+        relative.contains(['!', ':']) || self.decorated.as_ref().is_some_and(|regex| regex.is_match(base))
     }
 }
 
@@ -116,6 +170,7 @@ pub fn walk_search(folder: &Path, globs: &[String], sensitive: &SensitivePattern
     };
     let start = Instant::now();
     let mut entries = 0usize;
+    let mut decorated = Vec::new();
     // Folders still to read, relative to ROOT ("" for ROOT itself).
     let mut pending: Vec<String> = vec![String::new()];
     while let Some(relative_dir) = pending.pop() {
@@ -173,9 +228,21 @@ pub fn walk_search(folder: &Path, globs: &[String], sensitive: &SensitivePattern
                     return WalkVerdict::Reaches { file: relative, why };
                 }
             }
+            if sensitive.decorated(&relative) {
+                if decorated.len() == MAX_DECORATED {
+                    return WalkVerdict::Cut(format!(
+                        "the folder has more than {MAX_DECORATED} backup, auto-save or lock files: not all checked"
+                    ));
+                }
+                decorated.push(absolute.into_owned());
+            }
         }
     }
-    WalkVerdict::Clear
+    if decorated.is_empty() {
+        WalkVerdict::Clear
+    } else {
+        WalkVerdict::Decorated(decorated)
+    }
 }
 
 /// Why the symbolic link LINK inside ROOT counts as reachable, or `None` when it leads to an
@@ -327,5 +394,49 @@ mod tests {
     #[test]
     fn a_bad_pattern_is_an_error() {
         assert!(SensitivePatterns::new(&["\\(".into()]).is_err());
+        assert!(SensitivePatterns::with_decorations(&[], &["\\(".into()]).is_err());
+    }
+
+    /// The read guard's decorations (`agent-q-guard--decorations`), in part.
+    fn decorated() -> SensitivePatterns {
+        let patterns = ["/\\.env\\(?:rc\\)?\\(?:\\.[^/]*\\)?\\'".to_string()];
+        let decorations = ["\\`\\(.+\\)~\\'".to_string(), "\\`#\\(.+\\)#\\'".to_string()];
+        SensitivePatterns::with_decorations(&patterns, &decorations).unwrap()
+    }
+
+    #[test]
+    fn decorated_names_are_handed_back_for_the_guard() {
+        let sensitive = decorated();
+        assert!(sensitive.decorated("src/#.env#"));
+        assert!(sensitive.decorated("notes.txt~"));
+        assert!(sensitive.decorated("keys.tar!.ssh!id_rsa"));
+        assert!(!sensitive.decorated("src/main.rs"));
+        let dir = folder("decorated");
+        assert_eq!(
+            walk_search(&dir, &[], &sensitive, WalkLimits::default()),
+            WalkVerdict::Clear
+        );
+        fs::write(dir.join("src/#.env#"), "SECRET=1").unwrap();
+        let verdict = walk_search(&dir, &[], &sensitive, WalkLimits::default());
+        let expected = dir.canonicalize().unwrap().join("src/#.env#");
+        assert_eq!(
+            verdict,
+            WalkVerdict::Decorated(vec![expected.to_string_lossy().into_owned()])
+        );
+        assert_eq!(verdict.reason(), None);
+        // A glob that does not select it leaves it out.
+        assert_eq!(
+            walk_search(&dir, &["*.rs".into()], &sensitive, WalkLimits::default()),
+            WalkVerdict::Clear
+        );
+        for i in 0..=MAX_DECORATED {
+            fs::write(dir.join(format!("f{i}.txt~")), "x").unwrap();
+        }
+        let verdict = walk_search(&dir, &[], &sensitive, WalkLimits::default());
+        assert!(
+            verdict.reason().unwrap().contains("backup, auto-save or lock files"),
+            "{verdict:?}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 }
