@@ -208,13 +208,19 @@ allow rule approved it unreviewed (`agent-q-call-context' has
 `agent-q-trust-agent': applied unreviewed and journalled), or the
 review is its approval.  The outcome goes
 to `agent-q-gate-edit--outcomes' (the text the user accepted, or
-`rejected'); the agent writes the file."
+`rejected'); the agent writes the file.  An edit agent-q found
+malformed (its :invalid, see `agent-q-ide--open-diff') fails, saying
+why."
   (let* ((id (plist-get agent-q-call-context :id))
          (edit (gethash id agent-q-gate-edit--proposals))
          (file (gethash "path" args)))
     (remhash id agent-q-gate-edit--proposals)
-    (if (not (and edit (stringp file)))
-        (funcall callback "agent-q no longer knows this edit; nothing was written." :failure)
+    (cond
+     ((not (and edit (stringp file)))
+      (funcall callback "agent-q no longer knows this edit; nothing was written." :failure))
+     ((plist-get edit :invalid)
+      (funcall callback (concat (plist-get edit :invalid) "; nothing was written.") :failure))
+     (t
       (let* ((label (plist-get edit :label))
              (proposal (plist-get edit :proposal))
              (protected (plist-get agent-q-call-context :reason)))
@@ -270,7 +276,7 @@ to `agent-q-gate-edit--outcomes' (the text the user accepted, or
                 (puthash id review agent-q-gate-edit--open)
                 (agent-q-when-cancelled (lambda ()
                                           (remhash id agent-q-gate-edit--open)
-                                          (agent-q-review-close review))))))))))))
+                                          (agent-q-review-close review)))))))))))))
 
 (defun agent-q-gate-edit-register (registry)
   "Register the tool agent_edit in REGISTRY, the gate's private one.

@@ -450,19 +450,6 @@ MCP client of agent-q's tool server."
 
 ;;;; Reviews of the agents' edits
 
-(defun agent-q-ide--audit (event id label path decision &rest more)
-  "Audit EVENT of the review ID of LABEL's edit of PATH, decided by DECISION.
-MORE are further (KEY . VALUE) fields of the record.  The record has
-the fields of the executor's (see `agent-q-audit-file'); the tool is
-\"ide_open_diff\"."
-  (agent-q--audit
-   (json-encode `((time . ,(format-time-string "%FT%T.%3NZ" nil t))
-                  (event . ,event) (id . ,id) (client . ,label)
-                  (tool . "ide_open_diff") (decision . ,decision)
-                  ,@more
-                  (arguments (path . ,path))))
-   (agent-q--visible (format "%s ide_open_diff %s %s (from %s)" event decision path label))))
-
 (defconst agent-q-ide--max-file-bytes (* 16 1024 1024)
   "The largest file whose edit is reviewed; a larger one's edit is rejected.")
 
@@ -487,43 +474,57 @@ that is not protected accepts it unreviewed, otherwise the per-hunk
 review is its approval; the pending list, the mode line and the audit
 count it, and the agent closing the diff withdraws it.  An edit the
 gate has just reviewed to exactly this text is not shown again
-\(`agent-q-gate-edit-take-reviewed')."
+\(`agent-q-gate-edit-take-reviewed').  A malformed one (no absolute
+local file, no text) is such a call too, which fails saying why."
   (let* ((key (plist-get event :key))
          (path (plist-get event :path))
          (content (plist-get event :content))
          (label (agent-q-ide--label event))
          (id (format "ide-%s-%s" agent-q-ide--run key))
-         (file (and (stringp path) (file-name-absolute-p path) (expand-file-name path))))
-    (if (not (and file (stringp content) (not (file-remote-p file))))
-        (progn
-          (agent-q--core-ide-answer key (list :rejected "Emacs reviews only edits of local files named by an absolute path"))
-          (agent-q-ide--audit "denied" id label (format "%s" path) "none"
-                              '(success . :json-false)
-                              '(content . "not a local absolute file name")))
-      (let ((entry (list :key key :agent (plist-get event :agent) :path file
-                         :tab (plist-get event :tab) :label label :id id
-                         :content content :window (selected-window)))
-            (client (or (plist-get event :client) "")))
-        (puthash id (list :current (agent-q-ide--file-text file) :proposal content
+         (problem (agent-q-ide--open-diff-problem path content))
+         (file (if problem (format "%s" (or path "")) (expand-file-name path))))
+    (let ((entry (list :key key :agent (plist-get event :agent) :path file
+                       :tab (plist-get event :tab) :label label :id id
+                       :content content :window (selected-window)))
+          (client (or (plist-get event :client) "")))
+      (puthash id (if problem
+                      ;; Still one call of the executor: it fails, saying why.
+                      (list :invalid problem :label label :mcp-client client)
+                    (list :current (agent-q-ide--file-text file) :proposal content
                           :label label :mcp-client client
                           :reviewed (agent-q-gate-edit-take-reviewed file content)
                           :description
                           (format "%s proposes this edit; it writes the accepted hunks itself (C-c C-c answers, C-c C-k rejects all)."
-                                  label))
-                 agent-q-gate-edit--proposals)
-        (push entry agent-q-ide--reviews)
-        (agent-q--execute-async
-         (list (list :id id :name agent-q-gate-edit-tool :arguments (list :path file)))
-         (lambda (results) (agent-q-ide--decided entry (car results)))
-         (agent-q-gate--registry)
-         :client (list :client label :mcp-client client :channel "ide")
-         :confirm '(:dangerous)
-         :audit-all t)
-        ;; The review is open now, unless the call was decided at once or
-        ;; is asked first (see `agent-q-gate-edit-open-review').
-        (when-let ((review (and (memq entry agent-q-ide--reviews)
-                                (agent-q-gate-edit-open-review id))))
-          (plist-put entry :review review))))))
+                                  label)))
+               agent-q-gate-edit--proposals)
+      (push entry agent-q-ide--reviews)
+      (agent-q--execute-async
+       (list (list :id id :name agent-q-gate-edit-tool :arguments (list :path file)))
+       (lambda (results) (agent-q-ide--decided entry (car results)))
+       (agent-q-gate--registry)
+       :client (list :client label :mcp-client client :channel "ide")
+       :confirm '(:dangerous)
+       :audit-all t)
+      ;; The review is open now, unless the call was decided at once or
+      ;; is asked first (see `agent-q-gate-edit-open-review').
+      (when-let ((review (and (memq entry agent-q-ide--reviews)
+                              (agent-q-gate-edit-open-review id))))
+        (plist-put entry :review review)))))
+
+(defun agent-q-ide--open-diff-problem (path content)
+  "Why an openDiff of PATH to CONTENT cannot be reviewed, or nil.
+Emacs reviews only edits of local files named by an absolute path,
+with the new text as a string."
+  (let ((why "Emacs reviews only edits of local files named by an absolute path"))
+    (cond
+     ((not (and (stringp path) (not (string-empty-p path))))
+      (format "%s: the openDiff names no file" why))
+     ((not (file-name-absolute-p path))
+      (format "%s: %s is not absolute" why path))
+     ((file-remote-p path)
+      (format "%s: %s is remote" why path))
+     ((not (stringp content))
+      (format "%s: the openDiff of %s has no new text" why path)))))
 
 (defun agent-q-ide--decided (entry result)
   "Answer the agent of ENTRY: the executor ended its call with RESULT.

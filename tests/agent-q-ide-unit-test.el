@@ -622,6 +622,48 @@ The mode is off after BODY."
         (should (equal (alist-get 'withdrawn (car (last (funcall records))))
                        "the agent withdrew the request"))))))
 
+(ert-deftest agent-q-ide-unit-test-malformed-open-diff ()
+  "A malformed openDiff is one executor call too: it fails, saying why, audited once."
+  (agent-q-ide-unit-test--with-mode dir
+    (let* ((audit (concat dir "audit.jsonl"))
+           (agent-q-audit-file audit)
+           (agent-q-approval-rules nil)
+           (answers nil)
+           (records (lambda ()
+                      (mapcar (lambda (line) (json-parse-string line :object-type 'alist))
+                              (split-string (agent-q-ide-unit-test--text audit) "\n" t)))))
+      (agent-q-ide-mode 1)
+      (cl-letf (((symbol-function 'agent-q--core-ide-answer)
+                 (lambda (key plist) (push (cons key plist) answers))))
+        (pcase-dolist (`(,key ,path ,content ,problem)
+                       `((920001 "work/relative.txt" "x\n" "work/relative\\.txt is not absolute")
+                         (920002 nil "x\n" "the openDiff names no file")
+                         (920003 "/ssh:host:/etc/motd" "x\n" "/ssh:host:/etc/motd is remote")
+                         (920004 ,(concat dir "a.txt") nil "has no new text")))
+          (agent-q-ide--open-diff (list :type 'open-diff :key key :agent "claude"
+                                        :client "claude-code" :path path :content content))
+          (let ((deadline (+ (float-time) 10)))
+            (while (and (not (assoc key answers)) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          ;; Rejected to the agent, naming the problem; nothing shown or pending.
+          (let ((answer (cdr (assoc key answers))))
+            (should (eq (car answer) :rejected))
+            (should (string-match-p (concat "absolute path: .*" problem) (cadr answer))))
+          (should-not (agent-q-review-open-reviews))
+          (should-not agent-q--pending)
+          (should-not agent-q-ide--reviews)
+          ;; The executor's records of one call (run, then its result):
+          ;; agent_edit failed, saying why.
+          (let ((mine (cl-remove-if-not
+                       (lambda (r) (string-suffix-p (format "-%d" key) (alist-get 'id r)))
+                       (funcall records))))
+            (should (equal (mapcar (lambda (r) (alist-get 'event r)) mine) '("run" "result")))
+            (let ((result (cadr mine)))
+              (should (equal (alist-get 'tool result) "agent_edit"))
+              (should (equal (alist-get 'status result) "failure"))
+              (should (equal (alist-get 'client result) "Claude Code claude-code (IDE)"))
+              (should (string-match-p problem (alist-get 'content result))))))))))
+
 ;;;; Reviews the agent closes
 
 (ert-deftest agent-q-ide-unit-test-agent-closes-reviews ()
