@@ -1042,10 +1042,8 @@ unasked, so it never reaches the network."
     (unwind-protect
         (progn
           (make-directory (expand-file-name "tmp" home) t)
-          (agent-q-agents-test--write (expand-file-name "src/notes.txt" work) (concat marker "\n"))
-          (agent-q-agents-test--write (expand-file-name "src/deep/main.py" work) "SECRET = None\n")
-          (agent-q-agents-test--write (expand-file-name "conf/deep/.env" work)
-                                      "SECRET_TOKEN=hunter2\n")
+          (agent-q-agents-test--write (expand-file-name "notes.txt" work) (concat marker "\n"))
+          (agent-q-agents-test--write (expand-file-name ".env" work) "SECRET_TOKEN=hunter2\n")
           (agent-q-gate-mode 1)
           (agent-q-mcp-start)
           (setq model (agent-q-agents-test--start-model
