@@ -323,7 +323,10 @@ Gemini reads every *.toml in ~/.gemini/policies (its user tier), unless
 it is started with --policy, which replaces that directory.")
 
 (defconst agent-q-connect--status-message "Waiting for Emacs (agent-q)..."
-  "What the agent's terminal shows while a call waits for Emacs.")
+  "What the agent's terminal shows while a call waits for Emacs.
+Codex CLI shows it after \"Working\", Gemini CLI as the name of the
+running hook; Claude Code shows a PreToolUse hook's statusMessage only
+in its transcript view.")
 
 (defcustom agent-q-gate-when-emacs-away 'ask
   "What an agent's hook does when no Emacs gate can be asked.
@@ -388,13 +391,17 @@ and patch tools are named."
                  (hooks . [((type . "command") (command . ,command)
                             (timeout . ,(agent-q-connect--hook-timeout))
                             (statusMessage . ,agent-q-connect--status-message))])))
-      ;; Gemini's timeout is in milliseconds.
+      ;; Gemini's timeout is in milliseconds; it shows a running hook's
+      ;; name ("Executing Hook: NAME").
       ('gemini `((matcher . ,(format "^(?!mcp_%s_)" name))
-                 (hooks . [((type . "command") (command . ,command)
+                 (hooks . [((type . "command") (name . ,agent-q-connect--status-message)
+                            (command . ,command)
                             (timeout . ,(* 1000 (agent-q-connect--hook-timeout))))])))
+      ;; Codex shows the statusMessage after "Working" while the hook runs.
       ('codex `((matcher . "^(Bash|apply_patch)$")
                 (hooks . [((type . "command") (command . ,command)
-                           (timeout . ,(agent-q-connect--hook-timeout)))]))))))
+                           (timeout . ,(agent-q-connect--hook-timeout))
+                           (statusMessage . ,agent-q-connect--status-message))]))))))
 
 (defun agent-q-connect--own-hook-p (hook)
   "Whether HOOK (one handler, an alist) is agent-q's own."
@@ -491,6 +498,8 @@ agent-q's hook made."
               (json-serialize
                `((event_name . "pre_tool_use")
                  (hooks . [((async . :false) (command . ,(alist-get 'command hook))
+                            ,@(let ((status (alist-get 'statusMessage hook)))
+                                (and status `((statusMessage . ,status))))
                             (timeout . ,(alist-get 'timeout hook)) (type . "command"))])
                  (matcher . ,(alist-get 'matcher group)))
                :false-object :false)

@@ -219,6 +219,8 @@ Emacs is away."
                         (BeforeTool
                          . [((matcher . "^(?!mcp_agent-q_)")
                              (hooks . [((type . "command")
+                                        ;; Shown while it runs: "Executing Hook: NAME".
+                                        (name . "Waiting for Emacs (agent-q)...")
                                         (command . ,(concat (agent-q-connect-test--hook 'gemini)
                                                             " --connection-file "
                                                             agent-q-mcp-connection-file))
@@ -250,7 +252,9 @@ Emacs is away."
                        `[((matcher . "^(Bash|apply_patch)$")
                           (hooks . [((type . "command")
                                      (command . ,(agent-q-connect-test--hook 'codex))
-                                     (timeout . 600))]))])))
+                                     (timeout . 600)
+                                     ;; Shown after "Working" while it runs.
+                                     (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))
       ;; The hook's trust, as Codex's /hooks records it: the SHA-256 of the hook as
       ;; compact JSON with sorted keys, beside the user's own config.
       (let ((text (agent-q-connect-test--text config)))
@@ -261,7 +265,7 @@ Emacs is away."
                  (concat "trusted_hash = \"sha256:"
                          (secure-hash
                           'sha256
-                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"statusMessage\":\"Waiting for Emacs (agent-q)...\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
                                   (agent-q-connect-test--hook 'codex)))
                          "\"")
                  text))
@@ -297,7 +301,7 @@ Emacs is away."
                  (concat "trusted_hash = \"sha256:"
                          (secure-hash
                           'sha256
-                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":90,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"statusMessage\":\"Waiting for Emacs (agent-q)...\",\"timeout\":90,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
                                   (agent-q-connect-test--hook 'codex 90 t)))
                          "\"")
                  (agent-q-connect-test--text config))))
