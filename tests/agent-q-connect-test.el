@@ -171,8 +171,16 @@ Emacs is away."
       (should (equal (agent-q-gate-connect-agent 'claude) (list settings)))
       (let* ((json (agent-q-connect-test--json settings))
              (groups (alist-get 'PreToolUse (alist-get 'hooks json))))
-        (should (equal (mapcar #'car json) '(model hooks flag)))
+        (should (equal (mapcar #'car json) '(model hooks flag statusLine)))
         (should (equal (alist-get 'flag json) :false))
+        ;; Claude shows its status line, not a running PreToolUse hook: agent-q's
+        ;; says, every second, when a call of the session waits for Emacs.
+        (should (equal (alist-get 'statusLine json)
+                       `((type . "command")
+                         (command . ,(format "%s status-line"
+                                             (expand-file-name "../bin/agent-q-mcp"
+                                                               agent-q-connect--directory)))
+                         (refreshInterval . 1))))
         (should (equal (alist-get 'Stop (alist-get 'hooks json))
                        [((hooks . [((type . "command") (command . "bell"))]))]))
         (should (= (length groups) 2))
@@ -204,7 +212,14 @@ Emacs is away."
                        (json-parse-buffer :object-type 'alist :false-object :false
                                           :null-object :null))))
       ;; Nothing of agent-q's left: undoing again changes nothing.
-      (should-not (agent-q-gate-disconnect-agent 'claude)))))
+      (should-not (agent-q-gate-disconnect-agent 'claude))
+      ;; A status line of the user's own is kept, connected and undone.
+      (let ((own '((type . "command") (command . "my-status"))))
+        (with-temp-file settings (insert (json-encode `((statusLine . ,own)))))
+        (agent-q-gate-connect-agent 'claude)
+        (should (equal (alist-get 'statusLine (agent-q-connect-test--json settings)) own))
+        (agent-q-gate-disconnect-agent 'claude)
+        (should (equal (agent-q-connect-test--json settings) `((statusLine . ,own))))))))
 
 (ert-deftest agent-q-connect-test-gate-gemini-hook-and-policy ()
   "Gemini: BeforeTool in milliseconds, the connection file named, its policy; undo removes both."

@@ -28,8 +28,8 @@
 ;; While an agent's own call waits for the user's answer in Emacs, the
 ;; user learns it where they look:
 ;;
-;; - in the agent's own terminal: the real Gemini CLI and Codex CLI TUIs
-;;   run in tmux, their hook written by `agent-q-gate-connect-agent', a
+;; - in the agent's own terminal: the real Claude Code, Gemini CLI and
+;;   Codex CLI TUIs run in tmux, their hook written by `agent-q-gate-connect-agent', a
 ;;   scripted model (tests/fake-agent-model.py) asks for a shell
 ;;   command; while Emacs holds it, the pane says the call waits for
 ;;   Emacs, and once answered the words are gone;
@@ -187,6 +187,11 @@ killed tmux session."
 Then connect its hook with `agent-q-gate-connect-agent', as a user does.
 Return the environment to run it with, besides HOME and PATH."
   (pcase agent
+    ('claude
+     ;; No onboarding, no trust or API key dialog.
+     (prog1 (cons (concat "ANTHROPIC_BASE_URL=" model)
+                  (agent-q-ide-test--configure agent home work))
+       (agent-q-gate-test--connect agent home)))
     ('gemini
      (agent-q-agents-test--write
       (expand-file-name ".gemini/settings.json" home)
@@ -277,6 +282,12 @@ runs once approved, and the words are gone from the screen."
         (agent-q-gate-mode -1)
         (when model (ignore-errors (delete-process (car model))))
         (ignore-errors (delete-directory dir t))))))
+
+(ert-deftest agent-q-tui-test-claude-says-it-waits-for-emacs ()
+  "Claude Code's TUI: its status line, agent-q's, says \"Waiting for Emacs\".
+Claude Code shows nothing of a running PreToolUse hook but the call;
+its status line command is re-run every second."
+  (agent-q-tui-test--says-it-waits 'claude "for agents\\|for shortcuts"))
 
 (ert-deftest agent-q-tui-test-gemini-says-it-waits-for-emacs ()
   "Gemini CLI's TUI: \"Executing Hook: Waiting for Emacs (agent-q)...\"."

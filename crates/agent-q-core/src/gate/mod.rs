@@ -32,8 +32,8 @@
 //! configuration writer (`agent-q-gate-connect-agent`) gives Codex CLI's hook a
 //! `statusMessage` (shown after its "Working" line) and Gemini CLI's a `name` (shown as
 //! "Executing Hook: NAME"), both "Waiting for Emacs (agent-q)...". Claude Code 2.1.197 shows a
-//! hook's `statusMessage` only for `Stop` hooks: a running `PreToolUse` hook appears only in its
-//! transcript view.
+//! hook's `statusMessage` only for `Stop` hooks (a running `PreToolUse` hook appears only in its
+//! transcript view), so its cue is its status line: see [`waiting`].
 
 mod away;
 mod claude;
@@ -42,6 +42,7 @@ mod edit;
 mod gemini;
 mod patch;
 mod search;
+pub mod waiting;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
