@@ -323,7 +323,10 @@ Gemini reads every *.toml in ~/.gemini/policies (its user tier), unless
 it is started with --policy, which replaces that directory.")
 
 (defconst agent-q-connect--status-message "Waiting for Emacs (agent-q)..."
-  "What the agent's terminal shows while a call waits for Emacs.")
+  "What the agent's terminal shows while a call waits for Emacs.
+Codex CLI shows it after \"Working\", Gemini CLI as the name of the
+running hook; Claude Code shows a PreToolUse hook's statusMessage only
+in its transcript view.")
 
 (defcustom agent-q-gate-when-emacs-away 'ask
   "What an agent's hook does when no Emacs gate can be asked.
@@ -388,13 +391,17 @@ and patch tools are named."
                  (hooks . [((type . "command") (command . ,command)
                             (timeout . ,(agent-q-connect--hook-timeout))
                             (statusMessage . ,agent-q-connect--status-message))])))
-      ;; Gemini's timeout is in milliseconds.
+      ;; Gemini's timeout is in milliseconds; it shows a running hook's
+      ;; name ("Executing Hook: NAME").
       ('gemini `((matcher . ,(format "^(?!mcp_%s_)" name))
-                 (hooks . [((type . "command") (command . ,command)
+                 (hooks . [((type . "command") (name . ,agent-q-connect--status-message)
+                            (command . ,command)
                             (timeout . ,(* 1000 (agent-q-connect--hook-timeout))))])))
+      ;; Codex shows the statusMessage after "Working" while the hook runs.
       ('codex `((matcher . "^(Bash|apply_patch)$")
                 (hooks . [((type . "command") (command . ,command)
-                           (timeout . ,(agent-q-connect--hook-timeout)))]))))))
+                           (timeout . ,(agent-q-connect--hook-timeout))
+                           (statusMessage . ,agent-q-connect--status-message))]))))))
 
 (defun agent-q-connect--own-hook-p (hook)
   "Whether HOOK (one handler, an alist) is agent-q's own."
@@ -421,10 +428,39 @@ A group left with no hook by the removal goes; the rest is kept as it was."
   "ALIST without KEY."
   (cl-remove-if (lambda (cell) (eq (car cell) key)) alist))
 
+(defconst agent-q-connect--status-line-regexp "agent-q-mcp['\"]?[ \t]+status-line\\_>"
+  "Matches the command of a Claude Code status line that is agent-q's own.")
+
+(defun agent-q-connect--status-line (object add)
+  "Claude Code's settings OBJECT with agent-q's statusLine put (ADD) or removed.
+Claude Code shows nothing of a running PreToolUse hook, but it shows
+its status line, re-run every second: agent-q's says when a call of
+the session waits for Emacs.  A status line of the user's own is kept
+as it is: Claude Code has one only."
+  (let* ((line (alist-get 'statusLine object))
+         (command (and (listp line) (alist-get 'command line)))
+         (own (and (stringp command)
+                   (string-match-p agent-q-connect--status-line-regexp command))))
+    (cond ((and add (or own (null line)))
+           (agent-q-connect--put
+            object 'statusLine
+            `((type . "command")
+              (command . ,(concat (shell-quote-argument (agent-q-connect--relay)) " status-line"
+                                  (let ((file (cdr (assq 'AGENT_Q_MCP_CONNECTION_FILE
+                                                         (agent-q-connect--environment)))))
+                                    (if file (concat " --connection-file " (shell-quote-argument file))
+                                      ""))))
+              (refreshInterval . 1))))
+          ((and (not add) own) (agent-q-connect--delete object 'statusLine))
+          (t object))))
+
 (defun agent-q-connect--merge-hooks (object agent add)
   "Settings OBJECT with agent-q's hook for AGENT replaced (ADD) or removed.
 Removing leaves out an event, or the whole hooks object, that only
-agent-q's hook made."
+agent-q's hook made.  For Claude Code, its status line too (see
+`agent-q-connect--status-line')."
+  (when (eq agent 'claude)
+    (setq object (agent-q-connect--status-line object add)))
   (let* ((event (nth 2 (assq agent agent-q-connect--gate-files)))
          (hooks (alist-get 'hooks object))
          (hooks (if (listp hooks) hooks nil))
@@ -491,6 +527,8 @@ agent-q's hook made."
               (json-serialize
                `((event_name . "pre_tool_use")
                  (hooks . [((async . :false) (command . ,(alist-get 'command hook))
+                            ,@(let ((status (alist-get 'statusMessage hook)))
+                                (and status `((statusMessage . ,status))))
                             (timeout . ,(alist-get 'timeout hook)) (type . "command"))])
                  (matcher . ,(alist-get 'matcher group)))
                :false-object :false)
@@ -559,7 +597,7 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
 (defun agent-q-connect--gate-notes (agent)
   "What AGENT still asks of the user, once its hook is written."
   (pcase agent
-    ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Claude skips hooks until you accept a folder's trust, and reportedly in its VS Code extension.")
+    ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Its status line says when a call waits for Emacs (a status line of your own is kept instead).  Claude skips hooks until you accept a folder's trust, and reportedly in its VS Code extension.")
     ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
     ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it: change it with this command, not by hand (an edited hook is no longer trusted).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.  With Emacs away, a call is left to Codex only where its approval policy asks (untrusted); otherwise it is denied.")))
 

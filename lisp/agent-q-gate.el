@@ -453,7 +453,11 @@ working directory.  WHAT describes the request for a notification."
                                 (and (stringp session) (not (string-empty-p session))
                                      session))
                      :description (agent-q-gate--description props)
-                     :cwd cwd))
+                     :cwd cwd
+                     ;; Known before the batch starts: a review that is its
+                     ;; approval opens at once (see `agent-q-gate--deadline').
+                     :deadline (let ((wait (plist-get props :wait-secs)))
+                                 (and (natnump wait) (+ (float-time) wait)))))
          (batch (progn
                   (dolist (id ids) (puthash id info agent-q-gate--calls))
                   (agent-q--execute-async
@@ -470,16 +474,22 @@ working directory.  WHAT describes the request for a notification."
                    :workspace (list :directories (and cwd (list cwd))
                                     :source (format "the working directory of %s" label))))))
     (puthash key batch agent-q-gate--requests)
-    (let ((wait (plist-get props :wait-secs)))
-      (when (natnump wait)
-        (puthash batch (+ (float-time) wait) agent-q-gate--deadlines)))
+    (when (plist-get info :deadline)
+      (puthash batch (plist-get info :deadline) agent-q-gate--deadlines))
     (agent-q-gate--notify-if-waiting batch label what)))
 
 (defun agent-q-gate--deadline ()
   "When the agent of the call being asked stops waiting, or nil.
-See `agent-q-prompt-deadline-function'."
-  (and agent-q--asking
-       (gethash (agent-q--pending-batch agent-q--asking) agent-q-gate--deadlines)))
+The call being asked, or the one whose handler is starting (an edit's
+review).  See `agent-q-prompt-deadline-function'."
+  (let ((pending (or agent-q--starting agent-q--asking)))
+    (and pending
+         (or (gethash (agent-q--pending-batch pending) agent-q-gate--deadlines)
+             ;; A handler starting before `agent-q-gate--start' returned.
+             (and agent-q--starting
+                  (plist-get (gethash (plist-get agent-q-call-context :id)
+                                      agent-q-gate--calls)
+                             :deadline))))))
 
 (defun agent-q-gate--each (key props tool arg values)
   "Decide the gate request KEY (PROPS): one call of TOOL for each of VALUES.

@@ -156,10 +156,13 @@ ARMED non-nil once it takes the keys that decide (see
 `agent-q-review--arm'), ARM-TIMER the timer that arms it.  PARTS
 non-nil makes it a review of several files at once (see
 `agent-q-review-files-async'): a list of plists, one per file, whose
-hunks are numbered one after the other in SUMMARY and DECISIONS."
+hunks are numbered one after the other in SUMMARY and DECISIONS.
+DEADLINE is the `float-time' when the agent stops waiting for the
+review (its hook's timeout; see `agent-q-prompt-deadline-function'),
+or nil; CLOCK the timer that keeps the header line's time left current."
   path file current proposal description session summary details decisions
   buffer done cancelled headers (rendered 0) timer callback client pinned merge
-  shown armed arm-timer parts)
+  shown armed arm-timer parts deadline clock)
 
 (defvar-local agent-q-review--this-review nil
   "The review shown in the current review buffer.")
@@ -290,16 +293,47 @@ with and without `font-lock-mode'."
           (agent-q-review--review-decisions review))
     (list a r p)))
 
+(defun agent-q-review--time-left-string (review)
+  "How long REVIEW's agent still waits, for the header line; \"\" if unlimited.
+Once the time is up, it says so: the agent no longer waits for the
+review, and nothing of it is written."
+  (let ((deadline (agent-q-review--review-deadline review)))
+    (cond ((null deadline) "")
+          ((> (round (- deadline (float-time))) 0)
+           (format "  the agent waits %s more"
+                   (format-seconds "%m:%02s" (round (- deadline (float-time))))))
+          (t "  time is up: the agent no longer waits, nothing is written"))))
+
 (defun agent-q-review--progress-string (review)
   "Return the progress line of REVIEW."
   (cond
    ((not review) "")
    ((not (agent-q-review--review-armed review))
-    "Review opening: its keys work once you pause typing  [? help]")
+    (concat "Review opening: its keys work once you pause typing  [? help]"
+            (agent-q-review--time-left-string review)))
    (t
     (pcase-let ((`(,a ,r ,p) (agent-q-review--count review)))
-      (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
-              a r p (length (agent-q-review--review-decisions review)))))))
+      (concat (format "Progress: %d accepted, %d rejected, %d pending (of %d)  [? help]"
+                      a r p (length (agent-q-review--review-decisions review)))
+              (agent-q-review--time-left-string review))))))
+
+(defun agent-q-review--start-clock (review)
+  "Keep REVIEW's header line's time left current while it is open.
+Only when the agent waits for it so long (`agent-q-prompt-deadline-function')."
+  (let ((deadline (and agent-q-prompt-deadline-function
+                       (funcall agent-q-prompt-deadline-function))))
+    (when deadline
+      (setf (agent-q-review--review-deadline review) deadline)
+      (let (timer)
+        (setq timer
+              (run-at-time
+               1 1
+               (lambda ()
+                 (let ((buffer (agent-q-review--review-buffer review)))
+                   (if (or (agent-q-review--review-done review) (not (buffer-live-p buffer)))
+                       (cancel-timer timer)
+                     (with-current-buffer buffer (force-mode-line-update)))))))
+        (setf (agent-q-review--review-clock review) timer)))))
 
 (defun agent-q-review--hunk (review index)
   "The full plist of hunk INDEX of REVIEW, built by the module when first needed."
@@ -786,6 +820,8 @@ REVIEW's callback gets the result.  Finishing twice does nothing."
       (cancel-timer (agent-q-review--review-timer review)))
     (when (agent-q-review--review-arm-timer review)
       (cancel-timer (agent-q-review--review-arm-timer review)))
+    (when (agent-q-review--review-clock review)
+      (cancel-timer (agent-q-review--review-clock review)))
     (setq agent-q-review--open-reviews (delq review agent-q-review--open-reviews))
     (let ((outcome (condition-case err
                        (cond ((agent-q-review--review-parts review)
@@ -993,6 +1029,7 @@ its callback."
                        (file-name-nondirectory (agent-q-review--review-file review))))
          (buffer (generate-new-buffer name)))
     (setf (agent-q-review--review-buffer review) buffer)
+    (agent-q-review--start-clock review)
     (with-current-buffer buffer
       (agent-q-review-mode)
       (setq agent-q-review--this-review review)

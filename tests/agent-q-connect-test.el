@@ -171,8 +171,16 @@ Emacs is away."
       (should (equal (agent-q-gate-connect-agent 'claude) (list settings)))
       (let* ((json (agent-q-connect-test--json settings))
              (groups (alist-get 'PreToolUse (alist-get 'hooks json))))
-        (should (equal (mapcar #'car json) '(model hooks flag)))
+        (should (equal (mapcar #'car json) '(model hooks flag statusLine)))
         (should (equal (alist-get 'flag json) :false))
+        ;; Claude shows its status line, not a running PreToolUse hook: agent-q's
+        ;; says, every second, when a call of the session waits for Emacs.
+        (should (equal (alist-get 'statusLine json)
+                       `((type . "command")
+                         (command . ,(format "%s status-line"
+                                             (expand-file-name "../bin/agent-q-mcp"
+                                                               agent-q-connect--directory)))
+                         (refreshInterval . 1))))
         (should (equal (alist-get 'Stop (alist-get 'hooks json))
                        [((hooks . [((type . "command") (command . "bell"))]))]))
         (should (= (length groups) 2))
@@ -204,7 +212,14 @@ Emacs is away."
                        (json-parse-buffer :object-type 'alist :false-object :false
                                           :null-object :null))))
       ;; Nothing of agent-q's left: undoing again changes nothing.
-      (should-not (agent-q-gate-disconnect-agent 'claude)))))
+      (should-not (agent-q-gate-disconnect-agent 'claude))
+      ;; A status line of the user's own is kept, connected and undone.
+      (let ((own '((type . "command") (command . "my-status"))))
+        (with-temp-file settings (insert (json-encode `((statusLine . ,own)))))
+        (agent-q-gate-connect-agent 'claude)
+        (should (equal (alist-get 'statusLine (agent-q-connect-test--json settings)) own))
+        (agent-q-gate-disconnect-agent 'claude)
+        (should (equal (agent-q-connect-test--json settings) `((statusLine . ,own))))))))
 
 (ert-deftest agent-q-connect-test-gate-gemini-hook-and-policy ()
   "Gemini: BeforeTool in milliseconds, the connection file named, its policy; undo removes both."
@@ -219,6 +234,8 @@ Emacs is away."
                         (BeforeTool
                          . [((matcher . "^(?!mcp_agent-q_)")
                              (hooks . [((type . "command")
+                                        ;; Shown while it runs: "Executing Hook: NAME".
+                                        (name . "Waiting for Emacs (agent-q)...")
                                         (command . ,(concat (agent-q-connect-test--hook 'gemini)
                                                             " --connection-file "
                                                             agent-q-mcp-connection-file))
@@ -250,7 +267,9 @@ Emacs is away."
                        `[((matcher . "^(Bash|apply_patch)$")
                           (hooks . [((type . "command")
                                      (command . ,(agent-q-connect-test--hook 'codex))
-                                     (timeout . 600))]))])))
+                                     (timeout . 600)
+                                     ;; Shown after "Working" while it runs.
+                                     (statusMessage . "Waiting for Emacs (agent-q)..."))]))])))
       ;; The hook's trust, as Codex's /hooks records it: the SHA-256 of the hook as
       ;; compact JSON with sorted keys, beside the user's own config.
       (let ((text (agent-q-connect-test--text config)))
@@ -261,7 +280,7 @@ Emacs is away."
                  (concat "trusted_hash = \"sha256:"
                          (secure-hash
                           'sha256
-                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"statusMessage\":\"Waiting for Emacs (agent-q)...\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
                                   (agent-q-connect-test--hook 'codex)))
                          "\"")
                  text))
@@ -297,7 +316,7 @@ Emacs is away."
                  (concat "trusted_hash = \"sha256:"
                          (secure-hash
                           'sha256
-                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":90,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                          (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"statusMessage\":\"Waiting for Emacs (agent-q)...\",\"timeout\":90,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
                                   (agent-q-connect-test--hook 'codex 90 t)))
                          "\"")
                  (agent-q-connect-test--text config))))

@@ -90,6 +90,8 @@ pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
             message: None,
         };
     }
+    // While Emacs is asked, the agent's status line says so (see `crate::waiting`).
+    let _marker = crate::waiting::Marker::new(options.connection_file.clone(), options.agent, &request.session_id);
     match ask_emacs(options, &request) {
         Ok(answer) => HookResult {
             output: format_answer_to(&request, &answer),

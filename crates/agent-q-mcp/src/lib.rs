@@ -10,3 +10,4 @@
 pub mod error;
 pub mod hook;
 pub mod relay;
+pub mod waiting;

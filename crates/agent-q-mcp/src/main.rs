@@ -13,6 +13,7 @@ const USAGE: &str = "\
 usage: agent-q-mcp [--connection-file FILE]
        agent-q-mcp hook --agent claude|gemini|codex [--event pre-tool|permission-request]
                         [--connection-file FILE] [--unreachable ask|deny] [--timeout SECONDS]
+       agent-q-mcp status-line [--agent claude] [--connection-file FILE]
 
 Relays the MCP stdio transport to the MCP server of the running Emacs (agent-q).
 The connection file is FILE, else $AGENT_Q_MCP_CONNECTION_FILE, else
@@ -26,11 +27,16 @@ Emacs, and prints the agent's answer. When Emacs cannot be asked it leaves the
 call to the agent's own prompt (Claude, Gemini: ask; Codex: no output, but only
 where Codex's own approval policy asks: else it denies), or denies it with
 --unreachable deny. --timeout is the agent's hook timeout: Emacs shows the time
-left, and the call is denied, saying so, when it runs out.";
+left, and the call is denied, saying so, when it runs out.
+
+`status-line' is Claude Code's statusLine command: given the session on stdin,
+it prints \"Waiting for Emacs (agent-q)... answer there\" while a hook of that
+session waits for Emacs, else nothing.";
 
 enum Command {
     Relay(Option<PathBuf>),
     Hook(HookOptions),
+    StatusLine(Option<PathBuf>, agent_q_core::gate::Agent),
     Help,
     Version,
 }
@@ -38,10 +44,14 @@ enum Command {
 fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Command, RelayError> {
     let mut file = None;
     let mut hook = false;
+    let mut status = false;
     let (mut agent, mut event, mut unreachable, mut timeout) = (None, None, Unreachable::Ask, None);
     let mut args = args.into_iter().peekable();
     if args.peek().is_some_and(|first| first == "hook") {
         hook = true;
+        args.next();
+    } else if args.peek().is_some_and(|first| first == "status-line") {
+        status = true;
         args.next();
     }
     while let Some(arg) = args.next() {
@@ -56,7 +66,8 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
             _ => (text.clone(), None),
         };
         let known = matches!(name.as_str(), "--connection-file")
-            || (hook && matches!(name.as_str(), "--agent" | "--event" | "--unreachable" | "--timeout"));
+            || (hook && matches!(name.as_str(), "--agent" | "--event" | "--unreachable" | "--timeout"))
+            || (status && name == "--agent");
         if !known {
             return Err(RelayError::Usage(format!("unknown argument {text}\n{USAGE}")));
         }
@@ -78,6 +89,12 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
             }
             _ => file = Some(PathBuf::from(value)),
         }
+    }
+    if status {
+        return Ok(Command::StatusLine(
+            file,
+            agent.unwrap_or(agent_q_core::gate::Agent::Claude),
+        ));
     }
     if !hook {
         return Ok(Command::Relay(file));
@@ -118,6 +135,13 @@ fn main() -> ExitCode {
         }
         Command::Relay(file) => file,
         Command::Hook(options) => return run_hook(&options),
+        Command::StatusLine(file, agent) => {
+            println!(
+                "{}",
+                agent_q_mcp::waiting::run_status_line(file, agent, std::io::stdin().lock())
+            );
+            return ExitCode::SUCCESS;
+        }
     };
     // One thread is plenty for a relay, and keeps the order in which messages are handed on.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

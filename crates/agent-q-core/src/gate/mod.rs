@@ -28,10 +28,12 @@
 //! [`GateAnswer::Ask`]: where the user's Gemini policy allows the gated tools so that Emacs is
 //! the only prompt, no output would let the call run unasked.
 //!
-//! Claude Code's hook configuration has a `statusMessage` (the configuration writer sets
-//! "Waiting for Emacs (agent-q)..."), but Claude Code 2.1.197 shows it only for `Stop` hooks:
-//! a running `PreToolUse` hook appears only in its transcript view. Gemini CLI and Codex CLI
-//! have no such field.
+//! While the hook waits, the agent's own terminal says so where the agent can: the
+//! configuration writer (`agent-q-gate-connect-agent`) gives Codex CLI's hook a
+//! `statusMessage` (shown after its "Working" line) and Gemini CLI's a `name` (shown as
+//! "Executing Hook: NAME"), both "Waiting for Emacs (agent-q)...". Claude Code 2.1.197 shows a
+//! hook's `statusMessage` only for `Stop` hooks (a running `PreToolUse` hook appears only in its
+//! transcript view), so its cue is its status line: see [`waiting`].
 
 mod away;
 mod claude;
@@ -41,6 +43,7 @@ mod gemini;
 mod patch;
 mod search;
 mod walk;
+pub mod waiting;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};

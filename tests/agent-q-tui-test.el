@@ -1,0 +1,304 @@
+;;; agent-q-tui-test.el --- Where to look while a call waits for Emacs  -*- lexical-binding: t -*-
+
+;; Copyright (C) 2026 The agent-q authors
+
+;; Author: The agent-q authors
+;; Maintainer: The agent-q authors
+;; Keywords: maint, tools
+;; URL: https://example.invalid/agent-q
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; This file is not part of GNU Emacs.
+
+;; This program is free software; you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or
+;; (at your option) any later version.
+
+;; This program is distributed in the hope that it will be useful,
+;; but WITHOUT ANY WARRANTY; without even the implied warranty of
+;; MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+;; GNU General Public License for more details.
+
+;; You should have received a copy of the GNU General Public License
+;; along with this program.  If not, see <https://www.gnu.org/licenses/>.
+
+;;; Commentary:
+
+;; While an agent's own call waits for the user's answer in Emacs, the
+;; user learns it where they look:
+;;
+;; - in the agent's own terminal: the real Claude Code, Gemini CLI and
+;;   Codex CLI TUIs run in tmux, their hook written by `agent-q-gate-connect-agent', a
+;;   scripted model (tests/fake-agent-model.py) asks for a shell
+;;   command; while Emacs holds it, the pane says the call waits for
+;;   Emacs, and once answered the words are gone;
+;; - in the edit review's header line: the time the agent still waits,
+;;   and that the time is up once it is.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-q)
+(require 'agent-q-gate)
+(require 'agent-q-review)
+(require 'agent-q-connect)
+(require 'agent-q-tmux-test)
+(require 'agent-q-agents-test)
+(require 'agent-q-gate-test)
+(require 'agent-q-gate-edit-test)
+(require 'agent-q-ide-test)
+
+;;;; The edit review counts down
+
+(defun agent-q-tui-test--header ()
+  "The current buffer's header line, as the display computes it.
+`format-mode-line' draws nothing in batch Emacs: the header line's
+:eval form is evaluated as the display does."
+  (should (eq (car-safe header-line-format) :eval))
+  (eval (cadr header-line-format) t))
+
+(ert-deftest agent-q-tui-test-review-counts-down ()
+  "The review of an agent's edit shows how long the agent still waits.
+Its hook gives up after `:wait-secs' (the connect command's hook
+timeout): the header line says the time left, kept current by a timer
+while the review is open, and that the time is up once it is; finishing
+the review stops the timer."
+  (agent-q-gate-edit-test--with-file (root file)
+    (agent-q-gate-test--with-gate #'ignore
+      (let* ((agent-q-prompt-deadline-function #'agent-q-gate--deadline)
+             (headers nil)
+             (clock nil)
+             (agent-q-review--review-driver
+              (lambda (buffer)
+                (with-current-buffer buffer
+                  (let ((review agent-q-review--this-review))
+                    (push (agent-q-tui-test--header) headers)
+                    (setq clock (agent-q-review--review-clock review))
+                    ;; Its timer is what keeps the header current.
+                    (should (memq clock timer-list))
+                    ;; The time runs out.
+                    (setf (agent-q-review--review-deadline review) (- (float-time) 1))
+                    (push (agent-q-tui-test--header) headers)
+                    (fillarray (agent-q-review--review-decisions review) 'accept)
+                    (agent-q-review--finish review))))))
+        (agent-q-gate-request
+         1 (list :agent 'claude :event 'pre-tool :session "s1" :cwd root
+                 :tool "Write" :tool-use-id "t1" :wait-secs 90
+                 :input (list :file_path file :content agent-q-gate-edit-test--new)
+                 :kind (list :kind "write" :path file :content agent-q-gate-edit-test--new)))
+        (should (eq (car (agent-q-gate-test--answer 1)) 'allow))
+        (setq headers (nreverse headers))
+        (should (= (length headers) 2))
+        (should (string-match-p "\\`Progress: 0 accepted, 0 rejected, 2 pending (of 2)  \\[\\? help\\]  the agent waits 1:[23][0-9] more\\'"
+                                (nth 0 headers)))
+        (should (string-match-p "time is up: the agent no longer waits, nothing is written\\'"
+                                (nth 1 headers)))
+        (should-not (memq clock timer-list))))))
+
+(ert-deftest agent-q-tui-test-review-without-a-deadline-shows-no-time ()
+  "A review no agent's timeout limits (an MCP client's edit) shows no time left."
+  (agent-q-gate-edit-test--with-file (root file)
+    (let* ((agent-q-prompt-deadline-function nil)
+           (header nil)
+           (agent-q-review--review-driver
+            (lambda (buffer)
+              (with-current-buffer buffer
+                (setq header (agent-q-tui-test--header))
+                (should-not (agent-q-review--review-clock agent-q-review--this-review))
+                (agent-q-review--finish agent-q-review--this-review t)))))
+      (agent-q-review-merge-async file agent-q-gate-edit-test--old agent-q-gate-edit-test--new
+                                  #'ignore "test-agent")
+      (should (equal header "Progress: 0 accepted, 0 rejected, 2 pending (of 2)  [? help]")))))
+
+;;;; The agent's own terminal
+
+(defconst agent-q-tui-test--cue (regexp-quote "Waiting for Emacs (agent-q)...")
+  "What the agents' terminals show while a call waits for Emacs.")
+
+(defvar agent-q-tui-test--session nil
+  "The tmux session of the agent under test.")
+
+(defvar agent-q-tui-test--screens nil
+  "The agent's screen each time Emacs was asked, newest first.")
+
+(defun agent-q-tui-test--screen ()
+  "The text on the agent's terminal."
+  (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" agent-q-tui-test--session))
+
+(defun agent-q-tui-test--submit (text)
+  "Type TEXT into the agent's prompt and submit it.
+An Enter the TUI takes for the end of a paste stays in its prompt:
+Enter is pressed again while the text still waits there, for up to a
+minute."
+  (agent-q-tmux-test--tmux "send-keys" "-t" agent-q-tui-test--session "-l" text)
+  (let ((tries 0))
+    (while (progn
+             (sleep-for 1)
+             (agent-q-tmux-test--tmux "send-keys" "-t" agent-q-tui-test--session "Enter")
+             (sleep-for 2)
+             (and (< (cl-incf tries) 20)
+                  (null agent-q-tui-test--screens)
+                  (string-match-p (concat "› " (regexp-quote text) " *\n")
+                                  (agent-q-tui-test--screen)))))))
+
+(defun agent-q-tui-test--approve (tool args)
+  "Hold the call of TOOL with ARGS until the cue is on the agent's terminal.
+As a user would, look at the agent's terminal while Emacs asks; record
+what it shows, then approve."
+  (ignore tool args)
+  (let ((deadline (+ (float-time) 60)) (screen ""))
+    (while (and (not (string-match-p agent-q-tui-test--cue screen)) (< (float-time) deadline))
+      (sleep-for 0.3)
+      (setq screen (agent-q-tui-test--screen)))
+    (push screen agent-q-tui-test--screens))
+  :approved)
+
+(defun agent-q-tui-test--kill-agent (dir)
+  "Kill the agent of the test's tmux session, and what it left running.
+Its process tree from the pane's shell, and any process whose command
+line names DIR: Codex CLI's TUI starts an app server daemon of its own
+from its home, which outlives it; Gemini CLI outlives the hangup of a
+killed tmux session."
+  (let* ((pane (ignore-errors
+                 (string-to-number
+                  (agent-q-tmux-test--tmux "display-message" "-p" "-t" agent-q-tui-test--session
+                                           "#{pane_pid}"))))
+         (all (mapcar (lambda (p) (cons p (process-attributes p))) (list-system-processes)))
+         (doomed (cl-remove-if-not
+                  (lambda (p) (string-search dir (or (alist-get 'args (cdr p)) "")))
+                  all))
+         (tree (append (and pane (> pane 0) (list pane)) (mapcar #'car doomed)))
+         (grew t))
+    (while grew
+      (setq grew nil)
+      (dolist (p all)
+        (when (and (memq (alist-get 'ppid (cdr p)) tree) (not (memq (car p) tree)))
+          (push (car p) tree)
+          (setq grew t))))
+    (dolist (p tree) (ignore-errors (signal-process p 'TERM)))
+    (sleep-for 0.5)
+    (dolist (p tree)
+      (when (process-attributes p) (ignore-errors (signal-process p 'KILL))))))
+
+(defun agent-q-tui-test--configure (agent home work model)
+  "Write AGENT's own configuration in HOME for WORK and its MODEL's URL.
+Then connect its hook with `agent-q-gate-connect-agent', as a user does.
+Return the environment to run it with, besides HOME and PATH."
+  (pcase agent
+    ('claude
+     ;; No onboarding, no trust or API key dialog.
+     (prog1 (cons (concat "ANTHROPIC_BASE_URL=" model)
+                  (agent-q-ide-test--configure agent home work))
+       (agent-q-gate-test--connect agent home)))
+    ('gemini
+     (agent-q-agents-test--write
+      (expand-file-name ".gemini/settings.json" home)
+      (json-encode
+       '((security (folderTrust (enabled . :json-false))
+                   (auth (selectedType . "gemini-api-key")))
+         (general (enableAutoUpdate . :json-false) (enableAutoUpdateNotification . :json-false))
+         (privacy (usageStatisticsEnabled . :json-false))
+         (telemetry (enabled . :json-false)))))
+     (agent-q-gate-test--connect agent home)
+     (list (concat "GOOGLE_GEMINI_BASE_URL=" model) "GEMINI_API_KEY=scripted"))
+    ('codex
+     (let ((codex-home (expand-file-name ".codex" home)))
+       (agent-q-agents-test--write
+        (expand-file-name "config.toml" codex-home)
+        (concat (agent-q-agents-test--codex-config model)
+                ;; No trust dialog for the work folder.
+                (format "[projects.%S]\ntrust_level = \"trusted\"\n" (directory-file-name work))))
+       ;; The hook, trusted in config.toml as Codex's /hooks screen records it.
+       (agent-q-gate-test--connect agent home)
+       (list (concat "CODEX_HOME=" codex-home) "AGENT_Q_TEST_MODEL_KEY=scripted")))))
+
+(defun agent-q-tui-test--says-it-waits (agent ready)
+  "Check the words on AGENT's TUI while its shell command waits in Emacs.
+READY matches its screen once it takes a prompt, which is then typed;
+with READY nil the prompt is the TUI's first argument.  The command
+runs once approved, and the words are gone from the screen."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((program (agent-q-agents-test--program agent))
+         (dir (file-name-as-directory (make-temp-file "agent-q-tui" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-approval-function #'agent-q-tui-test--approve)
+         (agent-q-approval-rules nil)
+         (agent-q-prompt--session-approved nil)
+         (agent-q-gate-notify nil)
+         (agent-q-mcp-port 0)
+         (agent-q-tui-test--session (format "agent-q-tui-%s-%d" agent (emacs-pid)))
+         (agent-q-tui-test--screens nil)
+         (made (expand-file-name "made-by-agent" work))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (agent-q-gate-mode 1)
+          (agent-q-mcp-start)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect)
+                       (list (agent-q-gate-test--shell-step agent (format "touch %s" made))
+                             '((text . "All done.")))))
+          (let ((environment (agent-q-tui-test--configure
+                              agent home work (format "http://127.0.0.1:%d" (nth 1 model)))))
+            (agent-q-tmux-test--tmux
+             "new-session" "-d" "-s" agent-q-tui-test--session "-x" "200" "-y" "50"
+             "-c" work
+             (mapconcat #'shell-quote-argument
+                        (append (list "env" "-i")
+                                (agent-q-agents-test--environment home environment)
+                                ;; A terminal the TUI can draw on.
+                                (list "TERM=xterm-256color" "COLORTERM=truecolor" program)
+                                (and (not ready) (list "Make the file")))
+                        " ")))
+          (when ready
+            (agent-q-ide-test--wait-screen agent-q-tui-test--session ready 90)
+            (sleep-for 1)
+            (agent-q-tui-test--submit "Make the file"))
+          ;; The command waits in Emacs: the agent's terminal says so.
+          (agent-q-ide-test--wait-screen agent-q-tui-test--session "All done\\." 120)
+          (should (= (length agent-q-tui-test--screens) 1))
+          (should (string-match-p agent-q-tui-test--cue (car agent-q-tui-test--screens)))
+          (should (file-exists-p made))
+          ;; Answered: the words are gone (Gemini keeps a hook's name shown
+          ;; for three seconds after it started).
+          (let ((deadline (+ (float-time) 30)) (screen (agent-q-tui-test--screen)))
+            (while (and (string-match-p agent-q-tui-test--cue screen) (< (float-time) deadline))
+              (sleep-for 0.3)
+              (setq screen (agent-q-tui-test--screen)))
+            (should-not (string-match-p agent-q-tui-test--cue screen))
+            (should (string-match-p "All done\\." screen))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir agent-q-tui-test--session)
+        (agent-q-tui-test--kill-agent dir)
+        (call-process "tmux" nil nil nil "kill-session" "-t" agent-q-tui-test--session)
+        (agent-q-mcp-stop)
+        (agent-q-gate-mode -1)
+        (when model (ignore-errors (delete-process (car model))))
+        (ignore-errors (delete-directory dir t))))))
+
+(ert-deftest agent-q-tui-test-claude-says-it-waits-for-emacs ()
+  "Claude Code's TUI: its status line, agent-q's, says \"Waiting for Emacs\".
+Claude Code shows nothing of a running PreToolUse hook but the call;
+its status line command is re-run every second."
+  (agent-q-tui-test--says-it-waits 'claude "for agents\\|for shortcuts"))
+
+(ert-deftest agent-q-tui-test-gemini-says-it-waits-for-emacs ()
+  "Gemini CLI's TUI: \"Executing Hook: Waiting for Emacs (agent-q)...\"."
+  (agent-q-tui-test--says-it-waits 'gemini "Type your message"))
+
+(ert-deftest agent-q-tui-test-codex-says-it-waits-for-emacs ()
+  "Codex CLI's TUI: \"Working (...) · Waiting for Emacs (agent-q)...\".
+Its prompt is its first argument: a prompt typed early, while its app
+server starts, may stay in its composer (seen on a loaded machine)."
+  (agent-q-tui-test--says-it-waits 'codex nil))
+
+(provide 'agent-q-tui-test)
+
+;;; agent-q-tui-test.el ends here
