@@ -238,6 +238,43 @@ requests and the call fails, saying so."
            (setcar cell (cons :failure "Interrupted by the user (C-g): the request was cancelled."))))
         (funcall callback (cdar cell) (caar cell))))))
 
+(defvar agent-q-code--unlogged (make-hash-table :test #'eq :weakness 'key)
+  "Connections mapped to the ids of agent-q's requests still unanswered.
+Their answers are not written to the connection's events buffer.")
+
+(defun agent-q-code--log-event (log connection &rest args)
+  "Call LOG with CONNECTION and ARGS unless they log an answer to agent-q.
+An :around advice of `jsonrpc--log-event': the answers of the code
+tools' requests (whole-file outlines, hundreds of references) are
+not written to eglot's events buffer, where eglot 1.9 pretty-prints
+each message on Emacs's main loop (seconds for a large outline).
+ARGS are (MESSAGE TYPE) in Emacs 28's jsonrpc and (ORIGIN &key
+MESSAGE ...) in later ones; what agent-q sends is logged."
+  (let* ((old (keywordp (car-safe (car args))))
+         (message (if old (car args) (plist-get (cdr-safe args) :message)))
+         (id (and (listp message) (plist-get message :id)))
+         (reply (if old
+                    (not (plist-get message :method))
+                  (eq (plist-get (cdr-safe args) :kind) 'reply)))
+         (ids (and id reply (gethash connection agent-q-code--unlogged))))
+    (if (and ids (memql id ids))
+        (puthash connection (delq id ids) agent-q-code--unlogged)
+      (apply log connection args))))
+
+(defun agent-q-code--unlog (server id)
+  "Keep the answer to SERVER's request ID out of its events buffer."
+  (when (integerp id)
+    (unless (advice-member-p #'agent-q-code--log-event 'jsonrpc--log-event)
+      (advice-add 'jsonrpc--log-event :around #'agent-q-code--log-event))
+    (let ((ids (gethash server agent-q-code--unlogged)))
+      ;; Ids whose answers never came (cancelled) are forgotten in time.
+      (puthash server (cons id (seq-take ids 99)) agent-q-code--unlogged))))
+
+(defun agent-q-code-unload-function ()
+  "Remove the advice of `jsonrpc--log-event' when agent-q-code is unloaded."
+  (advice-remove 'jsonrpc--log-event #'agent-q-code--log-event)
+  nil)
+
 (defun agent-q-code--request (job server method params then &optional otherwise)
   "Ask SERVER METHOD with PARAMS for JOB; call THEN with the result.
 The request is asynchronous with `agent-q-code-timeout', through the
@@ -485,6 +522,7 @@ TIMEOUT, SUCCESS, ERROR and EXPIRED are as that describes."
            :timeout-fn expired
            :timeout timeout))
          (id (car-safe request)))
+    (agent-q-code--unlog server id)
     (lambda ()
       (when (timerp (cadr request)) (cancel-timer (cadr request)))
       (when (and id (jsonrpc-running-p server))
@@ -811,9 +849,12 @@ A symbol starting on LINE is the one declared there, not its container."
   "Most files whose outlines are asked for to name enclosing symbols.")
 
 (defvar agent-q-code--outlines (make-hash-table :test #'equal)
-  "Files mapped to (VERSION . SYMBOLS), their flattened outlines.
-VERSION is the visiting buffer's modification tick, or the file's
-modification time, when the outline was asked for.")
+  "Files mapped to (SERVER VERSION SYMBOLS), their flattened outlines.
+SERVER answered; VERSION is the visiting buffer's modification tick,
+or the file's modification time, when the outline was asked for.")
+
+(defconst agent-q-code--max-outlines 200
+  "Most files whose outlines `agent-q-code--outlines' keeps.")
 
 (defun agent-q-code--file-version (file)
   "What identifies the contents of FILE as the server sees it."
@@ -821,6 +862,29 @@ modification time, when the outline was asked for.")
     (if buffer
         (list 'buffer buffer (buffer-chars-modified-tick buffer))
       (list 'file (file-attribute-modification-time (file-attributes file))))))
+
+(defun agent-q-code--outline (job server file then &optional otherwise)
+  "Call THEN with FILE's flattened outline from SERVER, for JOB.
+The outline (see `agent-q-code--document-symbols') is asked for once
+per version of the file and server, and kept: a warm call asks the
+server nothing, and eglot does not log a large answer again.  An
+error or the timeout calls OTHERWISE as `agent-q-code--request' does."
+  (let ((cached (gethash file agent-q-code--outlines))
+        (version (agent-q-code--file-version file)))
+    (if (and cached (eq (car cached) server) (equal (cadr cached) version))
+        (funcall then (nth 2 cached))
+      (let ((buffer (find-buffer-visiting file)))
+        (when buffer (agent-q-code--flush buffer)))
+      (agent-q-code--request
+       job server :textDocument/documentSymbol
+       (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
+       (lambda (result)
+         (let ((symbols (agent-q-code--document-symbols result)))
+           (when (>= (hash-table-count agent-q-code--outlines) agent-q-code--max-outlines)
+             (clrhash agent-q-code--outlines))
+           (puthash file (list server version symbols) agent-q-code--outlines)
+           (funcall then symbols)))
+       otherwise))))
 
 (defun agent-q-code--with-enclosing (job server locations then)
   "Call THEN with LOCATIONS, each with its enclosing symbol's name added.
@@ -833,18 +897,7 @@ give is listed without enclosing symbols."
      job
      (mapcar (lambda (file)
                (lambda (k)
-                 (let ((cached (gethash file agent-q-code--outlines))
-                       (version (agent-q-code--file-version file)))
-                   (if (and cached (equal (car cached) version))
-                       (funcall k (cdr cached))
-                     (agent-q-code--request
-                      job server :textDocument/documentSymbol
-                      (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-                      (lambda (result)
-                        (let ((symbols (agent-q-code--document-symbols result)))
-                          (puthash file (cons version symbols) agent-q-code--outlines)
-                          (funcall k symbols)))
-                      (lambda () (funcall k nil)))))))
+                 (agent-q-code--outline job server file k (lambda () (funcall k nil)))))
              files)
      (lambda (outlines)
        (let ((table (cl-mapcar #'cons files outlines)))
@@ -880,14 +933,12 @@ Call THEN with the plist `agent-q-code--locate' describes."
                             :subject (agent-q-code--position-subject buffer pos)))))
      ((null server) (funcall then (list :server nil :buffer buffer)))
      (t
-      (agent-q-code--flush buffer)
-      (agent-q-code--request
-       job server :textDocument/documentSymbol
-       (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-       (lambda (result)
+      (agent-q-code--outline
+       job server file
+       (lambda (symbols)
          (let* ((wanted (agent-q-code--name-path (plist-get target :symbol)))
                 (match (seq-find (lambda (s) (agent-q-code--path-matches-p wanted (nth 5 s)))
-                                 (agent-q-code--document-symbols result))))
+                                 symbols)))
            (if (not match)
                (agent-q-code--fail job "No symbol %s in %s (source: %s); file_outline lists its symbols."
                                    (plist-get target :symbol) file (agent-q-code--source server))
@@ -1271,18 +1322,15 @@ RG non-nil when it is rg's output (with columns)."
         job buffer
         (lambda (server)
           (if (and server (agent-q-code--capable server :documentSymbolProvider))
-              (progn
-                (agent-q-code--flush buffer)
-                (agent-q-code--request
-                 job server :textDocument/documentSymbol
-                 (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-                 (lambda (result)
-                   (agent-q-code--finish
-                    job (agent-q--core-code-outline
-                         shown (agent-q-code--source server)
-                         (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
-                                 (agent-q-code--document-symbols result))
-                         agent-q-code-max-results)))))
+              (agent-q-code--outline
+               job server file
+               (lambda (symbols)
+                 (agent-q-code--finish
+                  job (agent-q--core-code-outline
+                       shown (agent-q-code--source server)
+                       (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
+                               symbols)
+                       agent-q-code-max-results))))
             (agent-q-code--finish
              job (agent-q--core-code-outline shown "imenu" (agent-q-code--imenu-items buffer)
                                              agent-q-code-max-results)))))))))

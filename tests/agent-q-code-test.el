@@ -121,6 +121,15 @@
         (kill-buffer buffer))))
   (delete-directory dir t))
 
+(defun agent-q-code-test--count (buffer regexp)
+  "How many times REGEXP matches in BUFFER."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-min))
+      (let ((n 0))
+        (while (re-search-forward regexp nil t) (cl-incf n))
+        n))))
+
 (defun agent-q-code-test--eglot-start ()
   "Start eglot for the current buffer as \\[eglot] would; return its server.
 eglot's own wait for the connection ends with any process output (a
@@ -174,6 +183,28 @@ previous test's server exiting, say), so this waits until it connected."
           (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
             (should (string-match-p "^function cell_len (lines 4-6)$" answer))
             (should (string-match-p "^class Console (lines 9-11)\n  method print (lines 10-11)$" answer)))
+          ;; The outline is asked for once per version of the file, and
+          ;; its answer is not logged in eglot's events buffer (eglot 1.9
+          ;; pretty-prints each message there on the main loop).
+          (let* ((events (jsonrpc-events-buffer server))
+                 (cells (find-buffer-visiting (expand-file-name "pkg/cells.py" dir)))
+                 (asked (lambda () (agent-q-code-test--count events "^.*textDocument/documentSymbol")))
+                 (before (funcall asked)))
+            (should (> before 0))
+            (should (zerop (agent-q-code-test--count events "\"name\": *\"cell_len\"\\|:name \"cell_len\"")))
+            (should (string-match-p "^function cell_len" (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (= before (funcall asked)))
+            (with-current-buffer cells
+              (goto-char (point-max))
+              (insert "\n\ndef added() -> None:\n    pass\n"))
+            (unwind-protect
+                (progn
+                  (should (string-match-p "^function added (lines 14-15)$"
+                                          (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+                  (should (= (1+ before) (funcall asked))))
+              (with-current-buffer cells
+                (delete-region (- (point-max) (length "\n\ndef added() -> None:\n    pass\n")) (point-max))
+                (set-buffer-modified-p nil))))
           ;; Diagnostics of a file that was opened for the call.
           (kill-buffer (find-buffer-visiting (expand-file-name "pkg/use.py" dir)))
           (let ((answer (agent-q-code-test--content "diagnostics" :file "pkg/use.py")))
