@@ -114,6 +114,15 @@
 (declare-function flycheck-error-id "flycheck" (err))
 (declare-function flycheck-error-message "flycheck" (err))
 (defvar agent-q-code--backends)
+(declare-function treesit-parser-list "treesit.c" (&optional buffer language tag))
+(declare-function treesit-parser-language "treesit.c" (parser))
+(declare-function treesit-buffer-root-node "treesit" (&optional language))
+(declare-function treesit-induce-sparse-tree "treesit.c" (root predicate &optional process-fn depth))
+(declare-function treesit-node-type "treesit.c" (node))
+(declare-function treesit-node-start "treesit.c" (node))
+(declare-function treesit-node-end "treesit.c" (node))
+(declare-function treesit-defun-name "treesit" (node))
+(defvar treesit-defun-type-regexp)
 (defvar eglot--servers-by-project)
 (defvar eglot-sync-connect)
 (defvar eglot--managed-mode)
@@ -748,10 +757,14 @@ is the server's UTF-16 column."
 LOCATIONS are (FILE LINE COLUMN [ENCLOSING]); those also in
 DECLARATIONS are marked.  The text of a line comes from a buffer
 visiting its file when there is one."
-  (let ((policy (agent-q-code--quotable (mapcar #'car locations))))
+  (let ((policy (agent-q-code--quotable (mapcar #'car locations)))
+        (buffers (make-hash-table :test #'equal)))
     (mapcar (lambda (loc)
               (pcase-let ((`(,file ,line ,column ,enclosing) loc))
-                (let ((buffer (find-buffer-visiting file)))
+                ;; `find-buffer-visiting' resolves true names: once a file.
+                (let ((buffer (gethash file buffers 'unknown)))
+                  (when (eq buffer 'unknown)
+                    (setq buffer (puthash file (find-buffer-visiting file) buffers)))
                   (vector file line column
                           (and buffer (agent-q-code--line-text buffer line))
                           enclosing
@@ -1331,9 +1344,58 @@ RG non-nil when it is rg's output (with columns)."
                        (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
                                symbols)
                        agent-q-code-max-results))))
-            (agent-q-code--finish
-             job (agent-q--core-code-outline shown "imenu" (agent-q-code--imenu-items buffer)
-                                             agent-q-code-max-results)))))))))
+            (let ((tree (agent-q-code--treesit-items buffer)))
+              (agent-q-code--finish
+               job (agent-q--core-code-outline
+                    shown (if tree "tree-sitter" "imenu")
+                    (or tree (agent-q-code--imenu-items buffer))
+                    agent-q-code-max-results))))))))))
+
+(defun agent-q-code--treesit-items (buffer)
+  "The outline items of BUFFER from its tree-sitter parse tree, or nil.
+Only for a buffer whose mode parses it with tree-sitter (a *-ts-mode,
+Emacs 29 and later) and says which nodes are definitions
+\=(`treesit-defun-type-regexp'): [NAME KIND START END DEPTH]."
+  (with-current-buffer buffer
+    (when (and (fboundp 'treesit-parser-list)
+               (bound-and-true-p treesit-defun-type-regexp)
+               (ignore-errors (treesit-parser-list)))
+      (let* ((regexp (if (consp treesit-defun-type-regexp)
+                         (car treesit-defun-type-regexp)
+                       treesit-defun-type-regexp))
+             (root (ignore-errors
+                     (treesit-buffer-root-node (treesit-parser-language
+                                                (car (treesit-parser-list))))))
+             (tree (and root (ignore-errors
+                               (treesit-induce-sparse-tree root regexp nil 100))))
+             (items nil)
+             (count 0))
+        (cl-labels ((kind (node)
+                      (let ((type (treesit-node-type node)))
+                        (cond ((string-match-p "class" type) "class")
+                              ((string-match-p "method" type) "method")
+                              ((string-match-p "function\\|def" type) "function")
+                              (t (replace-regexp-in-string
+                                  "_" " " (replace-regexp-in-string
+                                           "_\\(definition\\|declaration\\|item\\)\\'" "" type))))))
+                    (walk (subtree depth parent)
+                      (pcase-let* ((`(,node . ,children) subtree)
+                                   (this (and node (kind node))))
+                        ;; A function defined in a class is a method.
+                        (when (and (equal this "function") (equal parent "class"))
+                          (setq this "method"))
+                        (when (and node (< count 10000))
+                          (let ((name (ignore-errors (treesit-defun-name node))))
+                            (push (vector (or name "(anonymous)") this
+                                          (line-number-at-pos (treesit-node-start node) t)
+                                          (line-number-at-pos (treesit-node-end node) t)
+                                          depth)
+                                  items)
+                            (cl-incf count)))
+                        (dolist (child children)
+                          (walk child (if node (1+ depth) depth) (or this parent))))))
+          (when tree (walk tree 0 nil)))
+        (nreverse items)))))
 
 (defun agent-q-code--imenu-items (buffer)
   "The outline items of BUFFER from imenu: [NAME KIND START END DEPTH]."

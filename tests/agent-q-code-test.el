@@ -377,6 +377,39 @@ file's buffer; TEST is called with the project directory."
             (should (string-match-p "^Definition of cell_len: 1 location (source: text search (not semantic))" answer))))
       (agent-q-code-test--kill dir))))
 
+(defvar treesit-extra-load-path)
+(defvar major-mode-remap-alist)
+(declare-function treesit-language-available-p "treesit.c" (language &optional detail))
+
+(ert-deftest agent-q-code-test-tree-sitter-outline ()
+  "Without a server, a *-ts-mode buffer's outline comes from its parse tree.
+Emacs 30 with the grammar built by scripts/ensure-deps.sh --test into
+target/tree-sitter/lib; Emacs 28 has no tree-sitter, and there the
+same file's outline is imenu's, which this asserts instead."
+  (let* ((dir (agent-q-code-test--project))
+         (default-directory dir)
+         (agent-q-code-start-servers nil)
+         (grammars (expand-file-name "target/tree-sitter/lib" agent-q-code-test--root)))
+    (unwind-protect
+        (if (not (fboundp 'treesit-available-p))
+            (ert-info ((format "Emacs %s has no tree-sitter: the outline is imenu's" emacs-version))
+              (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+                (should (string-match-p "(source: imenu)" answer))
+                (should-not (string-match-p "tree-sitter" answer))))
+          (require 'treesit)
+          (let ((treesit-extra-load-path (cons grammars treesit-extra-load-path))
+                (major-mode-remap-alist '((python-mode . python-ts-mode))))
+            (unless (treesit-language-available-p 'python)
+              (ert-fail (format "The Python grammar is not in %s: run scripts/ensure-deps.sh --test (it builds tests/tree-sitter/package-lock.json's grammar)" grammars)))
+            (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+              (should (eq 'python-ts-mode
+                          (buffer-local-value 'major-mode (find-buffer-visiting
+                                                           (expand-file-name "pkg/cells.py" dir)))))
+              (should (string-match-p "^Outline of pkg/cells.py: 3 symbols (source: tree-sitter):$" answer))
+              (should (string-match-p "^function cell_len (lines 4-6)$" answer))
+              (should (string-match-p "^class Console (lines 9-11)\n  method print (lines 10-11)$" answer)))))
+      (agent-q-code-test--kill dir))))
+
 (ert-deftest agent-q-code-test-emacs-lisp-keeps-agent-q-analysis ()
   "An Emacs Lisp symbol is answered by agent-q's own analysis."
   (let ((answer (agent-q-code-test--content "find_definition" :symbol "agent-q-code-find-definition")))
