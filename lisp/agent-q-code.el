@@ -1344,12 +1344,27 @@ RG non-nil when it is rg's output (with columns)."
                        (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
                                symbols)
                        agent-q-code-max-results))))
-            (let ((tree (agent-q-code--treesit-items buffer)))
-              (agent-q-code--finish
-               job (agent-q--core-code-outline
-                    shown (if tree "tree-sitter" "imenu")
-                    (or tree (agent-q-code--imenu-items buffer))
-                    agent-q-code-max-results))))))))))
+            (agent-q-code--finish job (agent-q-code--local-outline buffer shown)))))))))
+
+(defvar-local agent-q-code--local-outline nil
+  "The buffer's outline answer without a server: (KEY . ANSWER).")
+
+(defun agent-q-code--local-outline (buffer shown)
+  "The outline answer of BUFFER, named SHOWN, from tree-sitter or imenu.
+Kept until the buffer changes: imenu over a large buffer takes
+seconds, and a warm call should not pay them again."
+  (with-current-buffer buffer
+    (let ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
+          (cached agent-q-code--local-outline))
+      (if (and cached (equal (car cached) key))
+          (cdr cached)
+        (let* ((tree (agent-q-code--treesit-items buffer))
+               (answer (agent-q--core-code-outline
+                        shown (if tree "tree-sitter" "imenu")
+                        (or tree (agent-q-code--imenu-items buffer))
+                        agent-q-code-max-results)))
+          (setq agent-q-code--local-outline (cons key answer))
+          answer)))))
 
 (defun agent-q-code--treesit-items (buffer)
   "The outline items of BUFFER from its tree-sitter parse tree, or nil.
@@ -1387,15 +1402,41 @@ Emacs 29 and later) and says which nodes are definitions
                         (when (and node (< count 10000))
                           (let ((name (ignore-errors (treesit-defun-name node))))
                             (push (vector (or name "(anonymous)") this
-                                          (line-number-at-pos (treesit-node-start node) t)
-                                          (line-number-at-pos (treesit-node-end node) t)
+                                          (treesit-node-start node)
+                                          (treesit-node-end node)
                                           depth)
                                   items)
                             (cl-incf count)))
                         (dolist (child children)
                           (walk child (if node (1+ depth) depth) (or this parent))))))
           (when tree (walk tree 0 nil)))
-        (nreverse items)))))
+        (agent-q-code--positions-to-lines (nreverse items))))))
+
+(defun agent-q-code--positions-to-lines (items)
+  "ITEMS, vectors [NAME KIND START END DEPTH], with positions made lines.
+START and END are positions of the current buffer (or nil); they
+become 1-based line numbers, counted in one pass over the buffer in
+order of position (counting from the start for each would take
+seconds in a large buffer)."
+  (let ((positions nil)
+        (lines (make-hash-table :test #'eql)))
+    (dolist (item items)
+      (dolist (i '(2 3))
+        (when (integerp (aref item i)) (push (aref item i) positions))))
+    (save-excursion
+      (save-restriction
+        (widen)
+        (let ((line 1) (bol (point-min)))
+          (dolist (pos (sort (delete-dups positions) #'<))
+            (goto-char (max (point-min) (min pos (point-max))))
+            (let ((here (line-beginning-position)))
+              (setq line (+ line (count-lines bol here))
+                    bol here)
+              (puthash pos line lines))))))
+    (dolist (item items)
+      (dolist (i '(2 3))
+        (aset item i (if (integerp (aref item i)) (gethash (aref item i) lines 1) 1))))
+    items))
 
 (defun agent-q-code--imenu-items (buffer)
   "The outline items of BUFFER from imenu: [NAME KIND START END DEPTH]."
@@ -1403,6 +1444,9 @@ Emacs 29 and later) and says which nodes are definitions
     (let ((index (save-excursion
                    (save-restriction
                      (widen)
+                     ;; imenu keeps an index made before the buffer changed:
+                     ;; make it anew (the caller keeps it per version).
+                     (setq imenu--index-alist nil)
                      (ignore-errors (imenu--make-index-alist t)))))
           (items nil)
           (count 0))
@@ -1415,7 +1459,10 @@ Emacs 29 and later) and says which nodes are definitions
                                       (t word))))
                       (cons name (or kind "symbol"))))
                   (position-line (pos)
-                    (line-number-at-pos (if (overlayp pos) (overlay-start pos) pos) t))
+                    ;; A position for now: lines are counted in one pass below.
+                    (cond ((overlayp pos) (overlay-start pos))
+                          ((markerp pos) (marker-position pos))
+                          (t pos)))
                   (walk (entries depth kind)
                     (dolist (entry entries)
                       (when (< count 10000)
@@ -1447,7 +1494,7 @@ Emacs 29 and later) and says which nodes are definitions
                                   items)
                             (cl-incf count))))))))
         (walk index 0 nil))
-      (nreverse items))))
+      (agent-q-code--positions-to-lines (nreverse items)))))
 
 ;;;; workspace_symbols
 

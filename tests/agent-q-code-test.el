@@ -369,6 +369,13 @@ file's buffer; TEST is called with the project directory."
             (should (string-match-p "(source: imenu)" answer))
             (should (string-match-p "^function cell_len (line 4)$" answer))
             (should (string-match-p "^class Console (line 9)\n  function print (line 10)$" answer)))
+          ;; The outline is kept until the buffer changes, and only that long.
+          (with-current-buffer (find-buffer-visiting (expand-file-name "pkg/cells.py" dir))
+            (goto-char (point-max))
+            (insert "\n\ndef added():\n    pass\n"))
+          (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (string-match-p "^function added (line 14)$" answer))
+            (should (string-match-p "^function cell_len (line 4)$" answer)))
           (let ((answer (agent-q-code-test--content "find_references" :symbol "cell_len")))
             (should (string-match-p "(source: text search (not semantic))" answer))
             (should (string-match-p "^pkg/use.py:3:18: EMOJI" answer))
