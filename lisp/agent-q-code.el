@@ -114,6 +114,15 @@
 (declare-function flycheck-error-id "flycheck" (err))
 (declare-function flycheck-error-message "flycheck" (err))
 (defvar agent-q-code--backends)
+(declare-function treesit-parser-list "treesit.c" (&optional buffer language tag))
+(declare-function treesit-parser-language "treesit.c" (parser))
+(declare-function treesit-buffer-root-node "treesit" (&optional language))
+(declare-function treesit-induce-sparse-tree "treesit.c" (root predicate &optional process-fn depth))
+(declare-function treesit-node-type "treesit.c" (node))
+(declare-function treesit-node-start "treesit.c" (node))
+(declare-function treesit-node-end "treesit.c" (node))
+(declare-function treesit-defun-name "treesit" (node))
+(defvar treesit-defun-type-regexp)
 (defvar eglot--servers-by-project)
 (defvar eglot-sync-connect)
 (defvar eglot--managed-mode)
@@ -237,6 +246,43 @@ requests and the call fails, saying so."
            (agent-q-code--cancel job)
            (setcar cell (cons :failure "Interrupted by the user (C-g): the request was cancelled."))))
         (funcall callback (cdar cell) (caar cell))))))
+
+(defvar agent-q-code--unlogged (make-hash-table :test #'eq :weakness 'key)
+  "Connections mapped to the ids of agent-q's requests still unanswered.
+Their answers are not written to the connection's events buffer.")
+
+(defun agent-q-code--log-event (log connection &rest args)
+  "Call LOG with CONNECTION and ARGS unless they log an answer to agent-q.
+An :around advice of `jsonrpc--log-event': the answers of the code
+tools' requests (whole-file outlines, hundreds of references) are
+not written to eglot's events buffer, where eglot 1.9 pretty-prints
+each message on Emacs's main loop (seconds for a large outline).
+ARGS are (MESSAGE TYPE) in Emacs 28's jsonrpc and (ORIGIN &key
+MESSAGE ...) in later ones; what agent-q sends is logged."
+  (let* ((old (keywordp (car-safe (car args))))
+         (message (if old (car args) (plist-get (cdr-safe args) :message)))
+         (id (and (listp message) (plist-get message :id)))
+         (reply (if old
+                    (not (plist-get message :method))
+                  (eq (plist-get (cdr-safe args) :kind) 'reply)))
+         (ids (and id reply (gethash connection agent-q-code--unlogged))))
+    (if (and ids (memql id ids))
+        (puthash connection (delq id ids) agent-q-code--unlogged)
+      (apply log connection args))))
+
+(defun agent-q-code--unlog (server id)
+  "Keep the answer to SERVER's request ID out of its events buffer."
+  (when (integerp id)
+    (unless (advice-member-p #'agent-q-code--log-event 'jsonrpc--log-event)
+      (advice-add 'jsonrpc--log-event :around #'agent-q-code--log-event))
+    (let ((ids (gethash server agent-q-code--unlogged)))
+      ;; Ids whose answers never came (cancelled) are forgotten in time.
+      (puthash server (cons id (seq-take ids 99)) agent-q-code--unlogged))))
+
+(defun agent-q-code-unload-function ()
+  "Remove the advice of `jsonrpc--log-event' when agent-q-code is unloaded."
+  (advice-remove 'jsonrpc--log-event #'agent-q-code--log-event)
+  nil)
 
 (defun agent-q-code--request (job server method params then &optional otherwise)
   "Ask SERVER METHOD with PARAMS for JOB; call THEN with the result.
@@ -485,6 +531,7 @@ TIMEOUT, SUCCESS, ERROR and EXPIRED are as that describes."
            :timeout-fn expired
            :timeout timeout))
          (id (car-safe request)))
+    (agent-q-code--unlog server id)
     (lambda ()
       (when (timerp (cadr request)) (cancel-timer (cadr request)))
       (when (and id (jsonrpc-running-p server))
@@ -710,10 +757,14 @@ is the server's UTF-16 column."
 LOCATIONS are (FILE LINE COLUMN [ENCLOSING]); those also in
 DECLARATIONS are marked.  The text of a line comes from a buffer
 visiting its file when there is one."
-  (let ((policy (agent-q-code--quotable (mapcar #'car locations))))
+  (let ((policy (agent-q-code--quotable (mapcar #'car locations)))
+        (buffers (make-hash-table :test #'equal)))
     (mapcar (lambda (loc)
               (pcase-let ((`(,file ,line ,column ,enclosing) loc))
-                (let ((buffer (find-buffer-visiting file)))
+                ;; `find-buffer-visiting' resolves true names: once a file.
+                (let ((buffer (gethash file buffers 'unknown)))
+                  (when (eq buffer 'unknown)
+                    (setq buffer (puthash file (find-buffer-visiting file) buffers)))
                   (vector file line column
                           (and buffer (agent-q-code--line-text buffer line))
                           enclosing
@@ -811,9 +862,12 @@ A symbol starting on LINE is the one declared there, not its container."
   "Most files whose outlines are asked for to name enclosing symbols.")
 
 (defvar agent-q-code--outlines (make-hash-table :test #'equal)
-  "Files mapped to (VERSION . SYMBOLS), their flattened outlines.
-VERSION is the visiting buffer's modification tick, or the file's
-modification time, when the outline was asked for.")
+  "Files mapped to (SERVER VERSION SYMBOLS), their flattened outlines.
+SERVER answered; VERSION is the visiting buffer's modification tick,
+or the file's modification time, when the outline was asked for.")
+
+(defconst agent-q-code--max-outlines 200
+  "Most files whose outlines `agent-q-code--outlines' keeps.")
 
 (defun agent-q-code--file-version (file)
   "What identifies the contents of FILE as the server sees it."
@@ -821,6 +875,29 @@ modification time, when the outline was asked for.")
     (if buffer
         (list 'buffer buffer (buffer-chars-modified-tick buffer))
       (list 'file (file-attribute-modification-time (file-attributes file))))))
+
+(defun agent-q-code--outline (job server file then &optional otherwise)
+  "Call THEN with FILE's flattened outline from SERVER, for JOB.
+The outline (see `agent-q-code--document-symbols') is asked for once
+per version of the file and server, and kept: a warm call asks the
+server nothing, and eglot does not log a large answer again.  An
+error or the timeout calls OTHERWISE as `agent-q-code--request' does."
+  (let ((cached (gethash file agent-q-code--outlines))
+        (version (agent-q-code--file-version file)))
+    (if (and cached (eq (car cached) server) (equal (cadr cached) version))
+        (funcall then (nth 2 cached))
+      (let ((buffer (find-buffer-visiting file)))
+        (when buffer (agent-q-code--flush buffer)))
+      (agent-q-code--request
+       job server :textDocument/documentSymbol
+       (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
+       (lambda (result)
+         (let ((symbols (agent-q-code--document-symbols result)))
+           (when (>= (hash-table-count agent-q-code--outlines) agent-q-code--max-outlines)
+             (clrhash agent-q-code--outlines))
+           (puthash file (list server version symbols) agent-q-code--outlines)
+           (funcall then symbols)))
+       otherwise))))
 
 (defun agent-q-code--with-enclosing (job server locations then)
   "Call THEN with LOCATIONS, each with its enclosing symbol's name added.
@@ -833,18 +910,7 @@ give is listed without enclosing symbols."
      job
      (mapcar (lambda (file)
                (lambda (k)
-                 (let ((cached (gethash file agent-q-code--outlines))
-                       (version (agent-q-code--file-version file)))
-                   (if (and cached (equal (car cached) version))
-                       (funcall k (cdr cached))
-                     (agent-q-code--request
-                      job server :textDocument/documentSymbol
-                      (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-                      (lambda (result)
-                        (let ((symbols (agent-q-code--document-symbols result)))
-                          (puthash file (cons version symbols) agent-q-code--outlines)
-                          (funcall k symbols)))
-                      (lambda () (funcall k nil)))))))
+                 (agent-q-code--outline job server file k (lambda () (funcall k nil)))))
              files)
      (lambda (outlines)
        (let ((table (cl-mapcar #'cons files outlines)))
@@ -880,14 +946,12 @@ Call THEN with the plist `agent-q-code--locate' describes."
                             :subject (agent-q-code--position-subject buffer pos)))))
      ((null server) (funcall then (list :server nil :buffer buffer)))
      (t
-      (agent-q-code--flush buffer)
-      (agent-q-code--request
-       job server :textDocument/documentSymbol
-       (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-       (lambda (result)
+      (agent-q-code--outline
+       job server file
+       (lambda (symbols)
          (let* ((wanted (agent-q-code--name-path (plist-get target :symbol)))
                 (match (seq-find (lambda (s) (agent-q-code--path-matches-p wanted (nth 5 s)))
-                                 (agent-q-code--document-symbols result))))
+                                 symbols)))
            (if (not match)
                (agent-q-code--fail job "No symbol %s in %s (source: %s); file_outline lists its symbols."
                                    (plist-get target :symbol) file (agent-q-code--source server))
@@ -1271,21 +1335,108 @@ RG non-nil when it is rg's output (with columns)."
         job buffer
         (lambda (server)
           (if (and server (agent-q-code--capable server :documentSymbolProvider))
-              (progn
-                (agent-q-code--flush buffer)
-                (agent-q-code--request
-                 job server :textDocument/documentSymbol
-                 (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
-                 (lambda (result)
-                   (agent-q-code--finish
-                    job (agent-q--core-code-outline
-                         shown (agent-q-code--source server)
-                         (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
-                                 (agent-q-code--document-symbols result))
-                         agent-q-code-max-results)))))
-            (agent-q-code--finish
-             job (agent-q--core-code-outline shown "imenu" (agent-q-code--imenu-items buffer)
-                                             agent-q-code-max-results)))))))))
+              (agent-q-code--outline
+               job server file
+               (lambda (symbols)
+                 (agent-q-code--finish
+                  job (agent-q--core-code-outline
+                       shown (agent-q-code--source server)
+                       (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
+                               symbols)
+                       agent-q-code-max-results))))
+            (agent-q-code--finish job (agent-q-code--local-outline buffer shown)))))))))
+
+(defvar-local agent-q-code--local-outline nil
+  "The buffer's outline answer without a server: (KEY . ANSWER).")
+
+(defun agent-q-code--local-outline (buffer shown)
+  "The outline answer of BUFFER, named SHOWN, from tree-sitter or imenu.
+Kept until the buffer changes: imenu over a large buffer takes
+seconds, and a warm call should not pay them again."
+  (with-current-buffer buffer
+    (let ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
+          (cached agent-q-code--local-outline))
+      (if (and cached (equal (car cached) key))
+          (cdr cached)
+        (let* ((tree (agent-q-code--treesit-items buffer))
+               (answer (agent-q--core-code-outline
+                        shown (if tree "tree-sitter" "imenu")
+                        (or tree (agent-q-code--imenu-items buffer))
+                        agent-q-code-max-results)))
+          (setq agent-q-code--local-outline (cons key answer))
+          answer)))))
+
+(defun agent-q-code--treesit-items (buffer)
+  "The outline items of BUFFER from its tree-sitter parse tree, or nil.
+Only for a buffer whose mode parses it with tree-sitter (a *-ts-mode,
+Emacs 29 and later) and says which nodes are definitions
+\=(`treesit-defun-type-regexp'): [NAME KIND START END DEPTH]."
+  (with-current-buffer buffer
+    (when (and (fboundp 'treesit-parser-list)
+               (bound-and-true-p treesit-defun-type-regexp)
+               (ignore-errors (treesit-parser-list)))
+      (let* ((regexp (if (consp treesit-defun-type-regexp)
+                         (car treesit-defun-type-regexp)
+                       treesit-defun-type-regexp))
+             (root (ignore-errors
+                     (treesit-buffer-root-node (treesit-parser-language
+                                                (car (treesit-parser-list))))))
+             (tree (and root (ignore-errors
+                               (treesit-induce-sparse-tree root regexp nil 100))))
+             (items nil)
+             (count 0))
+        (cl-labels ((kind (node)
+                      (let ((type (treesit-node-type node)))
+                        (cond ((string-match-p "class" type) "class")
+                              ((string-match-p "method" type) "method")
+                              ((string-match-p "function\\|def" type) "function")
+                              (t (replace-regexp-in-string
+                                  "_" " " (replace-regexp-in-string
+                                           "_\\(definition\\|declaration\\|item\\)\\'" "" type))))))
+                    (walk (subtree depth parent)
+                      (pcase-let* ((`(,node . ,children) subtree)
+                                   (this (and node (kind node))))
+                        ;; A function defined in a class is a method.
+                        (when (and (equal this "function") (equal parent "class"))
+                          (setq this "method"))
+                        (when (and node (< count 10000))
+                          (let ((name (ignore-errors (treesit-defun-name node))))
+                            (push (vector (or name "(anonymous)") this
+                                          (treesit-node-start node)
+                                          (treesit-node-end node)
+                                          depth)
+                                  items)
+                            (cl-incf count)))
+                        (dolist (child children)
+                          (walk child (if node (1+ depth) depth) (or this parent))))))
+          (when tree (walk tree 0 nil)))
+        (agent-q-code--positions-to-lines (nreverse items))))))
+
+(defun agent-q-code--positions-to-lines (items)
+  "ITEMS, vectors [NAME KIND START END DEPTH], with positions made lines.
+START and END are positions of the current buffer (or nil); they
+become 1-based line numbers, counted in one pass over the buffer in
+order of position (counting from the start for each would take
+seconds in a large buffer)."
+  (let ((positions nil)
+        (lines (make-hash-table :test #'eql)))
+    (dolist (item items)
+      (dolist (i '(2 3))
+        (when (integerp (aref item i)) (push (aref item i) positions))))
+    (save-excursion
+      (save-restriction
+        (widen)
+        (let ((line 1) (bol (point-min)))
+          (dolist (pos (sort (delete-dups positions) #'<))
+            (goto-char (max (point-min) (min pos (point-max))))
+            (let ((here (line-beginning-position)))
+              (setq line (+ line (count-lines bol here))
+                    bol here)
+              (puthash pos line lines))))))
+    (dolist (item items)
+      (dolist (i '(2 3))
+        (aset item i (if (integerp (aref item i)) (gethash (aref item i) lines 1) 1))))
+    items))
 
 (defun agent-q-code--imenu-items (buffer)
   "The outline items of BUFFER from imenu: [NAME KIND START END DEPTH]."
@@ -1293,6 +1444,9 @@ RG non-nil when it is rg's output (with columns)."
     (let ((index (save-excursion
                    (save-restriction
                      (widen)
+                     ;; imenu keeps an index made before the buffer changed:
+                     ;; make it anew (the caller keeps it per version).
+                     (setq imenu--index-alist nil)
                      (ignore-errors (imenu--make-index-alist t)))))
           (items nil)
           (count 0))
@@ -1305,7 +1459,10 @@ RG non-nil when it is rg's output (with columns)."
                                       (t word))))
                       (cons name (or kind "symbol"))))
                   (position-line (pos)
-                    (line-number-at-pos (if (overlayp pos) (overlay-start pos) pos) t))
+                    ;; A position for now: lines are counted in one pass below.
+                    (cond ((overlayp pos) (overlay-start pos))
+                          ((markerp pos) (marker-position pos))
+                          (t pos)))
                   (walk (entries depth kind)
                     (dolist (entry entries)
                       (when (< count 10000)
@@ -1337,7 +1494,7 @@ RG non-nil when it is rg's output (with columns)."
                                   items)
                             (cl-incf count))))))))
         (walk index 0 nil))
-      (nreverse items))))
+      (agent-q-code--positions-to-lines (nreverse items)))))
 
 ;;;; workspace_symbols
 

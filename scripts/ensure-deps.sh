@@ -278,6 +278,27 @@ if [ "${1:-}" = "--test" ]; then
     (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >&2)
     cp "$servers_lock" "$servers/agent-q-pins.json"
   fi
+  # The tree-sitter grammar of the tree-sitter outline test (Emacs 30): tree-sitter-python's
+  # C source from npm, exactly as tests/tree-sitter/package-lock.json pins it (no install
+  # scripts: only the source is used), built with the C compiler into target/tree-sitter/lib.
+  grammars="$root/target/tree-sitter"
+  grammars_lock="$root/tests/tree-sitter/package-lock.json"
+  if ! cmp -s "$grammars_lock" "$grammars/agent-q-pins.json" \
+      || [ ! -f "$grammars/lib/libtree-sitter-python.so" ]; then
+    if command -v cc >/dev/null 2>&1; then
+      echo "agent-q: building the tree-sitter grammar of Python into $grammars" >&2
+      rm -rf "$grammars"
+      mkdir -p "$grammars/lib"
+      cp "$root/tests/tree-sitter/package.json" "$grammars_lock" "$grammars/"
+      (cd "$grammars" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+      src="$grammars/node_modules/tree-sitter-python/src"
+      cc -shared -fPIC -O1 -I "$src" "$src/parser.c" "$src/scanner.c" \
+        -o "$grammars/lib/libtree-sitter-python.so" >&2
+      cp "$grammars_lock" "$grammars/agent-q-pins.json"
+    else
+      echo "agent-q: no C compiler (cc): the tree-sitter outline test needs one (apt-get install gcc)" >&2
+    fi
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -121,6 +121,15 @@
         (kill-buffer buffer))))
   (delete-directory dir t))
 
+(defun agent-q-code-test--count (buffer regexp)
+  "How many times REGEXP matches in BUFFER."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-min))
+      (let ((n 0))
+        (while (re-search-forward regexp nil t) (cl-incf n))
+        n))))
+
 (defun agent-q-code-test--eglot-start ()
   "Start eglot for the current buffer as \\[eglot] would; return its server.
 eglot's own wait for the connection ends with any process output (a
@@ -174,6 +183,28 @@ previous test's server exiting, say), so this waits until it connected."
           (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
             (should (string-match-p "^function cell_len (lines 4-6)$" answer))
             (should (string-match-p "^class Console (lines 9-11)\n  method print (lines 10-11)$" answer)))
+          ;; The outline is asked for once per version of the file, and
+          ;; its answer is not logged in eglot's events buffer (eglot 1.9
+          ;; pretty-prints each message there on the main loop).
+          (let* ((events (jsonrpc-events-buffer server))
+                 (cells (find-buffer-visiting (expand-file-name "pkg/cells.py" dir)))
+                 (asked (lambda () (agent-q-code-test--count events "^.*textDocument/documentSymbol")))
+                 (before (funcall asked)))
+            (should (> before 0))
+            (should (zerop (agent-q-code-test--count events "\"name\": *\"cell_len\"\\|:name \"cell_len\"")))
+            (should (string-match-p "^function cell_len" (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (= before (funcall asked)))
+            (with-current-buffer cells
+              (goto-char (point-max))
+              (insert "\n\ndef added() -> None:\n    pass\n"))
+            (unwind-protect
+                (progn
+                  (should (string-match-p "^function added (lines 14-15)$"
+                                          (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+                  (should (= (1+ before) (funcall asked))))
+              (with-current-buffer cells
+                (delete-region (- (point-max) (length "\n\ndef added() -> None:\n    pass\n")) (point-max))
+                (set-buffer-modified-p nil))))
           ;; Diagnostics of a file that was opened for the call.
           (kill-buffer (find-buffer-visiting (expand-file-name "pkg/use.py" dir)))
           (let ((answer (agent-q-code-test--content "diagnostics" :file "pkg/use.py")))
@@ -338,12 +369,52 @@ file's buffer; TEST is called with the project directory."
             (should (string-match-p "(source: imenu)" answer))
             (should (string-match-p "^function cell_len (line 4)$" answer))
             (should (string-match-p "^class Console (line 9)\n  function print (line 10)$" answer)))
+          ;; The outline is kept until the buffer changes, and only that long.
+          (with-current-buffer (find-buffer-visiting (expand-file-name "pkg/cells.py" dir))
+            (goto-char (point-max))
+            (insert "\n\ndef added():\n    pass\n"))
+          (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+            (should (string-match-p "^function added (line 14)$" answer))
+            (should (string-match-p "^function cell_len (line 4)$" answer)))
           (let ((answer (agent-q-code-test--content "find_references" :symbol "cell_len")))
             (should (string-match-p "(source: text search (not semantic))" answer))
             (should (string-match-p "^pkg/use.py:3:18: EMOJI" answer))
             (should (string-match-p "^pkg/cells.py:4:5: def cell_len" answer)))
           (let ((answer (agent-q-code-test--content "find_definition" :symbol "cell_len")))
             (should (string-match-p "^Definition of cell_len: 1 location (source: text search (not semantic))" answer))))
+      (agent-q-code-test--kill dir))))
+
+(defvar treesit-extra-load-path)
+(defvar major-mode-remap-alist)
+(declare-function treesit-language-available-p "treesit.c" (language &optional detail))
+
+(ert-deftest agent-q-code-test-tree-sitter-outline ()
+  "Without a server, a *-ts-mode buffer's outline comes from its parse tree.
+Emacs 30 with the grammar built by scripts/ensure-deps.sh --test into
+target/tree-sitter/lib; Emacs 28 has no tree-sitter, and there the
+same file's outline is imenu's, which this asserts instead."
+  (let* ((dir (agent-q-code-test--project))
+         (default-directory dir)
+         (agent-q-code-start-servers nil)
+         (grammars (expand-file-name "target/tree-sitter/lib" agent-q-code-test--root)))
+    (unwind-protect
+        (if (not (fboundp 'treesit-available-p))
+            (ert-info ((format "Emacs %s has no tree-sitter: the outline is imenu's" emacs-version))
+              (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+                (should (string-match-p "(source: imenu)" answer))
+                (should-not (string-match-p "tree-sitter" answer))))
+          (require 'treesit)
+          (let ((treesit-extra-load-path (cons grammars treesit-extra-load-path))
+                (major-mode-remap-alist '((python-mode . python-ts-mode))))
+            (unless (treesit-language-available-p 'python)
+              (ert-fail (format "The Python grammar is not in %s: run scripts/ensure-deps.sh --test (it builds tests/tree-sitter/package-lock.json's grammar)" grammars)))
+            (let ((answer (agent-q-code-test--content "file_outline" :file "pkg/cells.py")))
+              (should (eq 'python-ts-mode
+                          (buffer-local-value 'major-mode (find-buffer-visiting
+                                                           (expand-file-name "pkg/cells.py" dir)))))
+              (should (string-match-p "^Outline of pkg/cells.py: 3 symbols (source: tree-sitter):$" answer))
+              (should (string-match-p "^function cell_len (lines 4-6)$" answer))
+              (should (string-match-p "^class Console (lines 9-11)\n  method print (lines 10-11)$" answer)))))
       (agent-q-code-test--kill dir))))
 
 (ert-deftest agent-q-code-test-emacs-lisp-keeps-agent-q-analysis ()

@@ -258,8 +258,19 @@ pub fn format_outline(file: &str, source: &str, mut items: Vec<OutlineItem>, lim
         "Outline of {file}: {} (source: {source}):\n",
         plural(total, "symbol", "symbols")
     );
-    for item in items.iter().take(limit) {
-        let depth = item.depth.unwrap_or(0).min(64);
+    let level = |item: &OutlineItem| item.depth.unwrap_or(0).min(64);
+    // Over the limit, the outer levels are kept whole: the deepest symbols (a function's
+    // local names, say) are left out first, so the top level is never lost to them.
+    let mut deepest = 64;
+    if total > limit {
+        deepest = 0;
+        while deepest < 64 && items.iter().filter(|i| level(i) <= deepest + 1).count() <= limit {
+            deepest += 1;
+        }
+    }
+    let shown: Vec<&OutlineItem> = items.iter().filter(|i| level(i) <= deepest).take(limit).collect();
+    for item in &shown {
+        let depth = level(item);
         let lines = if item.end > item.start {
             format!("lines {}-{}", item.start, item.end)
         } else {
@@ -273,8 +284,17 @@ pub fn format_outline(file: &str, source: &str, mut items: Vec<OutlineItem>, lim
             visible(&item.name)
         );
     }
-    if total > limit {
-        let _ = writeln!(out, "... {} more not shown ({total} in all)", total - limit);
+    if shown.len() < total {
+        let hidden = total - shown.len();
+        if items.iter().filter(|i| level(i) <= deepest).count() > shown.len() {
+            let _ = writeln!(out, "... {hidden} more not shown ({total} in all)");
+        } else {
+            let _ = writeln!(
+                out,
+                "... {hidden} more not shown ({total} in all): those nested {} or more levels deep",
+                deepest + 1
+            );
+        }
     }
     out.truncate(out.trim_end().len());
     out

@@ -244,6 +244,25 @@ fn outlines_nest_by_depth_or_by_ranges() {
             || cut.ends_with("f a (line 1)\n... 1 more not shown (2 in all)"),
         "{cut}"
     );
+    // Over the limit, the deepest symbols go first: every top-level name stays.
+    let deep = format_outline(
+        "a.py",
+        "eglot: pyright",
+        vec![
+            item("f", "function", 1, 5, Some(0)),
+            item("x", "variable", 2, 2, Some(1)),
+            item("y", "variable", 3, 3, Some(1)),
+            item("C", "class", 6, 9, Some(0)),
+            item("m", "method", 7, 9, Some(1)),
+            item("z", "variable", 8, 8, Some(2)),
+            item("g", "function", 10, 11, Some(0)),
+        ],
+        5,
+    );
+    assert_eq!(
+        deep,
+        "Outline of a.py: 7 symbols (source: eglot: pyright):\nfunction f (lines 1-5)\nclass C (lines 6-9)\nfunction g (lines 10-11)\n... 4 more not shown (7 in all): those nested 1 or more levels deep"
+    );
     assert_eq!(
         format_outline("a.py", "imenu", vec![], 5),
         "No symbols found in a.py (source: imenu)."
