@@ -329,8 +329,8 @@ revert is journalled.  CALLBACK, if non-nil, is called with the status
        "undo" (format "Undo of change(s) %s" (mapconcat #'number-to-string ids ", "))))))
 
 (defun agent-q-changes--undo-where (&rest keys)
-  "Undo the file changes whose KEYS are those of the entry at point.
-Each file's changes are undone in one review."
+  "Undo what matches the entry at point in KEYS, one review a file.
+Commands are left out: what they changed is not known."
   (let* ((e (agent-q-changes--entry))
          (by-file (agent-q--core-journal-select
                    (agent-q-journal--get)

@@ -298,6 +298,10 @@ fn journal_rows<'e>(
     home: Value<'e>,
 ) -> Result<Value<'e>> {
     let filter = self::filter(env, filter)?;
+    let length = env.call("proper-list-p", [widths])?;
+    if !length.is_not_nil() || length.into_rust::<i64>()? < 5 {
+        return errors::signal(env, Kind::Generic, "WIDTHS must be a list of five widths");
+    }
     let mut w = [0usize; 5];
     let mut rest = widths;
     for slot in &mut w {

@@ -59,7 +59,7 @@ pub fn ordered<'a>(entries: &'a [Entry], filter: &Filter) -> Vec<&'a Entry> {
             ((s, t, e.id), e)
         })
         .collect();
-    keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    keyed.sort_unstable_by_key(|k| std::cmp::Reverse(k.0));
     keyed.into_iter().map(|(_, e)| e).collect()
 }
 
