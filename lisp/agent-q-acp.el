@@ -594,7 +594,7 @@ a partial edit nor a reason."
                        (id (format "%s-edit-%d" key index)))
                   (pcase-let ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new)))
                     (puthash id (list :current current :proposal proposal :label label
-                                      :mcp-client client
+                                      :mcp-client client :whole t
                                       :description
                                       (concat (plist-get context :name) " " agent-q-acp--review-note
                                               (if note (concat "; " note) "")))

@@ -61,6 +61,7 @@
 (require 'agent-q-support)
 (require 'agent-q-guard)
 
+(declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
 (declare-function agent-q--core-search-buffer "agent-q-core"
                   (pattern regexp case-fold max-listed max-counted time-limit))
 (declare-function agent-q--core-file-open "agent-q-core" (path))
@@ -852,8 +853,21 @@ file in place."
              (existed (and attrs t))
              (refusal (agent-q-builtins--write-refusal file attrs buffer))
              (notes nil)
-             (in-place nil))
+             (in-place nil)
+             (old nil))
         (when refusal (agent-q-files--fail "%s" refusal))
+        ;; For the journal: the text replaced (a regular file, checked above).
+        (setq old (cond ((not existed) "")
+                        (buffer (with-current-buffer buffer
+                                  (save-restriction
+                                    (widen)
+                                    (buffer-substring-no-properties (point-min) (point-max)))))
+                        ((and (not remote)
+                              (<= (file-attribute-size attrs) agent-q-builtins-max-file-size))
+                         (ignore-errors
+                           (with-temp-buffer
+                             (insert-file-contents file)
+                             (buffer-string))))))
         (condition-case err
             (let ((coding (let ((c (agent-q-builtins--write-coding file buffer content)))
                             (when (cdr c) (push (cdr c) notes))
@@ -879,6 +893,9 @@ file in place."
                     (push (format "The directory %s is not writable, so the file was written in place (not atomically)."
                                   dir)
                           notes))))
+              (when (and (stringp old) (require 'agent-q-journal nil t))
+                (agent-q-journal-record :context agent-q-call-context :file file
+                                        :old old :new content))
               (when buffer
                 (with-current-buffer buffer
                   (revert-buffer t t t))

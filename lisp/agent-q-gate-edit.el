@@ -174,7 +174,6 @@ review, or nil when none opened."
      (if (eq status :success)
          (let ((text (plist-get plist :text)))
            (agent-q-gate-edit--remember file text)
-           (when (require 'agent-q-journal nil t) (agent-q-journal-record :agent label :file file :how 'review :old old :new text))
            (funcall callback text (plist-get plist :hunks)))
        (funcall callback nil (plist-get plist :hunks))))
    label
@@ -185,6 +184,24 @@ review, or nil when none opened."
     (or description
         (format "%s will write this edit itself: only the accepted hunks (C-c C-c answers, C-c C-k rejects all)."
                 label)))))
+
+(defun agent-q-gate-edit--journal (context edit file text &optional hunks)
+  "Journal the agent's EDIT of FILE to TEXT, which the call let through.
+HUNKS is the review's (see `agent-q-review-hunks'), nil when no review
+decided.  CONTEXT, the call's `agent-q-call-context', names the agent,
+its session and how it was approved.  An edit the agent may make only
+whole (ACP: EDIT's :whole) is journalled only when TEXT is the whole
+proposal."
+  (when (and (stringp text)
+             (or (not (plist-get edit :whole))
+                 (equal text (plist-get edit :proposal)))
+             (require 'agent-q-journal nil t))
+    (agent-q-journal-record
+     :context context :file file
+     :old (plist-get edit :current) :new text
+     :accepted (+ (length (plist-get hunks :accepted))
+                  (length (plist-get hunks :edited)))
+     :rejected (length (plist-get hunks :rejected)))))
 
 (defun agent-q-gate-edit--mark-review ()
   "Count the call whose handler is starting as waiting for a review."
@@ -222,12 +239,14 @@ why."
       (funcall callback (concat (plist-get edit :invalid) "; nothing was written.") :failure))
      (t
       (let* ((label (plist-get edit :label))
+             (context agent-q-call-context)
              (proposal (plist-get edit :proposal))
              (protected (plist-get agent-q-call-context :reason)))
         (cond
          ((equal (plist-get agent-q-call-context :decision) "rule")
           (puthash id proposal agent-q-gate-edit--outcomes)
           (agent-q-gate-edit--remember file proposal)
+          (agent-q-gate-edit--journal agent-q-call-context edit file proposal)
           (funcall callback (format "Allowed unreviewed by the approval rule %s"
                                     (plist-get agent-q-call-context :rule))
                    :success))
@@ -236,9 +255,7 @@ why."
           ;; applied without review, and journalled.
           (puthash id proposal agent-q-gate-edit--outcomes)
           (agent-q-gate-edit--remember file proposal)
-          (when (require 'agent-q-journal nil t)
-            (agent-q-journal-record :agent label :file file :how 'trust
-                                    :old (plist-get edit :current) :new proposal))
+          (agent-q-gate-edit--journal agent-q-call-context edit file proposal)
           (funcall callback "Applied without review: the user trusts this agent's edits for now."
                    :success))
          (t
@@ -259,6 +276,7 @@ why."
                       (if text
                           (progn
                             (puthash id text agent-q-gate-edit--outcomes)
+                            (agent-q-gate-edit--journal context edit file text hunks)
                             (funcall callback
                                      (if (equal text proposal)
                                          "The user accepted the whole edit."

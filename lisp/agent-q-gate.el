@@ -92,6 +92,7 @@
 (require 'agent-q-guard)
 (require 'agent-q-gate-edit)
 
+(declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
 (declare-function agent-q--core-gate-walk-search "agent-q-core"
@@ -159,6 +160,9 @@ ARGS is the hash table of the call's arguments, edited by the user
 when they were."
   (let ((command (gethash "command" args)))
     (puthash (plist-get agent-q-call-context :id) command agent-q-gate--approved)
+    (when (and (stringp command) (require 'agent-q-journal nil t))
+      (agent-q-journal-record :context agent-q-call-context :command command
+                              :file (gethash "directory" args)))
     "Approved in Emacs: the agent runs the command itself."))
 
 (defun agent-q-gate--approve-read (args)

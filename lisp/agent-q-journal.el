@@ -80,25 +80,39 @@
 PLIST has :agent, :session, :turn, :file, :how (`rule', `user',
 `review'...), :detail, :accepted, :rejected, and either :old and
 :new (the file's text before and after) or :command (a shell command).
+Instead of :agent, :session and :how it may give :context, the
+`agent-q-call-context' of the call that made the change (its
+:channel, :client, :decision and :rule; :client and :decision in
+PLIST win): the core names the agent, its session and the approval.
 A sensitive file's change is recorded without its text.  Never
 signals: a failure to record is a message."
   (condition-case err
       (let* ((file (plist-get plist :file))
+             (context (plist-get plist :context))
              (sensitive (and file (stringp file)
                              (require 'agent-q-guard nil t)
                              (agent-q-guard-sensitive-match file)
                              t))
-             (meta (list :agent (format "%s" (or (plist-get plist :agent) "?"))
+             (string (lambda (v) (and v (format "%s" v))))
+             (meta (list :agent (funcall string (plist-get plist :agent))
                          :session (plist-get plist :session)
                          :turn (plist-get plist :turn)
                          :file (and file (expand-file-name file))
                          :command (plist-get plist :command)
-                         :how (let ((how (plist-get plist :how)))
-                                (and how (format "%s" how)))
+                         :how (funcall string (plist-get plist :how))
                          :detail (plist-get plist :detail)
                          :accepted (plist-get plist :accepted)
                          :rejected (plist-get plist :rejected)
-                         :reverts (plist-get plist :reverts))))
+                         :reverts (plist-get plist :reverts)
+                         :channel (plist-get context :channel)
+                         :client (funcall string (or (plist-get plist :client)
+                                                     (plist-get context :client)))
+                         :decision (or (plist-get plist :decision)
+                                       (plist-get context :decision))
+                         :rule (plist-get context :rule))))
+        (unless (or (plist-get meta :agent) (plist-get meta :client)
+                    (plist-get meta :channel))
+          (setq meta (plist-put meta :agent "user")))
         (agent-q--core-journal-record (agent-q-journal--get) meta
                                       (plist-get plist :old)
                                       (plist-get plist :new) sensitive))
@@ -109,65 +123,59 @@ signals: a failure to record is a message."
 ;;;; The list
 
 (defvar-local agent-q-changes--filter nil
-  "The filter of this list: (KEY . VALUE), KEY one of :agent :file :session.")
+  "The filter of this list: a plist of :agent, :session, :turn or :file.")
 
-(defvar-local agent-q-changes--all nil
-  "The journal's entries when the list was last filled, newest first.")
+(defvar-local agent-q-changes--ids nil
+  "The entry of each line of the list, a vector.")
 
-(defun agent-q-changes--entries ()
-  "The journal's entries shown, newest first, grouped by session."
-  (let* ((all (setq agent-q-changes--all
-                    (agent-q--core-journal-entries (agent-q-journal--get))))
-         (entries (if agent-q-changes--filter
-                      (seq-filter (lambda (e)
-                                    (equal (plist-get e (car agent-q-changes--filter))
-                                           (cdr agent-q-changes--filter)))
-                                  all)
-                    all))
-         (newest (make-hash-table :test #'equal)))
-    ;; A session sits where its newest change is; its entries follow.
-    (dolist (e entries)
-      (let ((key (list (plist-get e :agent) (plist-get e :session))))
-        (unless (gethash key newest)
-          (puthash key (plist-get e :id) newest))))
-    (sort entries
-          (lambda (a b)
-            (let ((ga (gethash (list (plist-get a :agent) (plist-get a :session)) newest))
-                  (gb (gethash (list (plist-get b :agent) (plist-get b :session)) newest)))
-              (if (= ga gb)
-                  (> (plist-get a :id) (plist-get b :id))
-                (> ga gb)))))))
+(defvar-local agent-q-changes--first-line 1
+  "The line of the list's first entry.")
 
-(defun agent-q-changes--row (e)
-  "The tabulated-list row of entry E."
-  (list (plist-get e :id)
-        (vector (format-time-string "%F %T" (plist-get e :time))
-                (plist-get e :agent)
-                (let ((s (plist-get e :session)) (turn (plist-get e :turn)))
-                  (concat s (if (string-empty-p turn) "" (concat "/" turn))))
-                (pcase (plist-get e :kind)
-                  ('command (concat "$ " (plist-get e :command)
-                                    "  (changes on disk unknown)"))
-                  (_ (abbreviate-file-name (plist-get e :file))))
-                (if (eq (plist-get e :kind) 'command) ""
-                  (format "+%d -%d" (plist-get e :added) (plist-get e :removed)))
-                (concat (symbol-name (plist-get e :kind)) " "
-                        (plist-get e :how)
-                        (if (plist-get e :sensitive) " (sensitive: no text)" "")))))
+(defun agent-q-changes--id ()
+  "The number of the entry on the line at point, or nil.
+The list's lines carry no text property (10,000 of them would take
+time to put): the line's number finds it in `agent-q-changes--ids'."
+  (let ((i (- (line-number-at-pos) agent-q-changes--first-line)))
+    (and agent-q-changes--ids (<= 0 i) (< i (length agent-q-changes--ids))
+         (aref agent-q-changes--ids i))))
 
-(defun agent-q-changes--refresh ()
-  "Fill the list from the journal."
-  (let ((lost (agent-q--core-journal-lost (agent-q-journal--get))))
-    (setq tabulated-list-entries
-          (mapcar #'agent-q-changes--row (agent-q-changes--entries)))
-    (setq header-line-format
-          (concat (if (> lost 0)
-                      (format "%d older entries were dropped (agent-q-journal-max-entries)  " lost)
-                    "")
-                  (if agent-q-changes--filter
-                      (format "Filter: %s %s" (car agent-q-changes--filter)
-                              (cdr agent-q-changes--filter))
-                    "")))))
+(defconst agent-q-changes--format
+  [("Time" 19 nil) ("Agent" 10 nil) ("Session/turn" 16 nil)
+   ("File or command" 40 nil) ("+/-" 10 nil) ("How" 20 nil)]
+  "The columns of `agent-q-changes'.")
+
+(defun agent-q-changes--refresh (&rest _)
+  "Fill the list from the journal: rows made by the core, inserted at once.
+The rows, their order (newest first, grouped by agent session and
+turn) and filtering are computed by the module, so that a journal of
+10,000 entries lists at once."
+  (let* ((journal (agent-q-journal--get))
+         (lost (agent-q--core-journal-lost journal))
+         (rows (agent-q--core-journal-rows
+                journal agent-q-changes--filter
+                (mapcar (lambda (i) (cadr (aref agent-q-changes--format i)))
+                        '(0 1 2 3 4))
+                (expand-file-name "~")))
+         (ids (cdr rows))
+         (line (line-number-at-pos))
+         (inhibit-read-only t))
+    (setq agent-q-changes--ids ids)
+    (erase-buffer)
+    ;; What is not listed, said first, on lines of no entry.
+    (when (> lost 0)
+      (insert (format "%d older entries were dropped (agent-q-journal-max-entries)\n"
+                      lost)))
+    (when agent-q-changes--filter
+      (insert (format "Filter: %s  (c shows every change)\n"
+                      (mapconcat (lambda (x) (format "%s" x))
+                                 agent-q-changes--filter " "))))
+    (when (zerop (length ids))
+      (insert "No change recorded.\n"))
+    (setq agent-q-changes--first-line (line-number-at-pos))
+    (insert (car rows))
+    (goto-char (point-min))
+    (forward-line (1- line))
+    (set-buffer-modified-p nil)))
 
 (defvar agent-q-changes-mode-map
   (let ((map (make-sparse-keymap)))
@@ -175,46 +183,44 @@ signals: a failure to record is a message."
     (define-key map "a" #'agent-q-changes-filter-agent)
     (define-key map "f" #'agent-q-changes-filter-file)
     (define-key map "s" #'agent-q-changes-filter-session)
+    (define-key map "t" #'agent-q-changes-filter-turn)
     (define-key map "c" #'agent-q-changes-clear-filter)
     (define-key map "u" #'agent-q-changes-undo)
     (define-key map "F" #'agent-q-changes-undo-file)
+    (define-key map "T" #'agent-q-changes-undo-turn)
     (define-key map "S" #'agent-q-changes-undo-session)
     map)
   "Keys of `agent-q-changes-mode'.")
 
 (define-derived-mode agent-q-changes-mode tabulated-list-mode "Agent-Q-Changes"
-  "The journal of what the agents changed, newest first, by session.
+  "The journal of what the agents changed, newest first, by session and turn.
 \\{agent-q-changes-mode-map}"
-  (setq tabulated-list-format
-        [("Time" 19 nil) ("Agent" 10 nil) ("Session/turn" 16 nil)
-         ("File or command" 40 nil) ("+/-" 10 nil) ("How" 20 nil)])
+  (setq tabulated-list-format agent-q-changes--format)
   (setq tabulated-list-sort-key nil)
-  (add-hook 'tabulated-list-revert-hook #'agent-q-changes--refresh nil t)
+  (setq-local revert-buffer-function #'agent-q-changes--refresh)
   (tabulated-list-init-header))
 
 ;;;###autoload
 (defun agent-q-changes ()
-  "List what the agents changed, newest first, grouped by session."
+  "List what the agents changed, newest first, grouped by session and turn."
   (interactive)
   (with-current-buffer (get-buffer-create "*agent-q-changes*")
     (agent-q-changes-mode)
     (agent-q-changes--refresh)
-    (tabulated-list-print)
+    (goto-char (point-min))
     (pop-to-buffer (current-buffer))))
 
 (defun agent-q-changes--entry ()
   "The entry at point, as a plist."
-  (let ((id (tabulated-list-get-id)))
-    (unless id (user-error "No change here"))
-    (seq-find (lambda (e) (eql (plist-get e :id) id))
-              (or agent-q-changes--all
-                  (agent-q--core-journal-entries (agent-q-journal--get))))))
+  (let ((id (agent-q-changes--id)))
+    (or (and id (agent-q--core-journal-entry (agent-q-journal--get) id))
+        (user-error "No change here"))))
 
 (defun agent-q-changes-show ()
   "Show the diff of the change at point."
   (interactive)
   (let ((diff (agent-q--core-journal-diff (agent-q-journal--get)
-                                          (tabulated-list-get-id))))
+                                          (plist-get (agent-q-changes--entry) :id))))
     (with-current-buffer (get-buffer-create "*agent-q-change*")
       (let ((inhibit-read-only t))
         (erase-buffer)
@@ -224,10 +230,12 @@ signals: a failure to record is a message."
       (goto-char (point-min))
       (display-buffer (current-buffer)))))
 
-(defun agent-q-changes--filter-by (key)
-  "Show only the entries whose KEY is that of the entry at point."
-  (setq agent-q-changes--filter (cons key (plist-get (agent-q-changes--entry) key)))
-  (revert-buffer))
+(defun agent-q-changes--filter-by (&rest keys)
+  "Show only the entries whose KEYS are those of the entry at point."
+  (let ((e (agent-q-changes--entry)))
+    (setq agent-q-changes--filter
+          (mapcan (lambda (key) (list key (plist-get e key))) keys))
+    (revert-buffer)))
 
 (defun agent-q-changes-filter-agent ()
   "Show only the entries of the agent at point."
@@ -242,7 +250,12 @@ signals: a failure to record is a message."
 (defun agent-q-changes-filter-session ()
   "Show only the entries of the session at point."
   (interactive)
-  (agent-q-changes--filter-by :session))
+  (agent-q-changes--filter-by :agent :session))
+
+(defun agent-q-changes-filter-turn ()
+  "Show only the entries of the turn at point."
+  (interactive)
+  (agent-q-changes--filter-by :agent :session :turn))
 
 (defun agent-q-changes-clear-filter ()
   "Show every change."
@@ -315,37 +328,37 @@ revert is journalled.  CALLBACK, if non-nil, is called with the status
          (when callback (funcall callback (if conflicts :conflict status))))
        "undo" (format "Undo of change(s) %s" (mapconcat #'number-to-string ids ", "))))))
 
-(defun agent-q-changes--undo-where (pred)
-  "Undo the entries of the list satisfying PRED, file by file."
-  (let ((by-file (make-hash-table :test #'equal)))
-    (dolist (e (or agent-q-changes--all
-                   (agent-q--core-journal-entries (agent-q-journal--get))))
-      (when (and (memq (plist-get e :kind) '(edit revert)) (funcall pred e))
-        (push (plist-get e :id) (gethash (plist-get e :file) by-file))))
-    (when (zerop (hash-table-count by-file))
+(defun agent-q-changes--undo-where (&rest keys)
+  "Undo what matches the entry at point in KEYS, one review a file.
+Commands are left out: what they changed is not known."
+  (let* ((e (agent-q-changes--entry))
+         (by-file (agent-q--core-journal-select
+                   (agent-q-journal--get)
+                   (mapcan (lambda (key) (list key (plist-get e key))) keys))))
+    (unless by-file
       (user-error "No file change to undo"))
-    (maphash (lambda (file ids) (agent-q-journal-undo file ids)) by-file)))
+    (dolist (f by-file)
+      (agent-q-journal-undo (car f) (cdr f)))))
 
 (defun agent-q-changes-undo ()
   "Undo the change at point."
   (interactive)
-  (let ((id (plist-get (agent-q-changes--entry) :id)))
-    (agent-q-changes--undo-where (lambda (e) (eql (plist-get e :id) id)))))
+  (agent-q-changes--undo-where :id))
 
 (defun agent-q-changes-undo-file ()
   "Undo every change to the file at point."
   (interactive)
-  (let ((file (plist-get (agent-q-changes--entry) :file)))
-    (agent-q-changes--undo-where (lambda (e) (equal (plist-get e :file) file)))))
+  (agent-q-changes--undo-where :file))
+
+(defun agent-q-changes-undo-turn ()
+  "Undo every change of the turn at point."
+  (interactive)
+  (agent-q-changes--undo-where :agent :session :turn))
 
 (defun agent-q-changes-undo-session ()
   "Undo every change of the session at point."
   (interactive)
-  (let* ((e (agent-q-changes--entry))
-         (agent (plist-get e :agent)) (session (plist-get e :session)))
-    (agent-q-changes--undo-where
-     (lambda (x) (and (equal (plist-get x :agent) agent)
-                      (equal (plist-get x :session) session))))))
+  (agent-q-changes--undo-where :agent :session))
 
 (provide 'agent-q-journal)
 

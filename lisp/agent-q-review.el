@@ -60,6 +60,7 @@
 (declare-function agent-q-validate-arguments "agent-q" (tool-name args &optional registry))
 (declare-function agent-q--wait-for "agent-q" (predicate))
 (declare-function agent-q-when-cancelled "agent-q-async" (function))
+(declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
 (declare-function agent-q-rules-save-from-prompt "agent-q-rules" (tool-name args context))
 (declare-function agent-q--core-visible "agent-q-core" (text))
 (declare-function agent-q--visible "agent-q-prompt" (text))
@@ -162,7 +163,9 @@ review (its hook's timeout; see `agent-q-prompt-deadline-function'),
 or nil; CLOCK the timer that keeps the header line's time left current."
   path file current proposal description session summary details decisions
   buffer done cancelled headers (rendered 0) timer callback client pinned merge
-  shown armed arm-timer parts deadline clock)
+  shown armed arm-timer parts deadline clock
+  ;; The call whose handler opened the review, for the journal.
+  (context agent-q-call-context))
 
 (defvar-local agent-q-review--this-review nil
   "The review shown in the current review buffer.")
@@ -974,10 +977,17 @@ file's buffer changed during the review, so nothing could be applied."
                              (buffer-substring-no-properties (point-min) (point-max)))))))
           (if (not (equal now (agent-q-review--review-current review)))
               (setq stale t)
-            (agent-q-review--replace-contents
-             buffer
-             (agent-q--core-diff-session-apply
-              session (mapcar (lambda (d) (or d 'reject)) decisions)))
+            (let ((text (agent-q--core-diff-session-apply
+                         session (mapcar (lambda (d) (or d 'reject)) decisions))))
+              (agent-q-review--replace-contents buffer text)
+              ;; Every edit applied by a review (propose_file_edit, renames).
+              (when (require 'agent-q-journal nil t)
+                (agent-q-journal-record
+                 :context (agent-q-review--review-context review)
+                 :client (agent-q-review--review-client review)
+                 :decision "review" :file file
+                 :accepted (length accepted) :rejected (length rejected)
+                 :old (agent-q-review--review-current review) :new text)))
             (when agent-q-diff-save-after-apply
               (condition-case err
                   (let ((changed (and (agent-q-review--review-pinned review)

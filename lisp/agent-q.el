@@ -862,10 +862,10 @@ the rule, when an ask rule matched) and `print-circle' to nil (see
               (clear-this-command-keys t))))))))
 
 (defun agent-q--call-handler (handler args id tool client approved reason
-                                      &optional file origin channel)
+                                      &optional file origin channel decision rule)
   "Call HANDLER with ARGS, with `agent-q-call-context' describing the call.
 ID, TOOL, CLIENT, APPROVED, REASON, FILE (the file the guard pinned),
-ORIGIN and CHANNEL are the context's values (the
+ORIGIN, CHANNEL, DECISION and RULE are the context's values (the
 executor passes them apart: the plist is cheaper to build here, in
 byte code, than from the module).  `print-circle' is nil meanwhile,
 whatever the user set: a handler that prints a deep value must not
@@ -873,7 +873,7 @@ kill Emacs (see `agent-q--with-bounded-printing')."
   (let ((agent-q-call-context (list :id id :tool tool :client client
                                     :origin (or origin 'emacs)
                                     :approved approved :reason reason :file file
-                                    :channel channel))
+                                    :channel channel :decision decision :rule rule))
         (print-circle nil))
     (funcall handler args)))
 

@@ -7,6 +7,7 @@ use emacs::{defun, Env, IntoLisp, Result, Value};
 
 use super::args::{self, MAX_NAME_BYTES, MAX_TEXT_BYTES};
 use super::errors::{self, Kind};
+use agent_q_core::journal::list::{self, Filter};
 use agent_q_core::journal::{self, Approval, Entry, Journal, JournalError, Meta};
 
 /// Most entries a revert takes.
@@ -77,18 +78,42 @@ fn meta(env: &Env, plist: Value<'_>) -> Result<Meta> {
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0)
     };
+    let (accepted, rejected) = (
+        plist_count(env, plist, ":accepted")?,
+        plist_count(env, plist, ":rejected")?,
+    );
+    let (mut agent, mut session) = (
+        plist_string(env, plist, ":agent")?,
+        plist_string(env, plist, ":session")?,
+    );
+    let channel = plist_string(env, plist, ":channel")?;
+    let client = plist_string(env, plist, ":client")?;
+    if agent.is_empty() && !(channel.is_empty() && client.is_empty()) {
+        let (a, s) = list::who(&channel, &client);
+        agent = a;
+        if session.is_empty() {
+            session = s;
+        }
+    }
+    let how = plist_string(env, plist, ":how")?;
+    let decision = plist_string(env, plist, ":decision")?;
+    let approval = if how.is_empty() && !decision.is_empty() {
+        list::approval_of_call(&decision, &plist_string(env, plist, ":rule")?, accepted, rejected)
+    } else {
+        Approval {
+            how,
+            detail: plist_string(env, plist, ":detail")?,
+            accepted,
+            rejected,
+        }
+    };
     Ok(Meta {
-        agent: plist_string(env, plist, ":agent")?,
-        session: plist_string(env, plist, ":session")?,
+        agent,
+        session,
         turn: plist_string(env, plist, ":turn")?,
         file: plist_string(env, plist, ":file")?,
         command: plist_string(env, plist, ":command")?,
-        approval: Approval {
-            how: plist_string(env, plist, ":how")?,
-            detail: plist_string(env, plist, ":detail")?,
-            accepted: plist_count(env, plist, ":accepted")?,
-            rejected: plist_count(env, plist, ":rejected")?,
-        },
+        approval,
         reverts,
         time,
     })
@@ -123,7 +148,9 @@ fn ids(env: &Env, list: Value<'_>) -> Result<Vec<u64>> {
 ///
 /// META is a plist: :agent, :session, :turn, :file (absolute), :command, :how (`rule', `user',
 /// `review'... as a string), :detail, :accepted and :rejected (hunks), :reverts (the numbers of
-/// the entries a revert undid), :time (seconds since the epoch; now when absent). When SENSITIVE
+/// the entries a revert undid), :time (seconds since the epoch; now when absent). Instead of
+/// :agent, :session and :how it may give the call's :channel, :client, :decision and :rule (as in
+/// `agent-q-call-context'): the core names the agent, the session and the approval from them. When SENSITIVE
 /// is non-nil the hunks are recorded without their text.
 #[defun]
 fn journal_record<'e>(
@@ -155,6 +182,55 @@ fn journal_record<'e>(
     }
 }
 
+/// The plist of entry E (see `agent-q--core-journal-entries').
+fn entry_plist<'e>(env: &'e Env, e: &Entry) -> Result<Value<'e>> {
+    let k = |name: &str| env.intern(name);
+    let nil = ().into_lisp(env)?;
+    let kind = k(match e.kind {
+        journal::Kind::Edit => "edit",
+        journal::Kind::Revert => "revert",
+        journal::Kind::Command => "command",
+    })?;
+    let reverts: Vec<Value> = e.reverts.iter().map(|id| id.into_lisp(env)).collect::<Result<_>>()?;
+    let plist = [
+        k(":id")?,
+        e.id.into_lisp(env)?,
+        k(":time")?,
+        e.time.into_lisp(env)?,
+        k(":kind")?,
+        kind,
+        k(":agent")?,
+        e.agent.as_str().into_lisp(env)?,
+        k(":session")?,
+        e.session.as_str().into_lisp(env)?,
+        k(":turn")?,
+        e.turn.as_str().into_lisp(env)?,
+        k(":file")?,
+        e.file.as_str().into_lisp(env)?,
+        k(":command")?,
+        e.command.as_str().into_lisp(env)?,
+        k(":how")?,
+        e.approval.how.as_str().into_lisp(env)?,
+        k(":detail")?,
+        e.approval.detail.as_str().into_lisp(env)?,
+        k(":accepted")?,
+        e.approval.accepted.into_lisp(env)?,
+        k(":rejected")?,
+        e.approval.rejected.into_lisp(env)?,
+        k(":sensitive")?,
+        if e.sensitive { k("t")? } else { nil },
+        k(":added")?,
+        e.added.into_lisp(env)?,
+        k(":removed")?,
+        e.removed.into_lisp(env)?,
+        k(":hunks")?,
+        e.hunk_count.into_lisp(env)?,
+        k(":reverts")?,
+        env.list(&reverts[..])?,
+    ];
+    env.list(&plist[..])
+}
+
 /// Return the entries of JOURNAL, newest first, as a list of plists without their hunks.
 ///
 /// Each is (:id N :time SECONDS :kind KIND :agent A :session S :turn T :file F :command C :how H
@@ -163,65 +239,106 @@ fn journal_record<'e>(
 #[defun]
 fn journal_entries<'e>(env: &'e Env, j: Value<'e>) -> Result<Value<'e>> {
     let journal = journal_arg(env, j)?;
-    let k = |name: &str| env.intern(name);
-    let keys = [
-        k(":id")?,
-        k(":time")?,
-        k(":kind")?,
-        k(":agent")?,
-        k(":session")?,
-        k(":turn")?,
-        k(":file")?,
-        k(":command")?,
-        k(":how")?,
-        k(":detail")?,
-        k(":accepted")?,
-        k(":rejected")?,
-        k(":sensitive")?,
-        k(":added")?,
-        k(":removed")?,
-        k(":hunks")?,
-        k(":reverts")?,
-    ];
-    let kinds = [k("edit")?, k("revert")?, k("command")?];
-    let nil = ().into_lisp(env)?;
-    let t = k("t")?;
-    let mut out = nil;
+    let mut out = ().into_lisp(env)?;
     for e in journal.entries() {
-        let kind = match e.kind {
-            journal::Kind::Edit => kinds[0],
-            journal::Kind::Revert => kinds[1],
-            journal::Kind::Command => kinds[2],
-        };
-        let reverts: Vec<Value> = e.reverts.iter().map(|id| id.into_lisp(env)).collect::<Result<_>>()?;
-        let values = [
-            e.id.into_lisp(env)?,
-            e.time.into_lisp(env)?,
-            kind,
-            e.agent.as_str().into_lisp(env)?,
-            e.session.as_str().into_lisp(env)?,
-            e.turn.as_str().into_lisp(env)?,
-            e.file.as_str().into_lisp(env)?,
-            e.command.as_str().into_lisp(env)?,
-            e.approval.how.as_str().into_lisp(env)?,
-            e.approval.detail.as_str().into_lisp(env)?,
-            e.approval.accepted.into_lisp(env)?,
-            e.approval.rejected.into_lisp(env)?,
-            if e.sensitive { t } else { nil },
-            e.added.into_lisp(env)?,
-            e.removed.into_lisp(env)?,
-            e.hunks.len().into_lisp(env)?,
-            env.list(&reverts[..])?,
-        ];
-        let mut plist = Vec::with_capacity(keys.len() * 2);
-        for (key, value) in keys.iter().zip(values) {
-            plist.push(*key);
-            plist.push(value);
-        }
         // Oldest first in the journal: consing each in front makes the list newest first.
-        out = env.cons(env.list(&plist[..])?, out)?;
+        out = env.cons(entry_plist(env, e)?, out)?;
     }
     Ok(out)
+}
+
+/// Return entry ID of JOURNAL as a plist (see `agent-q--core-journal-entries'), or nil.
+#[defun]
+fn journal_entry<'e>(env: &'e Env, j: Value<'e>, id: Value<'e>) -> Result<Value<'e>> {
+    let id = u64::try_from(args::integer(env, id, "ID")?).unwrap_or(0);
+    let journal = journal_arg(env, j)?;
+    match journal.get(id) {
+        Some(e) => entry_plist(env, e),
+        None => ().into_lisp(env),
+    }
+}
+
+/// The filter of the plist FILTER: :agent, :session, :turn, :file, :id (nil: any).
+fn filter(env: &Env, plist: Value<'_>) -> Result<Filter> {
+    let field = |key: &str| -> Result<Option<String>> {
+        let v = env.call("plist-get", (plist, env.intern(key)?))?;
+        if v.is_not_nil() {
+            Ok(Some(args::string(env, v, key, MAX_NAME_BYTES)?))
+        } else {
+            Ok(None)
+        }
+    };
+    let id = env.call("plist-get", (plist, env.intern(":id")?))?;
+    Ok(Filter {
+        agent: field(":agent")?,
+        session: field(":session")?,
+        turn: field(":turn")?,
+        file: field(":file")?,
+        id: if id.is_not_nil() {
+            Some(u64::try_from(args::integer(env, id, ":id")?).unwrap_or(0))
+        } else {
+            None
+        },
+    })
+}
+
+/// Return the rows of `agent-q-changes' for JOURNAL: (TEXT . IDS).
+///
+/// The entries FILTER shows (a plist of :agent, :session, :turn, :file, :id; nil shows all),
+/// newest first, grouped by agent session and, within it, by turn. TEXT has a line per entry,
+/// its columns (time, agent, session/turn, file or command, +/-, how) padded to WIDTHS, a list
+/// of the first five widths, one space apart; a file under HOME is written with `~'. IDS is a
+/// vector of the entry of each line.
+#[defun]
+fn journal_rows<'e>(
+    env: &'e Env,
+    j: Value<'e>,
+    filter: Value<'e>,
+    widths: Value<'e>,
+    home: Value<'e>,
+) -> Result<Value<'e>> {
+    let filter = self::filter(env, filter)?;
+    let length = env.call("proper-list-p", [widths])?;
+    if !length.is_not_nil() || length.into_rust::<i64>()? < 5 {
+        return errors::signal(env, Kind::Generic, "WIDTHS must be a list of five widths");
+    }
+    let mut w = [0usize; 5];
+    let mut rest = widths;
+    for slot in &mut w {
+        let width = args::integer(env, rest.car()?, "A width")?;
+        *slot = usize::try_from(width).unwrap_or(0).min(1000);
+        rest = rest.cdr()?;
+    }
+    let home = args::string(env, home, "HOME", MAX_NAME_BYTES)?;
+    let journal = journal_arg(env, j)?;
+    let rows = list::rows(&list::ordered(journal.entries(), &filter), &w, &home);
+    drop(journal);
+    let ids = rows
+        .ids
+        .iter()
+        .map(|id| id.into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
+    env.cons(rows.text, env.vector(&ids)?)
+}
+
+/// Return the file changes of JOURNAL that FILTER shows (see `agent-q--core-journal-rows'),
+/// as an undo takes them: a list of (FILE ID...), newest file first, each file's entries
+/// newest first. Commands are left out: what they changed is not known.
+#[defun]
+fn journal_select<'e>(env: &'e Env, j: Value<'e>, filter: Value<'e>) -> Result<Value<'e>> {
+    let filter = self::filter(env, filter)?;
+    let journal = journal_arg(env, j)?;
+    let chosen = list::select(journal.entries(), &filter);
+    drop(journal);
+    let mut out = Vec::with_capacity(chosen.len());
+    for (file, ids) in chosen {
+        let mut items = vec![file.into_lisp(env)?];
+        for id in ids {
+            items.push(id.into_lisp(env)?);
+        }
+        out.push(env.list(&items[..])?);
+    }
+    env.list(&out[..])
 }
 
 /// Return the number of entries JOURNAL has dropped to keep its bound.
@@ -243,9 +360,13 @@ fn journal_set_max(env: &Env, j: Value<'_>, max: Value<'_>) -> Result<()> {
 fn journal_diff<'e>(env: &'e Env, j: Value<'e>, id: Value<'e>) -> Result<Value<'e>> {
     let id = u64::try_from(args::integer(env, id, "ID")?).unwrap_or(0);
     let journal = journal_arg(env, j)?;
-    match journal.get(id) {
-        Some(e) => e.unified().into_lisp(env),
-        None => ().into_lisp(env),
+    match journal.full(id) {
+        Ok(Some(e)) => e.unified().into_lisp(env),
+        Ok(None) => ().into_lisp(env),
+        Err(e) => {
+            drop(journal);
+            fail(env, e)
+        }
     }
 }
 
@@ -260,7 +381,18 @@ fn journal_revert<'e>(env: &'e Env, j: Value<'e>, ids: Value<'e>, current: Value
     let ids = self::ids(env, ids)?;
     let current = args::string(env, current, "CURRENT", MAX_TEXT_BYTES)?;
     let journal = journal_arg(env, j)?;
-    let entries: Vec<&Entry> = ids.iter().filter_map(|&id| journal.get(id)).collect();
+    let mut full = Vec::with_capacity(ids.len());
+    for &id in &ids {
+        match journal.full(id) {
+            Ok(Some(e)) => full.push(e),
+            Ok(None) => {}
+            Err(e) => {
+                drop(journal);
+                return fail(env, e);
+            }
+        }
+    }
+    let entries: Vec<&Entry> = full.iter().collect();
     let reverted = journal::revert(&current, &entries);
     drop(journal);
     let conflicts: Vec<Value> = reverted

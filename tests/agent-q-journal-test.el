@@ -33,6 +33,7 @@
 
 (require 'ert)
 (require 'agent-q-journal)
+(require 'agent-q-gate-edit-test)
 (require 'agent-q-review)
 (require 'agent-q-gate-edit)
 
@@ -73,7 +74,7 @@
           ;; The list: newest first, the command saying its changes are unknown.
           (agent-q-changes)
           (with-current-buffer "*agent-q-changes*"
-            (should (equal (mapcar #'car tabulated-list-entries) '(3 2 1)))
+            (should (equal agent-q-changes--ids [3 2 1]))
             (goto-char (point-min))
             (should (search-forward "changes on disk unknown" nil t))
             (goto-char (point-min))
@@ -125,26 +126,63 @@
                              :sensitive)))
       (delete-directory dir t))))
 
-(ert-deftest agent-q-journal-test-gate-edit-review-is-recorded ()
-  (let* ((dir (make-temp-file "agent-q-journal-test" t))
-         (agent-q-journal-file (expand-file-name "journal.jsonl" dir))
-         (agent-q-journal--journal nil)
-         (file (expand-file-name "a.txt" dir))
-         (old (agent-q-journal-test--lines 10))
-         (new (replace-regexp-in-string "^line 4$" "four" old))
-         written)
-    (unwind-protect
-        (progn
-          (write-region old nil file nil 'silent)
-          (agent-q-journal-test--accept-all
-           (agent-q-gate-edit-review file old new "Claude Code" (lambda (text &rest _) (setq written text))))
-          (should (equal written new))
-          (let ((e (car (agent-q--core-journal-entries (agent-q-journal--get)))))
-            (should (equal (plist-get e :agent) "Claude Code"))
-            (should (equal (plist-get e :file) file))
-            (should (equal (plist-get e :how) "review"))
-            (should (equal (list (plist-get e :added) (plist-get e :removed)) '(1 1)))))
-      (delete-directory dir t))))
+(ert-deftest agent-q-journal-test-every-path-records-how-approved ()
+  "The agents' edits (by a rule, by the review), commands and propose_file_edit are journalled."
+  (agent-q-gate-edit-test--with-file (root file)
+    (let* ((agent-q-journal-file (expand-file-name "journal.jsonl" root))
+           (agent-q-journal--journal nil)
+           (other (expand-file-name "g.txt" root))
+           (entries (lambda () (agent-q--core-journal-entries (agent-q-journal--get)))))
+      (with-temp-file other (insert agent-q-gate-edit-test--old))
+      (agent-q-gate-test--with-gate #'ignore
+        ;; An edit allowed by a rule, unreviewed.
+        (let ((agent-q-approval-rules `(("agent_edit" (:path ,(concat root "f.txt")) allow)
+                                        ("shell_command" (:command "make test") allow))))
+          (agent-q-gate-edit-test--request
+           1 'claude "Write" (list :file_path file :content agent-q-gate-edit-test--new)
+           (list :kind "write" :path file :content agent-q-gate-edit-test--new) root)
+          (should (equal (agent-q-gate-test--answer 1) '(allow nil)))
+          (let ((e (car (funcall entries))))
+            (should (equal (list (plist-get e :agent) (plist-get e :session) (plist-get e :how)
+                                 (plist-get e :file) (plist-get e :added) (plist-get e :removed))
+                           (list "claude" "s1" "rule" file 2 2)))
+            (should (string-match-p "agent_edit" (plist-get e :detail))))
+          ;; A command the rule allowed: listed as a command.
+          (agent-q-gate-test--request-from 2 "make test" 'gemini "g7")
+          (should (eq (car (agent-q-gate-test--answer 2)) 'allow))
+          (let ((e (car (funcall entries))))
+            (should (equal (list (plist-get e :kind) (plist-get e :agent) (plist-get e :session)
+                                 (plist-get e :command) (plist-get e :how))
+                           '(command "gemini" "g7" "make test" "rule")))))
+        ;; An edit reviewed, one hunk of two accepted: recorded once, as written.
+        (let ((agent-q-review--review-driver (agent-q-gate-edit-test--driver '(accept reject))))
+          (agent-q-gate-edit-test--request
+           3 'gemini "write_file" (list :file_path other :content agent-q-gate-edit-test--new)
+           (list :kind "write" :path other :content agent-q-gate-edit-test--new) root)
+          (should (eq (car (agent-q-gate-test--answer 3)) 'allow))
+          (let ((all (funcall entries)))
+            (should (= (length all) 3))
+            (let ((e (car all)))
+              (should (equal (list (plist-get e :agent) (plist-get e :how) (plist-get e :accepted)
+                                   (plist-get e :rejected) (plist-get e :added))
+                             '("gemini" "review" 1 1 1)))
+              (should (string-match-p "^\\+TWO$" (agent-q--core-journal-diff
+                                                   (agent-q-journal--get) (plist-get e :id))))
+              (should-not (string-match-p "NINE" (agent-q--core-journal-diff
+                                                   (agent-q-journal--get) (plist-get e :id))))))))
+      ;; propose_file_edit, through the executor and its review.
+      (let* ((agent-q-review--review-driver (agent-q-gate-edit-test--driver '(accept)))
+             (agent-q-client "gptel")
+             (agent-q-approval-function (lambda (&rest _) :approved))
+             (results (agent-q-execute-tool-calls
+                       (list (list :id "p1" :name "propose_file_edit"
+                                   :arguments (list :path other :original "ten\n"
+                                                    :modified "TEN\n" :description "d")))))
+             (e (car (funcall entries))))
+        (should (plist-get (car results) :success))
+        (should (equal (list (plist-get e :agent) (plist-get e :how) (plist-get e :accepted)
+                             (plist-get e :file) (plist-get e :added))
+                       (list "gptel" "review" 1 other 1)))))))
 
 (provide 'agent-q-journal-test)
 

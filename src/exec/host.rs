@@ -383,8 +383,8 @@ pub(super) fn origin_symbol<'e>(env: &'e Env, origin: &Origin) -> Value<'e> {
 }
 
 /// The arguments of `agent-q--call-handler': (HANDLER ARGS ID TOOL CLIENT APPROVED REASON FILE
-/// ORIGIN CHANNEL).
-fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 10]> {
+/// ORIGIN CHANNEL DECISION RULE).
+fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call) -> Result<[Value<'a>; 12]> {
     let no = nil.bind(env);
     Ok([
         run,
@@ -410,6 +410,11 @@ fn handler_args<'a>(env: &'a Env, run: Value<'a>, given: &Given<'a>, call: &Call
         origin_symbol(env, call.origin()),
         match call.channel() {
             Some(c) => c.into_lisp(env)?,
+            None => no,
+        },
+        call.decision().into_lisp(env)?,
+        match call.rule() {
+            Some(r) => r.into_lisp(env)?,
             None => no,
         },
     ])

@@ -22,6 +22,7 @@ use thiserror::Error;
 
 use crate::diff::{self, DiffError, LineDiff, LineTag};
 
+pub mod list;
 #[cfg(test)]
 mod tests;
 
@@ -136,6 +137,71 @@ pub struct Entry {
     /// The entries a revert undid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reverts: Vec<u64>,
+    /// The number of hunks, also when they are not held in memory (see [`Journal::full`]).
+    #[serde(skip)]
+    pub hunk_count: usize,
+    /// Where the entry's line is in the journal file, once recorded or read back.
+    #[serde(skip)]
+    pub loc: Option<Loc>,
+}
+
+/// Where an entry's line is in the journal file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// Its length, the newline excluded.
+    pub len: usize,
+}
+
+/// An entry as read back when the journal is opened: its hunks counted, not parsed (they are
+/// read from the file when needed, see [`Journal::full`]).
+#[derive(Deserialize)]
+struct Head {
+    id: u64,
+    time: f64,
+    kind: Kind,
+    agent: String,
+    #[serde(default)]
+    session: String,
+    #[serde(default)]
+    turn: String,
+    #[serde(default)]
+    file: String,
+    #[serde(default)]
+    command: String,
+    approval: Approval,
+    #[serde(default)]
+    sensitive: bool,
+    added: usize,
+    removed: usize,
+    #[serde(default)]
+    hunks: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    reverts: Vec<u64>,
+}
+
+impl Head {
+    fn entry(self, loc: Loc) -> Entry {
+        Entry {
+            id: self.id,
+            time: self.time,
+            kind: self.kind,
+            agent: self.agent,
+            session: self.session,
+            turn: self.turn,
+            file: self.file,
+            command: self.command,
+            approval: self.approval,
+            sensitive: self.sensitive,
+            added: self.added,
+            removed: self.removed,
+            hunk_count: self.hunks.len(),
+            hunks: Vec::new(),
+            reverts: self.reverts,
+            loc: Some(loc),
+        }
+    }
 }
 
 /// Who made a change and how it was approved: the fields of an [`Entry`] its caller gives.
@@ -202,6 +268,7 @@ impl Entry {
                 new: side(new, new_starts, &layout.new_range),
             });
         }
+        let hunk_count = hunks.len();
         let kind = if meta.reverts.is_empty() {
             Kind::Edit
         } else {
@@ -222,6 +289,8 @@ impl Entry {
             removed,
             hunks,
             reverts: meta.reverts,
+            hunk_count,
+            loc: None,
         }))
     }
 
@@ -242,6 +311,8 @@ impl Entry {
             removed: 0,
             hunks: Vec::new(),
             reverts: Vec::new(),
+            hunk_count: 0,
+            loc: None,
         }
     }
 
@@ -298,6 +369,10 @@ fn diff_lines(old: &str, new: &str) -> Vec<String> {
 }
 
 /// The entries of a journal file, and the file.
+///
+/// The entries are held without their hunks (each knows where its line is in the file): the
+/// journal opens by reading only what the list shows, and [`Journal::full`] reads an entry's
+/// hunks when a diff or an undo needs them.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
@@ -326,6 +401,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     }
 }
 
+/// True when LINE is the line of entry ID: entries are written with their id first.
+fn line_is(line: &[u8], id: u64) -> bool {
+    line.starts_with(format!("{{\"id\":{id},").as_bytes())
+}
+
 impl Journal {
     /// The journal at PATH holding at most MAX entries (at least 1): the file read back (none
     /// is an empty journal), skipping a line that is not an entry (a torn last line).
@@ -346,8 +426,9 @@ impl Journal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(journal),
             Err(e) => return Err(io(&journal.path)(e)),
         };
-        let mut reader = BufReader::new(file);
+        let mut reader = BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
+        let mut offset: u64 = 0;
         loop {
             line.clear();
             let n = reader
@@ -358,6 +439,8 @@ impl Journal {
             if n == 0 {
                 break;
             }
+            let start = offset;
+            offset += n as u64;
             journal.file_lines += 1;
             journal.torn = !line.ends_with(b"\n");
             if n > MAX_LINE_BYTES {
@@ -365,22 +448,27 @@ impl Journal {
                 let mut rest = Vec::new();
                 while !rest.ends_with(b"\n") {
                     rest.clear();
-                    if reader
+                    let m = reader
                         .by_ref()
                         .take(1 << 20)
                         .read_until(b'\n', &mut rest)
-                        .map_err(io(&journal.path))?
-                        == 0
-                    {
+                        .map_err(io(&journal.path))?;
+                    if m == 0 {
                         break;
                     }
+                    offset += m as u64;
                 }
                 continue;
             }
-            if let Ok(entry) = serde_json::from_slice::<Entry>(&line) {
-                journal.next_id = journal.next_id.max(entry.id + 1);
-                journal.entries.push(entry);
-            } else if let Ok(header) = serde_json::from_slice::<Header>(&line) {
+            let body = line.strip_suffix(b"\n").unwrap_or(&line);
+            if let Ok(head) = serde_json::from_slice::<Head>(body) {
+                journal.next_id = journal.next_id.max(head.id + 1);
+                let loc = Loc {
+                    offset: start,
+                    len: body.len(),
+                };
+                journal.entries.push(head.entry(loc));
+            } else if let Ok(header) = serde_json::from_slice::<Header>(body) {
                 journal.lost += header.lost;
                 journal.next_id = journal.next_id.max(header.next_id);
             }
@@ -398,17 +486,69 @@ impl Journal {
         }
     }
 
-    /// The entries, oldest first.
+    /// The entries, oldest first, without their hunks (see [`Journal::full`]).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
-    /// The entry numbered ID.
+    /// The entry numbered ID, without its hunks.
     pub fn get(&self, id: u64) -> Option<&Entry> {
         self.entries
             .binary_search_by_key(&id, |e| e.id)
             .ok()
             .map(|i| &self.entries[i])
+    }
+
+    /// The entry numbered ID with its hunks, read from the file; `None` when the journal has
+    /// no such entry (or its line is gone from the file).
+    pub fn full(&self, id: u64) -> Result<Option<Entry>, JournalError> {
+        let Some(head) = self.get(id) else {
+            return Ok(None);
+        };
+        if let Some(line) = self.line(head)? {
+            if let Ok(mut entry) = serde_json::from_slice::<Entry>(&line) {
+                entry.hunk_count = entry.hunks.len();
+                entry.loc = head.loc;
+                return Ok(Some(entry));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The line of HEAD in the file: where it was, else (the file was rewritten by another
+    /// Emacs) found by its number.
+    fn line(&self, head: &Entry) -> Result<Option<Vec<u8>>, JournalError> {
+        use std::os::unix::fs::FileExt;
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&self.path)(e)),
+        };
+        if let Some(loc) = head.loc {
+            let mut buf = vec![0; loc.len];
+            if file.read_exact_at(&mut buf, loc.offset).is_ok() && line_is(&buf, head.id) {
+                return Ok(Some(buf));
+            }
+        }
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .by_ref()
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .map_err(io(&self.path))?;
+            if n == 0 || n > MAX_LINE_BYTES {
+                return Ok(None);
+            }
+            if line_is(&line, head.id) {
+                if line.ends_with(b"\n") {
+                    line.pop();
+                }
+                return Ok(Some(line));
+            }
+        }
     }
 
     /// Entries dropped to keep the bound.
@@ -428,14 +568,19 @@ impl Journal {
     }
 
     /// Record ENTRY: number it, append it to the file, keep the bound. Return its number.
+    /// Its hunks are not kept in memory (see [`Journal::full`]).
     pub fn record(&mut self, mut entry: Entry) -> Result<u64, JournalError> {
         entry.id = self.next_id;
         let mut line = serde_json::to_vec(&entry)?;
+        let len = line.len();
         line.push(b'\n');
-        self.append(&line)?;
+        let offset = self.append(&line)?;
         self.torn = false;
         self.next_id += 1;
         self.file_lines += 1;
+        entry.hunk_count = entry.hunks.len();
+        entry.hunks = Vec::new();
+        entry.loc = Some(Loc { offset, len });
         self.entries.push(entry);
         self.trim();
         if self.file_lines > self.max + self.max / 8 + 1 {
@@ -450,7 +595,8 @@ impl Journal {
         options
     }
 
-    fn append(&self, line: &[u8]) -> Result<(), JournalError> {
+    /// Append LINE to the file; return the offset it starts at.
+    fn append(&self, line: &[u8]) -> Result<u64, JournalError> {
         if let Some(dir) = self.path.parent() {
             fs::create_dir_all(dir).map_err(io(&self.path))?;
         }
@@ -459,33 +605,68 @@ impl Journal {
             .create(true)
             .open(&self.path)
             .map_err(io(&self.path))?;
+        let size = file.metadata().map_err(io(&self.path))?.len();
         // One write of the whole line: a crash tears at most this last line.
         if self.torn {
             let mut whole = Vec::with_capacity(line.len() + 1);
             whole.push(b'\n');
             whole.extend_from_slice(line);
-            return file.write_all(&whole).map_err(io(&self.path));
+            file.write_all(&whole).map_err(io(&self.path))?;
+            return Ok(size + 1);
         }
-        file.write_all(line).map_err(io(&self.path))
+        file.write_all(line).map_err(io(&self.path))?;
+        Ok(size)
     }
 
-    /// Write the file anew with the entries kept, after a header counting those lost.
+    /// Write the file anew with the entries kept, after a header counting those lost. An
+    /// entry whose line cannot be found in the file any more is dropped (and counted lost).
     pub fn rewrite(&mut self) -> Result<(), JournalError> {
         let temp = self.path.with_extension("tmp");
         let _ = fs::remove_file(&temp);
+        let whole = match fs::read(&self.path) {
+            Ok(whole) => whole,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&self.path)(e)),
+        };
+        let mut lines = Vec::with_capacity(self.entries.len());
+        let mut missing = 0;
+        for entry in &self.entries {
+            let here = entry.loc.and_then(|loc| {
+                let start = usize::try_from(loc.offset).ok()?;
+                let line = whole.get(start..start.checked_add(loc.len)?)?;
+                line_is(line, entry.id).then(|| line.to_vec())
+            });
+            match here.map_or_else(|| self.line(entry), |line| Ok(Some(line)))? {
+                Some(line) => lines.push(Some(line)),
+                None => {
+                    lines.push(None);
+                    missing += 1;
+                }
+            }
+        }
+        drop(whole);
         let mut out = Vec::new();
         serde_json::to_writer(
             &mut out,
             &Header {
-                lost: self.lost,
+                lost: self.lost + missing,
                 next_id: self.next_id,
             },
         )?;
         out.push(b'\n');
-        for entry in &self.entries {
-            serde_json::to_writer(&mut out, entry)?;
+        let mut kept = Vec::with_capacity(self.entries.len());
+        for (mut entry, line) in std::mem::take(&mut self.entries).into_iter().zip(lines) {
+            let Some(line) = line else { continue };
+            entry.loc = Some(Loc {
+                offset: out.len() as u64,
+                len: line.len(),
+            });
+            out.extend_from_slice(&line);
             out.push(b'\n');
+            kept.push(entry);
         }
+        self.entries = kept;
+        self.lost += missing;
         let mut file = Self::options()
             .write(true)
             .create_new(true)

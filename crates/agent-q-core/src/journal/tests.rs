@@ -206,3 +206,92 @@ fn ten_thousand_average_changes_fit_in_fifty_megabytes() {
     assert!(size < 50 * 1024 * 1024, "{size} bytes");
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_list_orders_by_session_and_turn_and_names_who_and_how() {
+    let mut entries = Vec::new();
+    for (id, agent, session, turn) in [
+        (1, "claude", "c1", "1"),
+        (2, "gemini", "g1", ""),
+        (3, "claude", "c1", "2"),
+        (4, "claude", "c1", "1"),
+    ] {
+        let mut e = Entry::edit(
+            Meta {
+                turn: turn.into(),
+                session: session.into(),
+                ..meta(agent)
+            },
+            "a\n",
+            "b\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        e.id = id;
+        entries.push(e);
+    }
+    let ids = |f: &list::Filter| list::ordered(&entries, f).iter().map(|e| e.id).collect::<Vec<_>>();
+    // Claude's session (newest 4) first; its turn 1 (newest 4) before turn 2 (3).
+    assert_eq!(ids(&list::Filter::default()), vec![4, 1, 3, 2]);
+    let turn = list::Filter {
+        agent: Some("claude".into()),
+        session: Some("c1".into()),
+        turn: Some("1".into()),
+        ..list::Filter::default()
+    };
+    assert_eq!(ids(&turn), vec![4, 1]);
+    assert_eq!(
+        list::select(&entries, &turn),
+        vec![("/p/f.txt".to_string(), vec![4, 1])]
+    );
+    let rows = list::rows(&list::ordered(&entries, &turn), &[19, 10, 16, 40, 10], "/p");
+    assert_eq!(rows.ids, vec![4, 1]);
+    let first = rows.text.lines().next().unwrap();
+    assert!(first.contains(" claude     c1/1             ~/f.txt"), "{first}");
+    assert!(first.ends_with("+1 -1      review (1 accepted, 0 rejected)"), "{first}");
+    assert_eq!(
+        list::who("mcp gate claude s 1", "Claude"),
+        ("claude".to_string(), "s 1".to_string())
+    );
+    assert_eq!(
+        list::who("mcp acp 5f2", "Gemini CLI (ACP) 5f2"),
+        ("Gemini CLI (ACP)".to_string(), "5f2".to_string())
+    );
+    assert_eq!(
+        list::who("mcp session 9", "codex"),
+        ("codex".to_string(), "9".to_string())
+    );
+    assert_eq!(list::who("emacs gptel", "gptel"), ("gptel".to_string(), String::new()));
+    let a = list::approval_of_call("rule", "allow agent_edit", 0, 0);
+    assert_eq!((a.how.as_str(), a.detail.as_str()), ("rule", "allow agent_edit"));
+    assert_eq!(list::approval_of_call("approved", "", 0, 0).how, "user");
+}
+
+#[test]
+fn hunks_are_read_from_the_file_when_needed_also_after_a_rewrite() {
+    let dir = temp_dir("lazy");
+    let path = dir.join("journal.jsonl");
+    let mut j = Journal::open(&path, 4).unwrap();
+    for i in 0..9 {
+        let e = Entry::edit(meta("claude"), "a\n", &format!("{i}\n"), false)
+            .unwrap()
+            .unwrap();
+        j.record(e).unwrap();
+    }
+    // Held without hunks; read back whole, before and after reopening.
+    let last = j.get(9).unwrap();
+    assert!(last.hunks.is_empty());
+    assert_eq!(last.hunk_count, 1);
+    assert!(j.full(9).unwrap().unwrap().unified().contains("+8\n"));
+    assert!(j.full(6).unwrap().unwrap().unified().contains("+5\n"));
+    assert!(j.full(2).unwrap().is_none());
+    let again = Journal::open(&path, 4).unwrap();
+    assert_eq!(again.get(7).unwrap().hunk_count, 1);
+    assert!(again.full(7).unwrap().unwrap().unified().contains("+6\n"));
+    // Another Emacs rewrote the file: the line is found by its number.
+    let mut other = Journal::open(&path, 4).unwrap();
+    other.rewrite().unwrap();
+    assert!(again.full(8).unwrap().unwrap().unified().contains("+7\n"));
+    let _ = fs::remove_dir_all(&dir);
+}
