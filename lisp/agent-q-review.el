@@ -1361,7 +1361,16 @@ applied.  When no file changes, CALLBACK gets (:files nil) and
                   (setq target 'buffer)
                   (when agent-q-diff-save-after-apply
                     (with-current-buffer buffer (save-buffer))
-                    (setq target 'saved)))))))
+                    (setq target 'saved)))
+                ;; Each file of a several-file review (a rename) is a change of its own.
+                (when (require 'agent-q-journal nil t)
+                  (agent-q-journal-record
+                   :context (agent-q-review--review-context review)
+                   :client (agent-q-review--review-client review)
+                   :decision "review" :file file
+                   :accepted (cl-count-if-not (lambda (h) (eq (nth 2 h) 'rejected)) hunks)
+                   :rejected (cl-count-if (lambda (h) (eq (nth 2 h) 'rejected)) hunks)
+                   :old (plist-get part :current) :new text))))))
         (error (setq problem (format "applying it failed: %s" (error-message-string err))))))
     (list :file file :target target :problem problem :hunks hunks)))
 

@@ -25,6 +25,7 @@
 (require 'agent-q-code)
 (require 'agent-q-code-rename)
 (require 'agent-q-review)
+(require 'agent-q-journal)
 (require 'agent-q-code-test)
 
 (defvar agent-q-allowed-directories)
@@ -63,6 +64,9 @@ with a hunk's file and its first line and returns `accept' or `reject'."
 (ert-deftest agent-q-code-rename-test-pyright-two-files-part-rejected ()
   "pyright's rename across two files, one review, a hunk rejected."
   (let* ((seen (list nil))
+         (journal-dir (make-temp-file "agent-q-rename-journal" t))
+         (agent-q-journal-file (expand-file-name "journal.jsonl" journal-dir))
+         (agent-q-journal--journal nil)
          (agent-q-review--review-driver
           (agent-q-code-rename-test--driver
            seen (lambda (file line)
@@ -117,7 +121,15 @@ with a hunk's file and its first line and returns `accept' or `reject'."
                         (replace-regexp-in-string
                          "from pkg.cells import cell_len" "from pkg.cells import text_width"
                          (replace-regexp-in-string "N = cell_len" "N = text_width" use-before t t)
-                         t t))))))))
+                         t t)))
+         ;; The journal holds one change per file, each with its hunks as reviewed.
+         (let ((entries (agent-q--core-journal-entries (agent-q-journal--get))))
+           (should (equal (sort (mapcar (lambda (e) (list (plist-get e :file) (plist-get e :how)
+                                                          (plist-get e :accepted) (plist-get e :rejected)))
+                                        entries)
+                                (lambda (a b) (string< (car a) (car b))))
+                          (list (list cells "review" 2 0) (list use "review" 1 1)))))
+         (delete-directory journal-dir t))))))
 
 (ert-deftest agent-q-code-rename-test-typescript-modified-buffer ()
   "A rename in a visited buffer with unsaved edits renames what the buffer says."
