@@ -42,8 +42,8 @@ mod edit;
 mod gemini;
 mod patch;
 mod search;
-mod walk;
 pub mod waiting;
+mod walk;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
