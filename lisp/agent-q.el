@@ -303,8 +303,11 @@ decides it: \"mcp session ID\" for a call in an MCP session, each
 stdio relay process holding its own, a fresh \"mcp request N\" for a
 stateless MCP request, \"emacs CLIENT\" for a bridge's call, and nil
 for a call of the user's own Lisp, with no client; never the name an
-MCP client claims).  A handler whose guard asked checks with it that what it
-opens is what the user approved; a write tool writes the pinned file.")
+MCP client claims), :decision (how the executor let the call run:
+\"auto\", \"approved\", \"rule\", \"granted\", \"review\", \"trusted\") and
+:rule (the text of the rule that decided, when one did).  A handler
+whose guard asked checks with it that what it opens is what the user
+approved; a write tool writes the pinned file.")
 
 (defvar agent-q-client nil
   "The client the tool calls being executed come from, or nil.

@@ -933,11 +933,12 @@ must be autoloaded by agent-q.el."
         (agent-q-test--run reg '(:id "c1" :name "ctx")))
       (should (equal seen '(:id "c1" :tool "ctx" :client "bridge" :origin emacs
                                 :approved nil :reason nil :file nil
-                                :channel "emacs bridge")))
+                                :channel "emacs bridge" :decision "auto" :rule nil)))
       ;; The user's own Lisp, naming no client, has no channel: it sees all.
       (agent-q-test--run reg '(:id "c2" :name "ctx"))
       (should (equal seen '(:id "c2" :tool "ctx" :client nil :origin emacs
-                                :approved nil :reason nil :file nil :channel nil))))))
+                                :approved nil :reason nil :file nil :channel nil
+                                :decision "auto" :rule nil))))))
 
 (ert-deftest agent-q-test-huge-results-are-refused-not-copied ()
   (agent-q-test--with-registry reg
