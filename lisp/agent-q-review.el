@@ -980,14 +980,8 @@ file's buffer changed during the review, so nothing could be applied."
             (let ((text (agent-q--core-diff-session-apply
                          session (mapcar (lambda (d) (or d 'reject)) decisions))))
               (agent-q-review--replace-contents buffer text)
-              ;; Every edit applied by a review (propose_file_edit, renames).
-              (when (require 'agent-q-journal nil t)
-                (agent-q-journal-record
-                 :context (agent-q-review--review-context review)
-                 :client (agent-q-review--review-client review)
-                 :decision "review" :file file
-                 :accepted (length accepted) :rejected (length rejected)
-                 :old (agent-q-review--review-current review) :new text)))
+              (agent-q-review--journal review file (agent-q-review--review-current review) text
+                                       (length accepted) (length rejected)))
             (when agent-q-diff-save-after-apply
               (condition-case err
                   (let ((changed (and (agent-q-review--review-pinned review)
@@ -1326,6 +1320,17 @@ applied.  When no file changes, CALLBACK gets (:files nil) and
     (agent-q-guard-write-pinned file (if (multibyte-string-p bytes) (string-to-unibyte bytes) bytes)
                                 (file-modes file))))
 
+(defun agent-q-review--journal (review file old new accepted rejected)
+  "Journal the change REVIEW applied to FILE, from OLD to NEW.
+ACCEPTED and REJECTED count its hunks.  Every edit a review applies
+is recorded here: propose_file_edit's, and each file of a rename."
+  (when (require 'agent-q-journal nil t)
+    (agent-q-journal-record
+     :context (agent-q-review--review-context review)
+     :client (agent-q-review--review-client review)
+     :decision "review" :file file
+     :accepted accepted :rejected rejected :old old :new new)))
+
 (defun agent-q-review--apply-part (review part)
   "Apply REVIEW's accepted hunks of PART; return its outcome plist."
   (let* ((first (plist-get part :first))
@@ -1363,14 +1368,9 @@ applied.  When no file changes, CALLBACK gets (:files nil) and
                     (with-current-buffer buffer (save-buffer))
                     (setq target 'saved)))
                 ;; Each file of a several-file review (a rename) is a change of its own.
-                (when (require 'agent-q-journal nil t)
-                  (agent-q-journal-record
-                   :context (agent-q-review--review-context review)
-                   :client (agent-q-review--review-client review)
-                   :decision "review" :file file
-                   :accepted (cl-count-if-not (lambda (h) (eq (nth 2 h) 'rejected)) hunks)
-                   :rejected (cl-count-if (lambda (h) (eq (nth 2 h) 'rejected)) hunks)
-                   :old (plist-get part :current) :new text))))))
+                (let ((rejected (cl-count-if (lambda (h) (eq (nth 2 h) 'rejected)) hunks)))
+                  (agent-q-review--journal review file (plist-get part :current) text
+                                           (- (length hunks) rejected) rejected))))))
         (error (setq problem (format "applying it failed: %s" (error-message-string err))))))
     (list :file file :target target :problem problem :hunks hunks)))
 
