@@ -358,12 +358,23 @@ server's default limit, so the limits are raised."
                         (with-current-buffer (process-buffer process) (buffer-string)))))
     (list process (string-to-number (agent-q-agents-test--read port-file)))))
 
-(defun agent-q-acp-test--script (dir steps)
-  "Write STEPS as the scripted model's script in DIR (the next prompt's).
-A last text answers the requests that Claude makes after its turn."
+(defun agent-q-acp-test--script (dir steps &optional prompt)
+  "Write STEPS as the scripted model's script in DIR, for the turn of PROMPT.
+A last text answers the requests that Claude makes after its turn.  With
+PROMPT, only requests of that turn take the steps: a late request of a
+turn cancelled before it (claude-agent-acp makes one after
+session/cancel) gets a short text instead, where it would otherwise
+take this turn's first step and leave this turn without it."
   (agent-q-agents-test--write
    (expand-file-name "model-script.json" dir)
-   (json-encode `((steps . ,(vconcat steps '(((text . "Nothing more.")))))))))
+   (json-encode `(,@(and prompt `((prompt . ,prompt)))
+                  (steps . ,(vconcat steps '(((text . "Nothing more.")))))))))
+
+(defun agent-q-acp-test--turn (run dir prompt steps &optional seconds)
+  "Script STEPS for the turn of PROMPT in DIR, prompt RUN; return the stopReason.
+SECONDS bounds the wait, as in `agent-q-acp-test--prompt'."
+  (agent-q-acp-test--script dir steps prompt)
+  (agent-q-acp-test--prompt run prompt seconds))
 
 (defun agent-q-acp-test--step-requested-p (dir n)
   "Non-nil when the model in DIR was asked for step N of its current script.
@@ -464,29 +475,33 @@ A file named withdrawn* goes to `agent-q-acp-test--on-review' instead."
             (setq run (agent-q-acp-test--start agent work env))
             (should (agent-q-mcp-running-p))
             ;; 1. agent-q's own tool, an approved command, an approved edit.
-            (agent-q-acp-test--script
-             dir (list (agent-q-acp-test--step agent 'mcp "read_file" `((path . ,source)))
-                       (agent-q-acp-test--step agent 'command "touch ok-marker")
-                       (agent-q-acp-test--step agent 'write (expand-file-name "approved.txt" work)
-                                               "approved text\n")
-                       '((text . "First prompt done."))))
-            (let ((stop (agent-q-acp-test--prompt run "Read, run, write.")))
+            (let ((stop (agent-q-acp-test--turn
+                         run dir "Read, run, write."
+                         (list (agent-q-acp-test--step agent 'mcp "read_file" `((path . ,source)))
+                               (agent-q-acp-test--step agent 'command "touch ok-marker")
+                               (agent-q-acp-test--step agent 'write
+                                                       (expand-file-name "approved.txt" work)
+                                                       "approved text\n")
+                               '((text . "First prompt done."))))))
               (agent-q-acp-test--check-first run agent dir work secret stop))
             ;; 2. A denied command: it does not run; the turn goes on or ends as the agent does.
-            (agent-q-acp-test--script
-             dir (list (agent-q-acp-test--step agent 'command "touch denied-marker")
-                       '((text . "Second prompt done."))))
-            (should (equal (agent-q-acp-test--prompt run "Run.") "end_turn"))
+            (should (equal (agent-q-acp-test--turn
+                            run dir "Run the denied command."
+                            (list (agent-q-acp-test--step agent 'command "touch denied-marker")
+                                  '((text . "Second prompt done."))))
+                           "end_turn"))
             (should-not (file-exists-p (expand-file-name "denied-marker" work)))
             ;; Both agents go on after reject_once: their model is asked again.
             ;; (agent-shell's own Reject also interrupts the turn; agent-q's does not.)
             (should (agent-q-acp-test--step-requested-p dir 2))
             ;; 3. A rejected edit: nothing written.
-            (agent-q-acp-test--script
-             dir (list (agent-q-acp-test--step agent 'write (expand-file-name "rejected.txt" work)
-                                               "rejected text\n")
-                       '((text . "Third prompt done."))))
-            (should (equal (agent-q-acp-test--prompt run "Write.") "end_turn"))
+            (should (equal (agent-q-acp-test--turn
+                            run dir "Write the rejected file."
+                            (list (agent-q-acp-test--step agent 'write
+                                                          (expand-file-name "rejected.txt" work)
+                                                          "rejected text\n")
+                                  '((text . "Third prompt done."))))
+                           "end_turn"))
             (should-not (file-exists-p (expand-file-name "rejected.txt" work)))
             (should (agent-q-acp-test--step-requested-p dir 2))
             ;; Each answer was one of allow_once and reject_once, as the agent named them.
@@ -603,10 +618,11 @@ DIR holds the model's script; WORK is the session's directory."
               (dolist (request (agent-q-acp-test--run-asked run))
                 (agent-q-acp-test--answer run request 'cancelled))))))
     (ignore agent)
-    (agent-q-acp-test--script
-     dir (list (agent-q-acp-test--step agent 'command "touch ok-marker-withdrawn")
-               '((text . "Fourth prompt done."))))
-    (let ((stop (agent-q-acp-test--prompt run "Run it." 30)))
+    (let ((stop (agent-q-acp-test--turn
+                 run dir "Run the command you will cancel."
+                 (list (agent-q-acp-test--step agent 'command "touch ok-marker-withdrawn")
+                       '((text . "Fourth prompt done.")))
+                 30)))
       (should withdrawn)
       (should (member stop '("cancelled" "end_turn"))))
     ;; Approved by the late answer of the approval function, yet never allowed.
@@ -626,8 +642,10 @@ agent_edit record says it was withdrawn, and why."
          (process (map-elt client :process))
          (session (agent-q-acp-test--run-session run))
          (file (expand-file-name (if exit "withdrawn-exit.txt" "withdrawn-cancel.txt") work))
+         (prompt (format "Write %s." (file-name-nondirectory file)))
          (shown nil)
          (withdrawn nil)
+         (ended nil)
          (agent-q-acp-test--on-review
           (lambda (_buffer)
             (setq shown (agent-q-acp-test--pending-edits))
@@ -644,16 +662,30 @@ agent_edit record says it was withdrawn, and why."
             (setq withdrawn t))))
     (agent-q-acp-test--script
      dir (list (agent-q-acp-test--step agent 'write file "withdrawn text\n")
-               '((text . "Done."))))
+               '((text . "Done.")))
+     prompt)
     (acp-send-request :client client
-                      :on-success #'ignore
+                      :on-success (lambda (result) (setq ended (list 'stop result)))
                       ;; Not &rest (nor #'ignore): acp.el compares the arity's maximum with 2.
-                      :on-failure (lambda (_error &optional _message))
+                      :on-failure (lambda (error &optional _message)
+                                    (setq ended (list 'error error)))
                       :request (acp-make-session-prompt-request
                                 :session-id session
-                                :prompt (vector '((type . "text") (text . "Write it.")))))
-    (agent-q-agents-test--wait (lambda () withdrawn) agent-q-agents-test--timeout
-                               "the review to be withdrawn")
+                                :prompt (vector `((type . "text") (text . ,prompt)))))
+    ;; Until the review is withdrawn; a turn that ended without one fails at once.
+    (let ((deadline (+ (float-time) agent-q-agents-test--timeout)))
+      (while (and (not withdrawn) (not ended) (< (float-time) deadline))
+        (accept-process-output nil 0.05)))
+    (unless withdrawn
+      (ert-fail (format "The review was not withdrawn (the turn: %S); the model's requests \
+\(kind step prompt): %S"
+                        (or ended "still running after the timeout")
+                        (mapcar (lambda (r) (list (alist-get 'kind r) (alist-get 'step r)
+                                                  (alist-get 'prompt r)))
+                                (cl-remove-if-not
+                                 (lambda (r) (member (alist-get 'kind r) '("step" "stale")))
+                                 (agent-q-agents-test--json-lines
+                                  (expand-file-name "model-requests.jsonl" dir)))))))
     ;; While it was open, M-x agent-q-pending listed it, naming the agent.
     (should (= (length shown) 1))
     (should (string-prefix-p label (car (car shown))))

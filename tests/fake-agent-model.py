@@ -28,15 +28,23 @@ request (one that offers tools) gets the Nth step, which is either
 A step's call id is "call_N" (N counts from 1).  When the --script file
 changes while the server runs (a test rewrites it between two prompts of
 one agent session), the next conversation request gets the first step of
-the new script, and the counting starts again.  Requests that offer no
+the new script, and the counting starts again.  A script may also name
+its turn's prompt, {"prompt": "TEXT", "steps": [...]}: then only a
+request whose user messages contain TEXT takes a step (a test gives each
+turn a prompt of its own, which no earlier turn's contains).  Any other
+(an agent finishing a turn the user cancelled, after the test wrote the
+next turn's script) is recorded as kind "stale" and answered with a
+short final text, so that it cannot take the next turn's steps.
+Requests that offer no
 tools are the agents' own helpers (Gemini CLI's routing classifier and
 next-speaker check), as is Claude's prompt suggestion after a turn (which
 offers them): they are answered with a JSON object that fits the
 response schema they ask for (or a short text) and take no step.
 
 Every request is appended to --record as one JSON line before it is answered:
-{"path", "kind" ("step" or "helper"), "step", "results", "body", "time"
-(when it was received, seconds since the epoch)}, where
+{"path", "kind" ("step", "stale" or "helper"), "step", "prompt" (the
+script's, when it names one), "results", "body", "time" (when it was
+received, seconds since the epoch)}, where
 "results" lists the tool results the request carries, oldest first, each
 {"name", "text", "error"} (error: true, false, or null when the dialect
 does not say), so a test can check what the agent sent back to its model.
@@ -124,6 +132,27 @@ def anthropic_suggestion(body):
     last = messages[-1] if messages else {}
     return last.get("role") == "user" and text_of(last.get("content")).startswith(
         "[SUGGESTION MODE:")
+
+
+def user_text(body, dialect):
+    """The text of every user message in BODY, the agent's tool results left out."""
+    if dialect == "anthropic":
+        return "\n".join(text_of([b for b in message.get("content")
+                                   if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+                                  if isinstance(message.get("content"), list)
+                                  else message.get("content"))
+                         for message in body.get("messages") or []
+                         if message.get("role") == "user")
+    if dialect == "gemini":
+        return "\n".join(part.get("text", "")
+                         for content in body.get("contents") or []
+                         if content.get("role") == "user"
+                         for part in content.get("parts") or []
+                         if isinstance(part, dict))
+    items = body.get("input")
+    return "\n".join(text_of(item.get("content"))
+                     for item in (items if isinstance(items, list) else [])
+                     if isinstance(item, dict) and item.get("role") == "user")
 
 
 # ---------------------------------------------------------------- answers
@@ -250,10 +279,11 @@ def main():
     def read_script():
         with open(args.script, encoding="utf-8") as f:
             text = f.read()
-        return text, json.loads(text)["steps"]
+        script = json.loads(text)
+        return text, script["steps"], script.get("prompt")
 
-    script_text, steps = read_script()
-    state = {"requests": 0, "steps": 0, "text": script_text, "script": steps}
+    script_text, steps, prompt = read_script()
+    state = {"requests": 0, "steps": 0, "text": script_text, "script": steps, "prompt": prompt}
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -304,24 +334,31 @@ def main():
             else:
                 offers_tools = bool(body.get("tools"))
                 results = responses_results(body)
+            asked = user_text(body, args.dialect) if offers_tools else ""
+            kind = "step" if offers_tools else "helper"
             with lock:
                 state["requests"] += 1
                 number = None
                 if offers_tools:
-                    text, new_steps = read_script()
+                    text, new_steps, new_prompt = read_script()
                     if text != state["text"]:
                         state["text"], state["script"], state["steps"] = text, new_steps, 0
-                    state["steps"] += 1
-                    number = state["steps"]
-                steps = state["script"]
-            entry = {"path": self.path, "kind": "step" if offers_tools else "helper",
-                     "step": number, "results": results, "body": body,
-                     "time": time.time()}
+                        state["prompt"] = new_prompt
+                    if state["prompt"] is not None and state["prompt"] not in asked:
+                        kind = "stale"
+                    else:
+                        state["steps"] += 1
+                        number = state["steps"]
+                steps, turn = state["script"], state["prompt"]
+            entry = {"path": self.path, "kind": kind, "step": number, "prompt": turn,
+                     "results": results, "body": body, "time": time.time()}
             self.record(entry)
             model = body.get("model") or "scripted"
 
             if not offers_tools:
                 return self.helper(path, body, model)
+            if kind == "stale":
+                number, steps = 1, [{"text": "That turn is over."}]
             if number > len(steps):
                 return self.send_json({"error": {"message": "beyond the script"}}, 500)
             step = steps[number - 1]
