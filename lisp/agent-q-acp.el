@@ -595,6 +595,9 @@ a partial edit nor a reason."
                   (pcase-let ((`(,current ,proposal ,note) (agent-q-acp--proposal file old new)))
                     (puthash id (list :current current :proposal proposal :label label
                                       :mcp-client client :whole t
+                                      ;; Who, for a trust (`agent-q-trust-agent').
+                                      :agent (symbol-name agent)
+                                      :session (plist-get context :session) :cwd cwd
                                       :description
                                       (concat (plist-get context :name) " " agent-q-acp--review-note
                                               (if note (concat "; " note) "")))

@@ -111,9 +111,12 @@ second review (see `agent-q-gate-edit-take-reviewed')."
   "Call id -> the plist of the file edit the call is about.
 Keys :current (the file's text now), :proposal (its text after the
 agent's call), :label and :mcp-client (who asks), :description
-\(the review's header, when not the gate's own), and :reviewed
+\(the review's header, when not the gate's own), :reviewed
 \(non-nil when the gate has just reviewed this very edit, see
-`agent-q-gate-edit-take-reviewed': the review is not shown again).")
+`agent-q-gate-edit-take-reviewed': the review is not shown again), and
+for an edit over ACP or from an IDE companion :agent, :session and
+:cwd (who makes it and its workspace, for `agent-q-trust-agent'); :ide
+for an IDE companion's openDiff (not remembered for a next openDiff).")
 
 (defvar agent-q-gate-edit--outcomes (make-hash-table :test #'equal)
   "Call id -> the text the user accepted for its file, or `rejected'.")
@@ -245,7 +248,8 @@ why."
         (cond
          ((equal (plist-get agent-q-call-context :decision) "rule")
           (puthash id proposal agent-q-gate-edit--outcomes)
-          (agent-q-gate-edit--remember file proposal)
+          (unless (plist-get edit :ide)
+            (agent-q-gate-edit--remember file proposal))
           (agent-q-gate-edit--journal agent-q-call-context edit file proposal)
           (funcall callback (format "Allowed unreviewed by the approval rule %s"
                                     (plist-get agent-q-call-context :rule))
@@ -254,7 +258,8 @@ why."
           ;; The user trusts the agent's edits for now (agent-q-trust.el):
           ;; applied without review, and journalled.
           (puthash id proposal agent-q-gate-edit--outcomes)
-          (agent-q-gate-edit--remember file proposal)
+          (unless (plist-get edit :ide)
+            (agent-q-gate-edit--remember file proposal))
           (agent-q-gate-edit--journal agent-q-call-context edit file proposal)
           (funcall callback "Applied without review: the user trusts this agent's edits for now."
                    :success))

@@ -235,6 +235,9 @@ $CLAUDE_CONFIG_DIR/ide/PORT.lock, or ~/.claude/ide/PORT.lock."
   (let ((workspaces (agent-q-ide-workspaces))
         (gemini-port (plist-get agent-q-ide--servers :gemini-port))
         (claude-port (plist-get agent-q-ide--servers :claude-port)))
+    ;; What the agents were told is their workspace: a trust's (see
+    ;; `agent-q-ide--workspace').
+    (setq agent-q-ide--servers (plist-put agent-q-ide--servers :workspaces workspaces))
     (let ((file (agent-q-ide-gemini-file gemini-port)))
       (agent-q--write-private
        file (agent-q--core-ide-gemini-discovery
@@ -492,6 +495,10 @@ local file, no text) is such a call too, which fails saying why."
                       (list :invalid problem :label label :mcp-client client)
                     (list :current (agent-q-ide--file-text file) :proposal content
                           :label label :mcp-client client
+                          ;; Who, for a trust (`agent-q-trust-agent'): the agent
+                          ;; of the server it connected to, its workspace.
+                          :agent (format "%s" (plist-get event :agent)) :ide t
+                          :cwd (agent-q-ide--workspace file)
                           :reviewed (agent-q-gate-edit-take-reviewed file content)
                           :description
                           (format "%s proposes this edit; it writes the accepted hunks itself (C-c C-c answers, C-c C-k rejects all)."
@@ -510,6 +517,18 @@ local file, no text) is such a call too, which fails saying why."
       (when-let ((review (and (memq entry agent-q-ide--reviews)
                               (agent-q-gate-edit-open-review id))))
         (plist-put entry :review review)))))
+
+(defun agent-q-ide--workspace (file)
+  "Return the innermost workspace folder told to the agents with FILE in it.
+The folders are those written in the discovery and lock files; nil
+when none holds FILE."
+  (let ((found nil))
+    (dolist (dir (plist-get agent-q-ide--servers :workspaces))
+      (when (and (file-in-directory-p file dir)
+                 (not (equal (directory-file-name file) dir))
+                 (or (null found) (> (length dir) (length found))))
+        (setq found dir)))
+    found))
 
 (defun agent-q-ide--open-diff-problem (path content)
   "Why an openDiff of PATH to CONTENT cannot be reviewed, or nil.

@@ -61,6 +61,8 @@
 (defvar agent-q-gate-edit-tool)
 (defvar agent-q-gate-shell-tool)
 (defvar agent-q-gate--calls)
+(defvar agent-q-gate--registry)
+(defvar agent-q-gate-edit--proposals)
 (defvar agent-q-rules-agents)
 
 (defgroup agent-q-trust nil
@@ -247,19 +249,41 @@ With a single trust in force, that one; with ID t, every trust."
   (and (stringp file) (file-name-absolute-p file) (not (file-remote-p file))
        (ignore-errors (file-truename file))))
 
+(defun agent-q-trust--edit-info (context)
+  "What agent-q knows of the agent of the edit CONTEXT describes, or nil.
+CONTEXT is an `agent-q-approval-context' of the gate's own agent_edit
+\(`agent-q-gate-edit-tool', of its private registry, which no client
+can call).  An edit over ACP (lisp/agent-q-acp.el) or an IDE
+companion's openDiff (lisp/agent-q-ide.el) names, in its proposal,
+its :agent, its :session and its workspace (:cwd), as agent-q knows
+them: the ACP session agent-q started, the IDE server the agent
+connected to."
+  (let ((id (plist-get context :tool-id)))
+    (and id (boundp 'agent-q-gate--registry) agent-q-gate--registry
+         (equal (plist-get context :tool) agent-q-gate-edit-tool)
+         (eql id (ignore-errors
+                   (agent-q-tool-id (agent-q-get-tool agent-q-gate-edit-tool
+                                                      agent-q-gate--registry))))
+         (let ((edit (gethash (plist-get context :id) agent-q-gate-edit--proposals)))
+           (and (stringp (plist-get edit :agent)) edit)))))
+
 (defun agent-q-trust-decision (tool-name args context ruling)
   "The decision of a trust about TOOL-NAME's call with ARGS, or nil.
 CONTEXT is its `agent-q-approval-context', RULING what
 `agent-q-rules-decide' said.  Only a terminal agent's own edit
-\(`agent-q-gate-edit-tool') or shell command (`agent-q-gate-shell-tool')
-can be trusted; the module decides (`agent-q--core-trust-decide'),
-told whether the file is protected or sensitive, and words the
-answer: (:trusted WORDS), or nil (asked or reviewed as without
-trust).  Never signals."
+\(`agent-q-gate-edit-tool': through its hooks, over ACP, or an IDE
+companion's openDiff) or shell command (`agent-q-gate-shell-tool',
+through its hooks) can be trusted; the module decides
+\(`agent-q--core-trust-decide'), told whether the file is protected
+or sensitive, and words the answer: (:trusted WORDS), or nil (asked
+or reviewed as without trust).  Never signals."
   (condition-case err
-      (let* ((agent (and (fboundp 'agent-q-gate-call-agent)
-                         (agent-q-gate-call-agent context)))
-             (info (and agent (agent-q-gate-call-info context)))
+      (let* ((hooked (and (fboundp 'agent-q-gate-call-agent)
+                          (agent-q-gate-call-agent context)))
+             (edit-info (and (fboundp 'agent-q-gate-call-agent)
+                             (agent-q-trust--edit-info context)))
+             (info (or (and hooked (agent-q-gate-call-info context)) edit-info))
+             (agent (or hooked (plist-get edit-info :agent)))
              (session (plist-get info :session))
              (args (if (hash-table-p args)
                        (list :path (gethash "path" args) :command (gethash "command" args))

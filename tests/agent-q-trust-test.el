@@ -46,9 +46,16 @@
 (require 'agent-q-journal)
 (require 'agent-q-gate-test)
 (require 'agent-q-gate-edit-test)
+(require 'agent-q-acp-test)
 
 (defvar agent-q-review--review-driver)
 (defvar agent-q-review--this-review)
+(defvar agent-q-allowed-directories)
+(defvar agent-q-mcp-allowed-directories)
+(defvar agent-shell-permission-responder-function)
+(defvar agent-shell-mcp-servers)
+(defvar acp-logging-enabled)
+(declare-function map-elt "map")
 
 (defmacro agent-q-trust-test--clean (&rest body)
   "Run BODY with no trust before and none left after."
@@ -279,6 +286,78 @@ rule are reviewed or refused as without trust."
         (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
         (should (= (length agent-q-gate-test--asked) 2))))))
 
+;;;; An IDE companion's openDiff
+
+(defvar agent-q-ide--servers)
+(defvar agent-q-ide--reviews)
+(defvar agent-q-gate-edit--reviewed)
+(declare-function agent-q-ide--open-diff "agent-q-ide" (event))
+
+(ert-deftest agent-q-trust-test-ide-open-diff ()
+  "A trusted agent's openDiff in its IDE workspace is accepted unreviewed.
+Audited \"trusted until\" and journalled; its settings, a file outside
+the workspace folders told to it, another agent, and the same agent
+once the trust ended are reviewed."
+  (require 'agent-q-ide)
+  (agent-q-gate-edit-test--with-file (root file)
+    (let* ((answers nil)
+           (seen (list 0))
+           (agent-q-audit-file (expand-file-name "audit.jsonl" root))
+           (agent-q-journal-file (expand-file-name "journal.jsonl" root))
+           (agent-q-journal--journal nil)
+           (agent-q-approval-rules nil)
+           (agent-q-gate-edit--reviewed nil)
+           (agent-q-ide--reviews nil)
+           (agent-q-ide--servers (list :workspaces (list (directory-file-name root))))
+           (agent-q-review--review-driver (agent-q-gate-edit-test--driver '(accept accept) seen))
+           (settings (expand-file-name ".claude/settings.json" root))
+           (outside (make-temp-file "agent-q-trust-outside" nil nil agent-q-gate-edit-test--old))
+           (key 0))
+      (cl-letf (((symbol-function 'agent-q--core-ide-answer)
+                 (lambda (key answer) (push (cons key answer) answers))))
+        (cl-flet ((open-diff (agent path)
+                    (setq key (1+ key))
+                    (agent-q-ide--open-diff (list :key key :agent agent :path path
+                                                  :content agent-q-gate-edit-test--new
+                                                  :client (format "%s-code" agent)))
+                    (agent-q-agents-test--wait (lambda () (assq key answers)) 30
+                                               "the openDiff's answer")
+                    (cdr (assq key answers))))
+          (agent-q-trust-test--clean
+            (unwind-protect
+                (progn
+                  (make-directory (file-name-directory settings) t)
+                  (agent-q-trust-agent "claude" nil nil 600)
+                  ;; Trusted: accepted whole, no review.
+                  (should (equal (open-diff "claude" file)
+                                 (list :accepted agent-q-gate-edit-test--new)))
+                  (should (= (car seen) 0))
+                  (let ((record (car (agent-q-trust-test--audit-of file))))
+                    (should (equal (alist-get 'decision record) "trusted"))
+                    (should (string-match-p "\\`trusted until .*: claude's edits inside its workspace"
+                                            (alist-get 'trusted record)))
+                    (should (string-prefix-p "Claude Code" (alist-get 'client record))))
+                  (let ((entry (car (agent-q--core-journal-entries (agent-q-journal--get)))))
+                    (should (equal (plist-get entry :file) file))
+                    (should (string-match-p "\"how\":\"trust\""
+                                            (agent-q-agents-test--read agent-q-journal-file))))
+                  ;; Its own settings: reviewed.
+                  (should (eq (car (open-diff "claude" settings)) :accepted))
+                  (should (= (car seen) 1))
+                  (should-not (alist-get 'trusted (car (agent-q-trust-test--audit-of settings))))
+                  ;; Outside the workspace folders told to it: reviewed.
+                  (open-diff "claude" outside)
+                  (should (= (car seen) 2))
+                  ;; Another agent: reviewed (the same text, which the trusted
+                  ;; openDiff did not leave as reviewed for the next one).
+                  (open-diff "gemini" file)
+                  (should (= (car seen) 3))
+                  ;; Ended: reviewed again.
+                  (agent-q-trust-end t)
+                  (open-diff "claude" file)
+                  (should (= (car seen) 4)))
+              (delete-file outside))))))))
+
 ;;;; The real agents
 
 (defun agent-q-trust-test--driver (buffer)
@@ -400,6 +479,106 @@ reviewed again."
                 (should (equal (agent-q-agents-test--read h) agent-q-gate-edit-test--new))
                 (should-not (alist-get 'trusted (car (agent-q-trust-test--audit-of h)))))))
         (agent-q-gate-test--clean-up nil dir)))))
+
+;;;; Over ACP: the real gemini --acp
+
+(defun agent-q-trust-test--acp-driver (buffer)
+  "Accept every hunk of the review in BUFFER, recording its file's name."
+  (let ((review (with-current-buffer buffer agent-q-review--this-review)))
+    (push (file-name-nondirectory (agent-q-review-file review)) agent-q-gate-edit-test--reviewed)
+    (with-current-buffer buffer
+      (agent-q-review-accept-all)
+      (agent-q-review-finish))))
+
+(ert-deftest agent-q-trust-test-gemini-acp ()
+  "Gemini CLI over ACP, trusted with its edits for a while.
+Its write of a file in its workspace is allowed unreviewed, the audit
+saying \"trusted until\" and the journal recording it; its write of
+.gemini/settings.json is still reviewed; once the trust is ended, its
+write is reviewed again."
+  (agent-q-acp-test--require-acp)
+  (let* ((acp-logging-enabled t)
+         (dir (file-name-as-directory (make-temp-file "agent-q-trust-acp" t)))
+         (home (expand-file-name "home/" dir))
+         (work (directory-file-name (expand-file-name "work" dir)))
+         (trusted (expand-file-name "trusted.txt" work))
+         (settings (expand-file-name ".gemini/settings.json" work))
+         (after (expand-file-name "after.txt" work))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-audit-file (expand-file-name "audit.jsonl" dir))
+         (agent-q-journal-file (expand-file-name "journal.jsonl" dir))
+         (agent-q-journal--journal nil)
+         (agent-q-allowed-directories (list work))
+         (agent-q-mcp-allowed-directories (list work))
+         (agent-q-approval-function #'agent-q-gate-test--deny-all)
+         (agent-q-approval-rules nil)
+         (agent-q-review--review-driver #'agent-q-trust-test--acp-driver)
+         (agent-q-gate-edit-test--reviewed nil)
+         (agent-q-prompt--session-approved nil)
+         (agent-q-mcp-port 0)
+         (agent-q-acp-unruled 'agent-q)
+         (agent-shell-permission-responder-function nil)
+         (agent-shell-mcp-servers nil)
+         model run)
+    (agent-q-trust-test--clean
+      (unwind-protect
+          (progn
+            (make-directory (expand-file-name "tmp" home) t)
+            (make-directory (file-name-directory settings) t)
+            (agent-q-agent-shell-mode 1)
+            (agent-q-acp-test--script dir '(((text . "unused"))))
+            (setq model (agent-q-acp-test--start-model dir "gemini"))
+            (setq run (agent-q-acp-test--start
+                       'gemini work
+                       (agent-q-acp-test--setup 'gemini home
+                                                (format "http://127.0.0.1:%d" (nth 1 model)))))
+            (agent-q-trust-agent "gemini" nil nil 600)
+            (should (string-match-p "\\[trust: gemini edits [0-9]+:[0-9][0-9]\\]"
+                                    (agent-q-trust-test--mode-line)))
+            (should (equal (agent-q-acp-test--turn
+                            run dir "Write two files."
+                            (list (agent-q-acp-test--step 'gemini 'write trusted "trusted text\n")
+                                  (agent-q-acp-test--step 'gemini 'write settings "{\"general\":{}}\n")
+                                  '((text . "Done."))))
+                           "end_turn"))
+            ;; The trusted write: unreviewed, written, audited and journalled as trusted.
+            (should (equal (agent-q-agents-test--read trusted) "trusted text\n"))
+            (should (equal agent-q-gate-edit-test--reviewed '("settings.json")))
+            (should (equal (agent-q-agents-test--read settings) "{\"general\":{}}\n"))
+            (let ((record (car (agent-q-trust-test--audit-of trusted))))
+              (should (equal (alist-get 'decision record) "trusted"))
+              (should (string-match-p "\\`trusted until .*: gemini's edits inside its workspace"
+                                      (alist-get 'trusted record)))
+              (should (string-prefix-p "Gemini CLI (ACP)" (alist-get 'client record))))
+            (should-not (alist-get 'trusted (car (agent-q-trust-test--audit-of settings))))
+            (let ((entry (cl-find trusted (agent-q--core-journal-entries (agent-q-journal--get))
+                                  :key (lambda (e) (plist-get e :file)) :test #'equal)))
+              (should entry)
+              (should (string-prefix-p "Gemini CLI (ACP)" (plist-get entry :agent))))
+            (should (string-match-p "\"how\":\"trust\"" (agent-q-agents-test--read agent-q-journal-file)))
+            ;; Ended: its next write is reviewed.
+            (agent-q-trust-end t)
+            (should-not (agent-q-trust-test--mode-line))
+            (should (equal (agent-q-acp-test--turn
+                            run dir "Write one more."
+                            (list (agent-q-acp-test--step 'gemini 'write after "after text\n")
+                                  '((text . "Done."))))
+                           "end_turn"))
+            (should (equal (car agent-q-gate-edit-test--reviewed) "after.txt"))
+            (should (equal (agent-q-agents-test--read after) "after text\n"))
+            (should-not (alist-get 'trusted (car (agent-q-trust-test--audit-of after)))))
+        (agent-q-agent-shell-mode -1)
+        (when run
+          (let ((process (map-elt (agent-q-acp-test--run-client run) :process)))
+            (when (process-live-p process) (delete-process process)))
+          (kill-buffer (agent-q-acp-test--run-shell run)))
+        (when (and model (process-live-p (car model)))
+          (delete-process (car model)))
+        (when model
+          (kill-buffer (process-buffer (car model))))
+        (agent-q-mcp-stop)
+        (agent-q-cancel-pending)
+        (delete-directory dir t)))))
 
 (provide 'agent-q-trust-test)
 ;;; agent-q-trust-test.el ends here
