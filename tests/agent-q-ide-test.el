@@ -162,8 +162,12 @@ Return the agent's environment variables besides the model's URL."
           (if (eq agent 'gemini) "GOOGLE_GEMINI_BASE_URL" "ANTHROPIC_BASE_URL")
           port))
 
+(defvar agent-q-ide-test--inner-setup nil
+  "Forms the inner Emacs evaluates once the mode is on, or nil.")
+
 (defun agent-q-ide-test--setup (dir file work)
-  "The inner Emacs's init code, for the test directory DIR, FILE in WORK."
+  "The inner Emacs's init code, for the test directory DIR, FILE in WORK.
+It ends with the forms of `agent-q-ide-test--inner-setup'."
   `(progn
      (setq inhibit-startup-screen t
            agent-q-audit-file ,(expand-file-name "audit.jsonl" dir)
@@ -172,6 +176,7 @@ Return the agent's environment variables besides the model's URL."
      (require 'agent-q-ide)
      (setq agent-q-ide-workspace-folders (list ,work))
      (agent-q-ide-mode 1)
+     ,@agent-q-ide-test--inner-setup
      (defvar agent-q-ide-test--written (copy-sequence agent-q-ide--files))
      (find-file ,file)
      ;; The cursor at the start of line 5.
@@ -587,6 +592,60 @@ the second; then a third prompt."
 (ert-deftest agent-q-ide-test-claude ()
   "Claude Code in an Emacs terminal: connected, context, review of its edit."
   (agent-q-ide-test--run 'claude))
+
+;;;; Trusted for a while
+
+(defun agent-q-ide-test--trusted-steps (_agent file)
+  "Gemini's edit of FILE, then its write of its settings in FILE's folder."
+  `(((tool . "write_file")
+     (arguments (file_path . ,file) (content . ,(agent-q-ide-test--with '(1 2 3)))))
+    ((text . "Edit done."))
+    ((tool . "write_file")
+     (arguments (file_path . ,(expand-file-name ".gemini/settings.json" (file-name-directory file)))
+                (content . "{\"general\":{}}\n")))
+    ((text . "Settings done."))))
+
+(ert-deftest agent-q-ide-test-gemini-trusted ()
+  "Gemini CLI trusted with its edits: its openDiff is accepted unreviewed.
+The inner Emacs trusts Gemini's edits for ten minutes (`agent-q-trust-agent'),
+its mode line showing it; Gemini's edit of the file in the workspace
+folder is written with no review and audited as trusted; its write of
+.gemini/settings.json is still reviewed (and rejected here)."
+  (let ((agent-q-ide-test--inner-setup
+         '((require 'agent-q-trust) (agent-q-trust-agent "gemini" nil nil 600))))
+    (agent-q-ide-test--with-agent
+     'gemini #'agent-q-ide-test--trusted-steps
+     (lambda (session dir file _model)
+       (let ((settings (expand-file-name ".gemini/settings.json" (file-name-directory file))))
+         (agent-q-ide-test--wait-screen session "\\[trust: gemini edits [0-9]+:[0-9][0-9]\\]")
+         ;; No review: no key is typed, and the edit lands whole.
+         (agent-q-ide-test--type session "Make the edit")
+         (let ((state (agent-q-ide-test--wait-state
+                       dir (lambda (s) (equal (plist-get s :buffer) (agent-q-ide-test--with '(1 2 3))))
+                       "the buffer reverted to the trusted edit")))
+           (should (= (plist-get state :reviews) 0)))
+         (should (equal (agent-q-agents-test--read file) (agent-q-ide-test--with '(1 2 3))))
+         (agent-q-ide-test--wait-screen session "Edit done\\.")
+         ;; Its own settings: reviewed under the trust; rejected, not written.
+         (agent-q-ide-test--type session "Write the settings")
+         (agent-q-ide-test--review session '("C-c" "C-k"))
+         (agent-q-ide-test--wait-state dir (lambda (s) (= (plist-get s :reviews) 0))
+                                       "the review to close")
+         (sleep-for 3)
+         (should-not (file-exists-p settings))
+         (let* ((audit (agent-q-agents-test--json-lines (expand-file-name "audit.jsonl" dir)))
+                (results (cl-remove-if-not (lambda (r) (equal (alist-get 'event r) "result")) audit)))
+           (should (= (length results) 2))
+           (let ((trusted (car results)) (reviewed (cadr results)))
+             (should (equal (alist-get 'path (alist-get 'arguments trusted)) file))
+             (should (equal (alist-get 'status trusted) "success"))
+             (should (equal (alist-get 'decision trusted) "trusted"))
+             (should (string-match-p "\\`trusted until .*: gemini's edits inside its workspace"
+                                     (alist-get 'trusted trusted)))
+             (should (equal (alist-get 'path (alist-get 'arguments reviewed)) settings))
+             (should (equal (alist-get 'status reviewed) "denied"))
+             (should (equal (alist-get 'decision reviewed) "review"))
+             (should-not (alist-get 'trusted reviewed)))))))))
 
 (provide 'agent-q-ide-test)
 
