@@ -64,6 +64,9 @@
 (declare-function lsp--flush-delayed-changes "lsp-mode" ())
 (declare-function lsp-buffer-language "lsp-mode" ())
 (declare-function lsp "lsp-mode" (&optional arg))
+(declare-function lsp--log-entry-type "lsp-mode" (entry))
+(declare-function lsp--log-entry-id "lsp-mode" (entry))
+(declare-function agent-q-code--capability "agent-q-code" (capabilities capability))
 (defvar lsp--cur-workspace)
 (defvar lsp-mode)
 
@@ -140,39 +143,76 @@ Those whose root is ROOT, inside it or holding it."
               "language server")))
 
 (defun agent-q-code-lsp--capable (workspace capability)
-  "Non-nil if WORKSPACE's server declares CAPABILITY (a keyword)."
-  (let* ((lsp--cur-workspace workspace)
-         (value (ignore-errors (lsp--capability capability))))
-    (and value (not (eq value :json-false)))))
+  "Non-nil if WORKSPACE's server declares CAPABILITY.
+CAPABILITY is a keyword, or a list of keywords: a path into nested
+options, such as (:renameProvider :prepareProvider)."
+  (let* ((path (if (listp capability) capability (list capability)))
+         (lsp--cur-workspace workspace)
+         (value (ignore-errors (lsp--capability (car path)))))
+    (agent-q-code--capability (list (car path) (agent-q-code-lsp--plists value)) path)))
 
 (defun agent-q-code-lsp--error-message (error)
   "The message of ERROR, a ResponseError as lsp-mode passes it."
   (let ((error (agent-q-code-lsp--plists error)))
     (format "%s" (or (and (listp error) (plist-get error :message)) error))))
 
+(defvar agent-q-code-lsp--unlogged nil
+  "The ids of agent-q's requests whose answers lsp-mode does not log.
+Newest first, at most 100: ids whose answers never came are forgotten.")
+
+(defun agent-q-code-lsp--log-entry (log entry workspace)
+  "Call LOG with ENTRY and WORKSPACE unless ENTRY is an answer to agent-q.
+An :around advice of `lsp--log-entry-new': with `lsp-log-io' on,
+lsp-mode pretty-prints each message into its log buffer on Emacs's
+main loop; the answers of the code tools' requests (whole-file
+outlines, hundreds of references) are left out.  What agent-q sends,
+and its cancellations, are logged."
+  (let ((id (and (eq (ignore-errors (lsp--log-entry-type entry)) 'incoming-resp)
+                 (ignore-errors (lsp--log-entry-id entry)))))
+    (if (and id (memql id agent-q-code-lsp--unlogged))
+        (setq agent-q-code-lsp--unlogged (delq id agent-q-code-lsp--unlogged))
+      (funcall log entry workspace))))
+
+(defun agent-q-code-lsp--unlog (id)
+  "Keep the answer to agent-q's request ID out of lsp-mode's io log."
+  (when (integerp id)
+    (unless (advice-member-p #'agent-q-code-lsp--log-entry 'lsp--log-entry-new)
+      (advice-add 'lsp--log-entry-new :around #'agent-q-code-lsp--log-entry))
+    (setq agent-q-code-lsp--unlogged (cons id (seq-take agent-q-code-lsp--unlogged 99)))))
+
+(defun agent-q-code-lsp-unload-function ()
+  "Remove the advice of lsp-mode's functions when this file is unloaded."
+  (advice-remove 'lsp--log-entry-new #'agent-q-code-lsp--log-entry)
+  (advice-remove 'lsp--on-diagnostics #'agent-q-code-lsp--note-report)
+  nil)
+
 (defun agent-q-code-lsp--request (workspace method params timeout success error expired)
   "Ask WORKSPACE's server METHOD with PARAMS, asynchronously.
 SUCCESS gets the result as plists, ERROR a message; EXPIRED is
 called after TIMEOUT seconds and the request cancelled.  Return a
-function that cancels it."
+function that cancels it.  This is lsp-mode's `lsp-request-async'
+\(never its synchronous `lsp-request'); the answer is not written
+to lsp-mode's io log (`agent-q-code-lsp--log-entry')."
   (let* ((token (make-symbol "agent-q-code"))
          (done nil)
          (timer nil)
          (finish (lambda () (setq done t) (when timer (cancel-timer timer)))))
     (condition-case err
-        (let ((lsp--cur-workspace workspace))
-          (lsp-request-async
-           (agent-q-code-lsp--method method) params
-           (lambda (result)
-             (unless done
-               (funcall finish)
-               (funcall success (agent-q-code-lsp--plists result))))
-           :mode 'detached
-           :cancel-token token
-           :error-handler (lambda (response)
-                            (unless done
-                              (funcall finish)
-                              (funcall error (agent-q-code-lsp--error-message response)))))
+        (let* ((lsp--cur-workspace workspace)
+               (sent
+                (lsp-request-async
+                 (agent-q-code-lsp--method method) params
+                 (lambda (result)
+                   (unless done
+                     (funcall finish)
+                     (funcall success (agent-q-code-lsp--plists result))))
+                 :mode 'detached
+                 :cancel-token token
+                 :error-handler (lambda (response)
+                                  (unless done
+                                    (funcall finish)
+                                    (funcall error (agent-q-code-lsp--error-message response)))))))
+          (agent-q-code-lsp--unlog (and (listp sent) (plist-get sent :id)))
           (setq timer (run-with-timer
                        timeout nil
                        (lambda ()

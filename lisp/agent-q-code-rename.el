@@ -64,7 +64,6 @@
 (declare-function agent-q-guard-write-verdict "agent-q-guard" (file &optional reason))
 (declare-function agent-q--wait-for "agent-q" (predicate))
 (declare-function agent-q-tool-fail "agent-q" (format-string &rest args))
-(declare-function eglot--capabilities "eglot" (server))
 (defvar agent-q-call-context)
 
 (defun agent-q-code-rename--guard (args)
@@ -150,10 +149,9 @@ one review, and exactly the accepted hunks are applied."
   "Ask SERVER whether FOUND in BUFFER can be renamed, for JOB; then rename.
 Only when the server declares prepareRename; its refusal, in its
 words, ends the call.  NEW-NAME is the name to give."
-  (let ((params (agent-q-code--position-params buffer (plist-get found :point)))
-        (provider (plist-get (ignore-errors (eglot--capabilities server)) :renameProvider)))
+  (let ((params (agent-q-code--position-params buffer (plist-get found :point))))
     (agent-q-code--flush buffer)
-    (if (not (and (listp provider) (memq (plist-get provider :prepareProvider) '(t))))
+    (if (not (eq t (agent-q-code--capable server '(:renameProvider :prepareProvider))))
         (agent-q-code-rename--rename job server buffer found new-name params)
       (agent-q-code--request
        job server :textDocument/prepareRename params

@@ -439,7 +439,8 @@ OWNS (OBJECT): non-nil when OBJECT is a server of this client.
 BUFFER-SERVER (BUFFER): the server managing BUFFER, or nil.
 PROJECT-SERVERS (ROOT): the servers running for the project at ROOT.
 SOURCE (SERVER): how answers name it, \"CLIENT: SERVER-NAME\".
-CAPABLE (SERVER CAPABILITY): non-nil if it declares CAPABILITY.
+CAPABLE (SERVER CAPABILITY): non-nil if it declares CAPABILITY, a
+  keyword or a path of them (see `agent-q-code--capability').
 REQUEST (SERVER METHOD PARAMS TIMEOUT SUCCESS ERROR EXPIRED): ask
   asynchronously; call SUCCESS with the result as plists, ERROR with
   a message, or EXPIRED after TIMEOUT seconds; return a function that
@@ -487,7 +488,7 @@ eglot's (below) and lsp-mode's (agent-q-code-lsp.el).")
   (funcall (agent-q-code-backend-source (agent-q-code--backend-of server)) server))
 
 (defun agent-q-code--capable (server capability)
-  "Non-nil if SERVER declares CAPABILITY (a keyword)."
+  "Non-nil if SERVER declares CAPABILITY (a keyword, or a path of them)."
   (funcall (agent-q-code-backend-capable (agent-q-code--backend-of server)) server capability))
 
 ;;;;; eglot
@@ -514,10 +515,19 @@ eglot's (below) and lsp-mode's (agent-q-code-lsp.el).")
                        (file-name-nondirectory (car (process-command process)))))
                 "language server"))))
 
+(defun agent-q-code--capability (capabilities capability)
+  "The value CAPABILITIES (a plist) declare for CAPABILITY, or nil.
+CAPABILITY is a keyword, or a list of keywords: a path into nested
+options, such as (:renameProvider :prepareProvider).  False is nil."
+  (let ((value capabilities))
+    (dolist (key (if (listp capability) capability (list capability)))
+      (setq value (and (listp value) (plist-get value key))))
+    (and (not (eq value :json-false)) value)))
+
 (defun agent-q-code--eglot-capable (server capability)
-  "Non-nil if the eglot SERVER declares CAPABILITY (a keyword)."
-  (let ((value (plist-get (ignore-errors (eglot--capabilities server)) capability)))
-    (and value (not (eq value :json-false)))))
+  "Non-nil if the eglot SERVER declares CAPABILITY.
+CAPABILITY is as `agent-q-code--capability' takes it."
+  (agent-q-code--capability (ignore-errors (eglot--capabilities server)) capability))
 
 (defun agent-q-code--eglot-request (server method params timeout success error expired)
   "Ask the eglot SERVER METHOD with PARAMS: see `agent-q-code-backend'.

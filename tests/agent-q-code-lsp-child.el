@@ -18,8 +18,10 @@
 ;; lsp-mode with the pinned pyright as a user would (Debian's lsp-mode
 ;; has no client for pyright, so one is registered with
 ;; `lsp-register-client'), starts it for the project given in the
-;; environment, calls the code tools through agent-q's executor, and
-;; prints an alist (NAME . RESULT) on standard output.  Exits 2 with a
+;; environment, calls the code tools through agent-q's executor (or
+;; evaluates the forms the test gives), and prints an alist
+;; (NAME . RESULT) on standard output, with `sync-requests': lsp-mode's
+;; synchronous requests made during the calls.  Exits 2 with a
 ;; message when lsp-mode is not installed or the server does not start.
 
 ;;; Code:
@@ -55,6 +57,39 @@
 (declare-function lsp-workspace-shutdown "lsp-mode" (workspace))
 (declare-function agent-q-execute-tool-calls "agent-q" (calls))
 (declare-function agent-q-register-builtin-tools "agent-q-builtins" ())
+
+(defvar agent-q-code-lsp-child--in-call nil
+  "Non-nil while a tool call runs.")
+
+(defvar agent-q-code-lsp-child--sync nil
+  "The methods of lsp-mode's synchronous requests made during tool calls.")
+
+(defvar agent-q-code-lsp-child--dir nil
+  "The project's directory.")
+
+(defun agent-q-code-lsp-child-call (name &rest arguments)
+  "The result of tool NAME called with ARGUMENTS (a plist), synchronously."
+  (let ((agent-q-code-lsp-child--in-call t))
+    (car (agent-q-execute-tool-calls
+          (list (list :id "c" :name name :arguments arguments))))))
+
+(defun agent-q-code-lsp-child-poll (regexp name &rest arguments)
+  "The result of tool NAME with ARGUMENTS once its content matches REGEXP.
+Asked again every half second, 30 times at most (a server indexing
+the project answers nothing until it has)."
+  (let ((result nil))
+    (dotimes (_ 30)
+      (unless (string-match-p regexp (or (plist-get result :content) ""))
+        (setq result (apply #'agent-q-code-lsp-child-call name arguments))
+        (unless (string-match-p regexp (or (plist-get result :content) ""))
+          (sleep-for 0.5))))
+    result))
+
+(defun agent-q-code-lsp-child-file (file)
+  "The text of FILE (relative to the project) on disk."
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name file agent-q-code-lsp-child--dir))
+    (buffer-string)))
 
 (defun agent-q-code-lsp-child--give-up (format-string &rest args)
   "Print FORMAT-STRING with ARGS and exit with status 2."
@@ -122,16 +157,26 @@
   (unless workspace
     (agent-q-code-lsp-child--give-up "lsp-mode did not start pyright within 60 s"))
   (agent-q-register-builtin-tools)
+  ;; lsp-mode's synchronous requests block Emacs: agent-q's calls make
+  ;; none (the test checks `sync-requests').
+  (dolist (sync '(lsp-request lsp-request-while-no-input))
+    (advice-add sync :before (lambda (method &rest _)
+                               (when agent-q-code-lsp-child--in-call
+                                 (push method agent-q-code-lsp-child--sync)))))
+  (setq agent-q-code-lsp-child--dir dir)
   (dolist (call (car (read-from-string (getenv "AGENT_Q_CODE_CALLS"))))
     (pcase-let ((`(,key ,name . ,arguments) call))
-      (when (eq name 'kill)
-        ;; Make a file one no buffer visits.
-        (let ((buffer (find-buffer-visiting (expand-file-name (car arguments) dir))))
-          (when buffer (kill-buffer buffer))))
-      (unless (eq name 'kill)
-        (let ((result (car (agent-q-execute-tool-calls
-                            (list (list :id "c" :name name :arguments arguments))))))
-          (push (cons key result) results)))))
+      (pcase name
+        ('kill
+         ;; Make a file one no buffer visits.
+         (let ((buffer (find-buffer-visiting (expand-file-name (car arguments) dir))))
+           (when buffer (kill-buffer buffer))))
+        ('eval
+         (push (cons key (eval (car arguments) t)) results))
+        ('poll
+         (push (cons key (apply #'agent-q-code-lsp-child-poll arguments)) results))
+        (_ (push (cons key (apply #'agent-q-code-lsp-child-call name arguments)) results)))))
+  (push (cons 'sync-requests agent-q-code-lsp-child--sync) results)
   (ignore-errors (lsp-workspace-shutdown workspace))
   (prin1 (nreverse results)))
 

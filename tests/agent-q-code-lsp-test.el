@@ -34,9 +34,12 @@
 
 (defun agent-q-code-lsp-test--run (dir script)
   "Run SCRIPT in a child Emacs with lsp-mode and pyright for DIR.
-SCRIPT is a list of (KEY TOOL . ARGUMENTS), a tool's call, and of
-\(KEY kill FILE), to kill FILE's buffer.  Return the alist (KEY . RESULT)
-the child prints."
+SCRIPT is a list of (KEY TOOL . ARGUMENTS), a tool's call, of
+\(KEY kill FILE), to kill FILE's buffer, of (KEY poll REGEXP TOOL
+. ARGUMENTS), a call repeated until its answer matches REGEXP, and of
+\(KEY eval FORM), a form the child evaluates.  Return the alist
+\(KEY . RESULT) the child prints; its `sync-requests' lists lsp-mode's
+synchronous requests made during the calls."
   (let* ((pyright (agent-q-code-test--server "pyright-langserver"))
          (scratch (make-temp-file "agent-q-code-lsp" t))
          (process-environment
@@ -47,14 +50,19 @@ the child prints."
                   process-environment)))
     (unwind-protect
         (with-temp-buffer
-          (let ((status (call-process
-                         "timeout" nil (list t nil) nil "300"
-                         (expand-file-name invocation-name invocation-directory)
-                         "--batch" "-Q"
-                         "-L" (file-name-directory (locate-library "agent-q"))
-                         "-l" agent-q-code-lsp-test--child)))
+          (let* ((errors (expand-file-name "stderr" scratch))
+                 (status (call-process
+                          "timeout" nil (list t errors) nil "300"
+                          (expand-file-name invocation-name invocation-directory)
+                          "--batch" "-Q"
+                          "-L" (file-name-directory (locate-library "agent-q"))
+                          "-l" agent-q-code-lsp-test--child)))
             (unless (eq status 0)
-              (ert-fail (list "The child Emacs failed" status (buffer-string))))
+              (ert-fail (list "The child Emacs failed" status (buffer-string)
+                              (with-temp-buffer
+                                (insert-file-contents errors)
+                                (buffer-substring (max (point-min) (- (point-max) 3000))
+                                                  (point-max))))))
             (car (read-from-string (buffer-string)))))
       (delete-directory scratch t))))
 
@@ -65,24 +73,100 @@ the child prints."
       (ert-fail (format "%s failed: %S" key result)))
     (plist-get result :content)))
 
+(defconst agent-q-code-lsp-test--script
+  '((refs "find_references" :file "pkg/cells.py" :line 4 :column 5)
+    (by-name "find_definition" :symbol "Console/print" :file "pkg/cells.py")
+    (outline "file_outline" :file "pkg/cells.py")
+    (type "type_at" :file "pkg/cells.py" :line 4 :column 6)
+    ;; A file no buffer visits: opened for the call, and
+    ;; lsp-mode (started by `lsp-deferred') asked to manage it.
+    (diagnostics "diagnostics" :file "pkg/use.py")
+    (_ kill "pkg/use.py")
+    ;; The project: use.py, not visited, is opened to the server.
+    (project "diagnostics")
+    (by-use "find_definition" :file "pkg/use.py" :line 7 :column 12)
+    ;; Once the server has indexed the project.
+    (symbols poll "function cell_len" "workspace_symbols" :query "cell_len"))
+  "The calls both lsp-mode and eglot answer for the same project.")
+
+(defun agent-q-code-lsp-test--eglot-run (dir script)
+  "Run SCRIPT's calls, kills and polls through eglot and pyright for DIR.
+As `agent-q-code-lsp-test--run' does through lsp-mode, here in the
+test's Emacs (eglot brings no other package); return the alist
+\(KEY . RESULT)."
+  (agent-q-code-test--require-eglot)
+  (let* ((program (agent-q-code-test--server "pyright-langserver"))
+         (default-directory dir)
+         (agent-q-code-timeout 60)
+         (agent-q-code-start-servers nil)
+         (agent-q-code-diagnostics-wait 30)
+         (server (agent-q-code-test--start-pyright dir program))
+         (results nil))
+    (unwind-protect
+        (dolist (step script)
+          (pcase-let ((`(,key ,name . ,arguments) step))
+            (pcase name
+              ('kill
+               (let ((buffer (find-buffer-visiting (expand-file-name (car arguments) dir))))
+                 (when buffer (kill-buffer buffer))))
+              ('poll
+               (let ((result nil))
+                 (dotimes (_ 30)
+                   (unless (string-match-p (car arguments) (or (plist-get result :content) ""))
+                     (setq result (apply #'agent-q-code-test--call (cdr arguments)))
+                     (unless (string-match-p (car arguments) (or (plist-get result :content) ""))
+                       (sleep-for 0.5))))
+                 (push (cons key result) results)))
+              (_ (push (cons key (apply #'agent-q-code-test--call name arguments)) results)))))
+      (when (jsonrpc-running-p server)
+        (ignore-errors (eglot-shutdown server))))
+    (nreverse results)))
+
+(defun agent-q-code-lsp-test--unlabelled (text)
+  "TEXT with the client and server it names as \"SERVER\".
+eglot's diagnostics come through Flymake, named so.
+Without its Markdown fences, rules and empty lines: lsp-mode asks for
+hover text in Markdown, eglot without markdown-mode for plain text."
+  (string-join
+   (seq-remove (lambda (line) (string-match-p "\\`\\(```.*\\|---\\|\\)\\'" line))
+               (split-string (replace-regexp-in-string
+                              "\\(eglot\\|lsp-mode\\): [Pp]yright\\(-langserver\\)?" "SERVER"
+                              (replace-regexp-in-string "flymake (\\(eglot: [^)]*\\))" "\\1" text t)
+                              t t)
+                             "\n"))
+   "\n"))
+
 (ert-deftest agent-q-code-lsp-test-pyright-through-lsp-mode ()
-  "Every tool answers from the real pyright that the user's lsp-mode runs."
+  "Every tool answers from the real pyright that the user's lsp-mode runs.
+The answers are eglot's for the same project, but for the source."
   (let ((dir (agent-q-code-test--project)))
     (unwind-protect
-        (let ((results
-               (agent-q-code-lsp-test--run
-                dir
-                '((refs "find_references" :file "pkg/cells.py" :line 4 :column 5)
-                  (by-name "find_definition" :symbol "Console/print" :file "pkg/cells.py")
-                  (outline "file_outline" :file "pkg/cells.py")
-                  (type "type_at" :file "pkg/cells.py" :line 4 :column 6)
-                  ;; A file no buffer visits: opened for the call, and
-                  ;; lsp-mode (started by `lsp-deferred') asked to manage it.
-                  (diagnostics "diagnostics" :file "pkg/use.py")
-                  (_ kill "pkg/use.py")
-                  ;; The project: use.py, not visited, is opened to the server.
-                  (project "diagnostics")
-                  (by-use "find_definition" :file "pkg/use.py" :line 7 :column 12)))))
+        (let ((results (agent-q-code-lsp-test--run dir agent-q-code-lsp-test--script)))
+          ;; agent-q asked lsp-mode asynchronously only.
+          (should (assq 'sync-requests results))
+          (should-not (cdr (assq 'sync-requests results)))
+          (let ((answer (agent-q-code-lsp-test--content results 'symbols)))
+            (should (string-match-p "^Symbols matching 'cell_len': .*(source: lsp-mode: pyright)" answer))
+            (should (string-match-p "^pkg/cells.py:4: function cell_len\\b" answer)))
+          ;; eglot, for the same project, answers the same.
+          (let ((eglot (agent-q-code-lsp-test--eglot-run dir agent-q-code-lsp-test--script)))
+            (dolist (step agent-q-code-lsp-test--script)
+              (let ((key (car step))
+                    ;; The project's: the same diagnostics, but lsp-mode
+                    ;; keeps what the server reported on use.py while it was
+                    ;; visited, where Flymake forgot it with the buffer: its
+                    ;; "Checked:" line counts that file otherwise.
+                    (keep (if (eq (car step) 'project)
+                              (lambda (text)
+                                (string-join (seq-filter (lambda (line) (string-prefix-p "pkg/" line))
+                                                         (split-string text "\n"))
+                                             "\n"))
+                            #'identity)))
+                (unless (eq key '_)
+                  (should (equal (list key (funcall keep (agent-q-code-lsp-test--unlabelled
+                                                          (agent-q-code-lsp-test--content eglot key))))
+                                 (list key (funcall keep (agent-q-code-lsp-test--unlabelled
+                                                          (agent-q-code-lsp-test--content results key))))))))))
           (let ((answer (agent-q-code-lsp-test--content results 'refs)))
             (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: lsp-mode: pyright):$" answer))
             (should (string-match-p "^pkg/cells.py:4:5: def cell_len(text: str) -> int:  \\[declaration\\]$" answer))
