@@ -186,17 +186,29 @@ and its cancellations, are logged."
   (advice-remove 'lsp--on-diagnostics #'agent-q-code-lsp--note-report)
   nil)
 
+(defconst agent-q-code-lsp--uncancelled '("textDocument/references")
+  "Methods whose requests agent-q stops waiting for without cancelling them.
+pyright 1.1.403, with a client that accepts its progress reports (as
+lsp-mode does), fails every later references request once one was
+cancelled with $/cancelRequest (\"this._token.cancel is not a
+function\"): a cancelled references request is left to finish, and
+its answer is dropped.")
+
 (defun agent-q-code-lsp--request (workspace method params timeout success error expired)
   "Ask WORKSPACE's server METHOD with PARAMS, asynchronously.
 SUCCESS gets the result as plists, ERROR a message; EXPIRED is
 called after TIMEOUT seconds and the request cancelled.  Return a
-function that cancels it.  This is lsp-mode's `lsp-request-async'
-\(never its synchronous `lsp-request'); the answer is not written
-to lsp-mode's io log (`agent-q-code-lsp--log-entry')."
+function that cancels it (but for `agent-q-code-lsp--uncancelled').
+This is lsp-mode's `lsp-request-async' (never its synchronous
+`lsp-request'); the answer is not written to lsp-mode's io log
+\(`agent-q-code-lsp--log-entry')."
   (let* ((token (make-symbol "agent-q-code"))
          (done nil)
          (timer nil)
-         (finish (lambda () (setq done t) (when timer (cancel-timer timer)))))
+         (finish (lambda () (setq done t) (when timer (cancel-timer timer))))
+         (cancel (lambda ()
+                   (unless (member (agent-q-code-lsp--method method) agent-q-code-lsp--uncancelled)
+                     (ignore-errors (lsp-cancel-request-by-token token))))))
     (condition-case err
         (let* ((lsp--cur-workspace workspace)
                (sent
@@ -218,7 +230,7 @@ to lsp-mode's io log (`agent-q-code-lsp--log-entry')."
                        (lambda ()
                          (unless done
                            (setq done t)
-                           (ignore-errors (lsp-cancel-request-by-token token))
+                           (funcall cancel)
                            (funcall expired))))))
       (error
        (setq done t)
@@ -226,7 +238,7 @@ to lsp-mode's io log (`agent-q-code-lsp--log-entry')."
     (lambda ()
       (unless done
         (funcall finish)
-        (ignore-errors (lsp-cancel-request-by-token token))))))
+        (funcall cancel)))))
 
 (defun agent-q-code-lsp--notify (workspace method params)
   "Send WORKSPACE's server the notification METHOD with PARAMS."

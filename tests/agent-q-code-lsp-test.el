@@ -197,6 +197,200 @@ The answers are eglot's for the same project, but for the source."
             (should (string-match-p "^Not checked (1 file): no running language server takes them: pyrightconfig.json$" answer))))
       (agent-q-code-test--kill dir))))
 
+;;;; rename_symbol
+
+(defconst agent-q-code-lsp-test--filler
+  (mapconcat (lambda (i) (format "X%d = %d\n" i i)) (number-sequence 1 10) "")
+  "Lines that keep two renamed places of a file in two hunks.")
+
+(defconst agent-q-code-lsp-test--rename-script
+  '((_ eval (progn
+              (setq lsp-log-io t)
+              (defvar agent-q-code-lsp-test-seen nil)
+              ;; The user's review: every hunk accepted but use.py's last.
+              (setq agent-q-review--review-driver
+                    (lambda (buffer)
+                      (with-current-buffer buffer
+                        (let* ((review agent-q-review--this-review)
+                               (count (agent-q-review--hunk-count review))
+                               (files (delete-dups
+                                       (cl-loop for i below count
+                                                collect (file-relative-name
+                                                         (agent-q-review--hunk-file review i)
+                                                         agent-q-code-lsp-child--dir)))))
+                          (setq agent-q-code-lsp-test-seen (list count (sort files #'string<)))
+                          (dotimes (i count)
+                            (agent-q-review--goto-hunk review i)
+                            (if (and (string-suffix-p "use.py" (agent-q-review--hunk-file review i))
+                                     (> (plist-get (aref (agent-q-review--review-summary review) i)
+                                                   :old-start)
+                                        5))
+                                (agent-q-review-reject)
+                              (agent-q-review-accept)))
+                          (agent-q-review-finish)))))))
+    (rename "rename_symbol" :file "pkg/cells.py" :line 1 :column 5 :new_name "text_width")
+    (seen eval agent-q-code-lsp-test-seen)
+    (cells-buffer eval (with-current-buffer (find-buffer-visiting
+                                             (expand-file-name "pkg/cells.py" agent-q-code-lsp-child--dir))
+                         (list (buffer-modified-p) (buffer-string))))
+    (use-visited eval (and (find-buffer-visiting
+                            (expand-file-name "pkg/use.py" agent-q-code-lsp-child--dir))
+                           t))
+    (cells-file eval (agent-q-code-lsp-child-file "pkg/cells.py"))
+    (use-file eval (agent-q-code-lsp-child-file "pkg/use.py"))
+    (log eval (mapconcat (lambda (buffer)
+                           (if (string-prefix-p "*lsp-log: pyright" (buffer-name buffer))
+                               (with-current-buffer buffer
+                                 (buffer-substring-no-properties (point-min) (point-max)))
+                             ""))
+                         (buffer-list) "")))
+  "A rename through lsp-mode, reviewed, and what it left.")
+
+(ert-deftest agent-q-code-lsp-test-rename-through-lsp-mode ()
+  "pyright's rename through lsp-mode: prepared, one review, a hunk rejected."
+  (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code" t))))
+         (cells (concat "def cell_len(text: str) -> int:\n"
+                        "    return len(text)\n"
+                        agent-q-code-lsp-test--filler
+                        "class Console:\n"
+                        "    def print(self, text: str) -> int:\n"
+                        "        return cell_len(text)\n"))
+         (use (concat "from pkg.cells import cell_len\n"
+                      "\n"
+                      "EMOJI = \"\U0001F600\"; N = cell_len(EMOJI)\n"
+                      agent-q-code-lsp-test--filler
+                      "def total(a: str) -> int:\n"
+                      "    return cell_len(a)\n")))
+    (agent-q-code-test--write dir "pkg/cells.py" cells)
+    (agent-q-code-test--write dir "pkg/__init__.py" "")
+    (agent-q-code-test--write dir "pkg/use.py" use)
+    (agent-q-code-test--write dir "pyrightconfig.json" "{\"include\": [\"pkg\"]}\n")
+    (let ((default-directory dir))
+      (call-process "git" nil nil nil "init" "-q" "."))
+    (unwind-protect
+        (let* ((results (agent-q-code-lsp-test--run dir agent-q-code-lsp-test--rename-script))
+               (answer (agent-q-code-lsp-test--content results 'rename))
+               (log (cdr (assq 'log results))))
+          (should-not (cdr (assq 'sync-requests results)))
+          ;; One review held both files' hunks: two in each.
+          (should (equal (cdr (assq 'seen results)) '(4 ("pkg/cells.py" "pkg/use.py"))))
+          ;; The agent is told which hunks of which file were applied.
+          (should (string-match-p "^Rename of pkg/cells.py:1:5 (cell_len) to text_width (source: lsp-mode: pyright): 3 of 4 hunks applied, in 2 of 2 files\\.$" answer))
+          (should (string-match-p "^pkg/cells.py: 2 of 2 hunks: hunks 1 (line 1) and 2 (line [0-9]+) applied; changed in its buffer, not saved\\.$" answer))
+          (should (string-match-p "^pkg/use.py: 1 of 2 hunks: hunk 1 (line 1) applied; hunk 2 (line [0-9]+) rejected (not applied: the old name stays there); written to the file\\.$" answer))
+          ;; cells.py's buffer (lsp-mode's) renamed, not saved; its file as it was.
+          (should (equal (cdr (assq 'cells-buffer results))
+                         (list t (replace-regexp-in-string "cell_len" "text_width" cells t t))))
+          (should (equal (cdr (assq 'cells-file results)) cells))
+          ;; use.py, not visited: written on disk, the rejected use unchanged.
+          (should-not (cdr (assq 'use-visited results)))
+          (should (equal (cdr (assq 'use-file results))
+                         (replace-regexp-in-string
+                          "from pkg.cells import cell_len" "from pkg.cells import text_width"
+                          (replace-regexp-in-string "N = cell_len" "N = text_width" use t t)
+                          t t)))
+          ;; lsp-mode sent prepareRename, then rename; their answers were
+          ;; kept out of its io log.
+          (should (string-match-p "Sending request 'textDocument/prepareRename - ([0-9]+)'" log))
+          (should (string-match "Sending request 'textDocument/rename - (\\([0-9]+\\))'" log))
+          (should-not (string-match-p (format "Received response '[^']* - (%s)'" (match-string 1 log)) log))
+          (should-not (string-match-p "Received response 'textDocument/\\(prepareRename\\|rename\\)" log)))
+      (agent-q-code-test--kill dir))))
+
+;;;; Cancellation
+
+(defconst agent-q-code-lsp-test--cancel-script
+  '((_ eval (setq lsp-log-io t))
+    ;; C-g while the synchronous executor waits for the answer.
+    (quit eval (progn
+                 (run-at-time 0 nil (lambda () (setq quit-flag t)))
+                 (agent-q-code-lsp-child-call "find_references"
+                                              :file "pkg/cells.py" :line 4 :column 5)))
+    ;; The agent cancels the call under way (its client's abort).
+    (cancel eval (let* ((results :none)
+                        (sent nil)
+                        (deadline (+ (float-time) 60))
+                        (note (lambda (&rest _) (setq sent t)))
+                        (batch nil))
+                   (advice-add 'lsp-request-async :after note)
+                   (let ((agent-q-code-lsp-child--in-call t))
+                     (setq batch (agent-q-execute-tool-calls-async
+                                  (list (list :id "r" :name "find_references"
+                                              :arguments (list :file "pkg/cells.py" :line 4 :column 5)))
+                                  (lambda (r) (setq results r))))
+                     (while (and (not sent) (< (float-time) deadline))
+                       (accept-process-output nil 0.001))
+                     (advice-remove 'lsp-request-async note)
+                     (let ((withdrawn (agent-q-cancel-batch batch)))
+                       (while (and (eq results :none) (< (float-time) deadline))
+                         (accept-process-output nil 0.05))
+                       (list sent withdrawn (car-safe results))))))
+    ;; The server still answers.  (pyright 1.1.403 fails every
+    ;; references request after one was cancelled, where the client
+    ;; takes progress reports, as lsp-mode does: agent-q leaves those
+    ;; to finish.)
+    (after "find_references" :file "pkg/cells.py" :line 4 :column 5)
+    (log eval (progn
+                ;; The late answers to the cancelled requests, if any, come.
+                (sleep-for 1)
+                (mapconcat (lambda (buffer)
+                             (if (string-prefix-p "*lsp-log: pyright" (buffer-name buffer))
+                                 (with-current-buffer buffer
+                                   (buffer-substring-no-properties (point-min) (point-max)))
+                               ""))
+                           (buffer-list) ""))))
+  "Requests through lsp-mode cancelled by C-g and by the agent.")
+
+(defun agent-q-code-lsp-test--ids (regexp log)
+  "The numbers the first group of REGEXP matches in LOG, in order."
+  (let ((start 0) (ids nil))
+    (while (string-match regexp log start)
+      (push (string-to-number (match-string 1 log)) ids)
+      (setq start (match-end 0)))
+    (nreverse ids)))
+
+(ert-deftest agent-q-code-lsp-test-cancelled-requests ()
+  "C-g and the agent's cancellation stop a call's requests through lsp-mode.
+The server is told ($/cancelRequest), but for references (see
+`agent-q-code-lsp--uncancelled'), and still answers the next call."
+  (let ((dir (agent-q-code-test--project)))
+    (unwind-protect
+        (let* ((results (agent-q-code-lsp-test--run dir agent-q-code-lsp-test--cancel-script))
+               (log (cdr (assq 'log results)))
+               (asked (agent-q-code-lsp-test--ids
+                       "Sending request 'textDocument/definition - (\\([0-9]+\\))'" log))
+               (references (agent-q-code-lsp-test--ids
+                            "Sending request 'textDocument/references - (\\([0-9]+\\))'" log))
+               (cancelled (agent-q-code-lsp-test--ids
+                           "Sending notification '\\$/cancelRequest'\\.\nParams: {[ \n]*\"id\": *\\([0-9]+\\)"
+                           log)))
+          (should-not (cdr (assq 'sync-requests results)))
+          ;; C-g: the call fails, saying so.
+          (let ((quit (cdr (assq 'quit results))))
+            (should-not (plist-get quit :success))
+            (should (string-match-p "Interrupted by the user (C-g): the request was cancelled\\."
+                                    (plist-get quit :content))))
+          ;; The agent's cancellation: the call is withdrawn, its result says so.
+          (pcase-let ((`(,sent ,withdrawn ,result) (cdr (assq 'cancel results))))
+            (should sent)
+            (should (= withdrawn 1))
+            (should-not (plist-get result :success))
+            (should (string-match-p "cancel" (plist-get result :content))))
+          (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: lsp-mode: pyright):$"
+                                  (agent-q-code-lsp-test--content results 'after)))
+          ;; Each call asked references and the declaration (definition)
+          ;; through lsp-mode; the first two calls' declaration requests
+          ;; were cancelled there ($/cancelRequest), the third's not; the
+          ;; references requests were left to finish.
+          (should (= (length asked) 3))
+          (should (= (length references) 3))
+          (should (equal (sort cancelled #'<) (list (nth 0 asked) (nth 1 asked))))
+          ;; No answer to agent-q was pretty-printed into lsp-mode's log.
+          (should-not (string-match-p "Received response 'textDocument/\\(references\\|definition\\)" log))
+          (dolist (id (append asked references))
+            (should-not (string-match-p (format "Received response '[^']* - (%d)'" id) log))))
+      (agent-q-code-test--kill dir))))
+
 ;;;; Flycheck
 
 ;; Flycheck (Debian's elpa-flycheck) brings dash too: it runs in a child
