@@ -68,6 +68,7 @@
 (declare-function lsp--log-entry-id "lsp-mode" (entry))
 (declare-function agent-q-code--capability "agent-q-code" (capabilities capability))
 (defvar lsp--cur-workspace)
+(defvar agent-q-code--uncancelled)
 (defvar lsp-mode)
 
 (defconst agent-q-code-lsp--max-depth 64
@@ -186,19 +187,11 @@ and its cancellations, are logged."
   (advice-remove 'lsp--on-diagnostics #'agent-q-code-lsp--note-report)
   nil)
 
-(defconst agent-q-code-lsp--uncancelled '("textDocument/references")
-  "Methods whose requests agent-q stops waiting for without cancelling them.
-pyright 1.1.403, with a client that accepts its progress reports (as
-lsp-mode does), fails every later references request once one was
-cancelled with $/cancelRequest (\"this._token.cancel is not a
-function\"): a cancelled references request is left to finish, and
-its answer is dropped.")
-
 (defun agent-q-code-lsp--request (workspace method params timeout success error expired)
   "Ask WORKSPACE's server METHOD with PARAMS, asynchronously.
 SUCCESS gets the result as plists, ERROR a message; EXPIRED is
 called after TIMEOUT seconds and the request cancelled.  Return a
-function that cancels it (but for `agent-q-code-lsp--uncancelled').
+function that cancels it (but for `agent-q-code--uncancelled').
 This is lsp-mode's `lsp-request-async' (never its synchronous
 `lsp-request'); the answer is not written to lsp-mode's io log
 \(`agent-q-code-lsp--log-entry')."
@@ -207,7 +200,7 @@ This is lsp-mode's `lsp-request-async' (never its synchronous
          (timer nil)
          (finish (lambda () (setq done t) (when timer (cancel-timer timer))))
          (cancel (lambda ()
-                   (unless (member (agent-q-code-lsp--method method) agent-q-code-lsp--uncancelled)
+                   (unless (member (agent-q-code-lsp--method method) agent-q-code--uncancelled)
                      (ignore-errors (lsp-cancel-request-by-token token))))))
     (condition-case err
         (let* ((lsp--cur-workspace workspace)

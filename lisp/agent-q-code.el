@@ -529,6 +529,14 @@ options, such as (:renameProvider :prepareProvider).  False is nil."
 CAPABILITY is as `agent-q-code--capability' takes it."
   (agent-q-code--capability (ignore-errors (eglot--capabilities server)) capability))
 
+(defconst agent-q-code--uncancelled '("textDocument/references")
+  "Methods whose requests agent-q stops waiting for without cancelling them.
+pyright 1.1.403, with a client that accepts its progress reports
+\(lsp-mode, eglot of Emacs 30), fails every later references request
+once one was cancelled with $/cancelRequest (\"this._token.cancel is
+not a function\"): a cancelled references request is left to finish,
+and its answer is dropped.")
+
 (defun agent-q-code--eglot-request (server method params timeout success error expired)
   "Ask the eglot SERVER METHOD with PARAMS: see `agent-q-code-backend'.
 TIMEOUT, SUCCESS, ERROR and EXPIRED are as that describes."
@@ -544,7 +552,8 @@ TIMEOUT, SUCCESS, ERROR and EXPIRED are as that describes."
     (agent-q-code--unlog server id)
     (lambda ()
       (when (timerp (cadr request)) (cancel-timer (cadr request)))
-      (when (and id (jsonrpc-running-p server))
+      (when (and id (jsonrpc-running-p server)
+                 (not (member (agent-q-code-lsp--method method) agent-q-code--uncancelled)))
         (jsonrpc-notify server :$/cancelRequest (list :id id))))))
 
 (defun agent-q-code--eglot-position (buffer pos)

@@ -329,6 +329,7 @@ The answers are eglot's for the same project, but for the source."
     ;; references request after one was cancelled, where the client
     ;; takes progress reports, as lsp-mode does: agent-q leaves those
     ;; to finish.)
+    (_ eval (sleep-for 2))
     (after "find_references" :file "pkg/cells.py" :line 4 :column 5)
     (log eval (progn
                 ;; The late answers to the cancelled requests, if any, come.
@@ -389,6 +390,40 @@ The server is told ($/cancelRequest), but for references (see
           (should-not (string-match-p "Received response 'textDocument/\\(references\\|definition\\)" log))
           (dolist (id (append asked references))
             (should-not (string-match-p (format "Received response '[^']* - (%d)'" id) log))))
+      (agent-q-code-test--kill dir))))
+
+(ert-deftest agent-q-code-lsp-test-eglot-references-after-cancel ()
+  "After C-g stopped a find_references through eglot, pyright still answers.
+eglot of Emacs 30 takes progress reports, as lsp-mode does (see
+`agent-q-code--uncancelled')."
+  (agent-q-code-test--require-eglot)
+  (let* ((program (agent-q-code-test--server "pyright-langserver"))
+         (dir (agent-q-code-test--project))
+         (default-directory dir)
+         (agent-q-code-timeout 60)
+         (agent-q-code-start-servers nil)
+         (server (agent-q-code-test--start-pyright dir program)))
+    (unwind-protect
+        (progn
+          ;; Warm: pyright has analysed the file.
+          (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references"
+                                  (agent-q-code-test--content "find_references"
+                                                              :file "pkg/cells.py" :line 4 :column 5)))
+          (run-at-time 0 nil (lambda () (setq quit-flag t)))
+          (let ((quit (agent-q-code-test--call "find_references"
+                                               :file "pkg/cells.py" :line 4 :column 5)))
+            (should-not (plist-get quit :success))
+            (should (string-match-p "Interrupted by the user (C-g): the request was cancelled\\."
+                                    (plist-get quit :content))))
+          ;; pyright has dealt with the cancelled requests.
+          (sleep-for 2)
+          ;; The declaration's request was cancelled at the server.
+          (should (> (agent-q-code-test--count (jsonrpc-events-buffer server) "\\$/cancelRequest") 0))
+          (should (string-match-p "^References to pkg/cells.py:4:5 (cell_len): 5 references (source: eglot: [Pp]yright"
+                                  (agent-q-code-test--content "find_references"
+                                                              :file "pkg/cells.py" :line 4 :column 5))))
+      (when (jsonrpc-running-p server)
+        (ignore-errors (eglot-shutdown server)))
       (agent-q-code-test--kill dir))))
 
 ;;;; Flycheck
