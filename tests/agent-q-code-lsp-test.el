@@ -27,6 +27,10 @@
 (require 'cl-lib)
 (require 'agent-q-code-test)
 
+(declare-function eglot-shutdown "eglot" (server &optional interactive timeout preserve-buffers))
+(declare-function jsonrpc-running-p "jsonrpc" (connection))
+(declare-function jsonrpc-events-buffer "jsonrpc" (connection))
+
 (defconst agent-q-code-lsp-test--child
   (expand-file-name "agent-q-code-lsp-child.el"
                     (file-name-directory (or load-file-name buffer-file-name)))
@@ -87,13 +91,13 @@ synchronous requests made during the calls."
     (by-use "find_definition" :file "pkg/use.py" :line 7 :column 12)
     ;; Once the server has indexed the project.
     (symbols poll "function cell_len" "workspace_symbols" :query "cell_len"))
-  "The calls both lsp-mode and eglot answer for the same project.")
+  "What lsp-mode and eglot are both asked, for the same project.")
 
 (defun agent-q-code-lsp-test--eglot-run (dir script)
-  "Run SCRIPT's calls, kills and polls through eglot and pyright for DIR.
-As `agent-q-code-lsp-test--run' does through lsp-mode, here in the
-test's Emacs (eglot brings no other package); return the alist
-\(KEY . RESULT)."
+  "Execute SCRIPT through eglot and pyright for DIR, in the test's Emacs.
+Its tool calls, kills and polls, as `agent-q-code-lsp-test--run' runs
+them through lsp-mode (eglot brings no other package); return the
+alist (KEY . RESULT)."
   (agent-q-code-test--require-eglot)
   (let* ((program (agent-q-code-test--server "pyright-langserver"))
          (default-directory dir)
@@ -152,10 +156,10 @@ The answers are eglot's for the same project, but for the source."
           (let ((eglot (agent-q-code-lsp-test--eglot-run dir agent-q-code-lsp-test--script)))
             (dolist (step agent-q-code-lsp-test--script)
               (let ((key (car step))
-                    ;; The project's: the same diagnostics, but lsp-mode
-                    ;; keeps what the server reported on use.py while it was
-                    ;; visited, where Flymake forgot it with the buffer: its
-                    ;; "Checked:" line counts that file otherwise.
+                    ;; The project's: the same diagnostics; its "Checked:"
+                    ;; line may count use.py, whose buffer was just killed,
+                    ;; as reported on (the server's report on closing it
+                    ;; came in time) rather than opened for the call.
                     (keep (if (eq (car step) 'project)
                               (lambda (text)
                                 (string-join (seq-filter (lambda (line) (string-prefix-p "pkg/" line))
@@ -247,7 +251,7 @@ The answers are eglot's for the same project, but for the source."
   "A rename through lsp-mode, reviewed, and what it left.")
 
 (ert-deftest agent-q-code-lsp-test-rename-through-lsp-mode ()
-  "pyright's rename through lsp-mode: prepared, one review, a hunk rejected."
+  "A rename by pyright through lsp-mode: prepared, one review, a hunk rejected."
   (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code" t))))
          (cells (concat "def cell_len(text: str) -> int:\n"
                         "    return len(text)\n"
@@ -340,7 +344,7 @@ The answers are eglot's for the same project, but for the source."
                                    (buffer-substring-no-properties (point-min) (point-max)))
                                ""))
                            (buffer-list) ""))))
-  "Requests through lsp-mode cancelled by C-g and by the agent.")
+  "Requests through lsp-mode cancelled by \\[keyboard-quit] and by the agent.")
 
 (defun agent-q-code-lsp-test--ids (regexp log)
   "The numbers the first group of REGEXP matches in LOG, in order."
@@ -351,7 +355,7 @@ The answers are eglot's for the same project, but for the source."
     (nreverse ids)))
 
 (ert-deftest agent-q-code-lsp-test-cancelled-requests ()
-  "C-g and the agent's cancellation stop a call's requests through lsp-mode.
+  "\\[keyboard-quit] and the agent's cancellation stop requests through lsp-mode.
 The server is told ($/cancelRequest), but for references (see
 `agent-q-code-lsp--uncancelled'), and still answers the next call."
   (let ((dir (agent-q-code-test--project)))
@@ -393,7 +397,7 @@ The server is told ($/cancelRequest), but for references (see
       (agent-q-code-test--kill dir))))
 
 (ert-deftest agent-q-code-lsp-test-eglot-references-after-cancel ()
-  "After C-g stopped a find_references through eglot, pyright still answers.
+  "After \\[keyboard-quit] stopped find_references through eglot, pyright answers.
 eglot of Emacs 30 takes progress reports, as lsp-mode does (see
 `agent-q-code--uncancelled')."
   (agent-q-code-test--require-eglot)

@@ -62,7 +62,7 @@ with a hunk's file and its first line and returns `accept' or `reject'."
   "Lines that keep two renamed places of a file in two hunks.")
 
 (ert-deftest agent-q-code-rename-test-pyright-two-files-part-rejected ()
-  "pyright's rename across two files, one review, a hunk rejected."
+  "The real pyright's rename across two files, one review, a hunk rejected."
   (let* ((seen (list nil))
          (journal-dir (make-temp-file "agent-q-rename-journal" t))
          (agent-q-journal-file (expand-file-name "journal.jsonl" journal-dir))
