@@ -247,3 +247,52 @@ fn many_hooks_wait_at_once_and_each_gets_its_own_answer() {
         );
     }
 }
+
+#[test]
+fn gemini_is_told_through_the_told_route_once_and_only_for_its_call() {
+    let (fixture, _driver) = start_gate_driven();
+    let auth = bearer(&fixture.token);
+    let told = |body: &Value| {
+        let (status, _, text) = http_to(
+            fixture.server.port(),
+            "POST",
+            "/gate/told",
+            &[("authorization", &auth), ("content-type", "application/json")],
+            &body.to_string(),
+        );
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str::<Value>(&text).unwrap()["context"].clone()
+    };
+    let gemini = |command: &str| {
+        json!({"agent": "gemini", "event": "pre-tool", "session_id": "g1", "cwd": "/p",
+               "tool": "run_shell_command", "tool_input": {"command": command}})
+        .to_string()
+    };
+    let (status, body) = post_gate(&fixture, &gemini("edit me"));
+    assert_eq!(status, 200, "{body}");
+    let ran = json!({"session_id": "g1", "tool": "run_shell_command", "tool_input": {"command": "echo edited"}});
+    let words = told(&ran);
+    assert!(
+        words.as_str().unwrap_or("").contains("What ran is:\necho edited"),
+        "{words}"
+    );
+    assert_eq!(told(&ran), Value::Null, "told once");
+    // Claude's model is told with its PreToolUse answer: nothing kept for it.
+    let (status, _) = post_gate(&fixture, &gate_body("edit me"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        told(&json!({"session_id": "s1", "tool": "Bash", "tool_input": {"command": "echo edited"}})),
+        Value::Null
+    );
+    // The route is behind the token too, and refuses what is not a call.
+    let (status, _, _) = http_to(fixture.server.port(), "POST", "/gate/told", &[], &ran.to_string());
+    assert_eq!(status, 401);
+    let (status, _, _) = http_to(
+        fixture.server.port(),
+        "POST",
+        "/gate/told",
+        &[("authorization", &auth)],
+        "{\"tool_input\": 1}",
+    );
+    assert_eq!(status, 400);
+}

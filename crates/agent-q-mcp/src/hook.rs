@@ -15,6 +15,9 @@
 //!   why. See [`agent_q_core::gate::unreachable_answer`].
 //! - `--timeout SECONDS` (the agent's hook timeout): the request tells Emacs how long the
 //!   agent waits, less a margin to answer in; when it runs out the call is denied, saying so.
+//! - `--event after-tool` (Gemini CLI's `AfterTool`): what the model must be told about a call
+//!   Emacs changed, kept by the server since the call's `BeforeTool` answer, as
+//!   `additionalContext`; nothing, at once, otherwise (see [`run_after_tool`]).
 //! - The agent gone while its call waits (killed: the pipe it reads the hook's answer from is
 //!   closed): the request is dropped, so Emacs withdraws the call (see `agent_gone`).
 
@@ -23,10 +26,11 @@ use std::path::PathBuf;
 
 pub use agent_q_core::gate::Unreachable;
 use agent_q_core::gate::{
-    codex_approval, format_answer, format_answer_to, parse_hook_input, unreachable_answer, Agent, CodexApproval,
-    CodexConfig, GateAnswer, GateRequest, HookEvent, HookOutput, MAX_HOOK_INPUT_BYTES, MAX_WAIT_SECS,
+    after_tool_output, codex_approval, format_answer, format_answer_to, parse_after_tool, parse_hook_input,
+    unreachable_answer, AfterToolInput, Agent, CodexApproval, CodexConfig, GateAnswer, GateRequest, HookEvent,
+    HookOutput, MAX_HOOK_INPUT_BYTES, MAX_WAIT_SECS,
 };
-use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT};
+use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT, TOLD_ENDPOINT};
 use thiserror::Error;
 
 use crate::relay::{check_process_owner, error_chain, http_client, read_connection, resolve_connection_file};
@@ -45,6 +49,9 @@ pub struct HookOptions {
     /// `--timeout`: the agent's hook timeout in seconds, as the connect command wrote it into
     /// the agent's configuration.
     pub timeout: Option<u64>,
+    /// `--event after-tool`: Gemini CLI's `AfterTool` hook, which tells the model what Emacs
+    /// changed of the call (see [`run_after_tool`]), rather than a decision.
+    pub after_tool: bool,
 }
 
 /// Why Emacs could not be asked.
@@ -72,6 +79,9 @@ pub struct HookResult {
 
 /// Run the hook as OPTIONS say, with the hook input on STDIN.
 pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
+    if options.after_tool {
+        return run_after_tool(options, stdin);
+    }
     let event = options.event.unwrap_or(HookEvent::PreTool);
     let bytes = match read_input(stdin) {
         Ok(bytes) => bytes,
@@ -99,6 +109,95 @@ pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
         },
         Err(error) => fallback(options, request.event, &bytes, &error),
     }
+}
+
+/// Gemini CLI's `AfterTool` hook: when the `BeforeTool` answer of this very call (the same
+/// session, tool and input as it ran) left something its model must know — the command the
+/// user edited, the hunks the user rejected — print it as `additionalContext` (Gemini appends
+/// it to the tool's result); otherwise, and whenever Emacs cannot be asked, print nothing and
+/// exit 0 at once. Emacs's main thread is never asked: the MCP server answers from what it kept
+/// ([`agent_q_core::gate::ToldStore`]).
+pub fn run_after_tool(options: &HookOptions, stdin: impl Read) -> HookResult {
+    let silent = |message: Option<String>| HookResult {
+        output: HookOutput::silent(),
+        message,
+    };
+    if options.agent != Agent::Gemini {
+        return silent(Some(format!(
+            "agent-q-mcp hook: --event after-tool is Gemini CLI's AfterTool hook, not {}'s",
+            options.agent.name()
+        )));
+    }
+    let input = match read_input(stdin)
+        .and_then(|bytes| parse_after_tool(&bytes).map_err(|e| HookError::Input(e.to_string())))
+    {
+        Ok(input) => input,
+        Err(error) => return silent(Some(format!("agent-q-mcp hook: {error}"))),
+    };
+    match ask_told(options, &input) {
+        Ok(Some(words)) => HookResult {
+            output: after_tool_output(&words),
+            message: None,
+        },
+        Ok(None) => silent(None),
+        // Emacs away or its server stopped: nothing was kept for this call there either.
+        Err(HookError::NoServer(_)) => silent(None),
+        Err(error) => silent(Some(format!("agent-q-mcp hook: {error}"))),
+    }
+}
+
+/// How long the `AfterTool` hook waits for the server, which answers at once.
+const TOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Ask the server of the connection file what the model must be told after INPUT's call.
+fn ask_told(options: &HookOptions, input: &AfterToolInput) -> Result<Option<String>, HookError> {
+    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
+    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
+    let connection = read_connection(&path).map_err(no_server)?;
+    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
+    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
+    url.set_path(TOLD_ENDPOINT);
+    url.set_query(None);
+    let body = serde_json::to_vec(&serde_json::json!({
+        "session_id": input.session_id,
+        "tool": input.tool,
+        "tool_input": input.tool_input,
+    }))
+    .map_err(|e| HookError::Input(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
+    runtime.block_on(async {
+        let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
+        let response = client
+            .post(url.clone())
+            .bearer_auth(&connection.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .timeout(TOLD_WAIT)
+            .send()
+            .await
+            .map_err(|e| HookError::NoServer(format!("nothing answers at {url} ({})", error_chain(&e))))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| HookError::Refused(format!("the answer could not be read ({})", error_chain(&e))))?;
+        if status.as_u16() != 200 {
+            return Err(HookError::Refused(format!(
+                "Emacs answered HTTP {status}: {}",
+                text.trim().chars().take(500).collect::<String>()
+            )));
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| HookError::Refused(format!("not a told answer ({e})")))?;
+        Ok(value
+            .get("context")
+            .and_then(|c| c.as_str())
+            .filter(|c| !c.is_empty())
+            .map(str::to_string))
+    })
 }
 
 /// Seconds kept, of the agent's hook timeout, for the hook to print its answer.

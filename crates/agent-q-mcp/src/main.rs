@@ -11,7 +11,7 @@ use agent_q_mcp::relay;
 
 const USAGE: &str = "\
 usage: agent-q-mcp [--connection-file FILE]
-       agent-q-mcp hook --agent claude|gemini|codex [--event pre-tool|permission-request]
+       agent-q-mcp hook --agent claude|gemini|codex [--event pre-tool|permission-request|after-tool]
                         [--connection-file FILE] [--unreachable ask|deny] [--timeout SECONDS]
        agent-q-mcp status-line [--agent claude] [--connection-file FILE]
 
@@ -27,7 +27,9 @@ Emacs, and prints the agent's answer. When Emacs cannot be asked it leaves the
 call to the agent's own prompt (Claude, Gemini: ask; Codex: no output, but only
 where Codex's own approval policy asks: else it denies), or denies it with
 --unreachable deny. --timeout is the agent's hook timeout: Emacs shows the time
-left, and the call is denied, saying so, when it runs out.
+left, and the call is denied, saying so, when it runs out.  With --event
+after-tool (Gemini CLI's AfterTool) it prints what the model must be told about
+a call Emacs changed (an edited command, rejected hunks), else nothing.
 
 `status-line' is Claude Code's statusLine command: given the session on stdin,
 it prints \"Waiting for Emacs (agent-q)... answer there\" while a hook of that
@@ -46,6 +48,7 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
     let mut hook = false;
     let mut status = false;
     let (mut agent, mut event, mut unreachable, mut timeout) = (None, None, Unreachable::Ask, None);
+    let mut after_tool = false;
     let mut args = args.into_iter().peekable();
     if args.peek().is_some_and(|first| first == "hook") {
         hook = true;
@@ -80,6 +83,7 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
         };
         match name.as_str() {
             "--agent" => agent = Some(value.parse().map_err(RelayError::Usage)?),
+            "--event" if value == "after-tool" => after_tool = true,
             "--event" => event = Some(value.parse().map_err(RelayError::Usage)?),
             "--unreachable" => unreachable = value.parse().map_err(RelayError::Usage)?,
             "--timeout" => {
@@ -106,6 +110,7 @@ fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Comm
         connection_file: file,
         unreachable,
         timeout,
+        after_tool,
     }))
 }
 

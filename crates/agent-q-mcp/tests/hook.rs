@@ -439,3 +439,69 @@ fn the_agent_hook_timeout_ends_the_wait_with_a_deny_that_says_so() {
         .hub
         .complete_gate(key, agent_q_core::gate::GateAnswer::NoOpinion));
 }
+
+/// Gemini CLI's AfterTool hook input for its call of TOOL with INPUT in SESSION.
+fn gemini_after(session: &str, tool: &str, input: Value) -> String {
+    json!({"session_id": session, "cwd": "/p", "hook_event_name": "AfterTool", "tool_name": tool,
+           "tool_input": input, "tool_response": {"llmContent": "done"}})
+    .to_string()
+}
+
+#[test]
+fn gemini_after_tool_tells_its_model_once_what_emacs_changed() {
+    let (_fixture, _driver, file) = serving("after-tool");
+    let before = ["--agent", "gemini", "--event", "pre-tool"];
+    let after = ["--agent", "gemini", "--event", "after-tool"];
+    let shell = |command: &str| {
+        json!({"session_id": "g1", "cwd": "/p", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+               "tool_input": {"command": command}})
+        .to_string()
+    };
+    // Nothing kept before any BeforeTool answer: no output, exit 0.
+    let ran = json!({"command": "echo edited"});
+    let (code, out, err) = hook(&after, &file, &gemini_after("g1", "run_shell_command", ran.clone()));
+    assert_eq!((code, out, err.as_str()), (0, Value::Null, ""));
+    // The user edited the command: BeforeTool rewrites it...
+    let (_, out, _) = hook(&before, &file, &shell("edit me"));
+    assert_eq!(out["hookSpecificOutput"]["tool_input"], ran);
+    // ... another session's identical call, or the call as the model wrote it, is told nothing...
+    let (_, out, _) = hook(&after, &file, &gemini_after("g2", "run_shell_command", ran.clone()));
+    assert_eq!(out, Value::Null);
+    let (_, out, _) = hook(
+        &after,
+        &file,
+        &gemini_after("g1", "run_shell_command", json!({"command": "edit me"})),
+    );
+    assert_eq!(out, Value::Null);
+    // ... and AfterTool of the call that ran tells the model, once.
+    let (code, out, err) = hook(&after, &file, &gemini_after("g1", "run_shell_command", ran.clone()));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "AfterTool", "{out}");
+    let told = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("");
+    assert!(
+        told.contains("What ran is:\necho edited\nnot the command you wrote:\nedit me"),
+        "{told}"
+    );
+    let (_, out, _) = hook(&after, &file, &gemini_after("g1", "run_shell_command", ran));
+    assert_eq!(out, Value::Null, "told once");
+}
+
+#[test]
+fn gemini_after_tool_with_emacs_away_or_bad_input_is_silent() {
+    let dir = temp_dir("after-tool-away");
+    let missing = dir.join("no-such-connection.json");
+    let after = ["--agent", "gemini", "--event", "after-tool"];
+    let input = gemini_after("g1", "run_shell_command", json!({"command": "ls"}));
+    let (code, out, err) = hook(&after, &missing, &input);
+    assert_eq!(
+        (code, out, err.as_str()),
+        (0, Value::Null, ""),
+        "Emacs away: nothing to tell"
+    );
+    let (code, out, err) = hook(&after, &missing, "not json");
+    assert_eq!((code, out), (0, Value::Null));
+    assert!(err.contains("not a JSON object"), "{err}");
+    let (code, out, err) = hook(&["--agent", "claude", "--event", "after-tool"], &missing, &input);
+    assert_eq!((code, out), (0, Value::Null));
+    assert!(err.contains("Gemini CLI's AfterTool"), "{err}");
+}

@@ -42,6 +42,7 @@ mod edit;
 mod gemini;
 mod patch;
 mod search;
+mod told;
 pub mod waiting;
 mod walk;
 
@@ -55,6 +56,10 @@ pub use patch::{patch_files, PatchAction, PatchFile};
 pub use search::{
     glob_matches_path, glob_reach, glob_reach_outside, search_reach, split_globs, MAX_ALTERNATIVES, MAX_GLOB_BYTES,
     SENSITIVE_NAMES,
+};
+pub use told::{
+    after_tool_output, input_as_run, may_tell, parse_after_tool, told_key, AfterToolInput, ToldKey, ToldStore,
+    MAX_KEY_DEPTH, MAX_TOLD, TOLD_TTL,
 };
 pub use walk::{walk_search, SensitivePatterns, WalkLimits, WalkVerdict, MAX_DECORATED, WALK_BUDGET, WALK_MAX_ENTRIES};
 
@@ -196,7 +201,7 @@ impl std::str::FromStr for HookEvent {
             "pre-tool" => Ok(HookEvent::PreTool),
             "permission-request" => Ok(HookEvent::PermissionRequest),
             other => Err(format!(
-                "unknown event {other:?}: expected pre-tool or permission-request"
+                "unknown event {other:?}: expected pre-tool, permission-request (or after-tool, Gemini CLI's AfterTool hook)"
             )),
         }
     }

@@ -41,10 +41,13 @@ use axum::response::Response;
 
 use super::handler::WithdrawOnDrop;
 use super::hub::Hub;
-use crate::gate::GateRequest;
+use crate::gate::{told_key, Agent, GateRequest, HookEvent};
 
 /// The path of the gate route.
 pub const GATE_ENDPOINT: &str = "/gate";
+
+/// The path of the route Gemini CLI's `AfterTool` hook asks what its model must be told.
+pub const TOLD_ENDPOINT: &str = "/gate/told";
 
 /// The longest a gate request waits for the driver: the user may take their time over a
 /// prompt or a review. The agents' own hook timeouts are shorter (600 s by default).
@@ -60,6 +63,10 @@ pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}")),
     };
     let request_wait = request.wait_secs;
+    // Gemini's model is told by its AfterTool hook: what to tell is kept once answered.
+    let remember =
+        (request.agent == Agent::Gemini && request.event == HookEvent::PreTool && crate::gate::may_tell(&request.kind))
+            .then(|| request.clone());
     let hub_for_timeout = hub.clone();
     let ticket = match hub.begin_gate(request) {
         Ok(ticket) => ticket,
@@ -87,6 +94,9 @@ pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
     match waited {
         Ok(Ok(answer)) => {
             guard.armed = false;
+            if let Some(request) = remember {
+                hub_for_timeout.remember_told(&request, &answer);
+            }
             let body = serde_json::to_string(&answer).unwrap_or_else(|_| r#"{"decision":"no-opinion"}"#.into());
             let mut response = Response::new(Body::from(body));
             response
@@ -104,6 +114,33 @@ pub(crate) async fn serve(hub: Arc<Hub>, body: Bytes) -> Response {
             format!("Emacs did not answer within {} s", MAX_GATE_WAIT.as_secs()),
         ),
     }
+}
+
+/// The body of `POST /gate/told`: the call as Gemini CLI's `AfterTool` hook input names it.
+#[derive(serde::Deserialize)]
+struct ToldRequest {
+    #[serde(default)]
+    session_id: String,
+    tool: String,
+    #[serde(default)]
+    tool_input: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Serve one `POST /gate/told` with BODY: `{"session_id": "...", "tool": "...", "tool_input":
+/// {...}}`, the call as it ran. Answers at once, from the server's thread (Emacs is not
+/// asked): 200 with `{"context": "..."}`, the words kept for that call by its `BeforeTool`
+/// answer (then forgotten), or `{"context": null}`; 400 when the body is not such a request.
+pub(crate) async fn serve_told(hub: Arc<Hub>, body: Bytes) -> Response {
+    let request: ToldRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}")),
+    };
+    let context = told_key(&request.session_id, &request.tool, &request.tool_input).and_then(|key| hub.take_told(&key));
+    let mut response = Response::new(Body::from(serde_json::json!({ "context": context }).to_string()));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn text(status: StatusCode, message: String) -> Response {

@@ -14,7 +14,7 @@ use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{oneshot, watch};
 
-use crate::gate::{GateAnswer, GateRequest};
+use crate::gate::{GateAnswer, GateRequest, ToldKey, ToldStore};
 use crate::limits::{check_argument_limits, DEFAULT_MAX_ARGUMENT_BYTES};
 use crate::spec::{Hints, ResolvedHints, SafetyLevel};
 
@@ -439,6 +439,9 @@ pub struct Hub {
     tools_generation: watch::Sender<u64>,
     /// Bumped by every answer to `roots/list`: calls waiting for roots look again.
     roots_generation: watch::Sender<u64>,
+    /// What Gemini CLI's model must be told by its `AfterTool` hook (see [`crate::gate::ToldStore`]);
+    /// its own lock, never held with `inner`'s.
+    told: Mutex<ToldStore>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -481,7 +484,24 @@ impl Hub {
             wake,
             tools_generation: watch::Sender::new(0),
             roots_generation: watch::Sender::new(0),
+            told: Mutex::new(ToldStore::new()),
         })
+    }
+
+    fn told(&self) -> MutexGuard<'_, ToldStore> {
+        self.told.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The hook of REQUEST is answered ANSWER: keep what Gemini CLI's model must be told for
+    /// the call's `AfterTool` hook ([`ToldStore::after_answer`]).
+    pub(crate) fn remember_told(&self, request: &GateRequest, answer: &GateAnswer) {
+        self.told().after_answer(request, answer, std::time::Instant::now());
+    }
+
+    /// What the `AfterTool` hook of the call KEY tells the model, once; `None` when nothing is
+    /// kept for it.
+    pub fn take_told(&self, key: &ToldKey) -> Option<String> {
+        self.told().take(key, std::time::Instant::now())
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

@@ -32,7 +32,9 @@
 //! - The gate route (gate.rs) on [`GATE_ENDPOINT`]: the terminal agents' hooks
 //!   (`agent-q-mcp hook`) ask about the agents' own tool calls ([`crate::gate`]); the hub queues
 //!   them as [`Event::Gate`] while the driver has turned gating on ([`Hub::set_gating`]), and the
-//!   driver answers with [`Hub::complete_gate`].
+//!   driver answers with [`Hub::complete_gate`]. Beside it, [`TOLD_ENDPOINT`]: Gemini CLI's
+//!   `AfterTool` hook takes what its model must be told about a call Emacs changed
+//!   ([`crate::gate::ToldStore`]), answered on the server's thread.
 //! - The relay (relay.rs, binary `agent-q-mcp`) lets clients that only start a command reach
 //!   the server: it reads the connection file Emacs writes and relays stdio to HTTP.
 //!
@@ -52,7 +54,7 @@ pub mod server;
 
 pub use crate::limits::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES};
 pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-pub use gate::{GATE_ENDPOINT, GATE_WITHDRAWN, MAX_GATE_WAIT};
+pub use gate::{GATE_ENDPOINT, GATE_WITHDRAWN, MAX_GATE_WAIT, TOLD_ENDPOINT};
 pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake, GATING_OFF};
 pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
 pub use security::MAX_REQUEST_BODY_BYTES;

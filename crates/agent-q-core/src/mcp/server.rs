@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::connections::{self, Gate, EVICTION_AGE, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-use super::gate::GATE_ENDPOINT;
+use super::gate::{GATE_ENDPOINT, TOLD_ENDPOINT};
 use super::handler::McpHandler;
 use super::hub::Hub;
 use super::security::{self, Policy, MAX_REQUEST_BODY_BYTES};
@@ -146,11 +146,16 @@ impl Server {
         let policy = Policy::new(&config.token, Some(security::host_checks(service.clone())));
         let (posts_tx, posts) = watch::channel(0usize);
         let gate_hub = hub.clone();
+        let told_hub = hub.clone();
         let router = Router::new()
             .route_service(ENDPOINT, service)
             .route(
                 GATE_ENDPOINT,
                 axum::routing::post(move |body: Bytes| super::gate::serve(gate_hub.clone(), body)),
+            )
+            .route(
+                TOLD_ENDPOINT,
+                axum::routing::post(move |body: Bytes| super::gate::serve_told(told_hub.clone(), body)),
             )
             .layer(middleware::from_fn_with_state(Arc::new(posts_tx), track_posts))
             // Inside the security layer: only what it lets through proves a connection.
