@@ -332,11 +332,11 @@ in its transcript view.")
   "What an agent's hook does when no Emacs gate can be asked.
 `ask': the agent's own prompt (Claude Code, Gemini CLI).  Codex CLI's
 hook cannot make Codex ask: it leaves the call to Codex only where
-Codex's own approval policy asks (\"untrusted\"), and denies it
-otherwise, saying why.  `deny': every agent is refused the call,
-saying why.  `agent-q-gate-connect-agent' writes the choice into the
-hook's command (and Codex's trust of it): connect the agent again after
-changing it."
+Codex's own approval policy asks (\"untrusted\", which Codex 0.169.0
+no longer offers), and denies it otherwise, saying why.  `deny': every
+agent is refused the call, saying why.  `agent-q-gate-connect-agent'
+writes the choice into the hook's command (and Codex's trust of it):
+connect the agent again after changing it."
   :type '(choice (const :tag "Leave it to the agent's own prompt" ask)
                  (const :tag "Deny it" deny))
   :group 'agent-q)
@@ -454,22 +454,50 @@ as it is: Claude Code has one only."
           ((and (not add) own) (agent-q-connect--delete object 'statusLine))
           (t object))))
 
+(defconst agent-q-connect--gemini-told-tools '("run_shell_command" "replace" "write_file")
+  "Gemini CLI's tools whose call Emacs may change: its AfterTool hook's matcher.
+After the user edited a command or rejected part of an edit, Gemini's
+model is told so only by an AfterTool hook's additional context.")
+
+(defun agent-q-connect--after-tool-group ()
+  "Gemini CLI's matcher group of agent-q's AfterTool hook, as an alist.
+It tells Gemini's model what Emacs changed of a call (an edited command,
+the hunks the user rejected), which Gemini passes to its model only
+from an AfterTool hook; it answers at once, without asking Emacs."
+  (let ((file (cdr (assq 'AGENT_Q_MCP_CONNECTION_FILE (agent-q-connect--environment)))))
+    `((matcher . ,(concat "^(" (mapconcat #'identity agent-q-connect--gemini-told-tools "|") ")$"))
+      (hooks . [((type . "command") (name . "agent-q: what Emacs changed")
+                 (command . ,(concat (shell-quote-argument (agent-q-connect--relay))
+                                     " hook --agent gemini --event after-tool"
+                                     (if file (concat " --connection-file "
+                                                      (shell-quote-argument file))
+                                       "")))
+                 (timeout . 10000))]))))
+
+(defun agent-q-connect--hook-events (agent)
+  "AGENT's hook events of agent-q's, each (EVENT . GROUP-FUNCTION)."
+  (cons (cons (nth 2 (assq agent agent-q-connect--gate-files))
+              (lambda () (agent-q-connect--hook-group agent)))
+        (and (eq agent 'gemini)
+             (list (cons 'AfterTool #'agent-q-connect--after-tool-group)))))
+
 (defun agent-q-connect--merge-hooks (object agent add)
-  "Settings OBJECT with agent-q's hook for AGENT replaced (ADD) or removed.
+  "Settings OBJECT with agent-q's hooks for AGENT replaced (ADD) or removed.
 Removing leaves out an event, or the whole hooks object, that only
-agent-q's hook made.  For Claude Code, its status line too (see
-`agent-q-connect--status-line')."
+agent-q's hooks made.  For Claude Code, its status line too (see
+`agent-q-connect--status-line'); for Gemini CLI, its AfterTool hook
+too (see `agent-q-connect--after-tool-group')."
   (when (eq agent 'claude)
     (setq object (agent-q-connect--status-line object add)))
-  (let* ((event (nth 2 (assq agent agent-q-connect--gate-files)))
-         (hooks (alist-get 'hooks object))
-         (hooks (if (listp hooks) hooks nil))
-         (groups (agent-q-connect--remove-own-hooks (alist-get event hooks))))
-    (when add
-      (setq groups (append groups (list (agent-q-connect--hook-group agent)))))
-    (setq hooks (if groups
-                    (agent-q-connect--put hooks event (vconcat groups))
-                  (agent-q-connect--delete hooks event)))
+  (let* ((hooks (alist-get 'hooks object))
+         (hooks (if (listp hooks) hooks nil)))
+    (pcase-dolist (`(,event . ,group) (agent-q-connect--hook-events agent))
+      (let ((groups (agent-q-connect--remove-own-hooks (alist-get event hooks))))
+        (when add
+          (setq groups (append groups (list (funcall group)))))
+        (setq hooks (if groups
+                        (agent-q-connect--put hooks event (vconcat groups))
+                      (agent-q-connect--delete hooks event)))))
     (if (or hooks (and add (assq 'hooks object)))
         (agent-q-connect--put object 'hooks hooks)
       (agent-q-connect--delete object 'hooks))))
@@ -598,8 +626,8 @@ A list of (FILE . NEW-TEXT); NEW-TEXT nil means FILE is deleted."
   "What AGENT still asks of the user, once its hook is written."
   (pcase agent
     ('claude "Claude Code: its own tools (all but agent-q's) now wait for Emacs with M-x agent-q-gate-mode on; Emacs away, Claude asks as before.  Its status line says when a call waits for Emacs (a status line of your own is kept instead).  Claude skips hooks until you accept a folder's trust, and reportedly in its VS Code extension.")
-    ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).")
-    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it: change it with this command, not by hand (an edited hook is no longer trusted).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.  With Emacs away, a call is left to Codex only where its approval policy asks (untrusted); otherwise it is denied.")))
+    ('gemini "Gemini CLI: its own tools now wait for Emacs with M-x agent-q-gate-mode on; ~/.gemini/policies/agent-q.toml lets its shell run once Emacs approved (Gemini ignores that directory when started with --policy: then pass that file too).  Its AfterTool hook tells its model what you changed of a call (an edited command, rejected hunks).")
+    ('codex "Codex CLI: the hook is trusted in ~/.codex/config.toml as Codex's /hooks screen would record it: change it with this command, not by hand (an edited hook is no longer trusted).  Codex's PreToolUse cannot allow: Emacs's approval leaves the call to Codex's own approval, Emacs's denial blocks it.  With Emacs away, a call is left to Codex only where its approval policy asks (untrusted, which Codex 0.169.0 no longer offers); otherwise it is denied.")))
 
 (defun agent-q-connect--apply (plan)
   "Carry out PLAN, a list of (FILE . TEXT).
@@ -624,7 +652,8 @@ that is left empty."
 (defun agent-q-gate-connect-agent (agent &optional show when-away timeout)
   "Route AGENT's own tools through Emacs: write its hook and what it needs.
 AGENT is `claude' (Claude Code: PreToolUse in
-~/.claude/settings.json), `gemini' (Gemini CLI: BeforeTool in
+~/.claude/settings.json), `gemini' (Gemini CLI: BeforeTool, and
+AfterTool to tell its model what Emacs changed, in
 ~/.gemini/settings.json, and the policy ~/.gemini/policies/agent-q.toml
 allowing its shell) or `codex' (Codex CLI: PreToolUse in
 ~/.codex/hooks.json, and its trust in ~/.codex/config.toml, as

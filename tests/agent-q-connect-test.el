@@ -239,7 +239,19 @@ Emacs is away."
                                         (command . ,(concat (agent-q-connect-test--hook 'gemini)
                                                             " --connection-file "
                                                             agent-q-mcp-connection-file))
-                                        (timeout . 600000))]))])))))
+                                        (timeout . 600000))]))])
+                        ;; Gemini passes additional context to its model only from
+                        ;; AfterTool: that hook tells it what Emacs changed.
+                        (AfterTool
+                         . [((matcher . "^(run_shell_command|replace|write_file)$")
+                             (hooks . [((type . "command")
+                                        (name . "agent-q: what Emacs changed")
+                                        (command . ,(concat (shell-quote-argument
+                                                             (agent-q-connect--relay))
+                                                            " hook --agent gemini --event after-tool"
+                                                            " --connection-file "
+                                                            agent-q-mcp-connection-file))
+                                        (timeout . 10000))]))])))))
       (let ((text (agent-q-connect-test--text policy)))
         (dolist (tool '("run_shell_command" "read_file" "read_many_files" "grep_search" "glob" "web_fetch"
                         "write_file" "replace"))
@@ -249,7 +261,28 @@ Emacs is away."
       (should (equal (agent-q-gate-disconnect-agent 'gemini) (list settings policy)))
       (should (equal (agent-q-connect-test--json settings) nil))
       (should-not (file-exists-p policy))
-      (should-not (file-exists-p (file-name-directory policy))))))
+      (should-not (file-exists-p (file-name-directory policy)))
+      ;; Settings written before the AfterTool hook existed (BeforeTool only, beside
+      ;; the user's own AfterTool hook): connecting again adds agent-q's, once, and
+      ;; keeps the user's; undoing leaves the user's alone.
+      (let ((own '((matcher . "write_file") (hooks . [((type . "command") (command . "fmt"))]))))
+        (with-temp-file settings
+          (insert (json-encode
+                   `((hooks (BeforeTool . [((matcher . "^(?!mcp_agent-q_)")
+                                            (hooks . [((type . "command")
+                                                       (command . ,(agent-q-connect-test--hook
+                                                                    'gemini))
+                                                       (timeout . 600000))]))])
+                            (AfterTool . [,own]))))))
+        (agent-q-gate-connect-agent 'gemini)
+        (agent-q-gate-connect-agent 'gemini)
+        (let ((after (alist-get 'AfterTool (alist-get 'hooks (agent-q-connect-test--json settings)))))
+          (should (= (length after) 2))
+          (should (equal (aref after 0) own))
+          (should (string-match-p "hook --agent gemini --event after-tool"
+                                  (alist-get 'command (aref (alist-get 'hooks (aref after 1)) 0)))))
+        (agent-q-gate-disconnect-agent 'gemini)
+        (should (equal (agent-q-connect-test--json settings) `((hooks (AfterTool . [,own])))))))))
 
 (ert-deftest agent-q-connect-test-gate-codex-hooks-json ()
   "Codex: PreToolUse on Bash in hooks.json beside the user's hooks, trusted in config.toml."

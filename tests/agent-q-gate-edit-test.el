@@ -507,13 +507,17 @@ folder; the audit names the agent."
               (let* ((results (alist-get 'results (car (last requests))))
                      (rejected (nth (if (eq agent 'claude) 3 1) results)))
                 (should (string-match-p "rejected" (alist-get 'text rejected))))
-              ;; Claude's and Codex's models are told, with the result of the partial
-              ;; edit of f.txt, that part was rejected, and what the file holds instead.
-              (unless (eq agent 'gemini)
-                (let ((body (json-encode (alist-get 'body (nth (if (eq agent 'claude) 2 1)
-                                                               requests)))))
-                  (should (string-match-p "accepted only part of it" body))
-                  (should (string-match-p "what the file holds" body))))
+              ;; Each model is told, with the result of the partial edit of f.txt,
+              ;; that part was rejected, which change (NINE), and what the file holds
+              ;; instead: Claude's and Codex's by the PreToolUse answer, Gemini's by
+              ;; its AfterTool hook (<hook_context>).
+              (let ((body (json-encode (alist-get 'body (nth (if (eq agent 'claude) 2 1)
+                                                             requests)))))
+                (should (string-match-p "accepted only part of it" body))
+                (should (string-match-p "what the file holds" body))
+                (should (string-match-p (regexp-quote "-NINE\\n+nine") body))
+                (when (eq agent 'gemini)
+                  (should (string-match-p "<hook_context>The user reviewed your edit" body))))
               (should (equal (reverse agent-q-gate-edit-test--reviewed)
                              (list "f.txt" "g.txt" (file-name-nondirectory (car settings)))))
               ;; Claude Code and Codex guard their own settings themselves: even

@@ -866,7 +866,17 @@ and Gemini's policy, then read from its user policies, not --policy."
                          (hooks . [((type . "command")
                                     (command . ,(agent-q-gate-test--hook agent))
                                     ;; Milliseconds.
-                                    (timeout . 600000))]))])))))))
+                                    (timeout . 600000))]))])
+                    ;; What Emacs changed of a call reaches Gemini's model only
+                    ;; from AfterTool.
+                    (AfterTool
+                     . [((matcher . "^(run_shell_command|replace|write_file)$")
+                         (hooks . [((type . "command")
+                                    (command . ,(concat (expand-file-name
+                                                         "bin/agent-q-mcp"
+                                                         agent-q-agents-test--root)
+                                                        " hook --agent gemini --event after-tool"))
+                                    (timeout . 10000))]))])))))))
          (when agent-q-gate-test--by-command
            (agent-q-gate-test--connect agent home))
          (list "run_shell_command"
@@ -1250,13 +1260,25 @@ hook's additional context tells its model the command that ran."
               (should-not (file-exists-p (expand-file-name "original.txt" work)))
               (let ((body (json-encode (alist-get 'body (nth 1 steps)))))
                 (should (string-match-p
-                         (regexp-quote "What ran is:\\necho ran-edited > edited.txt\\nnot the command you wrote:\\ntouch original.txt")
-                         body))))))
+                         (regexp-quote
+                          (format "What ran is:\\necho ran-edited %s edited.txt\\nnot the command you wrote:\\ntouch original.txt"
+                                  ;; Gemini escapes < and > in a hook's context.
+                                  (if (eq agent 'gemini) "&gt;" ">")))
+                         body))
+                (when (eq agent 'gemini)
+                  (should (string-match-p "<hook_context>The user edited this command" body)))))))
       (agent-q-gate-test--clean-up model dir))))
 
 (ert-deftest agent-q-gate-test-claude-edited-command ()
   "Claude Code's Bash edited at the prompt.  See `agent-q-gate-test--edited-command'."
   (agent-q-gate-test--edited-command 'claude))
+
+(ert-deftest agent-q-gate-test-gemini-edited-command ()
+  "Gemini CLI's run_shell_command edited at the prompt.
+Gemini passes additional context to its model only from its AfterTool
+hook, which the connect command writes.  See
+`agent-q-gate-test--edited-command'."
+  (agent-q-gate-test--edited-command 'gemini))
 
 (ert-deftest agent-q-gate-test-codex-edited-command ()
   "Codex CLI's shell edited at the prompt.  See `agent-q-gate-test--edited-command'."

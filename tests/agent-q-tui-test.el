@@ -182,6 +182,9 @@ killed tmux session."
     (dolist (p tree)
       (when (process-attributes p) (ignore-errors (signal-process p 'KILL))))))
 
+(defvar agent-q-tui-test--codex-policy "never"
+  "The approval_policy of Codex's config.toml in the TUI tests.")
+
 (defun agent-q-tui-test--configure (agent home work model)
   "Write AGENT's own configuration in HOME for WORK and its MODEL's URL.
 Then connect its hook with `agent-q-gate-connect-agent', as a user does.
@@ -207,7 +210,10 @@ Return the environment to run it with, besides HOME and PATH."
      (let ((codex-home (expand-file-name ".codex" home)))
        (agent-q-agents-test--write
         (expand-file-name "config.toml" codex-home)
-        (concat (agent-q-agents-test--codex-config model)
+        (concat (replace-regexp-in-string
+                 "^approval_policy = \"never\"$"
+                 (format "approval_policy = %S" agent-q-tui-test--codex-policy)
+                 (agent-q-agents-test--codex-config model) t t)
                 ;; No trust dialog for the work folder.
                 (format "[projects.%S]\ntrust_level = \"trusted\"\n" (directory-file-name work))))
        ;; The hook, trusted in config.toml as Codex's /hooks screen records it.
@@ -298,6 +304,111 @@ its status line command is re-run every second."
 Its prompt is its first argument: a prompt typed early, while its app
 server starts, may stay in its composer (seen on a loaded machine)."
   (agent-q-tui-test--says-it-waits 'codex nil))
+
+;;;; Codex with Emacs away: denied where Codex itself would not ask
+
+(defun agent-q-tui-test--codex-away (policy)
+  "The real Codex TUI under approval_policy POLICY, its hook's Emacs away.
+The hook, written by `agent-q-gate-connect-agent', names a connection
+file that no Emacs has written.  Under \"never\" and \"on-request\"
+Codex runs a command that fits its sandbox without asking, so the hook
+denies it: nothing runs, no prompt of Codex's shows, and the model is
+told why, naming the policy and how to go on.  (`codex exec' runs
+under never whatever its configuration says: only the TUI shows
+on-request.)"
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-tui" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-tui-test--codex-policy policy)
+         (agent-q-tui-test--session (format "agent-q-tui-away-%s-%d" policy (emacs-pid)))
+         (made (expand-file-name "made-by-agent" work))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop 'codex :dialect)
+                       (list (agent-q-gate-test--shell-step 'codex (format "touch %s" made))
+                             '((text . "All done.")))))
+          (let ((environment (agent-q-tui-test--configure
+                              'codex home work (format "http://127.0.0.1:%d" (nth 1 model)))))
+            (should-not (file-exists-p agent-q-mcp-connection-file))
+            (agent-q-tmux-test--tmux
+             "new-session" "-d" "-s" agent-q-tui-test--session "-x" "200" "-y" "50"
+             "-c" work
+             (mapconcat #'shell-quote-argument
+                        (append (list "env" "-i")
+                                (agent-q-agents-test--environment home environment)
+                                (list "TERM=xterm-256color" "COLORTERM=truecolor"
+                                      (agent-q-agents-test--program 'codex) "Make the file"))
+                        " ")))
+          (let ((screen (agent-q-ide-test--wait-screen agent-q-tui-test--session
+                                                       "All done\\." 120)))
+            (should-not (string-match-p "Would you like to run" screen))
+            (should-not (file-exists-p made))
+            (let ((result (json-encode (alist-get 'body (nth 1 (agent-q-ide-test--step-requests
+                                                                 (nth 2 model)))))))
+              (should (string-match-p "agent-q could not ask Emacs" result))
+              (should (string-match-p (format "approval policy is %s" policy) result))
+              (should (string-match-p "agent-q-gate-disconnect-agent" result)))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir agent-q-tui-test--session)
+        (agent-q-tui-test--kill-agent dir)
+        (call-process "tmux" nil nil nil "kill-session" "-t" agent-q-tui-test--session)
+        (when model (ignore-errors (delete-process (car model))))
+        (ignore-errors (delete-directory dir t))))))
+
+(ert-deftest agent-q-tui-test-codex-away-never-denies ()
+  "Codex's TUI, approval_policy never, Emacs away: denied, saying why.
+See `agent-q-tui-test--codex-away'."
+  (agent-q-tui-test--codex-away "never"))
+
+(ert-deftest agent-q-tui-test-codex-away-on-request-denies ()
+  "Codex's TUI, approval_policy on-request, Emacs away: denied, saying why.
+See `agent-q-tui-test--codex-away'."
+  (agent-q-tui-test--codex-away "on-request"))
+
+(ert-deftest agent-q-tui-test-codex-has-no-untrusted-policy ()
+  "The pinned Codex CLI refuses approval_policy untrusted, as the manual says.
+That is the one policy under which Codex itself asks before every
+command, where the hook, Emacs away, would leave the call to Codex's
+prompt: with the pinned Codex that branch cannot be reached, and a
+call is denied whenever Emacs is away.  Codex does not start: nothing
+runs, its model is never asked."
+  (let* ((dir (file-name-as-directory (make-temp-file "agent-q-tui" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (agent-q-mcp-connection-file (expand-file-name "connection.json" dir))
+         (agent-q-tui-test--codex-policy "untrusted")
+         (made (expand-file-name "made-by-agent" work))
+         model)
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop 'codex :dialect)
+                       (list (agent-q-gate-test--shell-step 'codex (format "touch %s" made))
+                             '((text . "All done.")))))
+          (let* ((environment (agent-q-tui-test--configure
+                               'codex home work (format "http://127.0.0.1:%d" (nth 1 model))))
+                 (process-environment (agent-q-agents-test--environment home environment))
+                 (default-directory work)
+                 (status nil))
+            (with-temp-buffer
+              (setq status (call-process (agent-q-agents-test--program 'codex) nil t nil
+                                         "exec" "--skip-git-repo-check" "Make the file"))
+              (should-not (eq status 0))
+              (should (string-search
+                       "approval_policy = \"untrusted\" is no longer supported"
+                       (buffer-string))))
+            (should-not (file-exists-p made))
+            (should-not (agent-q-ide-test--step-requests (nth 2 model)))))
+      (when model (ignore-errors (delete-process (car model))))
+      (ignore-errors (delete-directory dir t)))))
 
 (provide 'agent-q-tui-test)
 

@@ -684,7 +684,7 @@ fn partial_edit(path: &str, proposed: &str, written: &str) -> Option<String> {
 /// What REQUEST's agent reads for ANSWER: [`format_answer`], with [`model_context`] added where
 /// the agent passes a hook's additional context to its model (Claude's and Codex's
 /// `PreToolUse`: `hookSpecificOutput.additionalContext`). Gemini CLI reads additional context
-/// only from its `AfterTool` hook: its model is not told here.
+/// only from its `AfterTool` hook: the MCP server keeps the words for it ([`ToldStore`]).
 pub fn format_answer_to(request: &GateRequest, answer: &GateAnswer) -> HookOutput {
     let output = format_answer(request.agent, request.event, answer);
     let passes = matches!(request.agent, Agent::Claude | Agent::Codex) && request.event == HookEvent::PreTool;
