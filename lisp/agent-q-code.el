@@ -771,19 +771,49 @@ is the server's UTF-16 column."
                                  (plist-get start :character)))))
                   all))))
 
-(defun agent-q-code--location-items (locations &optional declarations)
+(defun agent-q-code--visiting (files)
+  "A table of FILES to the live buffers visiting them, or to nil.
+As `find-buffer-visiting' finds them, in one pass over the buffers;
+each directory's true name is resolved once.  In a loop over a
+server's answer (dozens of locations in a few files)
+`find-buffer-visiting' resolved each file's every component and went
+through every buffer anew, each time."
+  (let ((by-name (make-hash-table :test #'equal))
+        (by-true (make-hash-table :test #'equal))
+        (dirs (make-hash-table :test #'equal))
+        (table (make-hash-table :test #'equal)))
+    (dolist (buffer (buffer-list))
+      (let ((name (buffer-file-name buffer))
+            (true (buffer-local-value 'buffer-file-truename buffer)))
+        (when name
+          (puthash (expand-file-name name) buffer by-name)
+          (when true (puthash (expand-file-name true) buffer by-true)))))
+    (dolist (file files)
+      (when (eq (gethash file table 'absent) 'absent)
+        (puthash file
+                 (or (gethash (expand-file-name file) by-name)
+                     (let* ((dir (file-name-directory (expand-file-name file)))
+                            (true-dir (or (gethash dir dirs)
+                                          (puthash dir (file-truename dir) dirs))))
+                       (gethash (if (file-symlink-p file)
+                                    (file-truename file)
+                                  (expand-file-name (file-name-nondirectory file) true-dir))
+                                by-true)))
+                 table)))
+    table))
+
+(defun agent-q-code--location-items (locations &optional declarations visiting)
   "Items for `agent-q--core-code-locations' from LOCATIONS.
 LOCATIONS are (FILE LINE COLUMN [ENCLOSING]); those also in
 DECLARATIONS are marked.  The text of a line comes from a buffer
-visiting its file when there is one."
-  (let ((policy (agent-q-code--quotable (mapcar #'car locations)))
-        (buffers (make-hash-table :test #'equal)))
+visiting its file when there is one (VISITING, a table of
+`agent-q-code--visiting', when the caller has it)."
+  (let* ((files (mapcar #'car locations))
+         (policy (agent-q-code--quotable files))
+         (buffers (or visiting (agent-q-code--visiting files))))
     (mapcar (lambda (loc)
               (pcase-let ((`(,file ,line ,column ,enclosing) loc))
-                ;; `find-buffer-visiting' resolves true names: once a file.
-                (let ((buffer (gethash file buffers 'unknown)))
-                  (when (eq buffer 'unknown)
-                    (setq buffer (puthash file (find-buffer-visiting file) buffers)))
+                (let ((buffer (gethash file buffers)))
                   (vector file line column
                           (and buffer (agent-q-code--line-text buffer line))
                           enclosing
@@ -792,14 +822,15 @@ visiting its file when there is one."
             locations)))
 
 (defun agent-q-code--answer-locations (job kind subject source root locations utf16
-                                           &optional declarations)
+                                           &optional declarations visiting)
   "Answer JOB with LOCATIONS of KIND for SUBJECT from SOURCE.
 ROOT is the project root paths are shown relative to; UTF16 non-nil
-when the columns are the server's; DECLARATIONS are marked."
+when the columns are the server's; DECLARATIONS are marked.  VISITING
+is as `agent-q-code--location-items' takes it."
   (agent-q-code--finish
    job (agent-q--core-code-locations
         kind subject source root
-        (agent-q-code--location-items locations declarations)
+        (agent-q-code--location-items locations declarations visiting)
         utf16 agent-q-code-max-results)))
 
 ;;;; Finding the symbol asked about
@@ -888,25 +919,27 @@ or the file's modification time, when the outline was asked for.")
 (defconst agent-q-code--max-outlines 200
   "Most files whose outlines `agent-q-code--outlines' keeps.")
 
-(defun agent-q-code--file-version (file)
-  "What identifies the contents of FILE as the server sees it."
-  (let ((buffer (find-buffer-visiting file)))
+(defun agent-q-code--file-version (file &optional visiting)
+  "What identifies the contents of FILE as the server sees it.
+VISITING, when given, is a table of `agent-q-code--visiting' with FILE."
+  (let ((buffer (if visiting (gethash file visiting) (find-buffer-visiting file))))
     (if buffer
         (list 'buffer buffer (buffer-chars-modified-tick buffer))
       (list 'file (file-attribute-modification-time (file-attributes file))))))
 
-(defun agent-q-code--outline (job server file then &optional otherwise)
+(defun agent-q-code--outline (job server file then &optional otherwise visiting)
   "Call THEN with FILE's flattened outline from SERVER, for JOB.
 The outline (see `agent-q-code--document-symbols') is asked for once
 per version of the file and server, and kept: a warm call asks the
 server nothing, and eglot does not log a large answer again.  An
-error or the timeout calls OTHERWISE as `agent-q-code--request' does."
+error or the timeout calls OTHERWISE as `agent-q-code--request' does.
+VISITING is as `agent-q-code--file-version' takes it."
   (let ((cached (gethash file agent-q-code--outlines))
-        (version (agent-q-code--file-version file)))
+        (version (agent-q-code--file-version file visiting)))
     (if (and cached (eq (car cached) server) (equal (cadr cached) version))
         (funcall then (nth 2 cached))
-      (let ((buffer (find-buffer-visiting file)))
-        (when buffer (agent-q-code--flush buffer)))
+      (when (eq (car version) 'buffer)
+        (agent-q-code--flush (nth 1 version)))
       (agent-q-code--request
        job server :textDocument/documentSymbol
        (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
@@ -918,25 +951,28 @@ error or the timeout calls OTHERWISE as `agent-q-code--request' does."
            (funcall then symbols)))
        otherwise))))
 
-(defun agent-q-code--with-enclosing (job server locations then)
+(defun agent-q-code--with-enclosing (job server locations then &optional visiting)
   "Call THEN with LOCATIONS, each with its enclosing symbol's name added.
 LOCATIONS are (FILE LINE COLUMN); the outlines of their files (the
 first `agent-q-code--enclosing-files') come from SERVER, asked at once
 for JOB and cached per file version.  A file whose outline the server does not
-give is listed without enclosing symbols."
-  (let ((files (seq-take (delete-dups (mapcar #'car locations)) agent-q-code--enclosing-files)))
+give is listed without enclosing symbols.  VISITING, a table of
+`agent-q-code--visiting' with the files, is made when not given."
+  (let* ((files (seq-take (delete-dups (mapcar #'car locations)) agent-q-code--enclosing-files))
+         (visiting (or visiting (agent-q-code--visiting files))))
     (agent-q-code--all
      job
      (mapcar (lambda (file)
                (lambda (k)
-                 (agent-q-code--outline job server file k (lambda () (funcall k nil)))))
+                 (agent-q-code--outline job server file k (lambda () (funcall k nil)) visiting)))
              files)
      (lambda (outlines)
-       (let ((table (cl-mapcar #'cons files outlines)))
+       (let ((table (make-hash-table :test #'equal)))
+         (cl-mapc (lambda (file outline) (puthash file outline table)) files outlines)
          (funcall then
                   (mapcar (lambda (loc)
                             (list (nth 0 loc) (nth 1 loc) (nth 2 loc)
-                                  (agent-q-code--enclosing (cdr (assoc (car loc) table))
+                                  (agent-q-code--enclosing (gethash (car loc) table)
                                                            (nth 1 loc))))
                           locations)))))))
 
@@ -1102,13 +1138,16 @@ KIND is `definition' or `references'."
              (lambda (k)
                (agent-q-code--request job server :textDocument/definition params k)))
        (lambda (results)
-         (let ((refs (agent-q-code--lsp-locations (car results)))
-               (decls (agent-q-code--lsp-locations (cadr results))))
+         (let* ((refs (agent-q-code--lsp-locations (car results)))
+                (decls (agent-q-code--lsp-locations (cadr results)))
+                ;; Which buffers visit the files: once for the whole answer.
+                (visiting (agent-q-code--visiting (mapcar #'car refs))))
            (agent-q-code--with-enclosing
             job server refs
             (lambda (locations)
               (agent-q-code--answer-locations job 'references subject source root
-                                              locations t decls)))))))))
+                                              locations t decls visiting))
+            visiting)))))))
 
 ;;;; Fallbacks
 

@@ -358,6 +358,32 @@ file's buffer; TEST is called with the project directory."
      (let ((answer (agent-q-code-test--content "diagnostics" :file "main.c")))
        (should (string-match-p "^main.c:6:21: error \\[clang [a-z_]+\\]: Use of undeclared identifier 'missing'$" answer))))))
 
+(ert-deftest agent-q-code-test-visiting-finds-buffers-as-emacs-does ()
+  "The one-pass lookup of visiting buffers agrees with `find-buffer-visiting'.
+Files visited under their own name and through a symbolic link to
+their directory, and a file no buffer visits."
+  (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code-visit" t))))
+         (real (agent-q-code-test--write dir "real/a.py" "a = 1\n"))
+         (other (agent-q-code-test--write dir "real/b.py" "b = 2\n"))
+         (unvisited (agent-q-code-test--write dir "real/c.py" "c = 3\n"))
+         (link (expand-file-name "link" dir))
+         (buffers nil))
+    (unwind-protect
+        (progn
+          (make-symbolic-link (expand-file-name "real" dir) link)
+          (push (find-file-noselect real) buffers)
+          (push (find-file-noselect other) buffers)
+          (let* ((files (list real (expand-file-name "link/b.py" dir) unvisited
+                              (expand-file-name "link/c.py" dir) real))
+                 (table (agent-q-code--visiting files)))
+            (dolist (file files)
+              (should (eq (gethash file table) (find-buffer-visiting file))))
+            (should (eq (gethash real table) (car (last buffers))))
+            (should (eq (gethash (expand-file-name "link/b.py" dir) table) (car buffers)))
+            (should (null (gethash unvisited table)))))
+      (mapc #'kill-buffer buffers)
+      (delete-directory dir t))))
+
 (ert-deftest agent-q-code-test-fallbacks-label-themselves ()
   "Without a server: imenu outlines, text search locations, each labelled."
   (let* ((dir (agent-q-code-test--project))
