@@ -33,9 +33,11 @@
 ;;
 ;; Visits rich/console.py, starts eglot on the project with the pinned
 ;; pyright as M-x eglot would, starts agent-q's MCP server, records its
-;; own RSS and a 10 ms timer's lateness (gaps between ticks), writes
-;; info.eld, and serves until the file `stop' appears; then writes
-;; stats.eld (RSS, the late ticks, the language servers running) and exits.
+;; own RSS and a 10 ms timer's lateness (gaps between ticks) and the
+;; server's own time for each request (from its sending to its answer's
+;; arrival), writes info.eld, and serves until the file `stop' appears;
+;; then writes stats.eld (RSS, the late ticks, the server's times, the
+;; language servers running) and exits.
 ;; In an interactive Emacs (`emacs -nw' in tmux, as benchmark 7 runs one)
 ;; it serves from the command loop; in a batch Emacs from a loop of
 ;; `accept-process-output'.
@@ -47,6 +49,7 @@
   (setq native-comp-deferred-compilation nil
         native-comp-jit-compilation nil))
 (require 'cl-lib)
+(require 'subr-x)
 (require 'agent-q)
 (let ((compiled (getenv "AGENT_Q_BENCH_COMPILED")))
   (when (and compiled (file-directory-p compiled))
@@ -75,6 +78,34 @@
 
 (defvar agent-q-bench-serve--published 0
   "How many diagnostics publications the server has sent.")
+
+(defvar agent-q-bench-serve--sent (make-hash-table :test #'eql)
+  "Ids of the requests sent to the server, mapped to (METHOD . TIME).")
+
+(defvar agent-q-bench-serve--server-times nil
+  "The server's own time per request as Emacs saw it, newest first.
+Each is (METHOD SENT MS): the request's method, when it was sent
+\(`float-time') and how long the answer took to come.")
+
+(advice-add 'jsonrpc-connection-send :before
+            (lambda (_connection &rest args)
+              (let ((id (plist-get args :id))
+                    (method (plist-get args :method)))
+                (when (and id method)
+                  (puthash id (cons method (float-time)) agent-q-bench-serve--sent))))
+            '((name . agent-q-bench-serve)))
+
+(advice-add 'jsonrpc-connection-receive :before
+            (lambda (_connection message &rest _)
+              (let* ((id (plist-get message :id))
+                     (sent (and id (not (plist-get message :method))
+                                (gethash id agent-q-bench-serve--sent))))
+                (when sent
+                  (remhash id agent-q-bench-serve--sent)
+                  (push (list (string-remove-prefix ":" (format "%s" (car sent))) (cdr sent)
+                              (* 1000 (- (float-time) (cdr sent))))
+                        agent-q-bench-serve--server-times))))
+            '((name . agent-q-bench-serve)))
 
 (advice-add 'eglot-handle-notification :after
             (lambda (_server method &rest _)
@@ -140,7 +171,8 @@
              (with-temp-file (expand-file-name "stats.eld.tmp" dir)
                (prin1 (list :rss-after (agent-q-bench-serve--rss)
                             :servers-after (agent-q-bench-serve--servers)
-                            :ticks (reverse agent-q-bench-serve--ticks))
+                            :ticks (reverse agent-q-bench-serve--ticks)
+                            :server-times (reverse agent-q-bench-serve--server-times))
                       (current-buffer)))
              (rename-file (expand-file-name "stats.eld.tmp" dir)
                           (expand-file-name "stats.eld" dir))
