@@ -187,6 +187,17 @@ answer names the files not checked."
   :type 'natnum
   :group 'agent-q)
 
+(defcustom agent-q-code-imenu-inline-size 20000
+  "Largest buffer, in characters, whose imenu outline is made in this Emacs.
+Without a language server or a tree-sitter mode, `file_outline' uses
+the buffer's imenu index, which some modes make slowly (python-mode:
+seconds for 10,000 lines), holding Emacs all that time.  A larger
+buffer's index is made by a separate Emacs (`emacs --batch' with the
+buffer's major mode), within `agent-q-code-timeout', and Emacs is not
+held.  nil makes every index here."
+  :type '(choice (const :tag "Always here" nil) natnum)
+  :group 'agent-q)
+
 (defcustom agent-q-code-search-program
   (if (executable-find "rg") "rg" "grep")
   "The program of the text search fallback: \"rg\" or \"grep\"."
@@ -1402,27 +1413,137 @@ RG non-nil when it is rg's output (with columns)."
                        (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
                                symbols)
                        agent-q-code-max-results))))
-            (agent-q-code--finish job (agent-q-code--local-outline buffer shown)))))))))
+            (agent-q-code--local-outline
+             job buffer shown (lambda (answer) (agent-q-code--finish job answer))))))))))
 
 (defvar-local agent-q-code--local-outline nil
   "The buffer's outline answer without a server: (KEY . ANSWER).")
 
-(defun agent-q-code--local-outline (buffer shown)
-  "The outline answer of BUFFER, named SHOWN, from tree-sitter or imenu.
-Kept until the buffer changes: imenu over a large buffer takes
-seconds, and a warm call should not pay them again."
+(defun agent-q-code--local-outline (job buffer shown then)
+  "Call THEN with the outline answer of BUFFER, named SHOWN, for JOB.
+From tree-sitter, else imenu: made here for a buffer of at most
+`agent-q-code-imenu-inline-size' characters, else by a separate Emacs
+\(`agent-q-code--imenu-elsewhere').  Kept until the buffer changes:
+imenu over a large buffer takes seconds, and a warm call should not
+pay them again."
   (with-current-buffer buffer
-    (let ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
-          (cached agent-q-code--local-outline))
-      (if (and cached (equal (car cached) key))
-          (cdr cached)
-        (let* ((tree (agent-q-code--treesit-items buffer))
-               (answer (agent-q--core-code-outline
-                        shown (if tree "tree-sitter" "imenu")
-                        (or tree (agent-q-code--imenu-items buffer))
-                        agent-q-code-max-results)))
-          (setq agent-q-code--local-outline (cons key answer))
-          answer)))))
+    (let* ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
+           (cached agent-q-code--local-outline)
+           (answer (lambda (source items)
+                     (let ((text (agent-q--core-code-outline
+                                  shown source items agent-q-code-max-results)))
+                       (when (buffer-live-p buffer)
+                         (with-current-buffer buffer
+                           (setq agent-q-code--local-outline (cons key text))))
+                       (funcall then text)))))
+      (cond
+       ((and cached (equal (car cached) key)) (funcall then (cdr cached)))
+       ((agent-q-code--treesit-items buffer)
+        (funcall answer "tree-sitter" (agent-q-code--treesit-items buffer)))
+       ((or (null agent-q-code-imenu-inline-size)
+            (<= (buffer-size) agent-q-code-imenu-inline-size))
+        (funcall answer "imenu" (agent-q-code--imenu-items buffer)))
+       (t (agent-q-code--imenu-elsewhere
+           job buffer
+           (lambda (items)
+             (funcall answer "imenu (made by a separate Emacs: the buffer is large)"
+                      items))))))))
+
+(defun agent-q-code--imenu-elsewhere (job buffer then)
+  "Make BUFFER's imenu outline in a separate Emacs for JOB; call THEN with it.
+The buffer's text goes to a temporary file, which `emacs --batch -Q'
+\(this Emacs's program, with its `load-path') visits in the buffer's
+major mode; it prints the mode's imenu index, positions made lines.
+THEN gets the items of `agent-q-code--imenu-items'.  Emacs is not
+held meanwhile.  The call fails, naming what would outline the file
+without holding Emacs, when that Emacs cannot make it within
+`agent-q-code-timeout' seconds."
+  (let* ((mode (buffer-local-value 'major-mode buffer))
+         (library (ignore-errors (symbol-file mode 'defun)))
+         (file (buffer-file-name buffer))
+         (size (buffer-size buffer))
+         (text-file (make-temp-file "agent-q-outline" nil
+                                    (let ((ext (and file (file-name-extension file))))
+                                      (if ext (concat "." ext) ""))))
+         (output (generate-new-buffer " *agent-q-code-outline*"))
+         (errors (generate-new-buffer " *agent-q-code-outline-errors*"))
+         (failed (lambda (why)
+                   (agent-q-code--fail
+                    job "No outline of %s (%d characters): the mode's imenu index of a buffer this large is made by a separate Emacs, so as not to hold this one (see agent-q-code-imenu-inline-size), and %s.  A language server (M-x eglot) or a tree-sitter mode (Emacs 29 and later) outlines it without holding Emacs."
+                    (or file (buffer-name buffer)) size why)))
+         (form
+          `(progn
+             (setq load-path ',load-path
+                   gc-cons-threshold 100000000)
+             (require 'imenu)
+             (require 'subr-x)
+             (let ((coding-system-for-read 'utf-8-emacs-unix))
+               (insert-file-contents ,text-file))
+             (setq default-directory ,(with-current-buffer buffer default-directory))
+             ,@(and library `((load ,library nil t)))
+             (funcall ',mode)
+             (let ((index (imenu--make-index-alist t))
+                   (print-length nil) (print-level nil) (print-escape-newlines t))
+               (prin1
+                (named-let plain ((x index) (depth 0))
+                  (cond ((> depth 60) nil)
+                        ((markerp x) (line-number-at-pos (marker-position x) t))
+                        ((overlayp x) (line-number-at-pos (overlay-start x) t))
+                        ((and (integerp x) (> x 0) (<= x (point-max)))
+                         (line-number-at-pos x t))
+                        ((stringp x) (substring-no-properties x))
+                        ((consp x)
+                         (let ((out nil))
+                           (while (consp x)
+                             (push (plain (car x) (1+ depth)) out)
+                             (setq x (cdr x)))
+                           (setq out (nreverse out))
+                           (when x (setcdr (last out) (plain x (1+ depth))))
+                           out))
+                        ((or (numberp x) (symbolp x)) x)))))
+             (terpri)))
+         (process nil)
+         (timer nil))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (let ((coding-system-for-write 'utf-8-emacs-unix))
+          (write-region nil nil text-file nil 'silent))))
+    (setq process
+          (make-process
+           :name "agent-q-code-outline" :buffer output :noquery t :connection-type 'pipe
+           :command (list (expand-file-name invocation-name invocation-directory)
+                          "--batch" "-Q" "--eval" (prin1-to-string form))
+           :stderr errors
+           :sentinel
+           (lambda (process _event)
+             (unless (process-live-p process)
+               (when timer (cancel-timer timer))
+               (ignore-errors (delete-file text-file))
+               (let ((index (and (eq (process-exit-status process) 0)
+                                 (buffer-live-p output)
+                                 (with-current-buffer output
+                                   (ignore-errors (car (read-from-string (buffer-string))))))))
+                 (when (buffer-live-p output) (kill-buffer output))
+                 (when (buffer-live-p errors) (kill-buffer errors))
+                 (unless (agent-q-code--job-finished job)
+                   (agent-q-code--guarded job
+                     (if (and (eq (process-exit-status process) 0) (listp index))
+                         (funcall then (agent-q-code--imenu-index-items index))
+                       (funcall failed (format "that Emacs failed (exit status %s)"
+                                               (process-exit-status process)))))))))))
+    (setq timer (run-with-timer
+                 agent-q-code-timeout nil
+                 (lambda ()
+                   (when (process-live-p process)
+                     (delete-process process)
+                     (funcall failed (format "that Emacs did not finish within %s s (agent-q-code-timeout)"
+                                             agent-q-code-timeout))))))
+    (push (lambda ()
+            (cancel-timer timer)
+            (when (process-live-p process) (delete-process process))
+            (ignore-errors (delete-file text-file)))
+          (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--treesit-items (buffer)
   "The outline items of BUFFER from its tree-sitter parse tree, or nil.
@@ -1505,54 +1626,59 @@ seconds in a large buffer)."
                      ;; imenu keeps an index made before the buffer changed:
                      ;; make it anew (the caller keeps it per version).
                      (setq imenu--index-alist nil)
-                     (ignore-errors (imenu--make-index-alist t)))))
-          (items nil)
-          (count 0))
-      (cl-labels ((named (name kind)
-                    ;; python-mode's imenu writes the kind in the name: "f (def)".
-                    (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
-                        (let ((word (match-string 2 name)))
-                          (cons (match-string 1 name)
-                                (cond ((equal word "def") "function")
-                                      (t word))))
-                      (cons name (or kind "symbol"))))
-                  (position-line (pos)
-                    ;; A position for now: lines are counted in one pass below.
-                    (cond ((overlayp pos) (overlay-start pos))
-                          ((markerp pos) (marker-position pos))
-                          (t pos)))
-                  (walk (entries depth kind)
-                    (dolist (entry entries)
-                      (when (< count 10000)
-                        (cond
-                         ((equal entry imenu--rescan-item))
-                         ((imenu--subalist-p entry)
-                          (let* ((children (cdr entry))
-                                 (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
-                                                                   (number-or-marker-p (cdr c))))
-                                                  children))
-                                 (line (and first (position-line (cdr first))))
-                                 (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
-                                                 children)))
-                            (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
-                                (progn
-                                  (push (vector (car (named (car entry) kind))
-                                                (cdr (named (car entry) kind))
-                                                (if self (position-line (cdr self)) (or line 1))
-                                                (if self (position-line (cdr self)) (or line 1))
-                                                depth)
-                                        items)
-                                  (cl-incf count)
-                                  (walk (remove self children) (1+ depth) nil))
-                              (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
-                         ((and (consp entry) (number-or-marker-p (cdr entry)))
-                          (let ((line (position-line (cdr entry))))
-                            (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
-                                          line line depth)
-                                  items)
-                            (cl-incf count))))))))
-        (walk index 0 nil))
-      (agent-q-code--positions-to-lines (nreverse items)))))
+                     (ignore-errors (imenu--make-index-alist t))))))
+      (agent-q-code--positions-to-lines (agent-q-code--imenu-index-items index)))))
+
+(defun agent-q-code--imenu-index-items (index)
+  "The outline items of the imenu INDEX: [NAME KIND START END DEPTH].
+START and END are as INDEX has them (positions, or lines)."
+  (let ((items nil)
+        (count 0))
+    (cl-labels ((named (name kind)
+                       ;; python-mode's imenu writes the kind in the name: "f (def)".
+                       (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
+                           (let ((word (match-string 2 name)))
+                             (cons (match-string 1 name)
+                                   (cond ((equal word "def") "function")
+                                         (t word))))
+                         (cons name (or kind "symbol"))))
+                (position-line (pos)
+                               ;; A position for now: lines are counted in one pass below.
+                               (cond ((overlayp pos) (overlay-start pos))
+                                     ((markerp pos) (marker-position pos))
+                                     (t pos)))
+                (walk (entries depth kind)
+                      (dolist (entry entries)
+                        (when (< count 10000)
+                          (cond
+                           ((equal entry imenu--rescan-item))
+                           ((imenu--subalist-p entry)
+                            (let* ((children (cdr entry))
+                                   (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
+                                                                     (number-or-marker-p (cdr c))))
+                                                    children))
+                                   (line (and first (position-line (cdr first))))
+                                   (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
+                                                   children)))
+                              (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
+                                  (progn
+                                    (push (vector (car (named (car entry) kind))
+                                                  (cdr (named (car entry) kind))
+                                                  (if self (position-line (cdr self)) (or line 1))
+                                                  (if self (position-line (cdr self)) (or line 1))
+                                                  depth)
+                                          items)
+                                    (cl-incf count)
+                                    (walk (remove self children) (1+ depth) nil))
+                                (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
+                           ((and (consp entry) (number-or-marker-p (cdr entry)))
+                            (let ((line (position-line (cdr entry))))
+                              (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
+                                            line line depth)
+                                    items)
+                              (cl-incf count))))))))
+      (walk index 0 nil))
+    (nreverse items)))
 
 ;;;; workspace_symbols
 
@@ -1814,35 +1940,107 @@ were not checked, and why."
 
 (defun agent-q-code--project-files (job root then)
   "Call THEN with the absolute names of the files of the project at ROOT.
-A Git work tree's are listed by an asynchronous git ls-files (tracked,
-and untracked but not ignored), for JOB; another project's by
-`project-files'.  At most `agent-q-code--max-project-files'."
-  (let ((fallback (lambda ()
-                    (seq-take (ignore-errors (project-files (project-current nil root)))
-                              agent-q-code--max-project-files))))
-    (if (not (and (executable-find "git") (file-exists-p (expand-file-name ".git" root))))
-        (funcall then (funcall fallback))
-      (let* ((output (generate-new-buffer " *agent-q-code-files*"))
-             (default-directory root)
-             (coding-system-for-read 'utf-8)
-             (process
-              (make-process
-               :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
-               :command '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
-               :sentinel
-               (lambda (process _event)
-                 (unless (process-live-p process)
-                   (let ((files (and (eq (process-exit-status process) 0)
-                                     (with-current-buffer output
-                                       (mapcar (lambda (name) (expand-file-name name root))
-                                               (seq-take (split-string (buffer-string) "\0" t)
-                                                         agent-q-code--max-project-files))))))
-                     (kill-buffer output)
-                     (unless (agent-q-code--job-finished job)
-                       (agent-q-code--guarded job
-                         (funcall then (or files (funcall fallback)))))))))))
-        (push (lambda () (when (process-live-p process) (delete-process process)))
-              (agent-q-code--job-cancels job))))))
+The files are listed by a process, for JOB, so that Emacs is not held
+while a large tree is walked: a Git work tree's by git ls-files
+\(tracked, and untracked but not ignored), another project's by find,
+leaving out what `project-ignores' names.  At most
+`agent-q-code--max-project-files', within `agent-q-code-timeout'
+seconds (a listing cut by either gives the files listed so far).
+Only without a find program are they listed by `project-files', which
+waits."
+  (let* ((project (ignore-errors (project-current nil root)))
+         (fallback (lambda ()
+                     (seq-take (and project (ignore-errors (project-files project)))
+                               agent-q-code--max-project-files)))
+         (find (executable-find "find"))
+         (by-find (lambda ()
+                    (if (not (and project find))
+                        (funcall then (funcall fallback))
+                      (agent-q-code--list-files
+                       job root
+                       (let ((ignores (agent-q-code--find-ignores
+                                       (ignore-errors (project-ignores project root)))))
+                         (append (list find ".")
+                                 (and ignores (append '("(") ignores '(")" "-prune" "-o")))
+                                 '("-type" "f" "-print0")))
+                       then fallback)))))
+    (if (and (executable-find "git") (file-exists-p (expand-file-name ".git" root)))
+        (agent-q-code--list-files
+         job root '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
+         then by-find)
+      (funcall by-find))))
+
+(defun agent-q-code--find-ignores (ignores)
+  "The find arguments that match the globs of `project-ignores', or nil.
+IGNORES are those globs; the arguments are joined by -o, for
+\"find . ( ARGUMENTS ) -prune\".  A glob with a slash inside is
+matched against the path from the root (from anywhere below it
+unless it starts with a slash), another against the name."
+  (let ((args nil))
+    (dolist (glob ignores)
+      (when (stringp glob)
+        (let ((glob (string-remove-suffix "/" glob)))
+          (unless (member glob '("" "." "./"))
+            (when args (push "-o" args))
+            (cond ((string-prefix-p "/" glob)
+                   (push "-path" args) (push (concat "." glob) args))
+                  ((string-match-p "/" glob)
+                   (push "-path" args) (push (concat "*/" (string-remove-prefix "./" glob)) args))
+                  (t (push "-name" args) (push glob args)))))))
+    (nreverse args)))
+
+(defun agent-q-code--list-files (job root command then otherwise)
+  "Run COMMAND in ROOT for JOB; call THEN with the files it lists.
+COMMAND prints names relative to ROOT, each ended by a NUL byte.
+At most `agent-q-code--max-project-files' are taken, and the
+process is stopped after `agent-q-code-timeout' seconds; either way
+THEN gets what was listed.  When COMMAND fails, OTHERWISE (a function
+of no arguments) gives the files."
+  (let* ((output (generate-new-buffer " *agent-q-code-files*"))
+         (default-directory root)
+         (coding-system-for-read 'utf-8)
+         (count 0)
+         (cut nil)
+         (timer nil)
+         (process
+          (make-process
+           :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
+           :command command
+           :filter
+           (lambda (process text)
+             (when (buffer-live-p output)
+               (with-current-buffer output
+                 (goto-char (point-max))
+                 (insert text)))
+             (setq count (+ count (cl-count 0 text)))
+             (when (and (>= count agent-q-code--max-project-files) (process-live-p process))
+               (setq cut t)
+               (delete-process process)))
+           :sentinel
+           (lambda (process _event)
+             (unless (process-live-p process)
+               (when timer (cancel-timer timer))
+               (let ((files (and (buffer-live-p output)
+                                 (or cut (eq (process-exit-status process) 0))
+                                 (with-current-buffer output
+                                   (mapcar (lambda (name)
+                                             (expand-file-name (string-remove-prefix "./" name)
+                                                               root))
+                                           (seq-take (split-string (buffer-string) "\0" t)
+                                                     agent-q-code--max-project-files))))))
+                 (when (buffer-live-p output) (kill-buffer output))
+                 (unless (agent-q-code--job-finished job)
+                   (agent-q-code--guarded job
+                     (funcall then (if (or files cut) files (funcall otherwise)))))))))))
+    (setq timer (run-with-timer agent-q-code-timeout nil
+                                (lambda ()
+                                  (when (process-live-p process)
+                                    (setq cut t)
+                                    (delete-process process)))))
+    (push (lambda ()
+            (cancel-timer timer)
+            (when (process-live-p process) (delete-process process)))
+          (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--file-mode (file cache)
   "The major mode FILE would get from `auto-mode-alist', or nil.
