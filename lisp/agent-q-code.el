@@ -1449,11 +1449,15 @@ pay them again."
              (funcall answer "imenu (made by a separate Emacs: the buffer is large)"
                       items))))))))
 
+(defvar agent-q-code--imenu-walk)
+
 (defun agent-q-code--imenu-elsewhere (job buffer then)
   "Make BUFFER's imenu outline in a separate Emacs for JOB; call THEN with it.
 The buffer's text goes to a temporary file, which `emacs --batch -Q'
 \(this Emacs's program, with its `load-path') visits in the buffer's
-major mode; it prints the mode's imenu index, positions made lines.
+major mode; it walks the mode's imenu index as this Emacs would
+\(`agent-q-code--imenu-walk'), positions made lines, and prints the
+items as JSON.
 THEN gets the items of `agent-q-code--imenu-items'.  Emacs is not
 held meanwhile.  The call fails, naming what would outline the file
 without holding Emacs, when that Emacs cannot make it within
@@ -1462,6 +1466,7 @@ without holding Emacs, when that Emacs cannot make it within
          (library (ignore-errors (symbol-file mode 'defun)))
          (file (buffer-file-name buffer))
          (size (buffer-size buffer))
+         (program-file (make-temp-file "agent-q-outline" nil ".el"))
          (text-file (make-temp-file "agent-q-outline" nil
                                     (let ((ext (and file (file-name-extension file))))
                                       (if ext (concat "." ext) ""))))
@@ -1471,37 +1476,42 @@ without holding Emacs, when that Emacs cannot make it within
                    (agent-q-code--fail
                     job "No outline of %s (%d characters): the mode's imenu index of a buffer this large is made by a separate Emacs, so as not to hold this one (see agent-q-code-imenu-inline-size), and %s.  A language server (M-x eglot) or a tree-sitter mode (Emacs 29 and later) outlines it without holding Emacs."
                     (or file (buffer-name buffer)) size why)))
-         (form
-          `(progn
-             (setq load-path ',load-path
-                   gc-cons-threshold 100000000)
-             (require 'imenu)
-             (require 'subr-x)
-             (let ((coding-system-for-read 'utf-8-emacs-unix))
-               (insert-file-contents ,text-file))
-             (setq default-directory ,(with-current-buffer buffer default-directory))
-             ,@(and library `((load ,library nil t)))
-             (funcall ',mode)
-             (let ((index (imenu--make-index-alist t))
-                   (print-length nil) (print-level nil) (print-escape-newlines t))
-               (prin1
-                (named-let plain ((x index) (depth 0))
-                  (cond ((> depth 60) nil)
-                        ((markerp x) (line-number-at-pos (marker-position x) t))
-                        ((overlayp x) (line-number-at-pos (overlay-start x) t))
-                        ((and (integerp x) (> x 0) (<= x (point-max)))
-                         (line-number-at-pos x t))
-                        ((stringp x) (substring-no-properties x))
-                        ((consp x)
-                         (let ((out nil))
-                           (while (consp x)
-                             (push (plain (car x) (1+ depth)) out)
-                             (setq x (cdr x)))
-                           (setq out (nreverse out))
-                           (when x (setcdr (last out) (plain x (1+ depth))))
-                           out))
-                        ((or (numberp x) (symbolp x)) x)))))
-             (terpri)))
+         (program
+          `((setq load-path ',load-path
+                  gc-cons-threshold 100000000)
+            (require 'cl-lib)
+            (require 'seq)
+            (require 'subr-x)
+            (require 'imenu)
+            ,agent-q-code--imenu-walk
+            ,@(and library `((load ,library nil t)))
+            ;; A buffer of its own: the mode kills the local variables of
+            ;; the current one, which while loading is the program's.
+            (with-temp-buffer
+              (let ((coding-system-for-read 'utf-8-emacs-unix))
+                (insert-file-contents ,text-file))
+              (setq default-directory ,(with-current-buffer buffer default-directory))
+              (funcall ',mode)
+              (let* ((index (imenu--make-index-alist t))
+                     (lines (named-let plain ((x index) (depth 0))
+                                       ;; Positions made lines, here, where it costs Emacs nothing.
+                                       (cond ((> depth 60) nil)
+                                             ((markerp x) (line-number-at-pos (marker-position x) t))
+                                             ((overlayp x) (line-number-at-pos (overlay-start x) t))
+                                             ((and (integerp x) (> x 0) (<= x (point-max)))
+                                              (line-number-at-pos x t))
+                                             ((stringp x) (substring-no-properties x))
+                                             ((consp x)
+                                              (let ((out nil))
+                                                (while (consp x)
+                                                  (push (plain (car x) (1+ depth)) out)
+                                                  (setq x (cdr x)))
+                                                (setq out (nreverse out))
+                                                (when x (setcdr (last out) (plain x (1+ depth))))
+                                                out))
+                                             ((or (numberp x) (symbolp x)) x)))))
+                (princ (json-serialize (vconcat (agent-q-code--imenu-index-items lines))))
+                (terpri)))))
          (process nil)
          (timer nil))
     (with-current-buffer buffer
@@ -1509,29 +1519,42 @@ without holding Emacs, when that Emacs cannot make it within
         (widen)
         (let ((coding-system-for-write 'utf-8-emacs-unix))
           (write-region nil nil text-file nil 'silent))))
+    (with-temp-file program-file
+      (let ((print-length nil) (print-level nil) (print-escape-newlines t)
+            (print-escape-nonascii nil))
+        (insert ";;; -*- lexical-binding: t -*-\n")
+        (dolist (form program) (prin1 form (current-buffer)) (insert "\n"))))
     (setq process
           (make-process
            :name "agent-q-code-outline" :buffer output :noquery t :connection-type 'pipe
            :command (list (expand-file-name invocation-name invocation-directory)
-                          "--batch" "-Q" "--eval" (prin1-to-string form))
+                          "--batch" "-Q" "-l" program-file)
            :stderr errors
            :sentinel
            (lambda (process _event)
              (unless (process-live-p process)
                (when timer (cancel-timer timer))
                (ignore-errors (delete-file text-file))
-               (let ((index (and (eq (process-exit-status process) 0)
+               (ignore-errors (delete-file program-file))
+               (let ((items (and (eq (process-exit-status process) 0)
                                  (buffer-live-p output)
                                  (with-current-buffer output
-                                   (ignore-errors (car (read-from-string (buffer-string))))))))
-                 (when (buffer-live-p output) (kill-buffer output))
-                 (when (buffer-live-p errors) (kill-buffer errors))
-                 (unless (agent-q-code--job-finished job)
-                   (agent-q-code--guarded job
-                     (if (and (eq (process-exit-status process) 0) (listp index))
-                         (funcall then (agent-q-code--imenu-index-items index))
-                       (funcall failed (format "that Emacs failed (exit status %s)"
-                                               (process-exit-status process)))))))))))
+                                   (ignore-errors
+                                     (json-parse-string (buffer-string) :array-type 'array))))))
+                 (let ((said (and (buffer-live-p errors)
+                                  (with-current-buffer errors
+                                    (car (last (split-string (buffer-string) "\n" t)))))))
+                   (when (buffer-live-p output) (kill-buffer output))
+                   (when (buffer-live-p errors) (kill-buffer errors))
+                   (unless (agent-q-code--job-finished job)
+                     (agent-q-code--guarded job
+                       (if (vectorp items)
+                           (funcall then (append items nil))
+                         (funcall failed (format "that Emacs failed (exit status %s%s)"
+                                                 (process-exit-status process)
+                                                 (if said
+                                                     (format ": %s" (truncate-string-to-width said 300))
+                                                   ""))))))))))))
     (setq timer (run-with-timer
                  agent-q-code-timeout nil
                  (lambda ()
@@ -1542,7 +1565,8 @@ without holding Emacs, when that Emacs cannot make it within
     (push (lambda ()
             (cancel-timer timer)
             (when (process-live-p process) (delete-process process))
-            (ignore-errors (delete-file text-file)))
+            (ignore-errors (delete-file text-file))
+            (ignore-errors (delete-file program-file)))
           (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--treesit-items (buffer)
@@ -1629,56 +1653,68 @@ seconds in a large buffer)."
                      (ignore-errors (imenu--make-index-alist t))))))
       (agent-q-code--positions-to-lines (agent-q-code--imenu-index-items index)))))
 
-(defun agent-q-code--imenu-index-items (index)
-  "The outline items of the imenu INDEX: [NAME KIND START END DEPTH].
-START and END are as INDEX has them (positions, or lines)."
-  (let ((items nil)
-        (count 0))
-    (cl-labels ((named (name kind)
-                       ;; python-mode's imenu writes the kind in the name: "f (def)".
-                       (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
-                           (let ((word (match-string 2 name)))
-                             (cons (match-string 1 name)
-                                   (cond ((equal word "def") "function")
-                                         (t word))))
-                         (cons name (or kind "symbol"))))
-                (position-line (pos)
-                               ;; A position for now: lines are counted in one pass below.
-                               (cond ((overlayp pos) (overlay-start pos))
-                                     ((markerp pos) (marker-position pos))
-                                     (t pos)))
-                (walk (entries depth kind)
-                      (dolist (entry entries)
-                        (when (< count 10000)
-                          (cond
-                           ((equal entry imenu--rescan-item))
-                           ((imenu--subalist-p entry)
-                            (let* ((children (cdr entry))
-                                   (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
-                                                                     (number-or-marker-p (cdr c))))
-                                                    children))
-                                   (line (and first (position-line (cdr first))))
-                                   (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
-                                                   children)))
-                              (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
-                                  (progn
-                                    (push (vector (car (named (car entry) kind))
-                                                  (cdr (named (car entry) kind))
-                                                  (if self (position-line (cdr self)) (or line 1))
-                                                  (if self (position-line (cdr self)) (or line 1))
-                                                  depth)
-                                          items)
-                                    (cl-incf count)
-                                    (walk (remove self children) (1+ depth) nil))
-                                (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
-                           ((and (consp entry) (number-or-marker-p (cdr entry)))
-                            (let ((line (position-line (cdr entry))))
-                              (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
-                                            line line depth)
-                                    items)
-                              (cl-incf count))))))))
-      (walk index 0 nil))
-    (nreverse items)))
+(eval-and-compile
+  (defconst agent-q-code--imenu-walk
+    '(defun agent-q-code--imenu-index-items (index)
+       "The outline items of the imenu INDEX: [NAME KIND START END DEPTH].
+     START and END are as INDEX has them (positions, or lines)."
+       (let ((items nil)
+             (count 0))
+         (cl-labels ((named (name kind)
+                            ;; python-mode's imenu writes the kind in the name: "f (def)".
+                            (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
+                                (let ((word (match-string 2 name)))
+                                  (cons (match-string 1 name)
+                                        (cond ((equal word "def") "function")
+                                              (t word))))
+                              (cons name (or kind "symbol"))))
+                     (position-line (pos)
+                                    ;; A position for now: lines are counted in one pass below.
+                                    (cond ((overlayp pos) (overlay-start pos))
+                                          ((markerp pos) (marker-position pos))
+                                          (t pos)))
+                     (walk (entries depth kind)
+                           (dolist (entry entries)
+                             (when (< count 10000)
+                               (cond
+                                ((equal entry imenu--rescan-item))
+                                ((imenu--subalist-p entry)
+                                 (let* ((children (cdr entry))
+                                        (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
+                                                                          (number-or-marker-p (cdr c))))
+                                                         children))
+                                        (line (and first (position-line (cdr first))))
+                                        (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
+                                                        children)))
+                                   (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
+                                       (progn
+                                         (push (vector (car (named (car entry) kind))
+                                                       (cdr (named (car entry) kind))
+                                                       (if self (position-line (cdr self)) (or line 1))
+                                                       (if self (position-line (cdr self)) (or line 1))
+                                                       depth)
+                                               items)
+                                         (cl-incf count)
+                                         (walk (remove self children) (1+ depth) nil))
+                                     (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
+                                ((and (consp entry) (number-or-marker-p (cdr entry)))
+                                 (let ((line (position-line (cdr entry))))
+                                   (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
+                                                 line line depth)
+                                         items)
+                                   (cl-incf count))))))))
+           (walk index 0 nil))
+         (nreverse items)))
+    "The definition of `agent-q-code--imenu-index-items', as data.
+This Emacs compiles it (below), and a separate Emacs making the
+outline of a large buffer (`agent-q-code--imenu-elsewhere') is given
+it, so that the index is walked there, not here."))
+
+(defmacro agent-q-code--define-imenu-walk ()
+  "Define `agent-q-code--imenu-index-items' from `agent-q-code--imenu-walk'."
+  agent-q-code--imenu-walk)
+
+(agent-q-code--define-imenu-walk)
 
 ;;;; workspace_symbols
 
