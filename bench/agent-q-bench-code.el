@@ -178,13 +178,17 @@ answer, the serving Emacs's start-up plist and its final statistics."
         (y (plist-get (plist-get b op) :warm_p50_ms)))
     (if (and x y (> y 0)) (format "%.2f×" (/ x y)) "-")))
 
-(defun agent-q-bench-code--stall (ticks window)
-  "The longest gap (ms) of TICKS, late ticks (TIME . GAP), inside WINDOW (FROM TO).
-A tick is counted when it came in the window or up to its own gap after it."
+(defun agent-q-bench-code--stall (ticks window &optional busy)
+  "The longest gap (ms) of TICKS, late ticks (TIME GAP . CPU), inside WINDOW.
+WINDOW is (FROM TO); a tick counts when it came in the window or up to
+its own gap after it.  With BUSY, the most processor time Emacs used
+in one gap instead (capped at the gap): the part of a stall that was
+Emacs computing rather than waiting for a processor."
   (let ((from (car window)) (to (cadr window)) (worst 0))
     (dolist (tick ticks)
-      (when (and (>= (car tick) from) (<= (- (car tick) (cdr tick)) to))
-        (setq worst (max worst (* 1000 (cdr tick))))))
+      (let ((gap (cadr tick)) (cpu (or (cddr tick) 0)))
+        (when (and (>= (car tick) from) (<= (- (car tick) gap) to))
+          (setq worst (max worst (* 1000 (if busy (min gap cpu) gap)))))))
     worst))
 
 (defun agent-q-bench-code--server-share (warm server-times method)
@@ -334,15 +338,20 @@ why."
                                   (length (plist-get stats :servers-after)))
                         ""))
   (when (and ours stats)
-    (let ((windows (plist-get ours :windows)) (cells nil) (worst 0))
+    (let ((windows (plist-get ours :windows)) (cells nil) (worst 0) (worst-busy 0)
+          (ticks (plist-get stats :ticks)))
       (pcase-dolist (`(,op ,_what ,tool . ,_) agent-q-bench-code--operations)
         (let* ((w (plist-get windows op))
-               (cold (agent-q-bench-code--stall (plist-get stats :ticks) (plist-get w :cold)))
-               (warm (agent-q-bench-code--stall (plist-get stats :ticks) (plist-get w :warm))))
-          (setq worst (max worst cold warm))
-          (push (format "%s %.0f / %.0f" tool cold warm) cells)))
-      (agent-q-bench-note "- Main-loop stalls in the serving Emacs (a 10 ms timer's longest gap beyond its period, ms, during the cold call / the warm calls): %s. Longest: **%.0f ms** (target ≤ 100 ms)."
-                          (string-join (nreverse cells) "; ") worst))
+               (cold (agent-q-bench-code--stall ticks (plist-get w :cold)))
+               (warm (agent-q-bench-code--stall ticks (plist-get w :warm)))
+               (cold-busy (agent-q-bench-code--stall ticks (plist-get w :cold) t))
+               (warm-busy (agent-q-bench-code--stall ticks (plist-get w :warm) t)))
+          (setq worst (max worst cold warm)
+                worst-busy (max worst-busy cold-busy warm-busy))
+          (push (format "%s %.0f / %.0f (busy %.0f / %.0f)" tool cold warm cold-busy warm-busy)
+                cells)))
+      (agent-q-bench-note "- Main-loop stalls in the serving Emacs (a 10 ms timer's longest gap beyond its period, ms, during the cold call / the warm calls; in parentheses the most processor time Emacs used within one gap, the rest of a gap being Emacs waiting for a processor on this loaded machine): %s. Longest gap: **%.0f ms**; longest Emacs was busy within one: **%.0f ms** (target ≤ 100 ms)."
+                          (string-join (nreverse cells) "; ") worst worst-busy))
     (let ((verdicts nil))
       (dolist (op '(:definition :outline :diagnostics :type_at))
         (let ((warm (plist-get (plist-get ours op) :warm_p50_ms))

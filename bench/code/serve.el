@@ -60,10 +60,13 @@
 (require 'python)
 
 (defvar agent-q-bench-serve--ticks nil
-  "The late ticks: (TIME . GAP-BEYOND-10-MS), newest first.")
+  "The late ticks: (TIME GAP-BEYOND-10-MS . CPU), newest first.
+CPU is the processor time Emacs used between the two ticks (seconds,
+`get-internal-run-time'): a gap Emacs spent computing, not one it
+spent waiting for a processor on a loaded machine.")
 
 (defvar agent-q-bench-serve--last nil
-  "When the timer last ran.")
+  "When the timer last ran: (TIME . CPU).")
 
 (defun agent-q-bench-serve--rss ()
   "Return this Emacs's resident set size in kB."
@@ -149,14 +152,16 @@ Each is (METHOD SENT MS): the request's method, when it was sent
     (let ((end (+ (float-time) 1)))
       (while (< (float-time) end) (accept-process-output nil 0.1)))
     (garbage-collect)
-    (setq agent-q-bench-serve--last (float-time))
+    (setq agent-q-bench-serve--last (cons (float-time) (float-time (get-internal-run-time))))
     (run-at-time 0.01 0.01
                  (lambda ()
                    (let* ((now (float-time))
-                          (gap (- now agent-q-bench-serve--last 0.01)))
+                          (cpu (float-time (get-internal-run-time)))
+                          (gap (- now (car agent-q-bench-serve--last) 0.01)))
                      (when (> gap 0.002)
-                       (push (cons now gap) agent-q-bench-serve--ticks))
-                     (setq agent-q-bench-serve--last now))))
+                       (push (cons now (cons gap (- cpu (cdr agent-q-bench-serve--last))))
+                             agent-q-bench-serve--ticks))
+                     (setq agent-q-bench-serve--last (cons now cpu)))))
     (with-temp-file (concat info ".tmp")
       (prin1 (list :url url :token agent-q-mcp--token :pid (emacs-pid)
                    :emacs emacs-version :interactive (not noninteractive)
