@@ -2059,10 +2059,16 @@ of no arguments) gives the files."
                (let ((files (and (buffer-live-p output)
                                  (or cut (eq (process-exit-status process) 0))
                                  (with-current-buffer output
+                                   ;; A listing cut short may end in part of a name.
+                                   (goto-char (point-max))
+                                   (skip-chars-backward "^\0")
                                    (mapcar (lambda (name)
                                              (expand-file-name (string-remove-prefix "./" name)
                                                                root))
-                                           (seq-take (split-string (buffer-string) "\0" t)
+                                           (seq-take (split-string
+                                                      (buffer-substring-no-properties
+                                                       (point-min) (point))
+                                                      "\0" t)
                                                      agent-q-code--max-project-files))))))
                  (when (buffer-live-p output) (kill-buffer output))
                  (unless (agent-q-code--job-finished job)
