@@ -1416,38 +1416,48 @@ RG non-nil when it is rg's output (with columns)."
             (agent-q-code--local-outline
              job buffer shown (lambda (answer) (agent-q-code--finish job answer))))))))))
 
-(defvar-local agent-q-code--local-outline nil
-  "The buffer's outline answer without a server: (KEY . ANSWER).")
+(defvar-local agent-q-code--local-items nil
+  "The buffer's outline without a server: (TICK SOURCE . ITEMS).
+TICK is the buffer's `buffer-chars-modified-tick' when it was made.")
+
+(defun agent-q-code--local-items (job buffer then)
+  "Call THEN with BUFFER's outline without a server, (SOURCE . ITEMS), for JOB.
+From tree-sitter, else imenu: made here for a buffer of at most
+`agent-q-code-imenu-inline-size' characters, else by a separate Emacs
+\(`agent-q-code--imenu-elsewhere').  ITEMS are those of
+`agent-q-code--imenu-items'.  Kept until the buffer changes: imenu
+over a large buffer takes seconds, and a warm call should not pay
+them again."
+  (with-current-buffer buffer
+    (let* ((tick (buffer-chars-modified-tick))
+           (cached agent-q-code--local-items)
+           (keep (lambda (source items)
+                   (when (buffer-live-p buffer)
+                     (with-current-buffer buffer
+                       (setq agent-q-code--local-items (cons tick (cons source items)))))
+                   (funcall then (cons source items)))))
+      (if (and cached (eql (car cached) tick))
+          (funcall then (cdr cached))
+        (let ((tree (agent-q-code--treesit-items buffer)))
+          (cond
+           (tree (funcall keep "tree-sitter" tree))
+           ((or (null agent-q-code-imenu-inline-size)
+                (<= (buffer-size) agent-q-code-imenu-inline-size))
+            (funcall keep "imenu" (agent-q-code--imenu-items buffer)))
+           (t (agent-q-code--imenu-elsewhere
+               job buffer
+               (lambda (items)
+                 (funcall keep "imenu (made by a separate Emacs: the buffer is large)"
+                          items))))))))))
 
 (defun agent-q-code--local-outline (job buffer shown then)
   "Call THEN with the outline answer of BUFFER, named SHOWN, for JOB.
-From tree-sitter, else imenu: made here for a buffer of at most
-`agent-q-code-imenu-inline-size' characters, else by a separate Emacs
-\(`agent-q-code--imenu-elsewhere').  Kept until the buffer changes:
-imenu over a large buffer takes seconds, and a warm call should not
-pay them again."
-  (with-current-buffer buffer
-    (let* ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
-           (cached agent-q-code--local-outline)
-           (answer (lambda (source items)
-                     (let ((text (agent-q--core-code-outline
-                                  shown source items agent-q-code-max-results)))
-                       (when (buffer-live-p buffer)
-                         (with-current-buffer buffer
-                           (setq agent-q-code--local-outline (cons key text))))
-                       (funcall then text)))))
-      (cond
-       ((and cached (equal (car cached) key)) (funcall then (cdr cached)))
-       ((agent-q-code--treesit-items buffer)
-        (funcall answer "tree-sitter" (agent-q-code--treesit-items buffer)))
-       ((or (null agent-q-code-imenu-inline-size)
-            (<= (buffer-size) agent-q-code-imenu-inline-size))
-        (funcall answer "imenu" (agent-q-code--imenu-items buffer)))
-       (t (agent-q-code--imenu-elsewhere
-           job buffer
-           (lambda (items)
-             (funcall answer "imenu (made by a separate Emacs: the buffer is large)"
-                      items))))))))
+The outline is `agent-q-code--local-items'."
+  (agent-q-code--local-items
+   job buffer
+   (lambda (found)
+     (funcall then (agent-q--core-code-outline shown (car found) (cdr found)
+                                               agent-q-code-max-results)))))
 
 (defvar agent-q-code--imenu-walk)
 
@@ -1729,10 +1739,14 @@ it, so that the index is walked there, not here."))
        (unless (stringp query)
          (agent-q-tool-fail "Invalid arguments: 'query' must be a string"))
        (if (not servers)
-           (agent-q-code--finish
-            job (agent-q--core-code-symbols
-                 query "imenu (the project's visited buffers only: no language server runs for the project)"
-                 root (agent-q-code--imenu-symbols root query) agent-q-code-max-results))
+           (agent-q-code--imenu-symbols
+            job root query
+            (lambda (sources items)
+              (agent-q-code--finish
+               job (agent-q--core-code-symbols
+                    query (format "%s (the project's visited buffers only: no language server runs for the project)"
+                                  (if sources (string-join sources ", ") "imenu"))
+                    root items agent-q-code-max-results))))
          (agent-q-code--all
           job
           (mapcar (lambda (server)
@@ -1756,16 +1770,30 @@ it, so that the index is walked there, not here."))
                                  results))
                   agent-q-code-max-results)))))))))
 
-(defun agent-q-code--imenu-symbols (root query)
-  "Symbols matching QUERY in the buffers visiting files under ROOT, from imenu."
-  (let ((items nil))
-    (dolist (buffer (buffer-list))
-      (let ((file (buffer-file-name buffer)))
-        (when (and file (string-prefix-p (file-truename root) (file-truename file)))
-          (dolist (item (agent-q-code--imenu-items buffer))
-            (when (string-match-p (regexp-quote query) (aref item 0))
-              (push (vector (aref item 0) (aref item 1) file (aref item 2) nil) items))))))
-    (nreverse items)))
+(defun agent-q-code--imenu-symbols (job root query then)
+  "Find symbols matching QUERY in the buffers visiting files under ROOT, for JOB.
+Call THEN with the sources of their outlines and the symbols, each
+outline being `agent-q-code--local-items' (a large buffer's made by a
+separate Emacs, so that Emacs is not held)."
+  (let* ((true-root (file-truename root))
+         (buffers (seq-filter (lambda (buffer)
+                                (let ((file (buffer-file-name buffer)))
+                                  (and file (string-prefix-p true-root (file-truename file)))))
+                              (buffer-list))))
+    (agent-q-code--all
+     job
+     (mapcar (lambda (buffer) (lambda (k) (agent-q-code--local-items job buffer k))) buffers)
+     (lambda (outlines)
+       (let ((items nil) (sources nil))
+         (cl-mapc (lambda (buffer found)
+                    (when (cdr found) (cl-pushnew (car found) sources :test #'equal))
+                    (dolist (item (cdr found))
+                      (when (string-match-p (regexp-quote query) (aref item 0))
+                        (push (vector (aref item 0) (aref item 1) (buffer-file-name buffer)
+                                      (aref item 2) nil)
+                              items))))
+                  buffers outlines)
+         (funcall then (sort sources #'string<) (nreverse items)))))))
 
 ;;;; type_at
 

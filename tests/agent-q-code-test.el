@@ -417,12 +417,23 @@ index), and the outline equals the one made here."
             (should (string-match-p "^class C199 (line 2190)\n  function m199 (line 2193)\nfunction f199 (line 2197)$"
                                     answer))
             ;; The same outline as the one made in this Emacs.
-            (with-current-buffer buffer (setq agent-q-code--local-outline nil))
+            (with-current-buffer buffer (setq agent-q-code--local-items nil))
             (let ((here (let ((agent-q-code-imenu-inline-size nil))
                           (agent-q-code-test--content "file_outline" :file "pkg/big.py"))))
               (should (string-match-p "(source: imenu)" here))
               (should (equal (replace-regexp-in-string "(source: [^\n]*" "" here)
-                             (replace-regexp-in-string "(source: [^\n]*" "" answer))))))
+                             (replace-regexp-in-string "(source: [^\n]*" "" answer))))
+            ;; workspace_symbols without a server outlines the visited
+            ;; buffers the same way.
+            (with-current-buffer buffer (setq agent-q-code--local-items nil))
+            (let* ((ticked nil)
+                   (timer (run-at-time 0 nil (lambda () (setq ticked t))))
+                   (symbols (unwind-protect
+                                (agent-q-code-test--content "workspace_symbols" :query "m199")
+                              (cancel-timer timer))))
+              (should ticked)
+              (should (string-match-p "imenu (made by a separate Emacs: the buffer is large)" symbols))
+              (should (string-match-p "^pkg/big.py:2193: function m199" symbols)))))
       (agent-q-code-test--kill dir))))
 
 (ert-deftest agent-q-code-test-fallbacks-label-themselves ()
