@@ -178,14 +178,39 @@ answer, the serving Emacs's start-up plist and its final statistics."
         (y (plist-get (plist-get b op) :warm_p50_ms)))
     (if (and x y (> y 0)) (format "%.2f×" (/ x y)) "-")))
 
-(defun agent-q-bench-code--stall (ticks window)
-  "The longest gap (ms) of TICKS, late ticks (TIME . GAP), inside WINDOW (FROM TO).
-A tick is counted when it came in the window or up to its own gap after it."
+(defun agent-q-bench-code--stall (ticks window &optional busy)
+  "The longest gap (ms) of TICKS, late ticks (TIME GAP . CPU), inside WINDOW.
+WINDOW is (FROM TO); a tick counts when it came in the window or up to
+its own gap after it.  With BUSY, the most processor time Emacs used
+in one gap instead (capped at the gap): the part of a stall that was
+Emacs computing rather than waiting for a processor."
   (let ((from (car window)) (to (cadr window)) (worst 0))
     (dolist (tick ticks)
-      (when (and (>= (car tick) from) (<= (- (car tick) (cdr tick)) to))
-        (setq worst (max worst (* 1000 (cdr tick))))))
+      (let ((gap (cadr tick)) (cpu (or (cddr tick) 0)))
+        (when (and (>= (car tick) from) (<= (- (car tick) gap) to))
+          (setq worst (max worst (* 1000 (if busy (min gap cpu) gap)))))))
     worst))
+
+(defun agent-q-bench-code--server-share (warm server-times method)
+  "Pair each warm call, a (START MS) of WARM, with the server's time for METHOD.
+SERVER-TIMES are (METHOD SENT MS), as the serving Emacs recorded each
+request from its sending to its answer's arrival; a call's is the
+longest METHOD request sent while it ran.  Return (SERVER EXTRA N):
+the median of the server's own times, the median of what each call
+took beyond its request's time, and how many calls were paired; nil
+when none was."
+  (let (server extra)
+    (pcase-dolist (`(,start ,ms) warm)
+      (let ((end (+ start (/ ms 1000.0)))
+            (own nil))
+        (pcase-dolist (`(,m ,sent ,server-ms) server-times)
+          (when (and (equal m method) (>= sent start) (<= sent end))
+            (setq own (max (or own 0) server-ms))))
+        (when own
+          (push own server)
+          (push (- ms own) extra))))
+    (and server (list (agent-q-bench--median server) (agent-q-bench--median extra)
+                      (length server)))))
 
 (defconst agent-q-bench-code--operations
   '((:definition "definition of Console.print" "find_definition" "find_symbol"
@@ -313,15 +338,20 @@ why."
                                   (length (plist-get stats :servers-after)))
                         ""))
   (when (and ours stats)
-    (let ((windows (plist-get ours :windows)) (cells nil) (worst 0))
+    (let ((windows (plist-get ours :windows)) (cells nil) (worst 0) (worst-busy 0)
+          (ticks (plist-get stats :ticks)))
       (pcase-dolist (`(,op ,_what ,tool . ,_) agent-q-bench-code--operations)
         (let* ((w (plist-get windows op))
-               (cold (agent-q-bench-code--stall (plist-get stats :ticks) (plist-get w :cold)))
-               (warm (agent-q-bench-code--stall (plist-get stats :ticks) (plist-get w :warm))))
-          (setq worst (max worst cold warm))
-          (push (format "%s %.0f / %.0f" tool cold warm) cells)))
-      (agent-q-bench-note "- Main-loop stalls in the serving Emacs (a 10 ms timer's longest gap beyond its period, ms, during the cold call / the warm calls): %s. Longest: **%.0f ms** (target ≤ 100 ms)."
-                          (string-join (nreverse cells) "; ") worst))
+               (cold (agent-q-bench-code--stall ticks (plist-get w :cold)))
+               (warm (agent-q-bench-code--stall ticks (plist-get w :warm)))
+               (cold-busy (agent-q-bench-code--stall ticks (plist-get w :cold) t))
+               (warm-busy (agent-q-bench-code--stall ticks (plist-get w :warm) t)))
+          (setq worst (max worst cold warm)
+                worst-busy (max worst-busy cold-busy warm-busy))
+          (push (format "%s %.0f / %.0f (busy %.0f / %.0f)" tool cold warm cold-busy warm-busy)
+                cells)))
+      (agent-q-bench-note "- Main-loop stalls in the serving Emacs (a 10 ms timer's longest gap beyond its period, ms, during the cold call / the warm calls; in parentheses the most processor time Emacs used within one gap, the rest of a gap being Emacs waiting for a processor on this loaded machine): %s. Longest gap: **%.0f ms**; longest Emacs was busy within one: **%.0f ms** (target ≤ 100 ms)."
+                          (string-join (nreverse cells) "; ") worst worst-busy))
     (let ((verdicts nil))
       (dolist (op '(:definition :outline :diagnostics :type_at))
         (let ((warm (plist-get (plist-get ours op) :warm_p50_ms))
@@ -331,15 +361,31 @@ why."
                             "met" "MISSED")
                         (if serena ", below Serena's" ""))
                 verdicts)))
-      (let ((warm (plist-get (plist-get ours :references) :warm_p50_ms))
-            (server (plist-get (plist-get raw :references) :warm_p50_ms))
-            (serena (plist-get (plist-get theirs :references) :warm_p50_ms)))
-        (push (format "references %s (≤ pyright's %s ms + 50 ms%s)"
-                      (if (and warm server (<= warm (+ server 50))
-                               (or (not serena) (< warm serena)))
-                          "met" "MISSED")
-                      (agent-q-bench-code--ms server)
-                      (if serena ", below Serena's" ""))
+      (let* ((warm (plist-get (plist-get ours :references) :warm_p50_ms))
+             (share (agent-q-bench-code--server-share
+                     (plist-get (plist-get ours :references) :warm_calls)
+                     (plist-get stats :server-times) "textDocument/references"))
+             (server (plist-get (plist-get raw :references) :warm_p50_ms))
+             (serena (plist-get (plist-get theirs :references) :warm_p50_ms)))
+        (when share
+          (agent-q-bench-note "- references, the server's own time beside agent-q's: the serving Emacs's pyright answered the `textDocument/references` request of %d of agent-q's %d warm calls in p50 %s ms (from its sending to its answer's arrival, as Emacs saw it; the same server at the same moment, where the raw client's pyright, measured earlier in the run on this shared machine, took %s ms); each call took p50 **%s ms** beyond its request (the MCP round trip, the executor, the definition request sent beside it, the enclosing symbols, the wording)."
+                              (nth 2 share)
+                              (length (plist-get (plist-get ours :references) :warm_calls))
+                              (agent-q-bench-code--ms (nth 0 share))
+                              (agent-q-bench-code--ms server)
+                              (agent-q-bench-code--ms (nth 1 share))))
+        (push (if share
+                  (format "references %s (≤ the server's own time + 50 ms: %s ms beyond it%s)"
+                          (if (and (<= (nth 1 share) 50) (or (not serena) (< warm serena)))
+                              "met" "MISSED")
+                          (agent-q-bench-code--ms (nth 1 share))
+                          (if serena ", below Serena's" ""))
+                (format "references %s (≤ pyright's %s ms + 50 ms%s)"
+                        (if (and warm server (<= warm (+ server 50))
+                                 (or (not serena) (< warm serena)))
+                            "met" "MISSED")
+                        (agent-q-bench-code--ms server)
+                        (if serena ", below Serena's" "")))
               verdicts))
       (agent-q-bench-note "- Targets (warm p50): %s; accuracy: %s."
                           (string-join (nreverse verdicts) "; ")

@@ -39,6 +39,11 @@
 ;;   Emacs's index alone;
 ;; - warm: the buffer unchanged since the last call (the answer is kept
 ;;   per buffer version).
+;;
+;; A buffer this large has its index made by a separate Emacs
+;; (`agent-q-code-imenu-inline-size'), so a cold call's wall clock is
+;; mostly waiting; what the user feels is the longest main-loop stall
+;; during the call, a 10 ms timer's longest lateness, reported beside.
 
 ;;; Code:
 
@@ -48,6 +53,7 @@
 (declare-function agent-q-execute-tool-calls "agent-q" (calls &optional registry))
 (declare-function agent-q-register-builtin-tools "agent-q-builtins" (&optional registry))
 (declare-function agent-q-get-tool "agent-q" (name &optional registry))
+(defvar agent-q-code-imenu-inline-size)
 (declare-function imenu--make-index-alist "imenu" (&optional noerror))
 (defvar agent-q-allowed-directories)
 (defvar agent-q-audit-file)
@@ -64,9 +70,27 @@
          (r (car (agent-q-execute-tool-calls
                   (list (list :id "b" :name "file_outline" :arguments (list :file file)))))))
     (unless (and (plist-get r :success)
-                 (string-match-p "(source: imenu)" (plist-get r :content)))
+                 (string-match-p "(source: imenu" (plist-get r :content)))
       (error "The call of file_outline failed: %s" (plist-get r :content)))
     r))
+
+(defun agent-q-bench-freezes-code--stall (thunk)
+  "Run THUNK beside a 10 ms timer; return the timer's longest lateness, ms.
+The time from the last tick to THUNK's end counts too."
+  (let* ((last (float-time))
+         (worst 0)
+         (timer (run-at-time 0.01 0.01
+                             (lambda ()
+                               (let ((now (float-time)))
+                                 (setq worst (max worst (- now last 0.01))
+                                       last now))))))
+    (unwind-protect
+        (progn
+          (setq last (float-time))
+          (funcall thunk)
+          (setq worst (max worst (- (float-time) last 0.01))))
+      (cancel-timer timer))
+    (* 1000 worst)))
 
 (defun agent-q-bench-freezes-code--kill (file)
   "Kill the buffer visiting FILE, if any."
@@ -109,13 +133,15 @@
                        :setup (lambda () (agent-q-bench-freezes-code--outline file))
                        :run (lambda (_) (agent-q-bench-freezes-code--outline file))))
            :clock 'wall :unit "call")
-          (dolist (row (plist-get agent-q-bench--current :rows))
-            (when (and (string-prefix-p "file_outline" (plist-get row :label))
-                       (> (agent-q-bench-row-time row) 0.1))
-              (agent-q-bench-note "- Over 100 ms: %s (GC %s): %.0f ms."
-                                  (plist-get row :label) (plist-get row :gc)
-                                  (* 1000 (agent-q-bench-row-time row)))))
-          (agent-q-bench-note "Target: each call under 100 ms on Emacs's main thread.  A cold outline without a server is python-mode's imenu index (Emacs's function, one call that cannot be split) plus agent-q's walk of it; a warm one is kept per buffer version.  With a language server the outline comes from the server (benchmark 9), and on Emacs 29 and later a *-ts-mode buffer's from its parse tree."))
+          (let ((cold (progn (agent-q-bench-freezes-code--kill file)
+                             (agent-q-bench-freezes-code--stall
+                              (lambda () (agent-q-bench-freezes-code--outline file)))))
+                (warm (agent-q-bench-freezes-code--stall
+                       (lambda () (agent-q-bench-freezes-code--outline file)))))
+            (agent-q-bench-note "- Longest main-loop stall during the call (a 10 ms timer's lateness, GC in): cold %.0f ms, warm %.0f ms (target ≤ 100 ms: %s).  The cold call's wall clock above is mostly waiting for the separate Emacs that makes the index (the file is over `agent-q-code-imenu-inline-size', %d characters); Emacs runs its timers and reads its input meanwhile."
+                                cold warm (if (<= (max cold warm) 100) "met" "MISSED")
+                                agent-q-code-imenu-inline-size))
+          (agent-q-bench-note "Target: nothing on Emacs's main thread over 100 ms.  python-mode's imenu index of this file, made in this Emacs (the first row), would hold Emacs for its whole time: it is one call that cannot be split.  A warm outline is kept per buffer version.  With a language server the outline comes from the server (benchmark 9), and on Emacs 29 and later a *-ts-mode buffer's from its parse tree."))
       (agent-q-bench-freezes-code--kill file)
       (delete-directory dir t))))
 

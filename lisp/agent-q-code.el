@@ -187,6 +187,17 @@ answer names the files not checked."
   :type 'natnum
   :group 'agent-q)
 
+(defcustom agent-q-code-imenu-inline-size 20000
+  "Largest buffer, in characters, whose imenu outline is made in this Emacs.
+Without a language server or a tree-sitter mode, `file_outline' uses
+the buffer's imenu index, which some modes make slowly (python-mode:
+seconds for 10,000 lines), holding Emacs all that time.  A larger
+buffer's index is made by a separate Emacs (`emacs --batch' with the
+buffer's major mode), within `agent-q-code-timeout', and Emacs is not
+held.  nil makes every index here."
+  :type '(choice (const :tag "Always here" nil) natnum)
+  :group 'agent-q)
+
 (defcustom agent-q-code-search-program
   (if (executable-find "rg") "rg" "grep")
   "The program of the text search fallback: \"rg\" or \"grep\"."
@@ -771,19 +782,49 @@ is the server's UTF-16 column."
                                  (plist-get start :character)))))
                   all))))
 
-(defun agent-q-code--location-items (locations &optional declarations)
+(defun agent-q-code--visiting (files)
+  "A table of FILES to the live buffers visiting them, or to nil.
+As `find-buffer-visiting' finds them, in one pass over the buffers;
+each directory's true name is resolved once.  In a loop over a
+server's answer (dozens of locations in a few files)
+`find-buffer-visiting' resolved each file's every component and went
+through every buffer anew, each time."
+  (let ((by-name (make-hash-table :test #'equal))
+        (by-true (make-hash-table :test #'equal))
+        (dirs (make-hash-table :test #'equal))
+        (table (make-hash-table :test #'equal)))
+    (dolist (buffer (buffer-list))
+      (let ((name (buffer-file-name buffer))
+            (true (buffer-local-value 'buffer-file-truename buffer)))
+        (when name
+          (puthash (expand-file-name name) buffer by-name)
+          (when true (puthash (expand-file-name true) buffer by-true)))))
+    (dolist (file files)
+      (when (eq (gethash file table 'absent) 'absent)
+        (puthash file
+                 (or (gethash (expand-file-name file) by-name)
+                     (let* ((dir (file-name-directory (expand-file-name file)))
+                            (true-dir (or (gethash dir dirs)
+                                          (puthash dir (file-truename dir) dirs))))
+                       (gethash (if (file-symlink-p file)
+                                    (file-truename file)
+                                  (expand-file-name (file-name-nondirectory file) true-dir))
+                                by-true)))
+                 table)))
+    table))
+
+(defun agent-q-code--location-items (locations &optional declarations visiting)
   "Items for `agent-q--core-code-locations' from LOCATIONS.
 LOCATIONS are (FILE LINE COLUMN [ENCLOSING]); those also in
 DECLARATIONS are marked.  The text of a line comes from a buffer
-visiting its file when there is one."
-  (let ((policy (agent-q-code--quotable (mapcar #'car locations)))
-        (buffers (make-hash-table :test #'equal)))
+visiting its file when there is one (VISITING, a table of
+`agent-q-code--visiting', when the caller has it)."
+  (let* ((files (mapcar #'car locations))
+         (policy (agent-q-code--quotable files))
+         (buffers (or visiting (agent-q-code--visiting files))))
     (mapcar (lambda (loc)
               (pcase-let ((`(,file ,line ,column ,enclosing) loc))
-                ;; `find-buffer-visiting' resolves true names: once a file.
-                (let ((buffer (gethash file buffers 'unknown)))
-                  (when (eq buffer 'unknown)
-                    (setq buffer (puthash file (find-buffer-visiting file) buffers)))
+                (let ((buffer (gethash file buffers)))
                   (vector file line column
                           (and buffer (agent-q-code--line-text buffer line))
                           enclosing
@@ -792,14 +833,15 @@ visiting its file when there is one."
             locations)))
 
 (defun agent-q-code--answer-locations (job kind subject source root locations utf16
-                                           &optional declarations)
+                                           &optional declarations visiting)
   "Answer JOB with LOCATIONS of KIND for SUBJECT from SOURCE.
 ROOT is the project root paths are shown relative to; UTF16 non-nil
-when the columns are the server's; DECLARATIONS are marked."
+when the columns are the server's; DECLARATIONS are marked.  VISITING
+is as `agent-q-code--location-items' takes it."
   (agent-q-code--finish
    job (agent-q--core-code-locations
         kind subject source root
-        (agent-q-code--location-items locations declarations)
+        (agent-q-code--location-items locations declarations visiting)
         utf16 agent-q-code-max-results)))
 
 ;;;; Finding the symbol asked about
@@ -888,25 +930,27 @@ or the file's modification time, when the outline was asked for.")
 (defconst agent-q-code--max-outlines 200
   "Most files whose outlines `agent-q-code--outlines' keeps.")
 
-(defun agent-q-code--file-version (file)
-  "What identifies the contents of FILE as the server sees it."
-  (let ((buffer (find-buffer-visiting file)))
+(defun agent-q-code--file-version (file &optional visiting)
+  "What identifies the contents of FILE as the server sees it.
+VISITING, when given, is a table of `agent-q-code--visiting' with FILE."
+  (let ((buffer (if visiting (gethash file visiting) (find-buffer-visiting file))))
     (if buffer
         (list 'buffer buffer (buffer-chars-modified-tick buffer))
       (list 'file (file-attribute-modification-time (file-attributes file))))))
 
-(defun agent-q-code--outline (job server file then &optional otherwise)
+(defun agent-q-code--outline (job server file then &optional otherwise visiting)
   "Call THEN with FILE's flattened outline from SERVER, for JOB.
 The outline (see `agent-q-code--document-symbols') is asked for once
 per version of the file and server, and kept: a warm call asks the
 server nothing, and eglot does not log a large answer again.  An
-error or the timeout calls OTHERWISE as `agent-q-code--request' does."
+error or the timeout calls OTHERWISE as `agent-q-code--request' does.
+VISITING is as `agent-q-code--file-version' takes it."
   (let ((cached (gethash file agent-q-code--outlines))
-        (version (agent-q-code--file-version file)))
+        (version (agent-q-code--file-version file visiting)))
     (if (and cached (eq (car cached) server) (equal (cadr cached) version))
         (funcall then (nth 2 cached))
-      (let ((buffer (find-buffer-visiting file)))
-        (when buffer (agent-q-code--flush buffer)))
+      (when (eq (car version) 'buffer)
+        (agent-q-code--flush (nth 1 version)))
       (agent-q-code--request
        job server :textDocument/documentSymbol
        (list :textDocument (list :uri (agent-q-code--file-to-uri file)))
@@ -918,25 +962,28 @@ error or the timeout calls OTHERWISE as `agent-q-code--request' does."
            (funcall then symbols)))
        otherwise))))
 
-(defun agent-q-code--with-enclosing (job server locations then)
+(defun agent-q-code--with-enclosing (job server locations then &optional visiting)
   "Call THEN with LOCATIONS, each with its enclosing symbol's name added.
 LOCATIONS are (FILE LINE COLUMN); the outlines of their files (the
 first `agent-q-code--enclosing-files') come from SERVER, asked at once
 for JOB and cached per file version.  A file whose outline the server does not
-give is listed without enclosing symbols."
-  (let ((files (seq-take (delete-dups (mapcar #'car locations)) agent-q-code--enclosing-files)))
+give is listed without enclosing symbols.  VISITING, a table of
+`agent-q-code--visiting' with the files, is made when not given."
+  (let* ((files (seq-take (delete-dups (mapcar #'car locations)) agent-q-code--enclosing-files))
+         (visiting (or visiting (agent-q-code--visiting files))))
     (agent-q-code--all
      job
      (mapcar (lambda (file)
                (lambda (k)
-                 (agent-q-code--outline job server file k (lambda () (funcall k nil)))))
+                 (agent-q-code--outline job server file k (lambda () (funcall k nil)) visiting)))
              files)
      (lambda (outlines)
-       (let ((table (cl-mapcar #'cons files outlines)))
+       (let ((table (make-hash-table :test #'equal)))
+         (cl-mapc (lambda (file outline) (puthash file outline table)) files outlines)
          (funcall then
                   (mapcar (lambda (loc)
                             (list (nth 0 loc) (nth 1 loc) (nth 2 loc)
-                                  (agent-q-code--enclosing (cdr (assoc (car loc) table))
+                                  (agent-q-code--enclosing (gethash (car loc) table)
                                                            (nth 1 loc))))
                           locations)))))))
 
@@ -1102,13 +1149,16 @@ KIND is `definition' or `references'."
              (lambda (k)
                (agent-q-code--request job server :textDocument/definition params k)))
        (lambda (results)
-         (let ((refs (agent-q-code--lsp-locations (car results)))
-               (decls (agent-q-code--lsp-locations (cadr results))))
+         (let* ((refs (agent-q-code--lsp-locations (car results)))
+                (decls (agent-q-code--lsp-locations (cadr results)))
+                ;; Which buffers visit the files: once for the whole answer.
+                (visiting (agent-q-code--visiting (mapcar #'car refs))))
            (agent-q-code--with-enclosing
             job server refs
             (lambda (locations)
               (agent-q-code--answer-locations job 'references subject source root
-                                              locations t decls)))))))))
+                                              locations t decls visiting))
+            visiting)))))))
 
 ;;;; Fallbacks
 
@@ -1363,27 +1413,171 @@ RG non-nil when it is rg's output (with columns)."
                        (mapcar (lambda (s) (vector (nth 0 s) (nth 1 s) (nth 2 s) (nth 3 s) (nth 4 s)))
                                symbols)
                        agent-q-code-max-results))))
-            (agent-q-code--finish job (agent-q-code--local-outline buffer shown)))))))))
+            (agent-q-code--local-outline
+             job buffer shown (lambda (answer) (agent-q-code--finish job answer))))))))))
 
-(defvar-local agent-q-code--local-outline nil
-  "The buffer's outline answer without a server: (KEY . ANSWER).")
+(defvar-local agent-q-code--local-items nil
+  "The buffer's outline without a server: (TICK SOURCE . ITEMS).
+TICK is the buffer's `buffer-chars-modified-tick' when it was made.")
 
-(defun agent-q-code--local-outline (buffer shown)
-  "The outline answer of BUFFER, named SHOWN, from tree-sitter or imenu.
-Kept until the buffer changes: imenu over a large buffer takes
-seconds, and a warm call should not pay them again."
+(defun agent-q-code--local-items (job buffer then)
+  "Call THEN with BUFFER's outline without a server, (SOURCE . ITEMS), for JOB.
+From tree-sitter, else imenu: made here for a buffer of at most
+`agent-q-code-imenu-inline-size' characters, else by a separate Emacs
+\(`agent-q-code--imenu-elsewhere').  ITEMS are those of
+`agent-q-code--imenu-items'.  Kept until the buffer changes: imenu
+over a large buffer takes seconds, and a warm call should not pay
+them again."
   (with-current-buffer buffer
-    (let ((key (list (buffer-chars-modified-tick) shown agent-q-code-max-results))
-          (cached agent-q-code--local-outline))
-      (if (and cached (equal (car cached) key))
-          (cdr cached)
-        (let* ((tree (agent-q-code--treesit-items buffer))
-               (answer (agent-q--core-code-outline
-                        shown (if tree "tree-sitter" "imenu")
-                        (or tree (agent-q-code--imenu-items buffer))
-                        agent-q-code-max-results)))
-          (setq agent-q-code--local-outline (cons key answer))
-          answer)))))
+    (let* ((tick (buffer-chars-modified-tick))
+           (cached agent-q-code--local-items)
+           (keep (lambda (source items)
+                   (when (buffer-live-p buffer)
+                     (with-current-buffer buffer
+                       (setq agent-q-code--local-items (cons tick (cons source items)))))
+                   (funcall then (cons source items)))))
+      (if (and cached (eql (car cached) tick))
+          (funcall then (cdr cached))
+        (let ((tree (agent-q-code--treesit-items buffer)))
+          (cond
+           (tree (funcall keep "tree-sitter" tree))
+           ((or (null agent-q-code-imenu-inline-size)
+                (<= (buffer-size) agent-q-code-imenu-inline-size))
+            (funcall keep "imenu" (agent-q-code--imenu-items buffer)))
+           (t (agent-q-code--imenu-elsewhere
+               job buffer
+               (lambda (items)
+                 (funcall keep "imenu (made by a separate Emacs: the buffer is large)"
+                          items))))))))))
+
+(defun agent-q-code--local-outline (job buffer shown then)
+  "Call THEN with the outline answer of BUFFER, named SHOWN, for JOB.
+The outline is `agent-q-code--local-items'."
+  (agent-q-code--local-items
+   job buffer
+   (lambda (found)
+     (funcall then (agent-q--core-code-outline shown (car found) (cdr found)
+                                               agent-q-code-max-results)))))
+
+(defvar agent-q-code--imenu-walk)
+
+(defun agent-q-code--imenu-elsewhere (job buffer then)
+  "Make BUFFER's imenu outline in a separate Emacs for JOB; call THEN with it.
+The buffer's text goes to a temporary file, which `emacs --batch -Q'
+\(this Emacs's program, with its `load-path') visits in the buffer's
+major mode; it walks the mode's imenu index as this Emacs would
+\(`agent-q-code--imenu-walk'), positions made lines, and prints the
+items as JSON.
+THEN gets the items of `agent-q-code--imenu-items'.  Emacs is not
+held meanwhile.  The call fails, naming what would outline the file
+without holding Emacs, when that Emacs cannot make it within
+`agent-q-code-timeout' seconds."
+  (let* ((mode (buffer-local-value 'major-mode buffer))
+         (library (ignore-errors (symbol-file mode 'defun)))
+         (file (buffer-file-name buffer))
+         (size (buffer-size buffer))
+         (program-file (make-temp-file "agent-q-outline" nil ".el"))
+         (text-file (make-temp-file "agent-q-outline" nil
+                                    (let ((ext (and file (file-name-extension file))))
+                                      (if ext (concat "." ext) ""))))
+         (output (generate-new-buffer " *agent-q-code-outline*"))
+         (errors (generate-new-buffer " *agent-q-code-outline-errors*"))
+         (failed (lambda (why)
+                   (agent-q-code--fail
+                    job "No outline of %s (%d characters): the mode's imenu index of a buffer this large is made by a separate Emacs, so as not to hold this one (see agent-q-code-imenu-inline-size), and %s.  A language server (M-x eglot) or a tree-sitter mode (Emacs 29 and later) outlines it without holding Emacs."
+                    (or file (buffer-name buffer)) size why)))
+         (program
+          `((setq load-path ',load-path
+                  gc-cons-threshold 100000000)
+            (require 'cl-lib)
+            (require 'seq)
+            (require 'subr-x)
+            (require 'imenu)
+            ,agent-q-code--imenu-walk
+            ,@(and library `((load ,library nil t)))
+            ;; A buffer of its own: the mode kills the local variables of
+            ;; the current one, which while loading is the program's.
+            (with-temp-buffer
+              (let ((coding-system-for-read 'utf-8-emacs-unix))
+                (insert-file-contents ,text-file))
+              (setq default-directory ,(with-current-buffer buffer default-directory))
+              (funcall ',mode)
+              (let* ((index (imenu--make-index-alist t))
+                     (lines (named-let plain ((x index) (depth 0))
+                                       ;; Positions made lines, here, where it costs Emacs nothing.
+                                       (cond ((> depth 60) nil)
+                                             ((markerp x) (line-number-at-pos (marker-position x) t))
+                                             ((overlayp x) (line-number-at-pos (overlay-start x) t))
+                                             ((and (integerp x) (> x 0) (<= x (point-max)))
+                                              (line-number-at-pos x t))
+                                             ((stringp x) (substring-no-properties x))
+                                             ((consp x)
+                                              (let ((out nil))
+                                                (while (consp x)
+                                                  (push (plain (car x) (1+ depth)) out)
+                                                  (setq x (cdr x)))
+                                                (setq out (nreverse out))
+                                                (when x (setcdr (last out) (plain x (1+ depth))))
+                                                out))
+                                             ((or (numberp x) (symbolp x)) x)))))
+                (princ (json-serialize (vconcat (agent-q-code--imenu-index-items lines))))
+                (terpri)))))
+         (process nil)
+         (timer nil))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (let ((coding-system-for-write 'utf-8-emacs-unix))
+          (write-region nil nil text-file nil 'silent))))
+    (with-temp-file program-file
+      (let ((print-length nil) (print-level nil) (print-escape-newlines t)
+            (print-escape-nonascii nil))
+        (insert ";;; -*- lexical-binding: t -*-\n")
+        (dolist (form program) (prin1 form (current-buffer)) (insert "\n"))))
+    (setq process
+          (make-process
+           :name "agent-q-code-outline" :buffer output :noquery t :connection-type 'pipe
+           :command (list (expand-file-name invocation-name invocation-directory)
+                          "--batch" "-Q" "-l" program-file)
+           :stderr errors
+           :sentinel
+           (lambda (process _event)
+             (unless (process-live-p process)
+               (when timer (cancel-timer timer))
+               (ignore-errors (delete-file text-file))
+               (ignore-errors (delete-file program-file))
+               (let ((items (and (eq (process-exit-status process) 0)
+                                 (buffer-live-p output)
+                                 (with-current-buffer output
+                                   (ignore-errors
+                                     (json-parse-string (buffer-string) :array-type 'array))))))
+                 (let ((said (and (buffer-live-p errors)
+                                  (with-current-buffer errors
+                                    (car (last (split-string (buffer-string) "\n" t)))))))
+                   (when (buffer-live-p output) (kill-buffer output))
+                   (when (buffer-live-p errors) (kill-buffer errors))
+                   (unless (agent-q-code--job-finished job)
+                     (agent-q-code--guarded job
+                       (if (vectorp items)
+                           (funcall then (append items nil))
+                         (funcall failed (format "that Emacs failed (exit status %s%s)"
+                                                 (process-exit-status process)
+                                                 (if said
+                                                     (format ": %s" (truncate-string-to-width said 300))
+                                                   ""))))))))))))
+    (setq timer (run-with-timer
+                 agent-q-code-timeout nil
+                 (lambda ()
+                   (when (process-live-p process)
+                     (delete-process process)
+                     (funcall failed (format "that Emacs did not finish within %s s (agent-q-code-timeout)"
+                                             agent-q-code-timeout))))))
+    (push (lambda ()
+            (cancel-timer timer)
+            (when (process-live-p process) (delete-process process))
+            (ignore-errors (delete-file text-file))
+            (ignore-errors (delete-file program-file)))
+          (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--treesit-items (buffer)
   "The outline items of BUFFER from its tree-sitter parse tree, or nil.
@@ -1466,54 +1660,71 @@ seconds in a large buffer)."
                      ;; imenu keeps an index made before the buffer changed:
                      ;; make it anew (the caller keeps it per version).
                      (setq imenu--index-alist nil)
-                     (ignore-errors (imenu--make-index-alist t)))))
-          (items nil)
-          (count 0))
-      (cl-labels ((named (name kind)
-                    ;; python-mode's imenu writes the kind in the name: "f (def)".
-                    (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
-                        (let ((word (match-string 2 name)))
-                          (cons (match-string 1 name)
-                                (cond ((equal word "def") "function")
-                                      (t word))))
-                      (cons name (or kind "symbol"))))
-                  (position-line (pos)
-                    ;; A position for now: lines are counted in one pass below.
-                    (cond ((overlayp pos) (overlay-start pos))
-                          ((markerp pos) (marker-position pos))
-                          (t pos)))
-                  (walk (entries depth kind)
-                    (dolist (entry entries)
-                      (when (< count 10000)
-                        (cond
-                         ((equal entry imenu--rescan-item))
-                         ((imenu--subalist-p entry)
-                          (let* ((children (cdr entry))
-                                 (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
-                                                                   (number-or-marker-p (cdr c))))
-                                                  children))
-                                 (line (and first (position-line (cdr first))))
-                                 (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
-                                                 children)))
-                            (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
-                                (progn
-                                  (push (vector (car (named (car entry) kind))
-                                                (cdr (named (car entry) kind))
-                                                (if self (position-line (cdr self)) (or line 1))
-                                                (if self (position-line (cdr self)) (or line 1))
-                                                depth)
-                                        items)
-                                  (cl-incf count)
-                                  (walk (remove self children) (1+ depth) nil))
-                              (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
-                         ((and (consp entry) (number-or-marker-p (cdr entry)))
-                          (let ((line (position-line (cdr entry))))
-                            (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
-                                          line line depth)
-                                  items)
-                            (cl-incf count))))))))
-        (walk index 0 nil))
-      (agent-q-code--positions-to-lines (nreverse items)))))
+                     (ignore-errors (imenu--make-index-alist t))))))
+      (agent-q-code--positions-to-lines (agent-q-code--imenu-index-items index)))))
+
+(eval-and-compile
+  (defconst agent-q-code--imenu-walk
+    '(defun agent-q-code--imenu-index-items (index)
+       "The outline items of the imenu INDEX: [NAME KIND START END DEPTH].
+     START and END are as INDEX has them (positions, or lines)."
+       (let ((items nil)
+             (count 0))
+         (cl-labels ((named (name kind)
+                            ;; python-mode's imenu writes the kind in the name: "f (def)".
+                            (if (and (null kind) (string-match "\\`\\(.+\\) (\\([a-z]+\\))\\'" name))
+                                (let ((word (match-string 2 name)))
+                                  (cons (match-string 1 name)
+                                        (cond ((equal word "def") "function")
+                                              (t word))))
+                              (cons name (or kind "symbol"))))
+                     (position-line (pos)
+                                    ;; A position for now: lines are counted in one pass below.
+                                    (cond ((overlayp pos) (overlay-start pos))
+                                          ((markerp pos) (marker-position pos))
+                                          (t pos)))
+                     (walk (entries depth kind)
+                           (dolist (entry entries)
+                             (when (< count 10000)
+                               (cond
+                                ((equal entry imenu--rescan-item))
+                                ((imenu--subalist-p entry)
+                                 (let* ((children (cdr entry))
+                                        (first (seq-find (lambda (c) (and (consp c) (not (imenu--subalist-p c))
+                                                                          (number-or-marker-p (cdr c))))
+                                                         children))
+                                        (line (and first (position-line (cdr first))))
+                                        (self (seq-find (lambda (c) (and (consp c) (member (car c) '("*class definition*" "*definition*"))))
+                                                        children)))
+                                   (if (and (< depth 50) (not (member (car entry) '("Variables" "Types" "Functions" "Classes" "Sections" "Packages" "Other"))))
+                                       (progn
+                                         (push (vector (car (named (car entry) kind))
+                                                       (cdr (named (car entry) kind))
+                                                       (if self (position-line (cdr self)) (or line 1))
+                                                       (if self (position-line (cdr self)) (or line 1))
+                                                       depth)
+                                               items)
+                                         (cl-incf count)
+                                         (walk (remove self children) (1+ depth) nil))
+                                     (walk children depth (downcase (string-remove-suffix "s" (car entry)))))))
+                                ((and (consp entry) (number-or-marker-p (cdr entry)))
+                                 (let ((line (position-line (cdr entry))))
+                                   (push (vector (car (named (car entry) kind)) (cdr (named (car entry) kind))
+                                                 line line depth)
+                                         items)
+                                   (cl-incf count))))))))
+           (walk index 0 nil))
+         (nreverse items)))
+    "The definition of `agent-q-code--imenu-index-items', as data.
+This Emacs compiles it (below), and a separate Emacs making the
+outline of a large buffer (`agent-q-code--imenu-elsewhere') is given
+it, so that the index is walked there, not here."))
+
+(defmacro agent-q-code--define-imenu-walk ()
+  "Define `agent-q-code--imenu-index-items' from `agent-q-code--imenu-walk'."
+  agent-q-code--imenu-walk)
+
+(agent-q-code--define-imenu-walk)
 
 ;;;; workspace_symbols
 
@@ -1528,10 +1739,14 @@ seconds in a large buffer)."
        (unless (stringp query)
          (agent-q-tool-fail "Invalid arguments: 'query' must be a string"))
        (if (not servers)
-           (agent-q-code--finish
-            job (agent-q--core-code-symbols
-                 query "imenu (the project's visited buffers only: no language server runs for the project)"
-                 root (agent-q-code--imenu-symbols root query) agent-q-code-max-results))
+           (agent-q-code--imenu-symbols
+            job root query
+            (lambda (sources items)
+              (agent-q-code--finish
+               job (agent-q--core-code-symbols
+                    query (format "%s (the project's visited buffers only: no language server runs for the project)"
+                                  (if sources (string-join sources ", ") "imenu"))
+                    root items agent-q-code-max-results))))
          (agent-q-code--all
           job
           (mapcar (lambda (server)
@@ -1555,16 +1770,30 @@ seconds in a large buffer)."
                                  results))
                   agent-q-code-max-results)))))))))
 
-(defun agent-q-code--imenu-symbols (root query)
-  "Symbols matching QUERY in the buffers visiting files under ROOT, from imenu."
-  (let ((items nil))
-    (dolist (buffer (buffer-list))
-      (let ((file (buffer-file-name buffer)))
-        (when (and file (string-prefix-p (file-truename root) (file-truename file)))
-          (dolist (item (agent-q-code--imenu-items buffer))
-            (when (string-match-p (regexp-quote query) (aref item 0))
-              (push (vector (aref item 0) (aref item 1) file (aref item 2) nil) items))))))
-    (nreverse items)))
+(defun agent-q-code--imenu-symbols (job root query then)
+  "Find symbols matching QUERY in the buffers visiting files under ROOT, for JOB.
+Call THEN with the sources of their outlines and the symbols, each
+outline being `agent-q-code--local-items' (a large buffer's made by a
+separate Emacs, so that Emacs is not held)."
+  (let* ((true-root (file-truename root))
+         (buffers (seq-filter (lambda (buffer)
+                                (let ((file (buffer-file-name buffer)))
+                                  (and file (string-prefix-p true-root (file-truename file)))))
+                              (buffer-list))))
+    (agent-q-code--all
+     job
+     (mapcar (lambda (buffer) (lambda (k) (agent-q-code--local-items job buffer k))) buffers)
+     (lambda (outlines)
+       (let ((items nil) (sources nil))
+         (cl-mapc (lambda (buffer found)
+                    (when (cdr found) (cl-pushnew (car found) sources :test #'equal))
+                    (dolist (item (cdr found))
+                      (when (string-match-p (regexp-quote query) (aref item 0))
+                        (push (vector (aref item 0) (aref item 1) (buffer-file-name buffer)
+                                      (aref item 2) nil)
+                              items))))
+                  buffers outlines)
+         (funcall then (sort sources #'string<) (nreverse items)))))))
 
 ;;;; type_at
 
@@ -1775,35 +2004,113 @@ were not checked, and why."
 
 (defun agent-q-code--project-files (job root then)
   "Call THEN with the absolute names of the files of the project at ROOT.
-A Git work tree's are listed by an asynchronous git ls-files (tracked,
-and untracked but not ignored), for JOB; another project's by
-`project-files'.  At most `agent-q-code--max-project-files'."
-  (let ((fallback (lambda ()
-                    (seq-take (ignore-errors (project-files (project-current nil root)))
-                              agent-q-code--max-project-files))))
-    (if (not (and (executable-find "git") (file-exists-p (expand-file-name ".git" root))))
-        (funcall then (funcall fallback))
-      (let* ((output (generate-new-buffer " *agent-q-code-files*"))
-             (default-directory root)
-             (coding-system-for-read 'utf-8)
-             (process
-              (make-process
-               :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
-               :command '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
-               :sentinel
-               (lambda (process _event)
-                 (unless (process-live-p process)
-                   (let ((files (and (eq (process-exit-status process) 0)
-                                     (with-current-buffer output
-                                       (mapcar (lambda (name) (expand-file-name name root))
-                                               (seq-take (split-string (buffer-string) "\0" t)
-                                                         agent-q-code--max-project-files))))))
-                     (kill-buffer output)
-                     (unless (agent-q-code--job-finished job)
-                       (agent-q-code--guarded job
-                         (funcall then (or files (funcall fallback)))))))))))
-        (push (lambda () (when (process-live-p process) (delete-process process)))
-              (agent-q-code--job-cancels job))))))
+The files are listed by a process, for JOB, so that Emacs is not held
+while a large tree is walked: a Git work tree's by git ls-files
+\(tracked, and untracked but not ignored), another project's by find,
+leaving out what `project-ignores' names.  At most
+`agent-q-code--max-project-files', within `agent-q-code-timeout'
+seconds (a listing cut by either gives the files listed so far).
+Only without a find program are they listed by `project-files', which
+waits."
+  (let* ((project (ignore-errors (project-current nil root)))
+         (fallback (lambda ()
+                     (seq-take (and project (ignore-errors (project-files project)))
+                               agent-q-code--max-project-files)))
+         (find (executable-find "find"))
+         (by-find (lambda ()
+                    (if (not (and project find))
+                        (funcall then (funcall fallback))
+                      (agent-q-code--list-files
+                       job root
+                       (let ((ignores (agent-q-code--find-ignores
+                                       (ignore-errors (project-ignores project root)))))
+                         (append (list find ".")
+                                 (and ignores (append '("(") ignores '(")" "-prune" "-o")))
+                                 '("-type" "f" "-print0")))
+                       then fallback)))))
+    (if (and (executable-find "git") (file-exists-p (expand-file-name ".git" root)))
+        (agent-q-code--list-files
+         job root '("git" "ls-files" "-z" "--cached" "--others" "--exclude-standard")
+         then by-find)
+      (funcall by-find))))
+
+(defun agent-q-code--find-ignores (ignores)
+  "The find arguments that match the globs of `project-ignores', or nil.
+IGNORES are those globs; the arguments are joined by -o, for
+\"find . ( ARGUMENTS ) -prune\".  A glob with a slash inside is
+matched against the path from the root (from anywhere below it
+unless it starts with a slash), another against the name."
+  (let ((args nil))
+    (dolist (glob ignores)
+      (when (stringp glob)
+        (let ((glob (string-remove-suffix "/" glob)))
+          (unless (member glob '("" "." "./"))
+            (when args (push "-o" args))
+            (cond ((string-prefix-p "/" glob)
+                   (push "-path" args) (push (concat "." glob) args))
+                  ((string-match-p "/" glob)
+                   (push "-path" args) (push (concat "*/" (string-remove-prefix "./" glob)) args))
+                  (t (push "-name" args) (push glob args)))))))
+    (nreverse args)))
+
+(defun agent-q-code--list-files (job root command then otherwise)
+  "Run COMMAND in ROOT for JOB; call THEN with the files it lists.
+COMMAND prints names relative to ROOT, each ended by a NUL byte.
+At most `agent-q-code--max-project-files' are taken, and the
+process is stopped after `agent-q-code-timeout' seconds; either way
+THEN gets what was listed.  When COMMAND fails, OTHERWISE (a function
+of no arguments) gives the files."
+  (let* ((output (generate-new-buffer " *agent-q-code-files*"))
+         (default-directory root)
+         (coding-system-for-read 'utf-8)
+         (count 0)
+         (cut nil)
+         (timer nil)
+         (process
+          (make-process
+           :name "agent-q-code-files" :buffer output :noquery t :connection-type 'pipe
+           :command command
+           :filter
+           (lambda (process text)
+             (when (buffer-live-p output)
+               (with-current-buffer output
+                 (goto-char (point-max))
+                 (insert text)))
+             (setq count (+ count (cl-count 0 text)))
+             (when (and (>= count agent-q-code--max-project-files) (process-live-p process))
+               (setq cut t)
+               (delete-process process)))
+           :sentinel
+           (lambda (process _event)
+             (unless (process-live-p process)
+               (when timer (cancel-timer timer))
+               (let ((files (and (buffer-live-p output)
+                                 (or cut (eq (process-exit-status process) 0))
+                                 (with-current-buffer output
+                                   ;; A listing cut short may end in part of a name.
+                                   (goto-char (point-max))
+                                   (skip-chars-backward "^\0")
+                                   (mapcar (lambda (name)
+                                             (expand-file-name (string-remove-prefix "./" name)
+                                                               root))
+                                           (seq-take (split-string
+                                                      (buffer-substring-no-properties
+                                                       (point-min) (point))
+                                                      "\0" t)
+                                                     agent-q-code--max-project-files))))))
+                 (when (buffer-live-p output) (kill-buffer output))
+                 (unless (agent-q-code--job-finished job)
+                   (agent-q-code--guarded job
+                     (funcall then (if (or files cut) files (funcall otherwise)))))))))))
+    (setq timer (run-with-timer agent-q-code-timeout nil
+                                (lambda ()
+                                  (when (process-live-p process)
+                                    (setq cut t)
+                                    (delete-process process)))))
+    (push (lambda ()
+            (cancel-timer timer)
+            (when (process-live-p process) (delete-process process)))
+          (agent-q-code--job-cancels job))))
 
 (defun agent-q-code--file-mode (file cache)
   "The major mode FILE would get from `auto-mode-alist', or nil.

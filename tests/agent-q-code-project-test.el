@@ -68,6 +68,34 @@
         (ignore-errors (eglot-shutdown server)))
       (agent-q-code-test--kill dir))))
 
+(ert-deftest agent-q-code-project-test-files-of-a-project-without-git ()
+  "A project that is not a Git work tree is listed by a process, not waited for.
+The listing comes after the call returned (Emacs was not held while
+the tree was walked), holds every file, and leaves out what
+`project-ignores' names (a version-control directory)."
+  (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code-nogit" t))))
+         (project-find-functions
+          (list (lambda (d) (and (string-prefix-p dir (file-truename d)) (cons 'transient dir)))))
+         (files (mapcar (lambda (name) (agent-q-code-test--write dir name "x = 1\n"))
+                        '("a.py" "pkg/b.py" "pkg/deep/c.py" "name with space.py")))
+         (job (agent-q-code--job-create :callback #'ignore))
+         (listed 'pending))
+    (unwind-protect
+        (progn
+          (agent-q-code-test--write dir ".svn/entries" "ignored\n")
+          (should (equal (project-current nil dir) (cons 'transient dir)))
+          (should (member ".svn/" (project-ignores (project-current nil dir) dir)))
+          (agent-q-code--project-files job dir (lambda (found) (setq listed found)))
+          ;; Not listed yet: the call returned before the walk ended.
+          (should (eq listed 'pending))
+          (let ((deadline (+ (float-time) 30)))
+            (while (and (eq listed 'pending) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (should (equal (sort (copy-sequence listed) #'string<)
+                         (sort (copy-sequence files) #'string<))))
+      (agent-q-code--cancel job)
+      (delete-directory dir t))))
+
 (provide 'agent-q-code-project-test)
 
 ;;; agent-q-code-project-test.el ends here

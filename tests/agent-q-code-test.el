@@ -358,6 +358,84 @@ file's buffer; TEST is called with the project directory."
      (let ((answer (agent-q-code-test--content "diagnostics" :file "main.c")))
        (should (string-match-p "^main.c:6:21: error \\[clang [a-z_]+\\]: Use of undeclared identifier 'missing'$" answer))))))
 
+(ert-deftest agent-q-code-test-visiting-finds-buffers-as-emacs-does ()
+  "The one-pass lookup of visiting buffers agrees with `find-buffer-visiting'.
+Files visited under their own name and through a symbolic link to
+their directory, and a file no buffer visits."
+  (let* ((dir (file-name-as-directory (file-truename (make-temp-file "agent-q-code-visit" t))))
+         (real (agent-q-code-test--write dir "real/a.py" "a = 1\n"))
+         (other (agent-q-code-test--write dir "real/b.py" "b = 2\n"))
+         (unvisited (agent-q-code-test--write dir "real/c.py" "c = 3\n"))
+         (link (expand-file-name "link" dir))
+         (buffers nil))
+    (unwind-protect
+        (progn
+          (make-symbolic-link (expand-file-name "real" dir) link)
+          (push (find-file-noselect real) buffers)
+          (push (find-file-noselect other) buffers)
+          (let* ((files (list real (expand-file-name "link/b.py" dir) unvisited
+                              (expand-file-name "link/c.py" dir) real))
+                 (table (agent-q-code--visiting files)))
+            (dolist (file files)
+              (should (eq (gethash file table) (find-buffer-visiting file))))
+            (should (eq (gethash real table) (car (last buffers))))
+            (should (eq (gethash (expand-file-name "link/b.py" dir) table) (car buffers)))
+            (should (null (gethash unvisited table)))))
+      (mapc #'kill-buffer buffers)
+      (delete-directory dir t))))
+
+(ert-deftest agent-q-code-test-large-imenu-outline-does-not-hold-emacs ()
+  "A large file's imenu outline, without a server, is made by a separate Emacs.
+Emacs's timers run while it is made (the call waits without holding
+Emacs, where python-mode's imenu here would hold it for the whole
+index), and the outline equals the one made here."
+  (let* ((dir (agent-q-code-test--project))
+         (default-directory dir)
+         (agent-q-code-start-servers nil)
+         (agent-q-code-timeout 120)
+         (agent-q-code-max-results 5000)
+         (chunks nil))
+    (unwind-protect
+        (progn
+          (dotimes (i 200)
+            (push (format "class C%d:\n    \"\"\"Doc.\"\"\"\n\n    def m%d(self):\n        return %d\n\n\ndef f%d(x):\n    return x + %d\n\n\n"
+                          i i i i i)
+                  chunks))
+          (agent-q-code-test--write dir "pkg/big.py" (apply #'concat (nreverse chunks)))
+          (let* ((ticked nil)
+                 (timer (run-at-time 0 nil (lambda () (setq ticked t))))
+                 (answer (unwind-protect
+                             (agent-q-code-test--content "file_outline" :file "pkg/big.py")
+                           (cancel-timer timer)))
+                 (buffer (find-buffer-visiting (expand-file-name "pkg/big.py" dir))))
+            (should (> (buffer-size buffer) agent-q-code-imenu-inline-size))
+            (should ticked)
+            (should (string-match-p "(source: imenu (made by a separate Emacs: the buffer is large))"
+                                    answer))
+            (should (string-match-p "^class C0 (line 1)\n  function m0 (line 4)\nfunction f0 (line 8)$"
+                                    answer))
+            (should (string-match-p "^class C199 (line 2190)\n  function m199 (line 2193)\nfunction f199 (line 2197)$"
+                                    answer))
+            ;; The same outline as the one made in this Emacs.
+            (with-current-buffer buffer (setq agent-q-code--local-items nil))
+            (let ((here (let ((agent-q-code-imenu-inline-size nil))
+                          (agent-q-code-test--content "file_outline" :file "pkg/big.py"))))
+              (should (string-match-p "(source: imenu)" here))
+              (should (equal (replace-regexp-in-string "(source: [^\n]*" "" here)
+                             (replace-regexp-in-string "(source: [^\n]*" "" answer))))
+            ;; workspace_symbols without a server outlines the visited
+            ;; buffers the same way.
+            (with-current-buffer buffer (setq agent-q-code--local-items nil))
+            (let* ((ticked nil)
+                   (timer (run-at-time 0 nil (lambda () (setq ticked t))))
+                   (symbols (unwind-protect
+                                (agent-q-code-test--content "workspace_symbols" :query "m199")
+                              (cancel-timer timer))))
+              (should ticked)
+              (should (string-match-p "imenu (made by a separate Emacs: the buffer is large)" symbols))
+              (should (string-match-p "^pkg/big.py:2193: function m199" symbols)))))
+      (agent-q-code-test--kill dir))))
+
 (ert-deftest agent-q-code-test-fallbacks-label-themselves ()
   "Without a server: imenu outlines, text search locations, each labelled."
   (let* ((dir (agent-q-code-test--project))

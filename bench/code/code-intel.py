@@ -653,14 +653,20 @@ def run_agentq(root, url, token):
     def measure(key, name, arguments):
         # Wall-clock windows (time.time(), as Emacs's float-time) of the cold call and of the
         # warm ones, for the serving Emacs's timer lateness.
+        # Each warm call's start (wall clock) and time, to pair it with the server's own time
+        # for the request it made, as the serving Emacs recorded it.
         t0 = time.time()
         cold, text = timed(lambda: call(name, arguments))
         t1 = time.time()
-        times = [timed(lambda: call(name, arguments))[0] for _ in range(WARM)]
+        calls = []
+        for _ in range(WARM):
+            start = time.time()
+            calls.append([start, timed(lambda: call(name, arguments))[0]])
+        times = [ms for _, ms in calls]
         t2 = time.time()
         result["windows"][key] = {"cold": [t0, t1], "warm": [t1, t2]}
         return {"cold_ms": cold, "warm_p50_ms": statistics.median(times),
-                "warm_max_ms": max(times)}, text
+                "warm_max_ms": max(times), "warm_calls": calls}, text
 
     def locations(text):
         return [(m.group("file"), int(m.group("line"))) for m in LOCATION.finditer(text)]

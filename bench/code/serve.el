@@ -33,9 +33,11 @@
 ;;
 ;; Visits rich/console.py, starts eglot on the project with the pinned
 ;; pyright as M-x eglot would, starts agent-q's MCP server, records its
-;; own RSS and a 10 ms timer's lateness (gaps between ticks), writes
-;; info.eld, and serves until the file `stop' appears; then writes
-;; stats.eld (RSS, the late ticks, the language servers running) and exits.
+;; own RSS and a 10 ms timer's lateness (gaps between ticks) and the
+;; server's own time for each request (from its sending to its answer's
+;; arrival), writes info.eld, and serves until the file `stop' appears;
+;; then writes stats.eld (RSS, the late ticks, the server's times, the
+;; language servers running) and exits.
 ;; In an interactive Emacs (`emacs -nw' in tmux, as benchmark 7 runs one)
 ;; it serves from the command loop; in a batch Emacs from a loop of
 ;; `accept-process-output'.
@@ -47,6 +49,7 @@
   (setq native-comp-deferred-compilation nil
         native-comp-jit-compilation nil))
 (require 'cl-lib)
+(require 'subr-x)
 (require 'agent-q)
 (let ((compiled (getenv "AGENT_Q_BENCH_COMPILED")))
   (when (and compiled (file-directory-p compiled))
@@ -57,10 +60,13 @@
 (require 'python)
 
 (defvar agent-q-bench-serve--ticks nil
-  "The late ticks: (TIME . GAP-BEYOND-10-MS), newest first.")
+  "The late ticks: (TIME GAP-BEYOND-10-MS . CPU), newest first.
+CPU is the processor time Emacs used between the two ticks (seconds,
+`get-internal-run-time'): a gap Emacs spent computing, not one it
+spent waiting for a processor on a loaded machine.")
 
 (defvar agent-q-bench-serve--last nil
-  "When the timer last ran.")
+  "When the timer last ran: (TIME . CPU).")
 
 (defun agent-q-bench-serve--rss ()
   "Return this Emacs's resident set size in kB."
@@ -75,6 +81,34 @@
 
 (defvar agent-q-bench-serve--published 0
   "How many diagnostics publications the server has sent.")
+
+(defvar agent-q-bench-serve--sent (make-hash-table :test #'eql)
+  "Ids of the requests sent to the server, mapped to (METHOD . TIME).")
+
+(defvar agent-q-bench-serve--server-times nil
+  "The server's own time per request as Emacs saw it, newest first.
+Each is (METHOD SENT MS): the request's method, when it was sent
+\(`float-time') and how long the answer took to come.")
+
+(advice-add 'jsonrpc-connection-send :before
+            (lambda (_connection &rest args)
+              (let ((id (plist-get args :id))
+                    (method (plist-get args :method)))
+                (when (and id method)
+                  (puthash id (cons method (float-time)) agent-q-bench-serve--sent))))
+            '((name . agent-q-bench-serve)))
+
+(advice-add 'jsonrpc-connection-receive :before
+            (lambda (_connection message &rest _)
+              (let* ((id (plist-get message :id))
+                     (sent (and id (not (plist-get message :method))
+                                (gethash id agent-q-bench-serve--sent))))
+                (when sent
+                  (remhash id agent-q-bench-serve--sent)
+                  (push (list (string-remove-prefix ":" (format "%s" (car sent))) (cdr sent)
+                              (* 1000 (- (float-time) (cdr sent))))
+                        agent-q-bench-serve--server-times))))
+            '((name . agent-q-bench-serve)))
 
 (advice-add 'eglot-handle-notification :after
             (lambda (_server method &rest _)
@@ -118,14 +152,16 @@
     (let ((end (+ (float-time) 1)))
       (while (< (float-time) end) (accept-process-output nil 0.1)))
     (garbage-collect)
-    (setq agent-q-bench-serve--last (float-time))
+    (setq agent-q-bench-serve--last (cons (float-time) (float-time (get-internal-run-time))))
     (run-at-time 0.01 0.01
                  (lambda ()
                    (let* ((now (float-time))
-                          (gap (- now agent-q-bench-serve--last 0.01)))
+                          (cpu (float-time (get-internal-run-time)))
+                          (gap (- now (car agent-q-bench-serve--last) 0.01)))
                      (when (> gap 0.002)
-                       (push (cons now gap) agent-q-bench-serve--ticks))
-                     (setq agent-q-bench-serve--last now))))
+                       (push (cons now (cons gap (- cpu (cdr agent-q-bench-serve--last))))
+                             agent-q-bench-serve--ticks))
+                     (setq agent-q-bench-serve--last (cons now cpu)))))
     (with-temp-file (concat info ".tmp")
       (prin1 (list :url url :token agent-q-mcp--token :pid (emacs-pid)
                    :emacs emacs-version :interactive (not noninteractive)
@@ -140,7 +176,8 @@
              (with-temp-file (expand-file-name "stats.eld.tmp" dir)
                (prin1 (list :rss-after (agent-q-bench-serve--rss)
                             :servers-after (agent-q-bench-serve--servers)
-                            :ticks (reverse agent-q-bench-serve--ticks))
+                            :ticks (reverse agent-q-bench-serve--ticks)
+                            :server-times (reverse agent-q-bench-serve--server-times))
                       (current-buffer)))
              (rename-file (expand-file-name "stats.eld.tmp" dir)
                           (expand-file-name "stats.eld" dir))
