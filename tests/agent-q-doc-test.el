@@ -121,12 +121,17 @@
 
 (ert-deftest agent-q-doc-hook-matchers-are-what-connect-writes ()
   "The manual gives each agent's hook matcher as the connect command writes it.
-Every matcher the manual names is one the command writes, and each
-agent's appears in that agent's entry of the list of what it writes."
+Every matcher the manual names is one the command writes (Gemini's
+AfterTool matcher included), and each agent's appears in that agent's
+entry of the list of what it writes."
   (require 'agent-q-connect)
-  (let* ((written (mapcar (lambda (agent)
-                            (cons agent (alist-get 'matcher (agent-q-connect--hook-group agent))))
-                          '(claude gemini codex)))
+  (let* ((written (append (mapcar (lambda (agent)
+                                    (cons agent (alist-get 'matcher
+                                                           (agent-q-connect--hook-group agent))))
+                                  '(claude gemini codex))
+                          ;; After the BeforeTool one, which `alist-get' finds first.
+                          (list (cons 'gemini (alist-get 'matcher
+                                                         (agent-q-connect--after-tool-group))))))
          (texi (with-temp-buffer
                  (insert-file-contents (expand-file-name "agent-q.texi" agent-q--doc-directory))
                  (buffer-string)))
