@@ -32,6 +32,10 @@
 ;; that undoes them are the Rust core's (crates/agent-q-core/src/
 ;; journal/); this file records, lists (`agent-q-changes') and opens
 ;; an undo in the per-hunk review, writing only what the user accepts.
+;; The agents say where a turn begins (`agent-q-journal-turn'): ACP's
+;; session/prompt (lisp/agent-q-acp.el) and the terminal agents' prompt
+;; hooks (lisp/agent-q-gate.el); the changes of a session then carry
+;; its turn.
 
 ;;; Code:
 
@@ -77,7 +81,8 @@
 
 (defun agent-q-journal-record (&rest plist)
   "Record a change written through agent-q; return its number or nil.
-PLIST has :agent, :session, :turn, :file, :how (`rule', `user',
+PLIST has :agent, :session, :turn (when absent, the turn the session
+is in: see `agent-q-journal-turn'), :file, :how (`rule', `user',
 `review'...), :detail, :accepted, :rejected, and either :old and
 :new (the file's text before and after) or :command (a shell command).
 Instead of :agent, :session and :how it may give :context, the
@@ -120,6 +125,29 @@ signals: a failure to record is a message."
                     (error-message-string err))
            nil)))
 
+(defun agent-q-journal-turn (&rest plist)
+  "Say that a new turn of an agent's session begins; return its number or nil.
+PLIST has :agent and :session, or the :channel and :client that the
+session's calls have (the core names the agent and the session from
+them, as `agent-q-journal-record' does), and :prompt, the prompt that
+begins the turn: its first line labels the turn.  The changes then
+recorded for that session carry the turn, which `agent-q-changes'
+shows, filters (t) and undoes (T).  Never signals: a failure is a
+message."
+  (condition-case err
+      (let ((string (lambda (v) (and v (format "%s" v)))))
+        (agent-q--core-journal-begin-turn
+         (agent-q-journal--get)
+         (list :agent (funcall string (plist-get plist :agent))
+               :session (funcall string (plist-get plist :session))
+               :channel (plist-get plist :channel)
+               :client (funcall string (plist-get plist :client)))
+         (let ((prompt (plist-get plist :prompt)))
+           (and (stringp prompt) prompt))))
+    (error (message "agent-q: the turn was not journalled: %s"
+                    (error-message-string err))
+           nil)))
+
 ;;;; The list
 
 (defvar-local agent-q-changes--filter nil
@@ -140,9 +168,11 @@ time to put): the line's number finds it in `agent-q-changes--ids'."
          (aref agent-q-changes--ids i))))
 
 (defconst agent-q-changes--format
-  [("Time" 19 nil) ("Agent" 10 nil) ("Session/turn" 16 nil)
+  [("Time" 19 nil) ("Agent" 10 nil) ("Session" 10 nil) ("Turn" 24 nil)
    ("File or command" 40 nil) ("+/-" 10 nil) ("How" 20 nil)]
-  "The columns of `agent-q-changes'.")
+  "The columns of `agent-q-changes'.
+The turn is its number in the session, counted from the prompts
+agent-q saw begin, and the first line of its prompt.")
 
 (defun agent-q-changes--refresh (&rest _)
   "Fill the list from the journal: rows made by the core, inserted at once.
@@ -154,7 +184,7 @@ turn) and filtering are computed by the module, so that a journal of
          (rows (agent-q--core-journal-rows
                 journal agent-q-changes--filter
                 (mapcar (lambda (i) (cadr (aref agent-q-changes--format i)))
-                        '(0 1 2 3 4))
+                        '(0 1 2 3 4 5))
                 (expand-file-name "~")))
          (ids (cdr rows))
          (line (line-number-at-pos))

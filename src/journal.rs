@@ -111,6 +111,7 @@ fn meta(env: &Env, plist: Value<'_>) -> Result<Meta> {
         agent,
         session,
         turn: plist_string(env, plist, ":turn")?,
+        turn_label: plist_string(env, plist, ":turn-label")?,
         file: plist_string(env, plist, ":file")?,
         command: plist_string(env, plist, ":command")?,
         approval,
@@ -146,7 +147,8 @@ fn ids(env: &Env, list: Value<'_>) -> Result<Vec<u64>> {
 /// Record in JOURNAL a change to a file from OLD to NEW, or a shell command when OLD and NEW are
 /// both nil; return the entry's number, or nil when OLD and NEW are the same.
 ///
-/// META is a plist: :agent, :session, :turn, :file (absolute), :command, :how (`rule', `user',
+/// META is a plist: :agent, :session, :turn (when absent, the turn the session is in: see
+/// `agent-q--core-journal-begin-turn'), :file (absolute), :command, :how (`rule', `user',
 /// `review'... as a string), :detail, :accepted and :rejected (hunks), :reverts (the numbers of
 /// the entries a revert undid), :time (seconds since the epoch; now when absent). Instead of
 /// :agent, :session and :how it may give the call's :channel, :client, :decision and :rule (as in
@@ -205,6 +207,8 @@ fn entry_plist<'e>(env: &'e Env, e: &Entry) -> Result<Value<'e>> {
         e.session.as_str().into_lisp(env)?,
         k(":turn")?,
         e.turn.as_str().into_lisp(env)?,
+        k(":turn-label")?,
+        e.turn_label.as_str().into_lisp(env)?,
         k(":file")?,
         e.file.as_str().into_lisp(env)?,
         k(":command")?,
@@ -231,9 +235,33 @@ fn entry_plist<'e>(env: &'e Env, e: &Entry) -> Result<Value<'e>> {
     env.list(&plist[..])
 }
 
+/// Begin a new turn in JOURNAL of the session META names, whose prompt is PROMPT; return its
+/// number.
+///
+/// META is a plist as `agent-q--core-journal-record' takes it: :agent and :session, or the
+/// :channel and :client of the session's calls, from which the core names them. The turn's
+/// label is PROMPT's first line that is not blank, cut. The entries recorded for that session
+/// from now on carry the turn. Return nil when META names no session.
+#[defun]
+fn journal_begin_turn<'e>(env: &'e Env, j: Value<'e>, meta: Value<'e>, prompt: Value<'e>) -> Result<Value<'e>> {
+    let meta = self::meta(env, meta)?;
+    let prompt = if prompt.is_not_nil() {
+        args::string(env, prompt, "PROMPT", MAX_TEXT_BYTES)?
+    } else {
+        String::new()
+    };
+    if meta.session.is_empty() {
+        return ().into_lisp(env);
+    }
+    let label = journal::turn_label(&prompt);
+    let mut journal = journal_arg(env, j)?;
+    journal.begin_turn(&meta.agent, &meta.session, &label).into_lisp(env)
+}
+
 /// Return the entries of JOURNAL, newest first, as a list of plists without their hunks.
 ///
-/// Each is (:id N :time SECONDS :kind KIND :agent A :session S :turn T :file F :command C :how H
+/// Each is (:id N :time SECONDS :kind KIND :agent A :session S :turn T :turn-label L :file F
+/// :command C :how H
 /// :detail D :accepted N :rejected N :sensitive BOOL :added N :removed N :hunks N :reverts IDS),
 /// KIND one of `edit', `revert', `command'.
 #[defun]
@@ -286,9 +314,9 @@ fn filter(env: &Env, plist: Value<'_>) -> Result<Filter> {
 ///
 /// The entries FILTER shows (a plist of :agent, :session, :turn, :file, :id; nil shows all),
 /// newest first, grouped by agent session and, within it, by turn. TEXT has a line per entry,
-/// its columns (time, agent, session/turn, file or command, +/-, how) padded to WIDTHS, a list
-/// of the first five widths, one space apart; a file under HOME is written with `~'. IDS is a
-/// vector of the entry of each line.
+/// its columns (time, agent, session, turn (number and label), file or command, +/-, how)
+/// padded to WIDTHS, a list of the first six widths, one space apart; a file under HOME is
+/// written with `~'. IDS is a vector of the entry of each line.
 #[defun]
 fn journal_rows<'e>(
     env: &'e Env,
@@ -299,10 +327,10 @@ fn journal_rows<'e>(
 ) -> Result<Value<'e>> {
     let filter = self::filter(env, filter)?;
     let length = env.call("proper-list-p", [widths])?;
-    if !length.is_not_nil() || length.into_rust::<i64>()? < 5 {
-        return errors::signal(env, Kind::Generic, "WIDTHS must be a list of five widths");
+    if !length.is_not_nil() || length.into_rust::<i64>()? < 6 {
+        return errors::signal(env, Kind::Generic, "WIDTHS must be a list of six widths");
     }
-    let mut w = [0usize; 5];
+    let mut w = [0usize; 6];
     let mut rest = widths;
     for slot in &mut w {
         let width = args::integer(env, rest.car()?, "A width")?;

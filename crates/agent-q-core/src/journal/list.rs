@@ -180,10 +180,19 @@ pub fn how(entry: &Entry) -> String {
     out
 }
 
-/// The rows of ENTRIES (ordered already) in columns of WIDTHS (time, agent, session/turn,
-/// file or command, +/-; the last column, how, takes the rest), one space apart, a file
-/// under HOME written with `~`.
-pub fn rows(entries: &[&Entry], widths: &[usize; 5], home: &str) -> Rows {
+/// How the list names ENTRY's turn: its number and label ("2 fix the login form"), or "".
+pub fn turn_cell(entry: &Entry) -> String {
+    match (entry.turn.is_empty(), entry.turn_label.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => entry.turn.clone(),
+        (false, false) => format!("{} {}", entry.turn, entry.turn_label),
+    }
+}
+
+/// The rows of ENTRIES (ordered already) in columns of WIDTHS (time, agent, session, turn
+/// (number and label), file or command, +/-; the last column, how, takes the rest), one
+/// space apart, a file under HOME written with `~`.
+pub fn rows(entries: &[&Entry], widths: &[usize; 6], home: &str) -> Rows {
     let mut text = String::with_capacity(entries.len() * 128);
     let mut ids = Vec::with_capacity(entries.len());
     let home = home.trim_end_matches('/');
@@ -193,12 +202,9 @@ pub fn rows(entries: &[&Entry], widths: &[usize; 5], home: &str) -> Rows {
         text.push(' ');
         cell(&mut text, &e.agent, Some(widths[1]));
         text.push(' ');
-        let session = if e.turn.is_empty() {
-            e.session.clone()
-        } else {
-            format!("{}/{}", e.session, e.turn)
-        };
-        cell(&mut text, &session, Some(widths[2]));
+        cell(&mut text, &e.session, Some(widths[2]));
+        text.push(' ');
+        cell(&mut text, &turn_cell(e), Some(widths[3]));
         text.push(' ');
         let what = if e.kind == Kind::Command {
             format!("$ {}  (changes on disk unknown)", e.command)
@@ -208,14 +214,14 @@ pub fn rows(entries: &[&Entry], widths: &[usize; 5], home: &str) -> Rows {
                 _ => e.file.clone(),
             }
         };
-        cell(&mut text, &what, Some(widths[3]));
+        cell(&mut text, &what, Some(widths[4]));
         text.push(' ');
         let counts = if e.kind == Kind::Command {
             String::new()
         } else {
             format!("+{} -{}", e.added, e.removed)
         };
-        cell(&mut text, &counts, Some(widths[4]));
+        cell(&mut text, &counts, Some(widths[5]));
         text.push(' ');
         cell(&mut text, &how(e), None);
         text.push('\n');

@@ -12,6 +12,7 @@
 //! - [`revert`] computes the text that undoes entries, newest first, hunk by hunk, in a text as
 //!   it is now: a hunk whose new side is no longer there is a [`Conflict`], never written.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -28,6 +29,26 @@ mod tests;
 
 /// Largest line of the journal file read back, in bytes; a longer one is skipped as damaged.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most characters of a turn's label (the first line of its prompt).
+pub const MAX_TURN_LABEL_CHARS: usize = 80;
+
+/// How long recording waits for another Emacs that holds the journal's lock.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The label of a turn whose prompt is PROMPT: its first line that is not blank, trimmed,
+/// control characters as spaces, cut to [`MAX_TURN_LABEL_CHARS`] with an ellipsis.
+pub fn turn_label(prompt: &str) -> String {
+    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let clean = |c: char| if c.is_control() { ' ' } else { c };
+    if line.chars().count() > MAX_TURN_LABEL_CHARS {
+        let mut out: String = line.chars().take(MAX_TURN_LABEL_CHARS - 1).map(clean).collect();
+        out.push('…');
+        out
+    } else {
+        line.chars().map(clean).collect()
+    }
+}
 
 /// Errors of the journal.
 #[derive(Debug, Error)]
@@ -113,9 +134,13 @@ pub struct Entry {
     /// The agent's session, when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub session: String,
-    /// The turn in the session, when known.
+    /// The turn in the session, when known: its number, counted by agent-q from the prompts
+    /// it saw begin (see [`Journal::begin_turn`]).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub turn: String,
+    /// The turn's label: the first line of its prompt.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub turn_label: String,
     /// The file changed (absolute), or the directory a command ran in.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file: String,
@@ -167,6 +192,8 @@ struct Head {
     #[serde(default)]
     turn: String,
     #[serde(default)]
+    turn_label: String,
+    #[serde(default)]
     file: String,
     #[serde(default)]
     command: String,
@@ -190,6 +217,7 @@ impl Head {
             agent: self.agent,
             session: self.session,
             turn: self.turn,
+            turn_label: self.turn_label,
             file: self.file,
             command: self.command,
             approval: self.approval,
@@ -213,9 +241,12 @@ pub struct Meta {
     /// The session.
     #[serde(default)]
     pub session: String,
-    /// The turn.
+    /// The turn (its number).
     #[serde(default)]
     pub turn: String,
+    /// The turn's label.
+    #[serde(default)]
+    pub turn_label: String,
     /// The file, or a command's directory.
     #[serde(default)]
     pub file: String,
@@ -281,6 +312,7 @@ impl Entry {
             agent: meta.agent,
             session: meta.session,
             turn: meta.turn,
+            turn_label: meta.turn_label,
             file: meta.file,
             command: String::new(),
             approval: meta.approval,
@@ -303,6 +335,7 @@ impl Entry {
             agent: meta.agent,
             session: meta.session,
             turn: meta.turn,
+            turn_label: meta.turn_label,
             file: meta.file,
             command: meta.command,
             approval: meta.approval,
@@ -383,8 +416,8 @@ pub struct Journal {
     /// Lines in the file now (entries and the header).
     file_lines: usize,
     next_id: u64,
-    /// True when the file ends in a torn line: the next append starts a line of its own.
-    torn: bool,
+    /// The turn each (agent, session) is in now: its number and label.
+    turns: HashMap<(String, String), (u64, String)>,
 }
 
 /// The first line of a rewritten journal: how many entries were dropped before it.
@@ -419,7 +452,7 @@ impl Journal {
             lost: 0,
             file_lines: 0,
             next_id: 1,
-            torn: false,
+            turns: HashMap::new(),
         };
         let file = match File::open(&journal.path) {
             Ok(file) => file,
@@ -442,7 +475,6 @@ impl Journal {
             let start = offset;
             offset += n as u64;
             journal.file_lines += 1;
-            journal.torn = !line.ends_with(b"\n");
             if n > MAX_LINE_BYTES {
                 // Skip the rest of an overlong line.
                 let mut rest = Vec::new();
@@ -474,7 +506,39 @@ impl Journal {
             }
         }
         journal.trim();
+        journal.seed_turns();
         Ok(journal)
+    }
+
+    /// The turns the entries read back are in: each session's newest turn.
+    fn seed_turns(&mut self) {
+        for e in &self.entries {
+            let Ok(number) = e.turn.parse::<u64>() else {
+                continue;
+            };
+            let key = (e.agent.clone(), e.session.clone());
+            let newer = self.turns.get(&key).is_none_or(|(n, _)| number >= *n);
+            if newer {
+                self.turns.insert(key, (number, e.turn_label.clone()));
+            }
+        }
+    }
+
+    /// A new turn of AGENT's SESSION begins, its prompt's label LABEL (see [`turn_label`]):
+    /// the entries recorded for that session from now on carry it. Return its number, one
+    /// more than the session's turn before (1 for the first one agent-q sees).
+    pub fn begin_turn(&mut self, agent: &str, session: &str, label: &str) -> u64 {
+        let key = (agent.to_string(), session.to_string());
+        let number = self.turns.get(&key).map_or(1, |(n, _)| n.saturating_add(1));
+        self.turns.insert(key, (number, label.to_string()));
+        number
+    }
+
+    /// The turn AGENT's SESSION is in now, as (number, label), if one began.
+    pub fn current_turn(&self, agent: &str, session: &str) -> Option<(u64, &str)> {
+        self.turns
+            .get(&(agent.to_string(), session.to_string()))
+            .map(|(n, label)| (*n, label.as_str()))
     }
 
     /// Drop the oldest entries beyond the bound.
@@ -569,13 +633,27 @@ impl Journal {
 
     /// Record ENTRY: number it, append it to the file, keep the bound. Return its number.
     /// Its hunks are not kept in memory (see [`Journal::full`]).
+    ///
+    /// An entry of a session that names no turn is given the turn the session is in (see
+    /// [`Journal::begin_turn`]). Its number is unique in the file also when other Emacsen
+    /// record into it: under the file's lock, it is past the last number in the file.
     pub fn record(&mut self, mut entry: Entry) -> Result<u64, JournalError> {
+        if entry.turn.is_empty() && !entry.session.is_empty() {
+            if let Some((number, label)) = self.current_turn(&entry.agent, &entry.session) {
+                entry.turn = number.to_string();
+                entry.turn_label = label.to_string();
+            }
+        }
+        let lock = self.lock()?;
+        if let Some(last) = last_id(&self.path).map_err(io(&self.path))? {
+            self.next_id = self.next_id.max(last.saturating_add(1));
+        }
         entry.id = self.next_id;
         let mut line = serde_json::to_vec(&entry)?;
         let len = line.len();
         line.push(b'\n');
         let offset = self.append(&line)?;
-        self.torn = false;
+        drop(lock);
         self.next_id += 1;
         self.file_lines += 1;
         entry.hunk_count = entry.hunks.len();
@@ -587,6 +665,42 @@ impl Journal {
             self.rewrite()?;
         }
         Ok(self.next_id - 1)
+    }
+
+    /// The journal's lock, held while it is appended to or rewritten, so that two Emacsen
+    /// recording into one file number their entries apart: an exclusive `flock` of the file
+    /// beside it, `PATH.lock`, waited for at most [`LOCK_WAIT`].
+    fn lock(&self) -> Result<File, JournalError> {
+        use std::os::fd::AsRawFd;
+        let path = self.path.with_extension("lock");
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io(&path))?;
+        }
+        let file = Self::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: flock on a descriptor this function owns; it is released when FILE closes.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(file);
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::WouldBlock && error.raw_os_error() != Some(libc::EINTR) {
+                return Err(io(&path)(error));
+            }
+            if start.elapsed() >= LOCK_WAIT {
+                return Err(io(&path)(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("another process held the lock for {} s", LOCK_WAIT.as_secs()),
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     fn options() -> OpenOptions {
@@ -606,8 +720,19 @@ impl Journal {
             .open(&self.path)
             .map_err(io(&self.path))?;
         let size = file.metadata().map_err(io(&self.path))?.len();
+        // The file may have been appended to by another Emacs: whether it ends in a torn line
+        // is read from it.
+        let torn = if size == 0 {
+            false
+        } else {
+            use std::os::unix::fs::FileExt;
+            let reader = File::open(&self.path).map_err(io(&self.path))?;
+            let mut last = [0u8; 1];
+            reader.read_exact_at(&mut last, size - 1).map_err(io(&self.path))?;
+            last[0] != b'\n'
+        };
         // One write of the whole line: a crash tears at most this last line.
-        if self.torn {
+        if torn {
             let mut whole = Vec::with_capacity(line.len() + 1);
             whole.push(b'\n');
             whole.extend_from_slice(line);
@@ -620,7 +745,15 @@ impl Journal {
 
     /// Write the file anew with the entries kept, after a header counting those lost. An
     /// entry whose line cannot be found in the file any more is dropped (and counted lost).
+    ///
+    /// Under the file's lock the entries are first read again from the file, so that those
+    /// another Emacs appended are kept too.
     pub fn rewrite(&mut self) -> Result<(), JournalError> {
+        let _lock = self.lock()?;
+        let fresh = Journal::open(&self.path, self.max)?;
+        self.entries = fresh.entries;
+        self.lost = self.lost.max(fresh.lost);
+        self.next_id = self.next_id.max(fresh.next_id);
         let temp = self.path.with_extension("tmp");
         let _ = fs::remove_file(&temp);
         let whole = match fs::read(&self.path) {
@@ -676,9 +809,53 @@ impl Journal {
         file.sync_all().map_err(io(&temp))?;
         fs::rename(&temp, &self.path).map_err(io(&self.path))?;
         self.file_lines = self.entries.len() + 1;
-        self.torn = false;
         Ok(())
     }
+}
+
+/// The number of the last entry in the journal file at PATH (or the next number its header
+/// gives, less one), read from its last two lines: `None` when the file is missing or holds
+/// neither. The last line may be torn; the one before it is whole.
+fn last_id(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = file.metadata()?.len();
+    const CHUNK: u64 = 64 * 1024;
+    // Read back from the end until two line starts are found (or the file's start).
+    let mut tail: Vec<u8> = Vec::new();
+    let mut start = size;
+    let enough = |tail: &[u8]| {
+        let body = tail.strip_suffix(b"\n").unwrap_or(tail);
+        memchr::memchr_iter(b'\n', body).count() >= 2
+    };
+    while start > 0 && !enough(&tail) && (size - start) < MAX_LINE_BYTES as u64 * 2 {
+        let from = start.saturating_sub(CHUNK);
+        let mut chunk = vec![0; usize::try_from(start - from).unwrap_or(0)];
+        file.read_exact_at(&mut chunk, from)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        start = from;
+    }
+    let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+    let mut best: Option<u64> = None;
+    for line in body.rsplit(|b| *b == b'\n').take(2) {
+        let id = if let Some(rest) = line.strip_prefix(b"{\"id\":") {
+            let digits: Vec<u8> = rest.iter().copied().take_while(u8::is_ascii_digit).collect();
+            std::str::from_utf8(&digits).ok().and_then(|d| d.parse::<u64>().ok())
+        } else if line.starts_with(b"{\"lost\":") {
+            serde_json::from_slice::<Header>(line)
+                .ok()
+                .map(|h| h.next_id.saturating_sub(1))
+        } else {
+            None
+        };
+        best = best.max(id);
+    }
+    Ok(best)
 }
 
 /// A hunk of an entry that no longer applies to the text as it is now.
