@@ -317,6 +317,17 @@ written."
     (codex "~/.codex/hooks.json" PreToolUse))
   "Where each agent's hook goes: (AGENT FILE EVENT).")
 
+(defconst agent-q-connect--prompt-events
+  '((claude . UserPromptSubmit) (gemini . BeforeAgent))
+  "Each agent's prompt hook event: (AGENT . EVENT).
+Its hook, the same command, tells Emacs that a turn of the session
+begins, for the journal of changes (`agent-q-journal-turn'), without
+waiting and printing nothing.  Codex CLI's UserPromptSubmit is not
+written: its trust entry for that event is not known to be right.")
+
+(defconst agent-q-connect--prompt-hook-timeout 10
+  "Seconds an agent gives its prompt hook, which takes at most 2.")
+
 (defconst agent-q-connect--gemini-policy "~/.gemini/policies/agent-q.toml"
   "The user policy of Gemini CLI that lets its shell run once Emacs approved.
 Gemini reads every *.toml in ~/.gemini/policies (its user tier), unless
@@ -403,6 +414,15 @@ and patch tools are named."
                            (timeout . ,(agent-q-connect--hook-timeout))
                            (statusMessage . ,agent-q-connect--status-message))]))))))
 
+(defun agent-q-connect--prompt-group (agent)
+  "AGENT's matcher group of agent-q's prompt hook (no matcher: every prompt)."
+  (let ((command (agent-q-connect--hook-command agent)))
+    `((hooks . [((type . "command") (command . ,command)
+                 ;; Gemini's timeout is in milliseconds.
+                 (timeout . ,(if (eq agent 'gemini)
+                                 (* 1000 agent-q-connect--prompt-hook-timeout)
+                               agent-q-connect--prompt-hook-timeout)))]))))
+
 (defun agent-q-connect--own-hook-p (hook)
   "Whether HOOK (one handler, an alist) is agent-q's own."
   (let ((command (and (listp hook) (alist-get 'command hook))))
@@ -476,17 +496,21 @@ from an AfterTool hook; it answers at once, without asking Emacs."
 
 (defun agent-q-connect--hook-events (agent)
   "AGENT's hook events of agent-q's, each (EVENT . GROUP-FUNCTION)."
-  (cons (cons (nth 2 (assq agent agent-q-connect--gate-files))
-              (lambda () (agent-q-connect--hook-group agent)))
-        (and (eq agent 'gemini)
-             (list (cons 'AfterTool #'agent-q-connect--after-tool-group)))))
+  (let ((prompt (cdr (assq agent agent-q-connect--prompt-events))))
+    (append (list (cons (nth 2 (assq agent agent-q-connect--gate-files))
+                        (lambda () (agent-q-connect--hook-group agent))))
+            (and (eq agent 'gemini)
+                 (list (cons 'AfterTool #'agent-q-connect--after-tool-group)))
+            (and prompt
+                 (list (cons prompt (lambda () (agent-q-connect--prompt-group agent))))))))
 
 (defun agent-q-connect--merge-hooks (object agent add)
   "Settings OBJECT with agent-q's hooks for AGENT replaced (ADD) or removed.
 Removing leaves out an event, or the whole hooks object, that only
 agent-q's hooks made.  For Claude Code, its status line too (see
 `agent-q-connect--status-line'); for Gemini CLI, its AfterTool hook
-too (see `agent-q-connect--after-tool-group')."
+too (see `agent-q-connect--after-tool-group'); its prompt hook too (see
+`agent-q-connect--prompt-events')."
   (when (eq agent 'claude)
     (setq object (agent-q-connect--status-line object add)))
   (let* ((hooks (alist-get 'hooks object))
@@ -659,7 +683,9 @@ allowing its shell) or `codex' (Codex CLI: PreToolUse in
 ~/.codex/hooks.json, and its trust in ~/.codex/config.toml, as
 Codex's /hooks would record it).  The hook runs bin/agent-q-mcp hook,
 which asks this Emacs when `agent-q-gate-mode' is on; agent-q's own
-MCP tools are left out.
+MCP tools are left out.  For Claude Code and Gemini CLI the same
+command is also their prompt hook (UserPromptSubmit, BeforeAgent),
+which tells Emacs that a turn begins, for the journal of changes.
 Existing files are merged (the user's hooks kept, agent-q's replaced,
 the old file kept as FILE.agent-q.bak); a second run changes nothing.
 With SHOW (interactively, \\[universal-argument]), write nothing and show

@@ -93,6 +93,7 @@
 (require 'agent-q-gate-edit)
 
 (declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
+(declare-function agent-q-journal-turn "agent-q-journal" (&rest plist))
 (declare-function agent-q--core-mcp-set-gating "agent-q-core" (on))
 (declare-function agent-q--core-mcp-gate-answer "agent-q-core" (key decision detail))
 (declare-function agent-q--core-gate-walk-search "agent-q-core"
@@ -673,7 +674,11 @@ and audit it as a timeout."
   (pcase event
     (`(:gate ,key . ,props) (agent-q-gate-request key props))
     (`(:gate-withdrawn ,key) (agent-q-gate-withdraw key))
-    (`(:gate-timed-out ,key ,seconds ,reason) (agent-q-gate-time-out key seconds reason))))
+    (`(:gate-timed-out ,key ,seconds ,reason) (agent-q-gate-time-out key seconds reason))
+    ;; The agent's prompt hook: a turn of its session begins, for the journal.
+    (`(:turn ,agent ,session ,label)
+     (when (require 'agent-q-journal nil t)
+       (agent-q-journal-turn :agent (symbol-name agent) :session session :prompt label)))))
 
 ;;;; Turning it on and off
 

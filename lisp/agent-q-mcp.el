@@ -193,7 +193,8 @@ Each is a plist (:client LABEL :session SESSION :protocol VERSION
   "Function called with each gate item of the server, or nil.
 An item is (:gate KEY ...), (:gate-withdrawn KEY) or (:gate-timed-out
 KEY SECONDS REASON): a terminal agent's own tool call, through its hook
-\(see `agent-q-gate-mode',
+\(see `agent-q-gate-mode'; or (:turn AGENT SESSION LABEL): its prompt
+hook says a turn begins,
 which sets it).  With none, a gate request is answered `ask': the
 agent's own prompt.")
 
@@ -464,7 +465,8 @@ so that Emacs's main loop (input, redisplay) runs in between."
         (`(:call ,key . ,props) (agent-q-mcp--call key props))
         (`(:cancel ,key) (agent-q-mcp--cancel key))
         ((and `(,(or :gate :gate-withdrawn :gate-timed-out) ,key . ,_) event)
-         (agent-q-mcp--gate event key)))))
+         (agent-q-mcp--gate event key))
+        ((and `(:turn . ,_) event) (agent-q-mcp--gate event nil)))))
   (when (and agent-q-mcp--backlog (not agent-q-mcp--backlog-timer))
     (setq agent-q-mcp--backlog-timer (run-at-time 0 nil #'agent-q-mcp--work))))
 

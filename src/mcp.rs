@@ -258,7 +258,8 @@ fn mcp_set_max_argument_bytes<'e>(env: &'e Env, max_argument_bytes: Value<'e>) -
 /// (:call KEY :tool NAME :arguments ARGUMENTS :client CLIENT :client-name NAME :session SESSION
 /// :channel CHANNEL :progress BOOL :roots ROOTS :protocol VERSION) and (:cancel KEY), and, while
 /// gating is on (`agent-q--core-mcp-set-gating'), (:gate KEY :agent AGENT :event EVENT ...) (see
-/// [`gate_value`]) and (:gate-withdrawn KEY), (:gate-timed-out KEY SECONDS REASON). CLIENT is "NAME VERSION" as the client introduced
+/// [`gate_value`]) and (:gate-withdrawn KEY), (:gate-timed-out KEY SECONDS REASON), and
+/// (:turn AGENT SESSION LABEL) when an agent's prompt hook says a turn begins. CLIENT is "NAME VERSION" as the client introduced
 /// itself, NAME its name alone. CHANNEL is the hub's channel of the call (its session's, or its
 /// own for a stateless request): what the call may see of other calls' work is keyed by it,
 /// never by NAME. ARGUMENTS are the call's arguments as the server
@@ -322,6 +323,12 @@ fn mcp_take(env: &Env) -> Result<Value<'_>> {
             Event::GateWithdrawn { key } => {
                 env.list((env.intern(":gate-withdrawn")?, i64::try_from(key).unwrap_or(i64::MAX)))?
             }
+            Event::Turn { notice } => env.list((
+                env.intern(":turn")?,
+                env.intern(notice.agent.name())?,
+                notice.session_id.as_str(),
+                notice.label.as_str(),
+            ))?,
             Event::GateTimedOut { key, seconds } => env.list((
                 env.intern(":gate-timed-out")?,
                 i64::try_from(key).unwrap_or(i64::MAX),

@@ -192,7 +192,12 @@ Emacs is away."
                          (hooks . [((type . "command")
                                     (command . ,(agent-q-connect-test--hook 'claude))
                                     (timeout . 600)
-                                    (statusMessage . "Waiting for Emacs (agent-q)..."))])))))
+                                    (statusMessage . "Waiting for Emacs (agent-q)..."))]))))
+        ;; The same command is its prompt hook: a turn begins (the journal's).
+        (should (equal (alist-get 'UserPromptSubmit (alist-get 'hooks json))
+                       `[((hooks . [((type . "command")
+                                     (command . ,(agent-q-connect-test--hook 'claude))
+                                     (timeout . 10))]))])))
       (should (equal (agent-q-connect-test--text (concat settings ".agent-q.bak")) original))
       ;; Twice is the same as once, backup included.
       (let ((before (agent-q-connect-test--text settings)))
@@ -249,6 +254,13 @@ Emacs is away."
                                         (command . ,(concat (shell-quote-argument
                                                              (agent-q-connect--relay))
                                                             " hook --agent gemini --event after-tool"
+                                                            " --connection-file "
+                                                            agent-q-mcp-connection-file))
+                                        (timeout . 10000))]))])
+                        ;; Its prompt hook: a turn begins, for the journal.
+                        (BeforeAgent
+                         . [((hooks . [((type . "command")
+                                        (command . ,(concat (agent-q-connect-test--hook 'gemini)
                                                             " --connection-file "
                                                             agent-q-mcp-connection-file))
                                         (timeout . 10000))]))])))))

@@ -18,6 +18,10 @@
 //! - `--event after-tool` (Gemini CLI's `AfterTool`): what the model must be told about a call
 //!   Emacs changed, kept by the server since the call's `BeforeTool` answer, as
 //!   `additionalContext`; nothing, at once, otherwise (see [`run_after_tool`]).
+//! - The agent's prompt hook (Claude's and Codex's `UserPromptSubmit`, Gemini's
+//!   `BeforeAgent`): a turn begins. It is posted to `/turn` ([`agent_q_core::gate::TurnNotice`])
+//!   with a short timeout ([`TURN_TIMEOUT`]), nothing waits for Emacs, and the hook prints
+//!   nothing and exits 0 whatever happens: the prompt is never blocked.
 //! - The agent gone while its call waits (killed: the pipe it reads the hook's answer from is
 //!   closed): the request is dropped, so Emacs withdraws the call (see `agent_gone`).
 
@@ -26,11 +30,11 @@ use std::path::PathBuf;
 
 pub use agent_q_core::gate::Unreachable;
 use agent_q_core::gate::{
-    after_tool_output, codex_approval, format_answer, format_answer_to, parse_after_tool, parse_hook_input,
-    unreachable_answer, AfterToolInput, Agent, CodexApproval, CodexConfig, GateAnswer, GateRequest, HookEvent,
-    HookOutput, MAX_HOOK_INPUT_BYTES, MAX_WAIT_SECS,
+    after_tool_output, codex_approval, format_answer, format_answer_to, is_prompt_hook, parse_after_tool,
+    parse_hook_input, turn_notice, unreachable_answer, AfterToolInput, Agent, CodexApproval, CodexConfig, GateAnswer,
+    GateRequest, HookEvent, HookOutput, TurnNotice, MAX_HOOK_INPUT_BYTES, MAX_WAIT_SECS,
 };
-use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT, TOLD_ENDPOINT};
+use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT, TOLD_ENDPOINT, TURN_ENDPOINT};
 use thiserror::Error;
 
 use crate::relay::{check_process_owner, error_chain, http_client, read_connection, resolve_connection_file};
@@ -87,6 +91,17 @@ pub fn run(options: &HookOptions, stdin: impl Read) -> HookResult {
         Ok(bytes) => bytes,
         Err(error) => return fallback(options, event, &[], &error),
     };
+    if options.event.is_none() && is_prompt_hook(options.agent, &bytes) {
+        // Emacs away, the gate off, no session: a no-op, said nowhere (the agents show a
+        // hook's stderr; the prompt must go on as if no hook had run).
+        if let Some(notice) = turn_notice(options.agent, &bytes) {
+            let _ = tell_turn(options, &notice);
+        }
+        return HookResult {
+            output: HookOutput::silent(),
+            message: None,
+        };
+    }
     let request = match parse_hook_input(options.agent, options.event, &bytes) {
         Ok(mut request) => {
             request.wait_secs = options.timeout.map(agent_wait);
@@ -306,6 +321,46 @@ fn read_input(stdin: impl Read) -> Result<Vec<u8>, HookError> {
         )));
     }
     Ok(bytes)
+}
+
+/// The longest the prompt hook takes to tell Emacs that a turn begins.
+pub const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Tell the Emacs the connection file names that the turn NOTICE begins; wait for no decision.
+fn tell_turn(options: &HookOptions, notice: &TurnNotice) -> Result<(), HookError> {
+    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
+    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
+    let connection = read_connection(&path).map_err(no_server)?;
+    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
+    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
+    url.set_path(TURN_ENDPOINT);
+    url.set_query(None);
+    let body = serde_json::to_vec(notice).map_err(|e| HookError::Input(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
+    runtime.block_on(async {
+        let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
+        let response = client
+            .post(url.clone())
+            .bearer_auth(&connection.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .timeout(TURN_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| HookError::NoServer(format!("nothing answers at {url} ({})", error_chain(&e))))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = response.text().await.unwrap_or_default();
+        Err(HookError::Refused(format!(
+            "Emacs answered HTTP {status}: {}",
+            text.trim().chars().take(500).collect::<String>()
+        )))
+    })
 }
 
 /// Post REQUEST to the gate of the Emacs the connection file names, and wait for its answer.

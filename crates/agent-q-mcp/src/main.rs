@@ -30,6 +30,10 @@ where Codex's own approval policy asks: else it denies), or denies it with
 left, and the call is denied, saying so, when it runs out.  With --event
 after-tool (Gemini CLI's AfterTool) it prints what the model must be told about
 a call Emacs changed (an edited command, rejected hunks), else nothing.
+Run as the agent's
+prompt hook (Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's
+BeforeAgent), it tells Emacs that a turn of the session begins, for the journal
+of changes, without waiting, and prints nothing.
 
 `status-line' is Claude Code's statusLine command: given the session on stdin,
 it prints \"Waiting for Emacs (agent-q)... answer there\" while a hook of that

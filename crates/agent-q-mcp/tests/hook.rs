@@ -505,3 +505,46 @@ fn gemini_after_tool_with_emacs_away_or_bad_input_is_silent() {
     assert_eq!((code, out), (0, Value::Null));
     assert!(err.contains("Gemini CLI's AfterTool"), "{err}");
 }
+
+#[test]
+fn a_prompt_hook_tells_emacs_a_turn_begins_and_never_blocks_the_prompt() {
+    let (_fixture, driver, file) = serving("turn");
+    let claude = json!({"session_id": "c-7", "cwd": "/p", "hook_event_name": "UserPromptSubmit",
+                        "prompt": "Fix the form.\nThen run the tests."})
+    .to_string();
+    let (code, out, err) = hook(&["--agent", "claude", "--timeout", "600"], &file, &claude);
+    assert_eq!((code, out, err.as_str()), (0, Value::Null, ""));
+    let gemini = json!({"session_id": "g-7", "cwd": "/p", "hook_event_name": "BeforeAgent",
+                        "timestamp": "2026-11-29T00:00:00Z", "prompt": "Write it"})
+    .to_string();
+    let (code, out, err) = hook(&["--agent", "gemini"], &file, &gemini);
+    assert_eq!((code, out, err.as_str()), (0, Value::Null, ""));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let turns = loop {
+        let turns: Vec<_> = driver
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Turn { notice } => Some((notice.agent.name(), notice.session_id.clone(), notice.label.clone())),
+                _ => None,
+            })
+            .collect();
+        if turns.len() >= 2 || Instant::now() > deadline {
+            break turns;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        turns,
+        vec![
+            ("claude", "c-7".to_string(), "Fix the form.".to_string()),
+            ("gemini", "g-7".to_string(), "Write it".to_string())
+        ]
+    );
+    // Emacs away: the same, silently.
+    let missing = temp_dir("turn-away").join("none.json");
+    let (code, out, err) = hook(&["--agent", "claude"], &missing, &claude);
+    assert_eq!((code, out, err.as_str()), (0, Value::Null, ""));
+}

@@ -43,6 +43,7 @@ mod gemini;
 mod patch;
 mod search;
 mod told;
+mod turn;
 pub mod waiting;
 mod walk;
 
@@ -61,6 +62,7 @@ pub use told::{
     after_tool_output, input_as_run, may_tell, parse_after_tool, told_key, AfterToolInput, ToldKey, ToldStore,
     MAX_KEY_DEPTH, MAX_TOLD, TOLD_TTL,
 };
+pub use turn::{is_prompt_hook, prompt_event_name, turn_notice, TurnNotice};
 pub use walk::{walk_search, SensitivePatterns, WalkLimits, WalkVerdict, MAX_DECORATED, WALK_BUDGET, WALK_MAX_ENTRIES};
 
 /// The largest hook input read, in bytes: a `Write` of a large file is the biggest thing an

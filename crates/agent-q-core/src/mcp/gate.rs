@@ -49,6 +49,13 @@ pub const GATE_ENDPOINT: &str = "/gate";
 /// The path of the route Gemini CLI's `AfterTool` hook asks what its model must be told.
 pub const TOLD_ENDPOINT: &str = "/gate/told";
 
+/// The path of the turn route: `POST /turn` with a [`crate::gate::TurnNotice`] as JSON
+/// (`{"agent": "claude", "session_id": "...", "label": "..."}`), sent by an agent's prompt
+/// hook. Answered at once, without waiting for the driver: 204 when queued
+/// ([`super::Event::Turn`]), 400 (text) when the body is not such a notice, 503 (text) when it
+/// is not queued (gating off, the server stopping, too many queued).
+pub const TURN_ENDPOINT: &str = "/turn";
+
 /// The longest a gate request waits for the driver: the user may take their time over a
 /// prompt or a review. The agents' own hook timeouts are shorter (600 s by default).
 pub const MAX_GATE_WAIT: Duration = Duration::from_secs(3600);
@@ -141,6 +148,28 @@ pub(crate) async fn serve_told(hub: Arc<Hub>, body: Bytes) -> Response {
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// Serve one `POST /turn` with BODY (see [`TURN_ENDPOINT`]).
+pub(crate) async fn serve_turn(hub: Arc<Hub>, body: Bytes) -> Response {
+    let notice: crate::gate::TurnNotice = match serde_json::from_slice(&body) {
+        Ok(notice) => notice,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("Bad Request: {e}")),
+    };
+    if !notice.is_valid() {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the session is empty, or the session or the label is too long".into(),
+        );
+    }
+    match hub.note_turn(notice) {
+        Ok(()) => {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        }
+        Err(reason) => text(StatusCode::SERVICE_UNAVAILABLE, reason),
+    }
 }
 
 fn text(status: StatusCode, message: String) -> Response {

@@ -314,6 +314,12 @@ pub enum Event {
         /// The request's key.
         key: u64,
     },
+    /// A turn of a terminal agent's session began (its prompt hook, `POST /turn`): nothing
+    /// waits for an answer. Only while gating is on (see [`Hub::set_gating`]).
+    Turn {
+        /// The agent, its session and the turn's label.
+        notice: crate::gate::TurnNotice,
+    },
     /// Nobody answered the gate request KEY within the agent's hook timeout (its
     /// [`GateRequest::wait_secs`]): the hook has been answered [`crate::gate::timed_out_answer`].
     /// Take its prompt or review down, saying so ([`crate::gate::timed_out_reason`]); record
@@ -364,6 +370,9 @@ pub const MAX_PENDING_PER_CLIENT: usize = 32;
 /// The most calls waiting at once, from all clients together. Each holds a connection (see
 /// [`super::MAX_CONNECTIONS`]), which leaves room for the clients' other requests.
 pub const MAX_PENDING_CALLS: usize = 192;
+
+/// The most turn notices (see [`Event::Turn`]) queued for the driver at once.
+pub const MAX_QUEUED_TURNS: usize = 256;
 
 /// A call or gate request waiting for its answer.
 struct Pending {
@@ -712,6 +721,22 @@ impl Hub {
         drop(inner);
         (self.wake)();
         Ok(GateTicket { key, answer: answer_rx })
+    }
+
+    /// A turn began, as NOTICE says: queue [`Event::Turn`] for the driver. Refused (the
+    /// reason) while gating is off, when the server is closing, or when
+    /// [`MAX_QUEUED_TURNS`] wait to be taken already.
+    pub(crate) fn note_turn(&self, notice: crate::gate::TurnNotice) -> Result<(), String> {
+        let mut inner = self.lock();
+        inner.refusal_of_gates()?;
+        let queued = inner.events.iter().filter(|e| matches!(e, Event::Turn { .. })).count();
+        if queued >= MAX_QUEUED_TURNS {
+            return Err(format!("{queued} turns wait for Emacs already"));
+        }
+        inner.events.push_back(Event::Turn { notice });
+        drop(inner);
+        (self.wake)();
+        Ok(())
     }
 
     /// Withdraw the call or gate request KEY (its client cancelled or went away). If the driver

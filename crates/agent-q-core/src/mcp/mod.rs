@@ -54,9 +54,9 @@ pub mod server;
 
 pub use crate::limits::{MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_VALUES};
 pub use connections::{EVICTION_AGE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_UNPROVEN_CONNECTIONS};
-pub use gate::{GATE_ENDPOINT, GATE_WITHDRAWN, MAX_GATE_WAIT, TOLD_ENDPOINT};
+pub use gate::{GATE_ENDPOINT, GATE_WITHDRAWN, MAX_GATE_WAIT, TOLD_ENDPOINT, TURN_ENDPOINT};
 pub use hub::{CallAnswer, ClientInfo, Event, Hub, ToolInfo, Wake, GATING_OFF};
-pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT};
+pub use hub::{MAX_PENDING_CALLS, MAX_PENDING_PER_CLIENT, MAX_QUEUED_TURNS};
 pub use security::MAX_REQUEST_BODY_BYTES;
 pub use server::{Config, RunningServer, Server, Shutdown, Stopping, DEFAULT_PROGRESS_INTERVAL, ENDPOINT, STOPPED};
 

@@ -147,6 +147,7 @@ impl Server {
         let (posts_tx, posts) = watch::channel(0usize);
         let gate_hub = hub.clone();
         let told_hub = hub.clone();
+        let turn_hub = hub.clone();
         let router = Router::new()
             .route_service(ENDPOINT, service)
             .route(
@@ -156,6 +157,10 @@ impl Server {
             .route(
                 TOLD_ENDPOINT,
                 axum::routing::post(move |body: Bytes| super::gate::serve_told(told_hub.clone(), body)),
+            )
+            .route(
+                super::gate::TURN_ENDPOINT,
+                axum::routing::post(move |body: Bytes| super::gate::serve_turn(turn_hub.clone(), body)),
             )
             .layer(middleware::from_fn_with_state(Arc::new(posts_tx), track_posts))
             // Inside the security layer: only what it lets through proves a connection.
