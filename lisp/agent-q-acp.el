@@ -61,7 +61,9 @@
 ;;
 ;; `session/cancel' (sent with `acp-send-notification', as agent-shell
 ;; does) and the agent's process ending withdraw the session's pending
-;; questions (`agent-q-acp-withdraw-session').
+;; questions (`agent-q-acp-withdraw-session').  Each `session/prompt'
+;; (sent with `acp-send-request') begins a turn of the session in the
+;; journal of changes (`agent-q-journal-turn').
 ;;
 ;; This file needs neither agent-shell nor acp.el to load or compile: it
 ;; reads agent-shell's variables only when they are bound.
@@ -80,6 +82,8 @@
 (declare-function agent-q-mcp-running-p "agent-q-mcp" ())
 (declare-function agent-q-mcp-start "agent-q-mcp" (&optional interactive))
 (declare-function agent-shell-cwd "agent-shell" ())
+(declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
+(declare-function agent-q-journal-turn "agent-q-journal" (&rest plist))
 
 (defvar agent-q-mcp--url)
 (defvar agent-q-mcp--token)
@@ -321,6 +325,31 @@ Return how many were withdrawn."
   (unless (process-live-p process)
     (setq agent-q-acp--watched (delq process agent-q-acp--watched))
     (agent-q-acp-withdraw-process process)))
+
+(defun agent-q-acp--request-sent (&rest args)
+  "Before `acp-send-request' (ARGS): a session/prompt begins a turn.
+The journal (`agent-q-journal-turn') numbers the session's turns and
+labels each with its prompt's first text line; the session's changes
+then carry it.  The agent is named as its calls are, from the
+agent-shell buffer of the request's client."
+  (let ((request (plist-get args :request)))
+    (when (equal (agent-q-acp--get request :method) "session/prompt")
+      (condition-case err
+          (let* ((params (agent-q-acp--get request :params))
+                 (session (agent-q-acp--string (agent-q-acp--get params 'sessionId)))
+                 (client (plist-get args :client))
+                 (buffer (and (consp client) (agent-q-acp--get client :context-buffer)))
+                 (context (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
+                            (agent-q-acp-context)))
+                 (text (cl-loop for block in (agent-q-acp--list (agent-q-acp--get params 'prompt))
+                                when (equal (agent-q-acp--get block 'type) "text")
+                                return (agent-q-acp--get block 'text))))
+            (when (and session (require 'agent-q-journal nil t))
+              (agent-q-journal-turn :channel (format "acp %s" session)
+                                    :client (plist-get context :label)
+                                    :prompt (and (stringp text) text))))
+        (error (message "agent-q: the ACP prompt's turn was not journalled: %s"
+                        (error-message-string err)))))))
 
 (defun agent-q-acp--notification-sent (&rest args)
   "After `acp-send-notification' (ARGS): a session/cancel withdraws its questions."
@@ -587,7 +616,11 @@ a partial edit nor a reason."
          (cwd (plist-get context :cwd))
          (agent (plist-get context :agent))
          (client (agent-q-rules-agent-client (symbol-name agent)))
-         (files nil) (calls nil))
+         (files nil) (calls nil)
+         ;; Journalled only once the agent is told yes: it then writes
+         ;; every file, and none when one is rejected.
+         (records nil)
+         (journal-later (lambda (&rest record) (push record records))))
     (cl-loop for (file old new) in diffs
              for index from 0
              do (let* ((file (expand-file-name file cwd))
@@ -598,6 +631,7 @@ a partial edit nor a reason."
                                       ;; Who, for a trust (`agent-q-trust-agent').
                                       :agent (symbol-name agent)
                                       :session (plist-get context :session) :cwd cwd
+                                      :journal-later journal-later
                                       :description
                                       (concat (plist-get context :name) " " agent-q-acp--review-note
                                               (if note (concat "; " note) "")))
@@ -628,6 +662,9 @@ a partial edit nor a reason."
                  (remhash (car f) agent-q-gate-edit--outcomes)
                  (remhash (car f) agent-q-gate-edit--proposals))
                (when (agent-q-acp--done key)
+                 (when (and allowed (require 'agent-q-journal nil t))
+                   (dolist (record (reverse records))
+                     (apply #'agent-q-journal-record record)))
                  (funcall answer allowed))))
            (agent-q-gate--registry)
            :client (list :client label :mcp-client client
@@ -714,7 +751,8 @@ still waiting for an answer in agent-q."
           (unless (and agent-q-acp--added-entry (member agent-q-acp--added-entry servers))
             (setq agent-q-acp--added-entry (agent-q-acp-mcp-server-entry))
             (setq agent-shell-mcp-servers (append servers (list agent-q-acp--added-entry)))))
-        (advice-add 'acp-send-notification :after #'agent-q-acp--notification-sent))
+        (advice-add 'acp-send-notification :after #'agent-q-acp--notification-sent)
+        (advice-add 'acp-send-request :before #'agent-q-acp--request-sent))
     (when (eq (and (boundp 'agent-shell-permission-responder-function)
                    agent-shell-permission-responder-function)
               #'agent-q-acp-respond)
@@ -724,6 +762,7 @@ still waiting for an answer in agent-q."
       (setq agent-shell-mcp-servers (remove agent-q-acp--added-entry agent-shell-mcp-servers)))
     (setq agent-q-acp--added-entry nil)
     (advice-remove 'acp-send-notification #'agent-q-acp--notification-sent)
+    (advice-remove 'acp-send-request #'agent-q-acp--request-sent)
     ;; The agents still wait for these: they are rejected, not left hanging.
     (agent-q-acp--withdraw-if (lambda (_s _p) t) "agent-q-agent-shell-mode was turned off" t)))
 

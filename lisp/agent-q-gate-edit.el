@@ -194,17 +194,20 @@ HUNKS is the review's (see `agent-q-review-hunks'), nil when no review
 decided.  CONTEXT, the call's `agent-q-call-context', names the agent,
 its session and how it was approved.  An edit the agent may make only
 whole (ACP: EDIT's :whole) is journalled only when TEXT is the whole
-proposal."
+proposal.  When EDIT has :journal-later, a function, it is called
+with the arguments of `agent-q-journal-record' instead: its caller
+records them once it knows the edit is written (ACP: only when every
+file of the request was accepted)."
   (when (and (stringp text)
              (or (not (plist-get edit :whole))
                  (equal text (plist-get edit :proposal)))
              (require 'agent-q-journal nil t))
-    (agent-q-journal-record
-     :context context :file file
-     :old (plist-get edit :current) :new text
-     :accepted (+ (length (plist-get hunks :accepted))
-                  (length (plist-get hunks :edited)))
-     :rejected (length (plist-get hunks :rejected)))))
+    (funcall (or (plist-get edit :journal-later) #'agent-q-journal-record)
+             :context context :file file
+             :old (plist-get edit :current) :new text
+             :accepted (+ (length (plist-get hunks :accepted))
+                          (length (plist-get hunks :edited)))
+             :rejected (length (plist-get hunks :rejected)))))
 
 (defun agent-q-gate-edit--mark-review ()
   "Count the call whose handler is starting as waiting for a review."
