@@ -125,7 +125,7 @@ the new text to its file."
   "Time the module's rows of the list alone; return (SECONDS . GCS)."
   (garbage-collect)
   (let ((gcs gcs-done) (t0 (float-time)))
-    (agent-q--core-journal-rows (agent-q-journal--get) nil '(19 10 16 40 10)
+    (agent-q--core-journal-rows (agent-q-journal--get) nil '(19 10 10 24 40 10)
                                 (expand-file-name "~"))
     (cons (- (float-time) t0) (- gcs-done gcs))))
 

@@ -408,7 +408,9 @@ Every core function the module defines must be here (see the test
       (agent-q--core-journal-revert . ,(lambda () (list (agent-q-stress--journal) '(1) "b\n")))
       (agent-q--core-journal-entry . ,(lambda () (list (agent-q-stress--journal) 1)))
       (agent-q--core-journal-rows
-       . ,(lambda () (list (agent-q-stress--journal) '(:agent "a") '(19 10 16 40 10) "/home")))
+       . ,(lambda () (list (agent-q-stress--journal) '(:agent "a") '(19 10 10 24 40 10) "/home")))
+      (agent-q--core-journal-begin-turn
+       . ,(lambda () (list (agent-q-stress--journal) '(:agent "a" :session "s") "Fix it.\nMore.")))
       (agent-q--core-journal-select . ,(lambda () (list (agent-q-stress--journal) '(:file "/f"))))
       (agent-q--core-diff-locate . ,(lambda () (list "a\nb\n" "b\n")))
       (agent-q--core-gate-edit-text
