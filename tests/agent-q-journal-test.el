@@ -45,6 +45,10 @@
 (require 'agent-q-gate-test)
 
 (defvar agent-q-gate-test--by-command)
+;; agent-shell's, as the ACP mode and the responder read them.
+(defvar agent-shell--state)
+(defvar agent-shell-permission-responder-function)
+(defvar agent-shell-mcp-servers)
 
 (defun agent-q-journal-test--lines (n)
   "N numbered lines."
