@@ -48,6 +48,12 @@
 ;; The journal of changes the suites record goes to a file of the run's
 ;; own, never to the user's (set before agent-q-journal's defcustom).
 (defvar agent-q-journal-file (make-temp-file "agent-q-test-journal" nil ".jsonl"))
+;; It and its lock file (FILE.lock) go when the run ends.
+(let ((journal agent-q-journal-file))
+  (add-hook 'kill-emacs-hook
+            (lambda ()
+              (dolist (file (list journal (concat (file-name-sans-extension journal) ".lock")))
+                (ignore-errors (delete-file file))))))
 
 ;; By feature, not by file: some suites require others (their helpers),
 ;; and Emacs 29 and later refuse a test defined twice.

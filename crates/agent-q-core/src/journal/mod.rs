@@ -6,8 +6,10 @@
 //!   storing the hunks (with [`diff::CONTEXT`] lines of context), never the whole file, and no
 //!   text at all for a sensitive file.
 //! - [`Journal`] holds the entries in memory and appends each new one to its file as one line
-//!   (mode 0600); it reads the file back tolerating a torn last line, keeps at most its bound
-//!   (the oldest go first, counted in [`Journal::lost`]) and rewrites the file when it has grown
+//!   (mode 0600), numbering it under a lock shared by every Emacs recording into the file
+//!   (`FILE.lock`, which keeps the next number); it reads the file back tolerating a torn
+//!   last line, keeps at most its bound (the oldest go first, counted in [`Journal::lost`])
+//!   and rewrites the file when it has grown
 //!   past the bound by an eighth.
 //! - [`revert`] computes the text that undoes entries, newest first, hunk by hunk, in a text as
 //!   it is now: a hunk whose new side is no longer there is a [`Conflict`], never written.
@@ -645,14 +647,25 @@ impl Journal {
             }
         }
         let lock = self.lock()?;
-        if let Some(last) = last_id(&self.path).map_err(io(&self.path))? {
-            self.next_id = self.next_id.max(last.saturating_add(1));
-        }
+        let lock_path = self.path.with_extension("lock");
+        // The next number is kept in the lock file; read from the journal's end only when it
+        // is not (a journal of an older agent-q) or the journal ends in a torn line, whose
+        // number is not given again.
+        let stored = stored_next(&lock);
+        let known = if stored.is_none() || ends_torn(&self.path).map_err(io(&self.path))? {
+            last_id(&self.path)
+                .map_err(io(&self.path))?
+                .map(|last| last.saturating_add(1))
+        } else {
+            None
+        };
+        self.next_id = self.next_id.max(stored.unwrap_or(1)).max(known.unwrap_or(1));
         entry.id = self.next_id;
         let mut line = serde_json::to_vec(&entry)?;
         let len = line.len();
         line.push(b'\n');
         let offset = self.append(&line)?;
+        store_next(&lock, self.next_id.saturating_add(1)).map_err(io(&lock_path))?;
         drop(lock);
         self.next_id += 1;
         self.file_lines += 1;
@@ -722,15 +735,7 @@ impl Journal {
         let size = file.metadata().map_err(io(&self.path))?.len();
         // The file may have been appended to by another Emacs: whether it ends in a torn line
         // is read from it.
-        let torn = if size == 0 {
-            false
-        } else {
-            use std::os::unix::fs::FileExt;
-            let reader = File::open(&self.path).map_err(io(&self.path))?;
-            let mut last = [0u8; 1];
-            reader.read_exact_at(&mut last, size - 1).map_err(io(&self.path))?;
-            last[0] != b'\n'
-        };
+        let torn = size > 0 && ends_torn(&self.path).map_err(io(&self.path))?;
         // One write of the whole line: a crash tears at most this last line.
         if torn {
             let mut whole = Vec::with_capacity(line.len() + 1);
@@ -749,11 +754,11 @@ impl Journal {
     /// Under the file's lock the entries are first read again from the file, so that those
     /// another Emacs appended are kept too.
     pub fn rewrite(&mut self) -> Result<(), JournalError> {
-        let _lock = self.lock()?;
+        let lock = self.lock()?;
         let fresh = Journal::open(&self.path, self.max)?;
         self.entries = fresh.entries;
         self.lost = self.lost.max(fresh.lost);
-        self.next_id = self.next_id.max(fresh.next_id);
+        self.next_id = self.next_id.max(fresh.next_id).max(stored_next(&lock).unwrap_or(1));
         let temp = self.path.with_extension("tmp");
         let _ = fs::remove_file(&temp);
         let whole = match fs::read(&self.path) {
@@ -808,9 +813,44 @@ impl Journal {
         file.write_all(&out).map_err(io(&temp))?;
         file.sync_all().map_err(io(&temp))?;
         fs::rename(&temp, &self.path).map_err(io(&self.path))?;
+        store_next(&lock, self.next_id).map_err(io(&self.path.with_extension("lock")))?;
         self.file_lines = self.entries.len() + 1;
         Ok(())
     }
+}
+
+/// The next entry number kept in the journal's LOCK file, if it holds one.
+fn stored_next(lock: &File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 32];
+    let n = lock.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
+}
+
+/// Keep NEXT, the next entry number, in the journal's LOCK file.
+fn store_next(lock: &File, next: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let text = format!("{next}\n");
+    lock.set_len(0)?;
+    lock.write_all_at(text.as_bytes(), 0)
+}
+
+/// Whether the file at PATH ends in a line without its newline (torn by a crash); false when
+/// it is missing or empty.
+fn ends_torn(path: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let size = file.metadata()?.len();
+    if size == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, size - 1)?;
+    Ok(last[0] != b'\n')
 }
 
 /// The number of the last entry in the journal file at PATH (or the next number its header

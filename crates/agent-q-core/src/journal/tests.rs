@@ -446,7 +446,14 @@ fn two_journals_on_one_file_never_give_one_number_twice() {
         let full = all.full(*id).unwrap().unwrap();
         assert_eq!(full.hunks.len(), 1);
     }
-    // A's own view finds B's entry's hunks by number too.
+    // The lock file keeps the next number: no tail of the journal is read to find it.
+    let next: u64 = fs::read_to_string(path.with_extension("lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(next, ids.iter().max().unwrap() + 1);
+    // A does not hold B's entries until it reads the file again.
     assert!(
         a.full(ids[1]).unwrap().is_none(),
         "a does not hold b's entries until read again"
