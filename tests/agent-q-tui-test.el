@@ -34,7 +34,11 @@
 ;;   command; while Emacs holds it, the pane says the call waits for
 ;;   Emacs, and once answered the words are gone;
 ;; - in the edit review's header line: the time the agent still waits,
-;;   and that the time is up once it is.
+;;   and that the time is up once it is;
+;; - and the whole of it as a user meets it: the real Claude Code TUI in
+;;   one tmux pane, an interactive `emacs -nw' with agent-q in the other,
+;;   both driven by keys and read from their panes (the prompt, `e', `r',
+;;   `a' and `agent-q-grants', a review hunk by hunk, .mcp.json).
 
 ;;; Code:
 
@@ -409,6 +413,279 @@ runs, its model is never asked."
             (should-not (agent-q-ide-test--step-requests (nth 2 model)))))
       (when model (ignore-errors (delete-process (car model))))
       (ignore-errors (delete-directory dir t)))))
+
+;;;; Claude Code's TUI beside an `emacs -nw', as a user meets them
+
+;; One tmux window, two panes: above, an interactive `emacs -nw -Q'
+;; that loads agent-q as the README says, serves MCP and gates the
+;; agents' own tools, its hook written with M-x agent-q-gate-connect-agent;
+;; below, the real Claude Code TUI, driven by the scripted model.  Both
+;; are driven by keys, and read from their panes.
+
+(defun agent-q-tui-test--pane (session pane)
+  "The text on PANE (0: Emacs, 1: the agent) of SESSION, lines joined.
+Emacs continues a long line with a backslash in the last column."
+  (replace-regexp-in-string
+   "\\\\\n" ""
+   (agent-q-tmux-test--tmux "capture-pane" "-p" "-t" (format "%s:0.%d" session pane))))
+
+(defun agent-q-tui-test--wait-pane (session pane regexp &optional seconds)
+  "Wait up to SECONDS (default 120) until PANE of SESSION matches REGEXP.
+Return the pane's text; fail the test, showing both panes, if it never does."
+  (let ((screen "") (deadline (+ (float-time) (or seconds 120))) (case-fold-search nil))
+    (while (and (not (string-match-p regexp screen)) (< (float-time) deadline))
+      (sleep-for 0.3)
+      (setq screen (agent-q-tui-test--pane session pane)))
+    (unless (string-match-p regexp screen)
+      (ert-fail (list "The pane never showed" pane regexp
+                      (ignore-errors (agent-q-tui-test--pane session 0))
+                      (ignore-errors (agent-q-tui-test--pane session 1)))))
+    screen))
+
+(defun agent-q-tui-test--keys (session pane &rest keys)
+  "Send KEYS to PANE of SESSION, one `tmux send-keys' each, a moment apart."
+  (dolist (key keys)
+    (agent-q-tmux-test--tmux "send-keys" "-t" (format "%s:0.%d" session pane) key)
+    (sleep-for 0.3)))
+
+(defun agent-q-tui-test--text (session pane text)
+  "Type TEXT literally into PANE of SESSION."
+  (agent-q-tmux-test--tmux "send-keys" "-t" (format "%s:0.%d" session pane) "-l" text)
+  (sleep-for 0.5))
+
+(defun agent-q-tui-test--mx (session command &optional answer)
+  "Type COMMAND's name after \\[execute-extended-command] in SESSION's Emacs.
+Then ANSWER its question, if given."
+  (agent-q-tui-test--wait-pane session 0 "scratch\\|agent-q")
+  (agent-q-tui-test--keys session 0 "M-x")
+  (agent-q-tui-test--wait-pane session 0 "^M-x")
+  (agent-q-tui-test--text session 0 command)
+  (agent-q-tui-test--keys session 0 "Enter")
+  (when answer
+    (sleep-for 1)
+    (agent-q-tui-test--text session 0 answer)
+    (agent-q-tui-test--keys session 0 "Enter")))
+
+(defun agent-q-tui-test--pass-steps (work turn)
+  "The scripted model's script for TURN (1 or 2) of Claude in WORK, as JSON."
+  (let ((f (expand-file-name "f.txt" work))
+        (bash (lambda (command description)
+                `((tool . "Bash") (arguments (command . ,command) (description . ,description))))))
+    (json-encode
+     (pcase turn
+       (1 `((prompt . "Make the files")
+            (steps . [,(funcall bash "touch one.txt" "Make the first file")
+                      ,(funcall bash "touch two.txt" "Make the second file")
+                      ,(funcall bash "ls -la" "List the files in the work folder")
+                      ,(funcall bash "ls" "List the names only")
+                      ((text . "Turn one is done."))])))
+       (2 `((prompt . "Now edit them")
+            (steps . [,(funcall bash "ls" "List the names again")
+                      ((tool . "Read") (arguments (file_path . ,f)))
+                      ((tool . "Edit") (arguments (file_path . ,f)
+                                                  (old_string . ,agent-q-gate-edit-test--old-span)
+                                                  (new_string . ,agent-q-gate-edit-test--new-span)))
+                      ((tool . "Write")
+                       (arguments (file_path . ,(expand-file-name ".mcp.json" work))
+                                  (content . "{\"mcpServers\":{}}\n")))
+                      ((text . "All done."))])))))))
+
+(defun agent-q-tui-test--header-seconds (screen)
+  "The seconds left to the agent's wait in the review header on SCREEN, or nil."
+  (and (string-match "the agent waits \\([0-9]+\\):\\([0-9][0-9]\\) more" screen)
+       (+ (* 60 (string-to-number (match-string 1 screen)))
+          (string-to-number (match-string 2 screen)))))
+
+(ert-deftest agent-q-tui-test-claude-beside-emacs-nw ()
+  "The real Claude Code TUI beside an interactive `emacs -nw', both read.
+Emacs loads agent-q as the README says; `agent-q-gate-connect-agent'
+writes Claude's hook.  First turn: while Emacs asks about Claude's
+first command, Claude's pane says it waits for Emacs, and Emacs's
+prompt shows the agent's description, the command, the folder and
+the time left; `e' edits the command, Emacs says that Claude's display
+will not show the edit, and Claude's model is told what ran; `r'
+denies the second with a reason its model reads; `a' approves the
+third and the fourth, covered, runs unasked.  `agent-q-grants'
+withdraws that grant: in the second turn, the same command is asked
+again.  Then a two-hunk edit is reviewed hunk by hunk (the header
+counting down the agent's wait), lands exactly as reviewed, and a
+write to .mcp.json is reviewed, its header saying it is protected."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((program (agent-q-agents-test--program 'claude))
+         (dir (file-name-as-directory (make-temp-file "agent-q-tui-pass" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (audit (expand-file-name "audit.jsonl" dir))
+         (session (format "agent-q-tui-pass-%d" (emacs-pid)))
+         (setup (expand-file-name "setup.el" dir))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         ;; The scripted model serves both turns.
+         (agent-q-agents-test--timeout 900)
+         (script (expand-file-name "model-script.json" dir))
+         (f (expand-file-name "f.txt" work))
+         model)
+    (unwind-protect
+        (let (environment short)
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (agent-q-agents-test--write f agent-q-gate-edit-test--old)
+          (setq model (agent-q-agents-test--start-model dir "anthropic" nil))
+          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps work 1))
+          ;; Claude's own configuration: no onboarding, no trust dialog.
+          (setq environment
+                (append (list (agent-q-ide-test--model-variable 'claude (nth 1 model)))
+                        (agent-q-ide-test--configure 'claude home work)))
+          ;; The Emacs: as the README says, then its audit kept with the test.
+          (with-temp-file setup
+            (prin1 `(progn
+                      (setq inhibit-startup-screen t)
+                      (add-to-list 'load-path ,lisp-dir)
+                      (require 'agent-q)
+                      (setq agent-q-audit-file ,audit)
+                      (agent-q-mcp-mode 1)
+                      (agent-q-gate-mode 1))
+                   (current-buffer)))
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "150" "-y" "80" "-c" work
+           ;; Narrower than `split-width-threshold': windows split one above
+           ;; the other, their lines as wide as the terminal.
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment home environment)
+                              (agent-q-tmux-test--emacs-variables)
+                              (list "TERM=xterm-256color" emacs "-nw" "-Q" "-l" setup))
+                      " "))
+          (agent-q-tui-test--wait-pane session 0 "scratch")
+          ;; Claude's hook, by the documented command.
+          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" "Claude Code")
+          (agent-q-tui-test--wait-pane session 0 "agent-q: wrote ~/\\.claude/settings\\.json")
+          (should (string-match-p "agent-q-mcp['\"]? hook --agent claude"
+                                  (agent-q-agents-test--read
+                                   (expand-file-name ".claude/settings.json" home))))
+          ;; Claude below Emacs.
+          (agent-q-tmux-test--tmux
+           "split-window" "-v" "-t" (format "%s:0.0" session) "-l" "40" "-c" work
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment home environment)
+                              (list "TERM=xterm-256color" "COLORTERM=truecolor" program))
+                      " "))
+          (agent-q-tui-test--wait-pane session 1 "for agents\\|for shortcuts" 180)
+          (sleep-for 2)
+          (agent-q-tui-test--text session 1 "Make the files")
+          (agent-q-tui-test--keys session 1 "Enter")
+          ;; 1. Emacs asks; Claude's terminal says where.
+          (let ((asked (agent-q-tui-test--wait-pane session 0 "(\\?)help:" 180)))
+            (should (string-match-p
+                     (concat "agent-q (the agent waits [0-9]+:[0-9][0-9] more): "
+                             "claude (session \\([0-9a-f]\\{8\\}\\)) wants to run a command \\[dangerous\\]: "
+                             "Make the first file: touch one\\.txt \\[in "
+                             (regexp-quote (abbreviate-file-name (directory-file-name work))))
+                     asked))
+            (string-match "claude (session \\([0-9a-f]\\{8\\}\\))" asked)
+            (setq short (match-string 1 asked)))
+          (agent-q-tui-test--wait-pane session 1 agent-q-tui-test--cue 60)
+          ;; e: the command edited in Emacs.
+          (agent-q-tui-test--keys session 0 "e")
+          (agent-q-tui-test--wait-pane session 0 "Edit the arguments of shell_command")
+          (agent-q-tui-test--keys session 0 "C-s")
+          (agent-q-tui-test--text session 0 "one.txt")
+          (agent-q-tui-test--keys session 0 "Enter" "C-b" "C-b" "C-b" "C-b" "BSpace" "BSpace" "BSpace")
+          (agent-q-tui-test--text session 0 "edited")
+          (agent-q-tui-test--keys session 0 "C-c" "C-c")
+          ;; 2. r: denied with a reason.
+          (agent-q-tui-test--wait-pane session 0 "Make the second file: touch two\\.txt")
+          (agent-q-tui-test--keys session 0 "r")
+          (agent-q-tui-test--wait-pane session 0 "Reason for denying shell_command:")
+          (agent-q-tui-test--text session 0 "Call it three instead")
+          (agent-q-tui-test--keys session 0 "Enter")
+          ;; 3. a, confirmed with !: ls * for this session of Claude.
+          (agent-q-tui-test--wait-pane session 0 "List the files in the work folder: ls -la")
+          (agent-q-tui-test--keys session 0 "a")
+          (agent-q-tui-test--wait-pane
+           session 0 (format "Approve `ls \\*` for claude (session %s), unasked" short))
+          (sleep-for 1)
+          (agent-q-tui-test--keys session 0 "!")
+          ;; 4. ls runs unasked: the turn ends.
+          (agent-q-tui-test--wait-pane session 1 "Turn one is done\\.")
+          (should (file-exists-p (expand-file-name "edited.txt" work)))
+          (should-not (file-exists-p (expand-file-name "one.txt" work)))
+          (should-not (file-exists-p (expand-file-name "two.txt" work)))
+          ;; Claude's display shows its own command, not the edit (as Emacs said).
+          (should (string-match-p "Bash(touch one\\.txt)" (agent-q-tui-test--pane session 1)))
+          (let ((requests (agent-q-ide-test--step-requests (nth 2 model))))
+            (should (= (length requests) 5))
+            ;; The model is told the command that really ran, and the reason.
+            (should (string-match-p
+                     (regexp-quote "What ran is:\\ntouch edited.txt\\nnot the command you wrote:\\ntouch one.txt")
+                     (json-encode (alist-get 'body (nth 1 requests)))))
+            (should (string-match-p "Call it three instead"
+                                    (json-encode (alist-get 'results (nth 2 requests))))))
+          ;; What Emacs said of the edit (the next prompt followed it at once
+          ;; in the echo area; *Messages* keeps it).
+          (agent-q-tui-test--keys session 0 "C-h" "e")
+          (let ((said (agent-q-tui-test--wait-pane
+                       session 0 (regexp-quote "runs your edited command: touch edited.txt.  The agent still displays its own command, not your edit; its model is told what ran"))))
+            ;; Told once for each call that waited; not for ls, which ran unasked.
+            (should (string-match-p "waits for your decision in Emacs: run ls -la$" said))
+            (should-not (string-match-p "waits for your decision in Emacs: run ls$" said)))
+          (agent-q-tui-test--keys session 0 "C-x" "1")
+          ;; The grant is listed, and withdrawn.
+          (agent-q-tui-test--mx session "agent-q-grants")
+          (agent-q-tui-test--wait-pane
+           session 0 (format "claude (session %s) +shell_command +commands made of `ls \\*`" short))
+          (agent-q-tui-test--keys session 0 "d")
+          (agent-q-tui-test--wait-pane
+           session 0 (format "withdrawn: commands made of `ls \\*` for claude (session %s)" short))
+          (agent-q-tui-test--keys session 0 "q")
+          ;; Second turn: ls is asked again.
+          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps work 2))
+          (agent-q-tui-test--text session 1 "Now edit them")
+          (agent-q-tui-test--keys session 1 "Enter")
+          (agent-q-tui-test--wait-pane session 0 "List the names again: ls \\[in ")
+          (agent-q-tui-test--keys session 0 "y")
+          ;; The two-hunk edit, reviewed hunk by hunk: the header counts down.
+          (let* ((first (agent-q-tui-test--wait-pane
+                         session 0 "Progress: 0 accepted, 0 rejected, 2 pending (of 2)  \\[\\? help\\]  the agent waits"))
+                 (seconds (agent-q-tui-test--header-seconds first)))
+            (should seconds)
+            (should (string-match-p "From: claude (own tools)" first))
+            (let ((deadline (+ (float-time) 30)) (later seconds))
+              (while (and (>= later seconds) (< (float-time) deadline))
+                (sleep-for 0.5)
+                (setq later (or (agent-q-tui-test--header-seconds
+                                 (agent-q-tui-test--pane session 0))
+                                later)))
+              (should (< later seconds))))
+          (agent-q-tui-test--keys session 0 "a")
+          (agent-q-tui-test--wait-pane session 0 "Progress: 1 accepted, 0 rejected, 1 pending (of 2)")
+          (agent-q-tui-test--keys session 0 "r")
+          (agent-q-tui-test--wait-pane session 0 "Progress: 1 accepted, 1 rejected, 0 pending (of 2)")
+          (agent-q-tui-test--keys session 0 "C-c" "C-c")
+          ;; .mcp.json: reviewed, and the review says why.
+          (let ((review (agent-q-tui-test--wait-pane session 0 "File: .*\\.mcp\\.json")))
+            (should (string-match-p "Protected, so reviewed whatever the approval rules say" review)))
+          (agent-q-tui-test--keys session 0 "C-c" "C-k")
+          (agent-q-tui-test--wait-pane session 1 "All done\\.")
+          (should (equal (agent-q-agents-test--read f) agent-q-gate-edit-test--first))
+          (should-not (file-exists-p (expand-file-name ".mcp.json" work)))
+          (let ((requests (agent-q-ide-test--step-requests (nth 2 model))))
+            (should (= (length requests) 10)))
+          ;; The audit: who decided each call, and how.
+          (let ((decided (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'decision r)))
+                                 (cl-remove-if-not
+                                  (lambda (r) (member (alist-get 'event r) '("result" "denied")))
+                                  (agent-q-agents-test--json-lines audit)))))
+            (should (equal decided '(("shell_command" "modified") ("shell_command" "denied")
+                                     ("shell_command" "approved") ("shell_command" "granted")
+                                     ("shell_command" "approved") ("agent_read" "auto")
+                                     ("agent_edit" "review") ("agent_edit" "review"))))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir session)
+        (call-process "tmux" nil nil nil "kill-session" "-t" session)
+        (when model (ignore-errors (delete-process (car model))))
+        (ignore-errors (delete-directory dir t))))))
 
 (provide 'agent-q-tui-test)
 
