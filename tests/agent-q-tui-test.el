@@ -133,10 +133,12 @@ the review stops the timer."
 
 (defun agent-q-tui-test--submit (text)
   "Type TEXT into the agent's prompt and submit it.
-An Enter the TUI takes for the end of a paste stays in its prompt:
-Enter is pressed again while the text still waits there, for up to a
-minute."
+Enter is pressed once the text shows in the prompt: keys the TUI reads
+in one burst with the text would be taken for a paste.  An Enter the
+TUI takes for the end of a paste stays in its prompt: Enter is pressed
+again while the text still waits there, for up to a minute."
   (agent-q-tmux-test--tmux "send-keys" "-t" agent-q-tui-test--session "-l" text)
+  (agent-q-ide-test--wait-screen agent-q-tui-test--session (regexp-quote text) 60)
   (let ((tries 0))
     (while (progn
              (sleep-for 1)
@@ -144,7 +146,7 @@ minute."
              (sleep-for 2)
              (and (< (cl-incf tries) 20)
                   (null agent-q-tui-test--screens)
-                  (string-match-p (concat "› " (regexp-quote text) " *\n")
+                  (string-match-p (concat "[›❯>] " (regexp-quote text) " *\n")
                                   (agent-q-tui-test--screen)))))))
 
 (defun agent-q-tui-test--approve (tool args)
@@ -305,9 +307,14 @@ its status line command is re-run every second."
 
 (ert-deftest agent-q-tui-test-codex-says-it-waits-for-emacs ()
   "Codex CLI's TUI: \"Working (...) · Waiting for Emacs (agent-q)...\".
-Its prompt is its first argument: a prompt typed early, while its app
-server starts, may stay in its composer (seen on a loaded machine)."
-  (agent-q-tui-test--says-it-waits 'codex nil))
+Codex draws its composer (\"Ask Codex to do anything\", \"? for
+shortcuts\") at once, but reads no key until its session is
+configured, seconds later on a loaded machine, when its footer names
+the model and says \"for agents\".  Keys typed before then are read
+in one burst, the text and its Enter together, and the Enter is lost:
+the prompt stays in the composer, unsent.  So the prompt is typed once
+the footer shows, and sent once the composer shows it."
+  (agent-q-tui-test--says-it-waits 'codex "for agents"))
 
 ;;;; Codex with Emacs away: denied where Codex itself would not ask
 
