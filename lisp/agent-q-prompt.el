@@ -989,10 +989,26 @@ Return (:ok PLIST) or (:error MESSAGE)."
   (setq agent-q-prompt--arguments-result '(:cancel))
   (exit-recursive-edit))
 
+(defun agent-q-prompt--edit-header ()
+  "The header line of the arguments buffer for the call being approved.
+The keys; for a terminal agent's own call, also that the agent's own
+display keeps showing its call, not the edit: it is said before the
+user accepts, where it stays in view."
+  (let ((agent (agent-q-prompt--gate-agent)))
+    (concat "C-c C-c accepts the edit, C-c C-k cancels it"
+            (if agent
+                (format ".  %s's own display will still show its call, not your edit"
+                        (agent-q--visible (format "%s" agent)))
+              ""))))
+
 (defun agent-q-prompt--edit-arguments (tool-name args)
   "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled.
-The buffer shows hidden characters in strings as escapes, like the prompt."
-  (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name))))
+The buffer shows hidden characters in strings as escapes, like the prompt.
+Its header line says the keys and, for a terminal agent's own call,
+that the agent's display will not show the edit
+\=(`agent-q-prompt--edit-header')."
+  (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name)))
+        (header (agent-q-prompt--edit-header)))
     (unwind-protect
         (progn
           (with-current-buffer buffer
@@ -1006,6 +1022,7 @@ The buffer shows hidden characters in strings as escapes, like the prompt."
                                              "\n")
                                "\n"))
             (goto-char (point-min))
+            (setq header-line-format header)
             (setq agent-q-prompt--arguments-tool tool-name
                   agent-q-prompt--arguments-result nil))
           (save-window-excursion

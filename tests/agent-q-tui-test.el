@@ -564,8 +564,9 @@ write to .mcp.json is reviewed, its header saying it is protected."
                               (list "TERM=xterm-256color" emacs "-nw" "-Q" "-l" setup))
                       " "))
           (agent-q-tui-test--wait-pane session 0 "scratch")
-          ;; Claude's hook, by the documented command.
-          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" "Claude Code")
+          ;; Claude's hook, by the documented command (the agent's name
+          ;; typed as its program is named: case does not matter).
+          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" "claude")
           (agent-q-tui-test--wait-pane session 0 "agent-q: wrote ~/\\.claude/settings\\.json")
           (should (string-match-p "agent-q-mcp['\"]? hook --agent claude"
                                   (agent-q-agents-test--read
@@ -595,7 +596,9 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (agent-q-tui-test--wait-pane session 1 agent-q-tui-test--cue 60)
           ;; e: the command edited in Emacs.
           (agent-q-tui-test--keys session 0 "e")
-          (agent-q-tui-test--wait-pane session 0 "Edit the arguments of shell_command")
+          ;; Said before the edit is accepted, where it stays in view.
+          (agent-q-tui-test--wait-pane
+           session 0 (regexp-quote "C-c C-c accepts the edit, C-c C-k cancels it.  claude's own display will still show its call, not your edit"))
           (agent-q-tui-test--keys session 0 "C-s")
           (agent-q-tui-test--text session 0 "one.txt")
           (agent-q-tui-test--keys session 0 "Enter" "C-b" "C-b" "C-b" "C-b" "BSpace" "BSpace" "BSpace")
