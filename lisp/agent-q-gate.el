@@ -99,6 +99,7 @@
                   (directory globs patterns decorations))
 (declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q-prompt-unasked-p "agent-q-prompt" (tool-name args context))
+(declare-function agent-q-prompt-edit-note "agent-q-prompt" (agent))
 (declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-mcp-running-p "agent-q-mcp" ())
 (declare-function notifications-notify "notifications" (&rest params))
@@ -592,12 +593,10 @@ COMMAND is the command the agent asked to run, PROPS the request."
         (agent-q-gate--answer key 'allow
                               (and edited (agent-q-gate--updated-input props approved)))
         (when edited
-          (message "agent-q: %s runs your edited command: %s.  The agent still displays its own command, not your edit; %s"
+          (message "agent-q: %s runs your edited command: %s.  %s"
                    (agent-q-gate--label (plist-get props :agent) nil)
                    (truncate-string-to-width (agent-q--visible approved) 200 nil nil "...")
-                   (if (eq (plist-get props :agent) 'gemini)
-                       "its model is told only that a hook changed the call"
-                     "its model is told what ran")))))
+                   (agent-q-prompt-edit-note (plist-get props :agent))))))
      (t (agent-q-gate--answer key 'deny (agent-q-gate--denial result))))))
 
 ;;;; Telling the user

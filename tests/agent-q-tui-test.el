@@ -35,10 +35,11 @@
 ;;   Emacs, and once answered the words are gone;
 ;; - in the edit review's header line: the time the agent still waits,
 ;;   and that the time is up once it is;
-;; - and the whole of it as a user meets it: the real Claude Code TUI in
-;;   one tmux pane, an interactive `emacs -nw' with agent-q in the other,
-;;   both driven by keys and read from their panes (the prompt, `e', `r',
-;;   `a' and `agent-q-grants', a review hunk by hunk, .mcp.json).
+;; - and the whole of it as a user meets it: the real Claude Code (and
+;;   Gemini CLI) TUI in one tmux pane, an interactive `emacs -nw' with
+;;   agent-q in the other, both driven by keys and read from their
+;;   panes (the prompt, `e', `r', `a' and `agent-q-grants', a review
+;;   hunk by hunk, .mcp.json).
 
 ;;; Code:
 
@@ -473,11 +474,13 @@ Then ANSWER its question, if given."
     (agent-q-tui-test--text session 0 answer)
     (agent-q-tui-test--keys session 0 "Enter")))
 
-(defun agent-q-tui-test--pass-steps (work turn)
-  "The scripted model's script for TURN (1 or 2) of Claude in WORK, as JSON."
-  (let ((f (expand-file-name "f.txt" work))
-        (bash (lambda (command description)
-                `((tool . "Bash") (arguments (command . ,command) (description . ,description))))))
+(defun agent-q-tui-test--pass-steps (agent work turn)
+  "The scripted model's script for TURN (1 or 2) of AGENT in WORK, as JSON."
+  (let* ((f (expand-file-name "f.txt" work))
+         (claude (eq agent 'claude))
+         (bash (lambda (command description)
+                 `((tool . ,(if claude "Bash" "run_shell_command"))
+                   (arguments (command . ,command) (description . ,description))))))
     (json-encode
      (pcase turn
        (1 `((prompt . "Make the files")
@@ -487,15 +490,19 @@ Then ANSWER its question, if given."
                       ,(funcall bash "ls" "List the names only")
                       ((text . "Turn one is done."))])))
        (2 `((prompt . "Now edit them")
-            (steps . [,(funcall bash "ls" "List the names again")
-                      ((tool . "Read") (arguments (file_path . ,f)))
-                      ((tool . "Edit") (arguments (file_path . ,f)
-                                                  (old_string . ,agent-q-gate-edit-test--old-span)
-                                                  (new_string . ,agent-q-gate-edit-test--new-span)))
-                      ((tool . "Write")
-                       (arguments (file_path . ,(expand-file-name ".mcp.json" work))
-                                  (content . "{\"mcpServers\":{}}\n")))
-                      ((text . "All done."))])))))))
+            (steps . ,(vconcat
+                       (list (funcall bash "ls" "List the names again"))
+                       ;; Claude edits only a file it has read.
+                       (and claude `(((tool . "Read") (arguments (file_path . ,f)))))
+                       `(((tool . ,(if claude "Edit" "replace"))
+                          (arguments (file_path . ,f)
+                                     ,@(and (not claude) '((instruction . "Two changes")))
+                                     (old_string . ,agent-q-gate-edit-test--old-span)
+                                     (new_string . ,agent-q-gate-edit-test--new-span)))
+                         ((tool . ,(if claude "Write" "write_file"))
+                          (arguments (file_path . ,(expand-file-name ".mcp.json" work))
+                                     (content . "{\"mcpServers\":{}}\n")))
+                         ((text . "All done.")))))))))))
 
 (defun agent-q-tui-test--header-seconds (screen)
   "The seconds left to the agent's wait in the review header on SCREEN, or nil."
@@ -503,22 +510,24 @@ Then ANSWER its question, if given."
        (+ (* 60 (string-to-number (match-string 1 screen)))
           (string-to-number (match-string 2 screen)))))
 
-(ert-deftest agent-q-tui-test-claude-beside-emacs-nw ()
-  "The real Claude Code TUI beside an interactive `emacs -nw', both read.
+(defun agent-q-tui-test--beside-emacs-nw (agent)
+  "AGENT's real TUI beside an interactive `emacs -nw', both read.
 Emacs loads agent-q as the README says; `agent-q-gate-connect-agent'
-writes Claude's hook.  First turn: while Emacs asks about Claude's
-first command, Claude's pane says it waits for Emacs, and Emacs's
+writes AGENT's hook.  First turn: while Emacs asks about the agent's
+first command, the agent's pane says it waits for Emacs, and Emacs's
 prompt shows the agent's description, the command, the folder and
-the time left; `e' edits the command, Emacs says that Claude's display
-will not show the edit, and Claude's model is told what ran; `r'
-denies the second with a reason its model reads; `a' approves the
-third and the fourth, covered, runs unasked.  `agent-q-grants'
-withdraws that grant: in the second turn, the same command is asked
-again.  Then a two-hunk edit is reviewed hunk by hunk (the header
-counting down the agent's wait), lands exactly as reviewed, and a
-write to .mcp.json is reviewed, its header saying it is protected."
+the time left; `e' edits the command, Emacs says that the agent's
+display will not show the edit, and the agent's model is told (Claude's
+what ran, Gemini's that a hook changed the call); `r' denies the
+second with a reason its model reads; `a' approves the third and the
+fourth, covered, runs unasked.  `agent-q-grants' withdraws that
+grant: in the second turn, the same command is asked again.  Then a
+two-hunk edit is reviewed hunk by hunk (the header counting down the
+agent's wait), lands exactly as reviewed, and a write to .mcp.json is
+reviewed, its header saying it is protected."
   (agent-q-tmux-test--ensure-tmux)
-  (let* ((program (agent-q-agents-test--program 'claude))
+  (let* ((program (agent-q-agents-test--program agent))
+         (claude (eq agent 'claude))
          (dir (file-name-as-directory (make-temp-file "agent-q-tui-pass" t)))
          (home (expand-file-name "home/" dir))
          (work (expand-file-name "work/" dir))
@@ -537,12 +546,24 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (make-directory (expand-file-name "tmp" home) t)
           (make-directory work t)
           (agent-q-agents-test--write f agent-q-gate-edit-test--old)
-          (setq model (agent-q-agents-test--start-model dir "anthropic" nil))
-          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps work 1))
-          ;; Claude's own configuration: no onboarding, no trust dialog.
+          (setq model (agent-q-agents-test--start-model
+                       dir (agent-q-agents-test--prop agent :dialect) nil))
+          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps agent work 1))
+          ;; The agent's own configuration: no onboarding, no trust dialog.
           (setq environment
-                (append (list (agent-q-ide-test--model-variable 'claude (nth 1 model)))
-                        (agent-q-ide-test--configure 'claude home work)))
+                (cons (agent-q-ide-test--model-variable agent (nth 1 model))
+                      (if claude
+                          (agent-q-ide-test--configure agent home work)
+                        (agent-q-agents-test--write
+                         (expand-file-name ".gemini/settings.json" home)
+                         (json-encode
+                          '((security (folderTrust (enabled . :json-false))
+                                      (auth (selectedType . "gemini-api-key")))
+                            (general (enableAutoUpdate . :json-false)
+                                     (enableAutoUpdateNotification . :json-false))
+                            (privacy (usageStatisticsEnabled . :json-false))
+                            (telemetry (enabled . :json-false)))))
+                        (list "GEMINI_API_KEY=scripted"))))
           ;; The Emacs: as the README says, then its audit kept with the test.
           (with-temp-file setup
             (prin1 `(progn
@@ -564,14 +585,16 @@ write to .mcp.json is reviewed, its header saying it is protected."
                               (list "TERM=xterm-256color" emacs "-nw" "-Q" "-l" setup))
                       " "))
           (agent-q-tui-test--wait-pane session 0 "scratch")
-          ;; Claude's hook, by the documented command (the agent's name
+          ;; The agent's hook, by the documented command (the agent's name
           ;; typed as its program is named: case does not matter).
-          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" "claude")
-          (agent-q-tui-test--wait-pane session 0 "agent-q: wrote ~/\\.claude/settings\\.json")
-          (should (string-match-p "agent-q-mcp['\"]? hook --agent claude"
-                                  (agent-q-agents-test--read
-                                   (expand-file-name ".claude/settings.json" home))))
-          ;; Claude below Emacs.
+          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" (symbol-name agent))
+          (let ((settings (if claude ".claude/settings.json" ".gemini/settings.json")))
+            (agent-q-tui-test--wait-pane
+             session 0 (concat "agent-q: wrote ~/" (regexp-quote settings)))
+            (should (string-match-p (format "agent-q-mcp['\"]? hook --agent %s" agent)
+                                    (agent-q-agents-test--read
+                                     (expand-file-name settings home)))))
+          ;; The agent below Emacs.
           (agent-q-tmux-test--tmux
            "split-window" "-v" "-t" (format "%s:0.0" session) "-l" "40" "-c" work
            (mapconcat #'shell-quote-argument
@@ -579,7 +602,8 @@ write to .mcp.json is reviewed, its header saying it is protected."
                               (agent-q-agents-test--environment home environment)
                               (list "TERM=xterm-256color" "COLORTERM=truecolor" program))
                       " "))
-          (agent-q-tui-test--wait-pane session 1 "for agents\\|for shortcuts" 180)
+          (agent-q-tui-test--wait-pane
+           session 1 (if claude "for agents\\|for shortcuts" "Type your message") 180)
           (sleep-for 2)
           (agent-q-tui-test--text session 1 "Make the files")
           (agent-q-tui-test--keys session 1 "Enter")
@@ -587,18 +611,22 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (let ((asked (agent-q-tui-test--wait-pane session 0 "(\\?)help:" 180)))
             (should (string-match-p
                      (concat "agent-q (the agent waits [0-9]+:[0-9][0-9] more): "
-                             "claude (session \\([0-9a-f]\\{8\\}\\)) wants to run a command \\[dangerous\\]: "
+                             (format "%s (session \\([0-9a-f]\\{8\\}\\)) " agent)
+                             "wants to run a command \\[dangerous\\]: "
                              "Make the first file: touch one\\.txt \\[in "
                              (regexp-quote (abbreviate-file-name (directory-file-name work))))
                      asked))
-            (string-match "claude (session \\([0-9a-f]\\{8\\}\\))" asked)
+            (string-match (format "%s (session \\([0-9a-f]\\{8\\}\\))" agent) asked)
             (setq short (match-string 1 asked)))
           (agent-q-tui-test--wait-pane session 1 agent-q-tui-test--cue 60)
           ;; e: the command edited in Emacs.
           (agent-q-tui-test--keys session 0 "e")
           ;; Said before the edit is accepted, where it stays in view.
           (agent-q-tui-test--wait-pane
-           session 0 (regexp-quote "C-c C-c accepts the edit, C-c C-k cancels it.  claude's own display will still show its call, not your edit"))
+           session 0 (regexp-quote (concat "C-c C-c accepts the edit, C-c C-k cancels it.  "
+                                          (if claude
+                                              "The agent still displays its own command, not your edit"
+                                            "The agent shows your edit"))))
           (agent-q-tui-test--keys session 0 "C-s")
           (agent-q-tui-test--text session 0 "one.txt")
           (agent-q-tui-test--keys session 0 "Enter" "C-b" "C-b" "C-b" "C-b" "BSpace" "BSpace" "BSpace")
@@ -614,7 +642,7 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (agent-q-tui-test--wait-pane session 0 "List the files in the work folder: ls -la")
           (agent-q-tui-test--keys session 0 "a")
           (agent-q-tui-test--wait-pane
-           session 0 (format "Approve `ls \\*` for claude (session %s), unasked" short))
+           session 0 (format "Approve `ls \\*` for %s (session %s), unasked" agent short))
           (sleep-for 1)
           (agent-q-tui-test--keys session 0 "!")
           ;; 4. ls runs unasked: the turn ends.
@@ -622,8 +650,13 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (should (file-exists-p (expand-file-name "edited.txt" work)))
           (should-not (file-exists-p (expand-file-name "one.txt" work)))
           (should-not (file-exists-p (expand-file-name "two.txt" work)))
-          ;; Claude's display shows its own command, not the edit (as Emacs said).
-          (should (string-match-p "Bash(touch one\\.txt)" (agent-q-tui-test--pane session 1)))
+          ;; Claude's display shows its own command, not the edit; Gemini's
+          ;; the edit (as Emacs said).
+          (let ((screen (agent-q-tui-test--pane session 1)))
+            (should (string-match-p (if claude "Bash(touch one\\.txt)" "Shell touch edited\\.txt")
+                                    screen))
+            (should-not (string-match-p (if claude "touch edited\\.txt" "touch one\\.txt")
+                                        screen)))
           (let ((requests (agent-q-ide-test--step-requests (nth 2 model))))
             (should (= (length requests) 5))
             ;; The model is told the command that really ran, and the reason.
@@ -636,7 +669,11 @@ write to .mcp.json is reviewed, its header saying it is protected."
           ;; in the echo area; *Messages* keeps it).
           (agent-q-tui-test--keys session 0 "C-h" "e")
           (let ((said (agent-q-tui-test--wait-pane
-                       session 0 (regexp-quote "runs your edited command: touch edited.txt.  The agent still displays its own command, not your edit; its model is told what ran"))))
+                       session 0 (regexp-quote
+                      (concat "runs your edited command: touch edited.txt.  "
+                              (if claude
+                                  "The agent still displays its own command, not your edit; its model is told what ran"
+                                "The agent shows your edit; its model is told what ran"))))))
             ;; Told once for each call that waited; not for ls, which ran unasked.
             (should (string-match-p "waits for your decision in Emacs: run ls -la$" said))
             (should-not (string-match-p "waits for your decision in Emacs: run ls$" said)))
@@ -644,13 +681,13 @@ write to .mcp.json is reviewed, its header saying it is protected."
           ;; The grant is listed, and withdrawn.
           (agent-q-tui-test--mx session "agent-q-grants")
           (agent-q-tui-test--wait-pane
-           session 0 (format "claude (session %s) +shell_command +commands made of `ls \\*`" short))
+           session 0 (format "%s (session %s) +shell_command +commands made of `ls \\*`" agent short))
           (agent-q-tui-test--keys session 0 "d")
           (agent-q-tui-test--wait-pane
-           session 0 (format "withdrawn: commands made of `ls \\*` for claude (session %s)" short))
+           session 0 (format "withdrawn: commands made of `ls \\*` for %s (session %s)" agent short))
           (agent-q-tui-test--keys session 0 "q")
           ;; Second turn: ls is asked again.
-          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps work 2))
+          (agent-q-agents-test--write script (agent-q-tui-test--pass-steps agent work 2))
           (agent-q-tui-test--text session 1 "Now edit them")
           (agent-q-tui-test--keys session 1 "Enter")
           (agent-q-tui-test--wait-pane session 0 "List the names again: ls \\[in ")
@@ -660,7 +697,7 @@ write to .mcp.json is reviewed, its header saying it is protected."
                          session 0 "Progress: 0 accepted, 0 rejected, 2 pending (of 2)  \\[\\? help\\]  the agent waits"))
                  (seconds (agent-q-tui-test--header-seconds first)))
             (should seconds)
-            (should (string-match-p "From: claude (own tools)" first))
+            (should (string-match-p (format "From: %s (own tools)" agent) first))
             (let ((deadline (+ (float-time) 30)) (later seconds))
               (while (and (>= later seconds) (< (float-time) deadline))
                 (sleep-for 0.5)
@@ -681,21 +718,30 @@ write to .mcp.json is reviewed, its header saying it is protected."
           (should (equal (agent-q-agents-test--read f) agent-q-gate-edit-test--first))
           (should-not (file-exists-p (expand-file-name ".mcp.json" work)))
           (let ((requests (agent-q-ide-test--step-requests (nth 2 model))))
-            (should (= (length requests) 10)))
+            (should (= (length requests) (if claude 10 9))))
           ;; The audit: who decided each call, and how.
           (let ((decided (mapcar (lambda (r) (list (alist-get 'tool r) (alist-get 'decision r)))
                                  (cl-remove-if-not
                                   (lambda (r) (member (alist-get 'event r) '("result" "denied")))
                                   (agent-q-agents-test--json-lines audit)))))
-            (should (equal decided '(("shell_command" "modified") ("shell_command" "denied")
-                                     ("shell_command" "approved") ("shell_command" "granted")
-                                     ("shell_command" "approved") ("agent_read" "auto")
-                                     ("agent_edit" "review") ("agent_edit" "review"))))))
+            (should (equal decided (append '(("shell_command" "modified") ("shell_command" "denied")
+                                             ("shell_command" "approved") ("shell_command" "granted")
+                                             ("shell_command" "approved"))
+                                           (and claude '(("agent_read" "auto")))
+                                           '(("agent_edit" "review") ("agent_edit" "review")))))))
       (if (getenv "AGENT_Q_IDE_TEST_KEEP")
           (message "Kept %s and the tmux session %s" dir session)
         (call-process "tmux" nil nil nil "kill-session" "-t" session)
         (when model (ignore-errors (delete-process (car model))))
         (ignore-errors (delete-directory dir t))))))
+
+(ert-deftest agent-q-tui-test-claude-beside-emacs-nw ()
+  "Claude Code's TUI beside `emacs -nw'.  See `agent-q-tui-test--beside-emacs-nw'."
+  (agent-q-tui-test--beside-emacs-nw 'claude))
+
+(ert-deftest agent-q-tui-test-gemini-beside-emacs-nw ()
+  "Gemini CLI's TUI beside `emacs -nw'.  See `agent-q-tui-test--beside-emacs-nw'."
+  (agent-q-tui-test--beside-emacs-nw 'gemini))
 
 (provide 'agent-q-tui-test)
 
