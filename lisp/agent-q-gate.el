@@ -659,13 +659,15 @@ interrupted)."
 (defun agent-q-gate-time-out (key seconds reason)
   "End the gate request KEY: its agent's hook timeout of SECONDS ran out.
 The core has denied it to the agent, saying REASON; say it here too,
-and audit it as a timeout."
+and audit it as a timeout.  It is said once the call's prompt is
+gone: cancelling a call being asked leaves its prompt by a throw,
+which would skip what follows, and the prompt's end would cover it."
   (let ((batch (gethash key agent-q-gate--requests)))
     (remhash key agent-q-gate--requests)
     (remhash key agent-q-gate--answerers)
     (when batch
-      (agent-q-cancel-batch batch reason seconds)
-      (agent-q-gate--notify reason))))
+      (run-at-time 0 nil #'agent-q-gate--notify reason)
+      (agent-q-cancel-batch batch reason seconds))))
 
 (defun agent-q-gate--event (event)
   "Act on EVENT, a gate item of `agent-q--core-mcp-take'."

@@ -466,7 +466,7 @@ Return the pane's text; fail the test, showing both panes, if it never does."
 Then ANSWER its question, if given."
   (agent-q-tui-test--wait-pane session 0 "scratch\\|agent-q")
   (agent-q-tui-test--keys session 0 "M-x")
-  (agent-q-tui-test--wait-pane session 0 "^M-x")
+  (agent-q-tui-test--wait-pane session 0 "M-x$")
   (agent-q-tui-test--text session 0 command)
   (agent-q-tui-test--keys session 0 "Enter")
   (when answer
@@ -742,6 +742,101 @@ reviewed, its header saying it is protected."
 (ert-deftest agent-q-tui-test-gemini-beside-emacs-nw ()
   "Gemini CLI's TUI beside `emacs -nw'.  See `agent-q-tui-test--beside-emacs-nw'."
   (agent-q-tui-test--beside-emacs-nw 'gemini))
+
+(ert-deftest agent-q-tui-test-claude-timeout-beside-emacs-nw ()
+  "Claude's call left unanswered in an `emacs -nw' until its hook timeout.
+The timeout is set by the connect command (two \\[universal-argument]s
+ask for it); the prompt shows the time left; when it runs out, the
+prompt goes, Emacs says why, Claude's pane shows the call denied, the
+audit records a timeout of the agent's hook, and nothing runs."
+  (agent-q-tmux-test--ensure-tmux)
+  (let* ((program (agent-q-agents-test--program 'claude))
+         (dir (file-name-as-directory (make-temp-file "agent-q-tui-late" t)))
+         (home (expand-file-name "home/" dir))
+         (work (expand-file-name "work/" dir))
+         (audit (expand-file-name "audit.jsonl" dir))
+         (session (format "agent-q-tui-late-%d" (emacs-pid)))
+         (setup (expand-file-name "setup.el" dir))
+         (lisp-dir (file-name-directory (locate-library "agent-q")))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (late (expand-file-name "late.txt" work))
+         model)
+    (unwind-protect
+        (let (environment)
+          (make-directory (expand-file-name "tmp" home) t)
+          (make-directory work t)
+          (setq model (agent-q-agents-test--start-model
+                       dir "anthropic"
+                       (list (agent-q-gate-test--shell-step 'claude "touch late.txt")
+                             '((text . "Gave up.")))))
+          (setq environment (cons (agent-q-ide-test--model-variable 'claude (nth 1 model))
+                                  (agent-q-ide-test--configure 'claude home work)))
+          (with-temp-file setup
+            (prin1 `(progn
+                      (setq inhibit-startup-screen t)
+                      (add-to-list 'load-path ,lisp-dir)
+                      (require 'agent-q)
+                      (setq agent-q-audit-file ,audit)
+                      (agent-q-mcp-mode 1)
+                      (agent-q-gate-mode 1))
+                   (current-buffer)))
+          (agent-q-tmux-test--tmux
+           "new-session" "-d" "-s" session "-x" "150" "-y" "80" "-c" work
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment home environment)
+                              (agent-q-tmux-test--emacs-variables)
+                              (list "TERM=xterm-256color" emacs "-nw" "-Q" "-l" setup))
+                      " "))
+          (agent-q-tui-test--wait-pane session 0 "scratch")
+          ;; C-u C-u M-x agent-q-gate-connect-agent: the timeout is asked for.
+          (agent-q-tui-test--keys session 0 "C-u" "C-u")
+          (agent-q-tui-test--mx session "agent-q-gate-connect-agent" "claude")
+          (agent-q-tui-test--wait-pane session 0 "When no Emacs can be asked:")
+          (agent-q-tui-test--keys session 0 "Enter")
+          (agent-q-tui-test--wait-pane session 0 "Seconds the agent waits for your answer")
+          (agent-q-tui-test--text session 0 "40")
+          (agent-q-tui-test--keys session 0 "Enter")
+          (agent-q-tui-test--wait-pane session 0 "agent-q: wrote ~/\\.claude/settings\\.json")
+          (should (string-match-p "\"timeout\": *40\\b"
+                                  (agent-q-agents-test--read
+                                   (expand-file-name ".claude/settings.json" home))))
+          (agent-q-tmux-test--tmux
+           "split-window" "-v" "-t" (format "%s:0.0" session) "-l" "40" "-c" work
+           (mapconcat #'shell-quote-argument
+                      (append (list "env" "-i")
+                              (agent-q-agents-test--environment home environment)
+                              (list "TERM=xterm-256color" "COLORTERM=truecolor" program))
+                      " "))
+          (agent-q-tui-test--wait-pane session 1 "for agents\\|for shortcuts" 180)
+          (sleep-for 2)
+          (agent-q-tui-test--text session 1 "Make the file")
+          (agent-q-tui-test--keys session 1 "Enter")
+          ;; The prompt says how long Claude still waits: at most 40 s.
+          (let ((asked (agent-q-tui-test--wait-pane session 0 "(\\?)help:" 180)))
+            (should (string-match-p "agent-q (the agent waits 0:[0-3][0-9] more): claude" asked)))
+          ;; Nobody answers.  The prompt goes, and Emacs says the time ran out
+          ;; (read in *Messages*: an older message soon covers the echo area).
+          (agent-q-tui-test--wait-pane session 1 "Gave up\\." 120)
+          (sleep-for 1)
+          (should-not (string-match-p "(\\?)help:" (agent-q-tui-test--pane session 0)))
+          (agent-q-tui-test--keys session 0 "C-h" "e")
+          (agent-q-tui-test--wait-pane
+           session 0 (concat "agent-q: Nobody answered in Emacs within [0-9]+ s, "
+                             "before the agent's hook timeout"))
+          (should-not (file-exists-p late))
+          (let ((record (car (last (agent-q-agents-test--json-lines audit)))))
+            (should (equal (alist-get 'event record) "timed-out"))
+            (should (equal (alist-get 'decision record) "timeout")))
+          ;; Claude's model is told why.
+          (let ((requests (agent-q-ide-test--step-requests (nth 2 model))))
+            (should (string-match-p "hook timeout"
+                                    (json-encode (alist-get 'results (nth 1 requests)))))))
+      (if (getenv "AGENT_Q_IDE_TEST_KEEP")
+          (message "Kept %s and the tmux session %s" dir session)
+        (call-process "tmux" nil nil nil "kill-session" "-t" session)
+        (when model (ignore-errors (delete-process (car model))))
+        (ignore-errors (delete-directory dir t))))))
 
 (provide 'agent-q-tui-test)
 
