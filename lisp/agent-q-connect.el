@@ -264,9 +264,11 @@ it, headed by the file's name."
              (agent-q-connect--plan agent) "\n"))
 
 (defun agent-q-connect--read-agent ()
-  "Ask which agent to connect."
+  "Ask which agent to connect.
+Case does not matter: \"claude\" completes to \"Claude Code\"."
   (let* ((names (mapcar (lambda (a) (cons (nth 1 a) (car a))) agent-q-connect--agents))
-         (name (completing-read "Connect which agent to agent-q? " names nil t)))
+         (name (let ((completion-ignore-case t))
+                 (completing-read "Connect which agent to agent-q? " names nil t))))
     (cdr (assoc name names))))
 
 ;;;###autoload

@@ -100,6 +100,7 @@
                   (directory globs patterns decorations))
 (declare-function agent-q--visible "agent-q-prompt" (text))
 (declare-function agent-q-prompt-unasked-p "agent-q-prompt" (tool-name args context))
+(declare-function agent-q-prompt-edit-note "agent-q-prompt" (agent))
 (declare-function agent-q-approve-in-minibuffer "agent-q-prompt" (tool-name args))
 (declare-function agent-q-mcp-running-p "agent-q-mcp" ())
 (declare-function notifications-notify "notifications" (&rest params))
@@ -593,12 +594,10 @@ COMMAND is the command the agent asked to run, PROPS the request."
         (agent-q-gate--answer key 'allow
                               (and edited (agent-q-gate--updated-input props approved)))
         (when edited
-          (message "agent-q: %s runs your edited command: %s.  The agent still displays its own command, not your edit; %s"
+          (message "agent-q: %s runs your edited command: %s.  %s"
                    (agent-q-gate--label (plist-get props :agent) nil)
                    (truncate-string-to-width (agent-q--visible approved) 200 nil nil "...")
-                   (if (eq (plist-get props :agent) 'gemini)
-                       "its model is told only that a hook changed the call"
-                     "its model is told what ran")))))
+                   (agent-q-prompt-edit-note (plist-get props :agent))))))
      (t (agent-q-gate--answer key 'deny (agent-q-gate--denial result))))))
 
 ;;;; Telling the user
@@ -661,13 +660,15 @@ interrupted)."
 (defun agent-q-gate-time-out (key seconds reason)
   "End the gate request KEY: its agent's hook timeout of SECONDS ran out.
 The core has denied it to the agent, saying REASON; say it here too,
-and audit it as a timeout."
+and audit it as a timeout.  It is said once the call's prompt is
+gone: cancelling a call being asked leaves its prompt by a throw,
+which would skip what follows, and the prompt's end would cover it."
   (let ((batch (gethash key agent-q-gate--requests)))
     (remhash key agent-q-gate--requests)
     (remhash key agent-q-gate--answerers)
     (when batch
-      (agent-q-cancel-batch batch reason seconds)
-      (agent-q-gate--notify reason))))
+      (run-at-time 0 nil #'agent-q-gate--notify reason)
+      (agent-q-cancel-batch batch reason seconds))))
 
 (defun agent-q-gate--event (event)
   "Act on EVENT, a gate item of `agent-q--core-mcp-take'."

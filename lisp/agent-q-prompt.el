@@ -989,10 +989,34 @@ Return (:ok PLIST) or (:error MESSAGE)."
   (setq agent-q-prompt--arguments-result '(:cancel))
   (exit-recursive-edit))
 
+(defun agent-q-prompt-edit-note (agent)
+  "Return the note on AGENT's display and model after the user edits a command.
+AGENT is a symbol or a string: `gemini' shows the edited command in
+its terminal; Claude Code goes on showing its own command; Codex CLI
+is taken to do as Claude Code does (its terminal was not read after an
+edit).  Each is told what ran by agent-q's hook (Gemini's by its
+AfterTool hook, which the connect command writes)."
+  (if (equal (format "%s" agent) "gemini")
+      "The agent shows your edit; its model is told what ran"
+    "The agent still displays its own command, not your edit; its model is told what ran"))
+
+(defun agent-q-prompt--edit-header ()
+  "The header line of the arguments buffer for the call being approved.
+The keys; for a terminal agent's own call, also what the agent shows
+and tells its model of the edit (`agent-q-prompt-edit-note'): it is
+said before the user accepts, where it stays in view."
+  (let ((agent (agent-q-prompt--gate-agent)))
+    (concat "C-c C-c accepts the edit, C-c C-k cancels it"
+            (if agent (concat ".  " (agent-q-prompt-edit-note agent)) ""))))
+
 (defun agent-q-prompt--edit-arguments (tool-name args)
   "Let the user edit ARGS of TOOL-NAME; return the new plist or nil if cancelled.
-The buffer shows hidden characters in strings as escapes, like the prompt."
-  (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name))))
+The buffer shows hidden characters in strings as escapes, like the prompt.
+Its header line says the keys and, for a terminal agent's own call,
+that the agent's display will not show the edit
+\=(`agent-q-prompt--edit-header')."
+  (let ((buffer (get-buffer-create (format "*agent-q arguments: %s*" tool-name)))
+        (header (agent-q-prompt--edit-header)))
     (unwind-protect
         (progn
           (with-current-buffer buffer
@@ -1006,6 +1030,7 @@ The buffer shows hidden characters in strings as escapes, like the prompt."
                                              "\n")
                                "\n"))
             (goto-char (point-min))
+            (setq header-line-format header)
             (setq agent-q-prompt--arguments-tool tool-name
                   agent-q-prompt--arguments-result nil))
           (save-window-excursion
