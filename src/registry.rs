@@ -23,8 +23,18 @@ thread_local! {
     /// The named handlers of the tools whose review is their approval
     /// ([`agent_q_core::spec::Approval`]), each with the definition it had when a tool was first
     /// registered with it (the built-in propose_file_edit's, the gate's agent_edit's...).
-    static REVIEW_DEFINITIONS: std::cell::RefCell<Vec<(String, &'static GlobalRef)>> =
+    static REVIEW_DEFINITIONS: std::cell::RefCell<Vec<ReviewDefinition>> =
         const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A review handler's name, its definition as captured, and the source file that defined it.
+#[derive(Clone)]
+struct ReviewDefinition {
+    name: String,
+    definition: &'static GlobalRef,
+    /// The `.el` whose compiled file defined the handler, when known: Emacs's native
+    /// compiler may later replace the definition with the same code compiled natively.
+    source: Option<String>,
 }
 
 /// The most named review handlers remembered: each costs a comparison per batch.
@@ -34,7 +44,7 @@ const MAX_REVIEW_HANDLERS: usize = 64;
 /// first time a tool is registered with it. Kept in the module, out of Lisp's reach.
 fn capture_review_definition(env: &Env, symbol: Value<'_>) -> Result<()> {
     let name: String = env.call("symbol-name", (symbol,))?.into_rust()?;
-    if REVIEW_DEFINITIONS.with(|d| d.borrow().iter().any(|(n, _)| *n == name)) {
+    if REVIEW_DEFINITIONS.with(|d| d.borrow().iter().any(|r| r.name == name)) {
         return Ok(());
     }
     if REVIEW_DEFINITIONS.with(|d| d.borrow().len()) >= MAX_REVIEW_HANDLERS {
@@ -45,22 +55,95 @@ fn capture_review_definition(env: &Env, symbol: Value<'_>) -> Result<()> {
         );
     }
     let definition = env.call("symbol-function", (symbol,))?;
+    let source = compiled_source(env, symbol, definition)?;
     // One reference for the session: leaked to have the static lifetime.
     let global: &'static GlobalRef = Box::leak(Box::new(definition.make_global_ref()));
-    REVIEW_DEFINITIONS.with(|d| d.borrow_mut().push((name, global)));
+    REVIEW_DEFINITIONS.with(|d| {
+        d.borrow_mut().push(ReviewDefinition {
+            name,
+            definition: global,
+            source,
+        })
+    });
     Ok(())
+}
+
+/// The `.el` source of SYMBOL's byte-compiled DEFINITION, loaded from its `.elc`; `None` for
+/// any other definition (interpreted, native already, or of no known file).
+fn compiled_source(env: &Env, symbol: Value<'_>, definition: Value<'_>) -> Result<Option<String>> {
+    if !env.call("byte-code-function-p", (definition,))?.is_not_nil() {
+        return Ok(None);
+    }
+    let file = env.call("symbol-file", (symbol, env.intern("defun")?))?;
+    if !file.is_not_nil() {
+        return Ok(None);
+    }
+    let file: String = file.into_rust()?;
+    Ok(file
+        .strip_suffix(".elc")
+        .map(|stem| format!("{stem}.el"))
+        .filter(|el| std::path::Path::new(el).is_file()))
+}
+
+/// Whether NOW is the native compilation of the very SOURCE file that defined the captured
+/// byte-code: what Emacs's deferred native compilation installs by itself, some seconds after
+/// an `.elc` was loaded, in an interactive Emacs 28+ built with native compilation. The
+/// `.eln`'s name carries a hash of the source's contents, so it names that file as it is.
+fn natively_compiled_from(env: &Env, now: Value<'_>, source: &str) -> Result<bool> {
+    for needed in [
+        "subr-native-comp-unit",
+        "native-comp-unit-file",
+        "comp-el-to-eln-rel-filename",
+    ] {
+        if !env.call("fboundp", (env.intern(needed)?,))?.is_not_nil() {
+            return Ok(false);
+        }
+    }
+    let native = if env
+        .call("fboundp", (env.intern("native-comp-function-p")?,))?
+        .is_not_nil()
+    {
+        env.call("native-comp-function-p", (now,))?
+    } else {
+        env.call("subr-native-elisp-p", (now,))?
+    };
+    if !native.is_not_nil() {
+        return Ok(false);
+    }
+    let unit = env.call("subr-native-comp-unit", (now,))?;
+    let eln = env.call("native-comp-unit-file", (unit,))?;
+    if !eln.is_not_nil() {
+        return Ok(false);
+    }
+    let eln = env.call("file-name-nondirectory", (eln,))?;
+    let expected = env.call("comp-el-to-eln-rel-filename", (source,))?;
+    env.call("equal", (eln, expected)).map(|v| v.is_not_nil())
 }
 
 /// Whether every named handler of a tool whose review is its approval still has the definition
 /// it was registered with. A symbol's function can be redefined or advised by any code in
 /// Emacs; its review is then no longer known to be the approval, and the calls of such tools
-/// are asked about as any dangerous call.
+/// are asked about as any dangerous call. The one replacement that is not a redefinition is
+/// the native compilation of the same source file (see [`natively_compiled_from`]): it is
+/// remembered as the handler's definition from then on.
 pub fn review_definition_intact(env: &Env) -> Result<bool> {
-    let captured: Vec<(String, &'static GlobalRef)> = REVIEW_DEFINITIONS.with(|d| d.borrow().clone());
-    for (name, definition) in captured {
-        let now = env.call("symbol-function", (env.intern(&name)?,))?;
-        if now != definition.bind(env) {
-            return Ok(false);
+    let captured: Vec<ReviewDefinition> = REVIEW_DEFINITIONS.with(|d| d.borrow().clone());
+    for (index, review) in captured.into_iter().enumerate() {
+        let now = env.call("symbol-function", (env.intern(&review.name)?,))?;
+        if now == review.definition.bind(env) {
+            continue;
+        }
+        match &review.source {
+            Some(source) if natively_compiled_from(env, now, source)? => {
+                let global: &'static GlobalRef = Box::leak(Box::new(now.make_global_ref()));
+                REVIEW_DEFINITIONS.with(|d| {
+                    if let Some(entry) = d.borrow_mut().get_mut(index) {
+                        entry.definition = global;
+                        entry.source = None;
+                    }
+                });
+            }
+            _ => return Ok(false),
         }
     }
     Ok(true)

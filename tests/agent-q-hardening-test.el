@@ -99,6 +99,62 @@
         (advice-remove 'agent-q-builtins--propose-file-edit evil)
         (when (file-exists-p victim) (delete-file victim))))))
 
+(defvar native-comp-eln-load-path)
+(defvar native-comp-async-all-done-hook)
+(declare-function native-compile-async "comp-run")
+(declare-function native-comp-function-p "data.c")
+
+;; Emacs's deferred native compilation replaces the byte-compiled
+;; definitions of a loaded .elc with natively compiled ones, by itself,
+;; seconds after loading, in an interactive Emacs built with it (Emacs
+;; 30 here).  That is not a redefinition: the review stays the approval.
+;; Without native compilation (Emacs 28 here) there is nothing to test:
+;; the test is not defined, saying so, rather than skipped.
+(if (not (and (fboundp 'native-comp-available-p) (native-comp-available-p)))
+    (message "agent-q-hardening-test-natively-compiled-review-is-its-own-approval: \
+not defined, this Emacs has no native compilation")
+  (require 'comp)
+  (ert-deftest agent-q-hardening-test-natively-compiled-review-is-its-own-approval ()
+    (should (byte-code-function-p (symbol-function 'agent-q-builtins--propose-file-edit)))
+    (let* ((source (concat (file-name-sans-extension
+                            (symbol-file 'agent-q-builtins--propose-file-edit 'defun))
+                           ".el"))
+           (eln-dir (make-temp-file "agent-q-eln" t))
+           (native-comp-eln-load-path (cons eln-dir native-comp-eln-load-path))
+           (done nil)
+           (native-comp-async-all-done-hook (list (lambda () (setq done t)))))
+      (unwind-protect
+          (agent-q-hardening-test--with reg
+            ;; Registered (its handler captured) while byte-compiled, then
+            ;; swapped as the deferred compilation does: compiled apart
+            ;; and loaded "late", replacing the definitions.
+            (native-compile-async source nil 'late)
+            (let ((deadline (+ (float-time) 300)))
+              (while (and (not done) (< (float-time) deadline))
+                (accept-process-output nil 0.1)))
+            (should done)
+            (should (native-comp-function-p
+                     (symbol-function 'agent-q-builtins--propose-file-edit)))
+            (let* ((file (make-temp-file "agent-q-review" nil ".txt" "one\ntwo\n"))
+                   (agent-q-allowed-directories (list (file-name-directory file)))
+                   (agent-q-review--review-driver
+                    (lambda (buffer) (with-current-buffer buffer (agent-q-review-cancel)))))
+              (unwind-protect
+                  (agent-q-test-let* ((unread-command-events (list ?y))
+                                      (result (car (agent-q-execute-tool-calls
+                                                    `((:id "p" :name "propose_file_edit"
+                                                           :arguments (:path ,file :original "two\n"
+                                                                       :modified "2\n"
+                                                                       :description "d")))
+                                                    reg))))
+                    ;; Reviewed, not prompted: the typed-ahead y is still unread.
+                    (should (equal unread-command-events (list ?y)))
+                    (should (equal (plist-get (plist-get result :metadata) :status) "denied"))
+                    (should (string-match-p "the user rejected the whole edit"
+                                            (plist-get result :content))))
+                (delete-file file))))
+        (delete-directory eln-dir t)))))
+
 (ert-deftest agent-q-hardening-test-the-built-in-review-is-its-own-approval ()
   ;; The real propose_file_edit is not prompted: its review decides.  A review
   ;; whose hunks are all rejected is a denial, audited as such.
