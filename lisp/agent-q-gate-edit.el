@@ -88,6 +88,7 @@
 (declare-function agent-q-gate--cwd "agent-q-gate" (props))
 (declare-function agent-q-gate--label "agent-q-gate" (agent session))
 (declare-function agent-q-gate--notify "agent-q-gate" (text))
+(declare-function agent-q-gate--notice-label "agent-q-gate" (label))
 
 (defvar agent-q-gate--run)
 (defvar agent-q-gate--requests)
@@ -275,7 +276,8 @@ why."
             (agent-q-gate-edit--mark-review)
             (when agent-q-gate-notify
               (agent-q-gate--notify (format "%s waits for your review in Emacs: %s"
-                                            label (abbreviate-file-name file))))
+                                            (agent-q-gate--notice-label label)
+                                            (abbreviate-file-name file))))
             (let ((review
                    (agent-q-gate-edit-review
                     file (plist-get edit :current) proposal label

@@ -90,6 +90,7 @@
 (require 'agent-q-async)
 (require 'agent-q-rules)
 (require 'agent-q-guard)
+(require 'agent-q-prompt)
 (require 'agent-q-gate-edit)
 
 (declare-function agent-q-journal-record "agent-q-journal" (&rest plist))
@@ -602,6 +603,18 @@ COMMAND is the command the agent asked to run, PROPS the request."
 
 ;;;; Telling the user
 
+(defun agent-q-gate--notice-label (label)
+  "LABEL, as a notice names the agent: a long session id cut short.
+The label's last word, when it is a session id longer than a dozen
+characters (an ACP or Claude session's UUID), is cut to the prompt's
+short form (`agent-q-prompt--short-session-chars') and an ellipsis,
+so that the notice has room for what waits."
+  (if (string-match " \\([^ ]\\{13,\\}\\)\\'" label)
+      (concat (substring label 0 (match-beginning 1))
+              (substring (match-string 1 label) 0 agent-q-prompt--short-session-chars)
+              "…")
+    label))
+
 (defun agent-q-gate--notify-if-waiting (batch label what)
   "Tell the user when a call of BATCH waits for their decision: LABEL would WHAT.
 Only a call queued for the prompt counts: not one a rule or a grant
@@ -628,7 +641,8 @@ nor an edit under review, whose review says so itself (see
                       agent-q--pending))
     (agent-q-gate--notify
      (format "%s waits for your decision in Emacs: %s"
-             label (truncate-string-to-width (agent-q--visible what) 200 nil nil "...")))))
+             (agent-q-gate--notice-label label)
+             (truncate-string-to-width (agent-q--visible what) 200 nil nil "...")))))
 
 (defun agent-q-gate--notify (text)
   "Say TEXT: a desktop notification when possible, else a message and a beep."

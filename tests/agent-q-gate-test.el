@@ -483,6 +483,14 @@ one that the read guard reads back), and when its glob selects one."
         (should (eq (car (agent-q-gate-test--answer 2)) 'deny))
         (should rang)
         (should (equal said '("agent-q: claude (own tools) session-1 waits for your decision in Emacs: run touch x")))
+        ;; A session's UUID is cut to the prompt's short form.
+        (setq said nil)
+        (cl-letf (((symbol-function 'message)
+                   (lambda (format &rest args) (push (apply #'format format args) said))))
+          (agent-q-gate-test--request-from 4 "touch z" 'claude
+                                           "0a1b2c3d-4e5f-6789-abcd-ef0123456789"))
+        (should (eq (car (agent-q-gate-test--answer 4)) 'deny))
+        (should (equal said '("agent-q: claude (own tools) 0a1b2c3d… waits for your decision in Emacs: run touch z")))
         ;; Turned off: nothing.
         (setq said nil rang nil)
         (let ((agent-q-gate-notify nil))
