@@ -320,12 +320,12 @@ written."
   "Where each agent's hook goes: (AGENT FILE EVENT).")
 
 (defconst agent-q-connect--prompt-events
-  '((claude . UserPromptSubmit) (gemini . BeforeAgent))
+  '((claude . UserPromptSubmit) (gemini . BeforeAgent) (codex . UserPromptSubmit))
   "Each agent's prompt hook event: (AGENT . EVENT).
 Its hook, the same command, tells Emacs that a turn of the session
 begins, for the journal of changes (`agent-q-journal-turn'), without
-waiting and printing nothing.  Codex CLI's UserPromptSubmit is not
-written: its trust entry for that event is not known to be right.")
+waiting and printing nothing.  Codex CLI runs it once trusted, as its
+PreToolUse hook (see `agent-q-connect--codex-trust-events').")
 
 (defconst agent-q-connect--prompt-hook-timeout 10
   "Seconds an agent gives its prompt hook, which takes at most 2.")
@@ -557,42 +557,54 @@ too (see `agent-q-connect--after-tool-group'); its prompt hook too (see
 ;; the command to trust exactly this hook, the command writes that entry
 ;; as /hooks would, and removes it on undo.
 
-(defun agent-q-connect--codex-trust-keys (object file)
-  "The trust keys of agent-q's PreToolUse hooks in hooks OBJECT, read from FILE."
-  (let ((groups (alist-get 'PreToolUse (let ((hooks (alist-get 'hooks object)))
-                                         (and (listp hooks) hooks))))
+(defconst agent-q-connect--codex-trust-events
+  '((PreToolUse . "pre_tool_use") (UserPromptSubmit . "user_prompt_submit"))
+  "Codex CLI's hook events of agent-q's, each with its name in a trust key.")
+
+(defun agent-q-connect--codex-trust-keys (object file &optional event)
+  "The trust keys of agent-q's hooks in hooks OBJECT, read from FILE.
+Those of EVENT only, when given; else of every event of
+`agent-q-connect--codex-trust-events'."
+  (let ((hooks-object (let ((hooks (alist-get 'hooks object)))
+                        (and (listp hooks) hooks)))
         (keys nil))
-    (when (vectorp groups)
-      (dotimes (i (length groups))
-        (let ((hooks (and (listp (aref groups i)) (alist-get 'hooks (aref groups i)))))
-          (when (vectorp hooks)
-            (dotimes (j (length hooks))
-              (when (agent-q-connect--own-hook-p (aref hooks j))
-                (push (format "%s:pre_tool_use:%d:%d" file i j) keys)))))))
+    (pcase-dolist (`(,name . ,key-name) agent-q-connect--codex-trust-events)
+      (when (or (null event) (eq event name))
+        (let ((groups (alist-get name hooks-object)))
+          (when (vectorp groups)
+            (dotimes (i (length groups))
+              (let ((hooks (and (listp (aref groups i)) (alist-get 'hooks (aref groups i)))))
+                (when (vectorp hooks)
+                  (dotimes (j (length hooks))
+                    (when (agent-q-connect--own-hook-p (aref hooks j))
+                      (push (format "%s:%s:%d:%d" file key-name i j) keys))))))))))
     (nreverse keys)))
 
-(defun agent-q-connect--codex-trust-hash (group)
-  "Codex's trust hash of the first hook of GROUP, a PreToolUse matcher group."
+(defun agent-q-connect--codex-trust-hash (group key-name)
+  "Codex's trust hash of the first hook of GROUP, a matcher group of KEY-NAME.
+KEY-NAME is the event as a trust key names it (\"pre_tool_use\"); a
+group without a matcher (UserPromptSubmit's) is hashed without one, as
+Codex does."
   (let ((hook (aref (alist-get 'hooks group) 0)))
     (concat "sha256:"
             (secure-hash
              'sha256
              (encode-coding-string
               (json-serialize
-               `((event_name . "pre_tool_use")
+               `((event_name . ,key-name)
                  (hooks . [((async . :false) (command . ,(alist-get 'command hook))
                             ,@(let ((status (alist-get 'statusMessage hook)))
                                 (and status `((statusMessage . ,status))))
                             (timeout . ,(alist-get 'timeout hook)) (type . "command"))])
-                 (matcher . ,(alist-get 'matcher group)))
+                 ,@(and (assq 'matcher group) `((matcher . ,(alist-get 'matcher group)))))
                :false-object :false)
               'utf-8)))))
 
-(defun agent-q-connect--codex-trust-toml (text remove add)
+(defun agent-q-connect--codex-trust-toml (text remove adds)
   "Codex's config.toml TEXT without the trust tables of the keys REMOVE.
-With ADD, a (KEY . HASH), that table is appended."
+ADDS, a list of (KEY . HASH), are appended as tables."
   (let ((names (mapcar (lambda (key) (concat "hooks.state." (agent-q-connect--toml-string key)))
-                       (append remove (and add (list (car add))))))
+                       (append remove (mapcar #'car adds))))
         (kept nil)
         (skipping nil))
     (dolist (line (split-string text "\n"))
@@ -602,25 +614,34 @@ With ADD, a (KEY . HASH), that table is appended."
                                names)))
       (unless skipping (push line kept)))
     (let ((rest (string-trim-right (string-join (nreverse kept) "\n"))))
-      (if add
-          (concat rest (if (string-empty-p rest) "" "\n\n")
-                  "[hooks.state." (agent-q-connect--toml-string (car add)) "]\n"
-                  "# agent-q's hook in hooks.json, trusted by M-x agent-q-gate-connect-agent\n"
-                  "trusted_hash = " (agent-q-connect--toml-string (cdr add)) "\n")
-        (if (string-empty-p rest) "" (concat rest "\n"))))))
+      (dolist (add adds)
+        (setq rest (concat rest (if (string-empty-p rest) "" "\n\n")
+                           "[hooks.state." (agent-q-connect--toml-string (car add)) "]\n"
+                           "# agent-q's hook in hooks.json, trusted by M-x agent-q-gate-connect-agent\n"
+                           "trusted_hash = " (agent-q-connect--toml-string (cdr add)))))
+      (if (string-empty-p rest) "" (concat rest "\n")))))
 
 (defun agent-q-connect--codex-trust-plan (object merged file add)
-  "Codex's trust of agent-q's hook in config.toml: (CONFIG . TEXT), or nil.
+  "Codex's trust of agent-q's hooks in config.toml: (CONFIG . TEXT), or nil.
 OBJECT is hooks.json FILE as it was, MERGED as it will be; ADD, whether
-the hook is added."
+the hooks are added.  Each event's hook (its group is the event's last)
+gets its entry."
   (let* ((config (expand-file-name "config.toml" (file-name-directory file)))
          (text (or (agent-q-connect--text config) ""))
          (old (agent-q-connect--codex-trust-keys object file))
-         (new (and add (car (agent-q-connect--codex-trust-keys merged file))))
-         (groups (alist-get 'PreToolUse (alist-get 'hooks merged)))
-         (new-text (agent-q-connect--codex-trust-toml
-                    text old (and new (cons new (agent-q-connect--codex-trust-hash
-                                                 (aref groups (1- (length groups)))))))))
+         (adds (and add
+                    (delq nil
+                          (mapcar
+                           (lambda (event)
+                             (let ((key (car (agent-q-connect--codex-trust-keys
+                                              merged file (car event))))
+                                   (groups (alist-get (car event) (alist-get 'hooks merged))))
+                               (and key (vectorp groups)
+                                    (cons key (agent-q-connect--codex-trust-hash
+                                               (aref groups (1- (length groups)))
+                                               (cdr event))))))
+                           agent-q-connect--codex-trust-events))))
+         (new-text (agent-q-connect--codex-trust-toml text old adds)))
     (unless (or (equal new-text text)
                 ;; Undoing: only a trust of agent-q's hook that is there goes.
                 (and (not add)
@@ -685,9 +706,9 @@ allowing its shell) or `codex' (Codex CLI: PreToolUse in
 ~/.codex/hooks.json, and its trust in ~/.codex/config.toml, as
 Codex's /hooks would record it).  The hook runs bin/agent-q-mcp hook,
 which asks this Emacs when `agent-q-gate-mode' is on; agent-q's own
-MCP tools are left out.  For Claude Code and Gemini CLI the same
-command is also their prompt hook (UserPromptSubmit, BeforeAgent),
-which tells Emacs that a turn begins, for the journal of changes.
+MCP tools are left out.  The same command is also each agent's prompt
+hook (UserPromptSubmit; BeforeAgent for Gemini CLI), which tells
+Emacs that a turn begins, for the journal of changes.
 Existing files are merged (the user's hooks kept, agent-q's replaced,
 the old file kept as FILE.agent-q.bak); a second run changes nothing.
 With SHOW (interactively, \\[universal-argument]), write nothing and show

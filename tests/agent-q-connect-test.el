@@ -307,7 +307,12 @@ Emacs is away."
       (with-temp-file config (insert "model = \"o3\"\n"))
       (should (equal (agent-q-gate-connect-agent 'codex) (list hooks config)))
       (let ((json (alist-get 'hooks (agent-q-connect-test--json hooks))))
-        (should (equal (mapcar #'car json) '(PostToolUse PreToolUse)))
+        (should (equal (mapcar #'car json) '(PostToolUse PreToolUse UserPromptSubmit)))
+        ;; Its prompt hook, which begins a turn of the journal: every prompt (no matcher).
+        (should (equal (alist-get 'UserPromptSubmit json)
+                       `[((hooks . [((type . "command")
+                                     (command . ,(agent-q-connect-test--hook 'codex))
+                                     (timeout . 10))]))]))
         (should (equal (alist-get 'PreToolUse json)
                        `[((matcher . "^(Bash|apply_patch)$")
                           (hooks . [((type . "command")
@@ -326,6 +331,18 @@ Emacs is away."
                          (secure-hash
                           'sha256
                           (format "{\"event_name\":\"pre_tool_use\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"statusMessage\":\"Waiting for Emacs (agent-q)...\",\"timeout\":600,\"type\":\"command\"}],\"matcher\":\"^(Bash|apply_patch)$\"}"
+                                  (agent-q-connect-test--hook 'codex)))
+                         "\"")
+                 text))
+        ;; The prompt hook's trust: hashed without a matcher, as Codex 0.169.0 does
+        ;; (a hook so trusted runs; one with a matcher of null or "" in its hash does not).
+        (should (string-search
+                 (format "[hooks.state.\"%s:user_prompt_submit:0:0\"]" hooks) text))
+        (should (string-search
+                 (concat "trusted_hash = \"sha256:"
+                         (secure-hash
+                          'sha256
+                          (format "{\"event_name\":\"user_prompt_submit\",\"hooks\":[{\"async\":false,\"command\":\"%s\",\"timeout\":10,\"type\":\"command\"}]}"
                                   (agent-q-connect-test--hook 'codex)))
                          "\"")
                  text))
@@ -369,7 +386,8 @@ Emacs is away."
       (agent-q-gate-connect-agent 'codex)
       (should (equal (alist-get 'command (funcall handler hooks 'PreToolUse))
                      (agent-q-connect-test--hook 'codex)))
-      (should (= 1 (with-temp-buffer
+      ;; One trust for each of its two hooks (PreToolUse, UserPromptSubmit).
+      (should (= 2 (with-temp-buffer
                      (insert-file-contents config)
                      (how-many "^trusted_hash" (point-min) (point-max)))))
       ;; As options; Gemini's timeout in milliseconds.

@@ -415,12 +415,17 @@ HOME, DIR and MODEL as `agent-q-gate-test--run'; its hooks are the
 connect command's.  Fail unless it exits 0."
   (let* ((agent-q-gate-test--by-command t)
          (setup (agent-q-gate-test--setup agent home dir (nth 1 model)))
-         (args (append (list "-p" prompt "--output-format" "json")
-                       (pcase (list agent first)
-                         (`(claude t) (list "--session-id" session))
-                         (`(claude nil) (list "--resume" session))
-                         (`(gemini t) (list "--session-id" session))
-                         (`(gemini nil) (list "--resume" "latest")))))
+         (args (if (eq agent 'codex)
+                   ;; Codex names its sessions itself: the second resumes the last.
+                   (append (list "exec" "--skip-git-repo-check" "--sandbox" "workspace-write")
+                           (and (not first) (list "resume" "--last"))
+                           (list prompt))
+                 (append (list "-p" prompt "--output-format" "json")
+                         (pcase (list agent first)
+                           (`(claude t) (list "--session-id" session))
+                           (`(claude nil) (list "--resume" session))
+                           (`(gemini t) (list "--session-id" session))
+                           (`(gemini nil) (list "--resume" "latest"))))))
          (output (generate-new-buffer " *agent-q-journal-agent*"))
          (process
           (let ((default-directory work)
@@ -472,7 +477,12 @@ turns 1 and 2 of the session, labelled with the prompts' first lines."
                                                              (content . ,(format "text %d\n" n)))))
                       ('gemini `((tool . "write_file")
                                  (arguments (file_path . ,file)
-                                            (content . ,(format "text %d\n" n)))))))))
+                                            (content . ,(format "text %d\n" n)))))
+                      ;; Its apply_patch through its shell (see agent-q-gate-edit-test).
+                      ('codex `((tool . "exec_command")
+                                (arguments
+                                 (cmd . ,(format "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: file-%d.txt\n+text %d\n*** End Patch\nEOF\n"
+                                                 n n)))))))))
          (steps (list (funcall write 1) '((text . "One done."))
                       (funcall write 2) '((text . "Two done."))))
          model)
@@ -494,6 +504,11 @@ turns 1 and 2 of the session, labelled with the prompts' first lines."
           (agent-q-agents-test--wait (lambda () (= (length (agent-q-journal-test--entries)) 2))
                                      10 "two entries")
           (let ((entries (agent-q-journal-test--entries)))
+            (when (eq agent 'codex)
+              ;; Codex's own session id, the same for both prompts.
+              (setq session (plist-get (car entries) :session))
+              (should (stringp session))
+              (should (> (length session) 8)))
             (should (equal (mapcar (lambda (e)
                                      (list (file-name-nondirectory (plist-get e :file))
                                            (agent-q-journal-test--turn-of e)))
@@ -511,6 +526,11 @@ turns 1 and 2 of the session, labelled with the prompts' first lines."
 (ert-deftest agent-q-journal-test-gemini-turns ()
   "Gemini CLI's BeforeAgent hook begins turns.  See `agent-q-journal-test--agent-turns'."
   (agent-q-journal-test--agent-turns 'gemini))
+
+(ert-deftest agent-q-journal-test-codex-turns ()
+  "Codex CLI's UserPromptSubmit hook, trusted by the connect command, begins turns.
+See `agent-q-journal-test--agent-turns'."
+  (agent-q-journal-test--agent-turns 'codex))
 
 (provide 'agent-q-journal-test)
 
