@@ -1452,7 +1452,7 @@ them again."
 
 (defun agent-q-code--local-outline (job buffer shown then)
   "Call THEN with the outline answer of BUFFER, named SHOWN, for JOB.
-The outline is `agent-q-code--local-items'."
+The outline is that of the function `agent-q-code--local-items'."
   (agent-q-code--local-items
    job buffer
    (lambda (found)
@@ -1773,8 +1773,8 @@ it, so that the index is walked there, not here."))
 (defun agent-q-code--imenu-symbols (job root query then)
   "Find symbols matching QUERY in the buffers visiting files under ROOT, for JOB.
 Call THEN with the sources of their outlines and the symbols, each
-outline being `agent-q-code--local-items' (a large buffer's made by a
-separate Emacs, so that Emacs is not held)."
+outline being that of the function `agent-q-code--local-items' (a
+large buffer's made by a separate Emacs, so that Emacs is not held)."
   (let* ((true-root (file-truename root))
          (buffers (seq-filter (lambda (buffer)
                                 (let ((file (buffer-file-name buffer)))
