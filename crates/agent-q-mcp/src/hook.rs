@@ -37,7 +37,9 @@ use agent_q_core::gate::{
 use agent_q_core::mcp::{GATE_ENDPOINT, MAX_GATE_WAIT, TOLD_ENDPOINT, TURN_ENDPOINT};
 use thiserror::Error;
 
-use crate::relay::{check_process_owner, error_chain, http_client, read_connection, resolve_connection_file};
+use crate::relay::{
+    check_process_owner, error_chain, http_client, read_connection, resolve_connection_file, Connection,
+};
 
 /// The hook's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,31 +168,63 @@ const TOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Ask the server of the connection file what the model must be told after INPUT's call.
 fn ask_told(options: &HookOptions, input: &AfterToolInput) -> Result<Option<String>, HookError> {
-    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
-    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
-    let connection = read_connection(&path).map_err(no_server)?;
-    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
-    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
-    url.set_path(TOLD_ENDPOINT);
-    url.set_query(None);
     let body = serde_json::to_vec(&serde_json::json!({
         "session_id": input.session_id,
         "tool": input.tool,
         "tool_input": input.tool_input,
     }))
     .map_err(|e| HookError::Input(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let text = post_briefly(options, TOLD_ENDPOINT, body, TOLD_WAIT)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| HookError::Refused(format!("not a told answer ({e})")))?;
+    Ok(value
+        .get("context")
+        .and_then(|c| c.as_str())
+        .filter(|c| !c.is_empty())
+        .map(str::to_string))
+}
+
+/// The Emacs the connection file names: the connection, the URL of its ENDPOINT there, and
+/// the file's path.
+fn emacs_endpoint(
+    options: &HookOptions,
+    endpoint: &str,
+) -> Result<(Connection, reqwest::Url, std::path::PathBuf), HookError> {
+    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
+    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
+    let connection = read_connection(&path).map_err(no_server)?;
+    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
+    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
+    url.set_path(endpoint);
+    url.set_query(None);
+    Ok((connection, url, path))
+}
+
+/// A new single-threaded runtime for one request.
+fn runtime() -> Result<tokio::runtime::Runtime, HookError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
-    runtime.block_on(async {
+        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))
+}
+
+/// Post BODY (JSON) to ENDPOINT of the Emacs the connection file names, which answers at
+/// once, waiting at most TIMEOUT; the text of its answer, which must be a success.
+fn post_briefly(
+    options: &HookOptions,
+    endpoint: &str,
+    body: Vec<u8>,
+    timeout: std::time::Duration,
+) -> Result<String, HookError> {
+    let (connection, url, _) = emacs_endpoint(options, endpoint)?;
+    runtime()?.block_on(async {
         let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
         let response = client
             .post(url.clone())
             .bearer_auth(&connection.token)
             .header("content-type", "application/json")
             .body(body)
-            .timeout(TOLD_WAIT)
+            .timeout(timeout)
             .send()
             .await
             .map_err(|e| HookError::NoServer(format!("nothing answers at {url} ({})", error_chain(&e))))?;
@@ -199,19 +233,13 @@ fn ask_told(options: &HookOptions, input: &AfterToolInput) -> Result<Option<Stri
             .text()
             .await
             .map_err(|e| HookError::Refused(format!("the answer could not be read ({})", error_chain(&e))))?;
-        if status.as_u16() != 200 {
+        if !status.is_success() {
             return Err(HookError::Refused(format!(
                 "Emacs answered HTTP {status}: {}",
                 text.trim().chars().take(500).collect::<String>()
             )));
         }
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| HookError::Refused(format!("not a told answer ({e})")))?;
-        Ok(value
-            .get("context")
-            .and_then(|c| c.as_str())
-            .filter(|c| !c.is_empty())
-            .map(str::to_string))
+        Ok(text)
     })
 }
 
@@ -328,55 +356,15 @@ pub const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Tell the Emacs the connection file names that the turn NOTICE begins; wait for no decision.
 fn tell_turn(options: &HookOptions, notice: &TurnNotice) -> Result<(), HookError> {
-    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
-    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
-    let connection = read_connection(&path).map_err(no_server)?;
-    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
-    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
-    url.set_path(TURN_ENDPOINT);
-    url.set_query(None);
     let body = serde_json::to_vec(notice).map_err(|e| HookError::Input(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
-    runtime.block_on(async {
-        let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
-        let response = client
-            .post(url.clone())
-            .bearer_auth(&connection.token)
-            .header("content-type", "application/json")
-            .body(body)
-            .timeout(TURN_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| HookError::NoServer(format!("nothing answers at {url} ({})", error_chain(&e))))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let text = response.text().await.unwrap_or_default();
-        Err(HookError::Refused(format!(
-            "Emacs answered HTTP {status}: {}",
-            text.trim().chars().take(500).collect::<String>()
-        )))
-    })
+    post_briefly(options, TURN_ENDPOINT, body, TURN_TIMEOUT).map(drop)
 }
 
 /// Post REQUEST to the gate of the Emacs the connection file names, and wait for its answer.
 fn ask_emacs(options: &HookOptions, request: &GateRequest) -> Result<GateAnswer, HookError> {
-    let no_server = |e: crate::error::RelayError| HookError::NoServer(e.to_string());
-    let path = resolve_connection_file(options.connection_file.clone()).map_err(no_server)?;
-    let connection = read_connection(&path).map_err(no_server)?;
-    check_process_owner(connection.pid).map_err(HookError::NoServer)?;
-    let mut url = reqwest::Url::parse(&connection.url).map_err(|e| HookError::NoServer(e.to_string()))?;
-    url.set_path(GATE_ENDPOINT);
-    url.set_query(None);
+    let (connection, url, path) = emacs_endpoint(options, GATE_ENDPOINT)?;
     let body = serde_json::to_vec(request).map_err(|e| HookError::Input(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| HookError::Refused(format!("cannot start: {e}")))?;
+    let runtime = runtime()?;
     let asked = async {
         let client = http_client().map_err(|e| HookError::Refused(e.to_string()))?;
         let response = client
