@@ -941,7 +941,11 @@ times as long as compiled, and more than 100 ms.")
 
 ;; When this file was loaded from source, compile just these few
 ;; functions in place (a few milliseconds, once).
-(unless (byte-code-function-p (symbol-function 'agent-q-builtins--apropos-collect))
+;; Natively compiled (a subr: an eln of this file, which an interactive
+;; Emacs makes by itself) is compiled too: `byte-compile' would only say
+;; "already compiled" for each.
+(unless (let ((f (symbol-function 'agent-q-builtins--apropos-collect)))
+          (or (byte-code-function-p f) (subrp f)))
   (require 'bytecomp)
   (let ((byte-compile-warnings nil))
     (with-demoted-errors "agent-q: cannot compile the obarray walks: %S"

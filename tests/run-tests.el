@@ -45,6 +45,15 @@
 ;; beside an old .elc (`agent-q--check-compiled-files').
 (setq load-prefer-newer t)
 
+;; Nor natively compiled copies of them that an earlier Emacs left in the
+;; user's eln cache (an interactive Emacs compiles what it loads): the
+;; tests load agent-q byte-compiled, as a fresh install does, and only a
+;; private directory, deleted at exit, receives what they compile.
+(when (boundp 'native-comp-eln-load-path)
+  (let ((eln (make-temp-file "agent-q-test-eln" t)))
+    (setq native-comp-eln-load-path (cons eln (last native-comp-eln-load-path)))
+    (add-hook 'kill-emacs-hook (lambda () (delete-directory eln t)))))
+
 ;; The journal of changes the suites record goes to a file of the run's
 ;; own, never to the user's (set before agent-q-journal's defcustom).
 (defvar agent-q-journal-file (make-temp-file "agent-q-test-journal" nil ".jsonl"))
